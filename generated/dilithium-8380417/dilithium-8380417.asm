@@ -3691,6 +3691,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 17 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
+    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
@@ -3699,7 +3700,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3712,7 +3713,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3725,7 +3726,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3738,7 +3739,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3751,7 +3752,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3764,7 +3765,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3777,7 +3778,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3790,7 +3791,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3803,7 +3804,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3816,7 +3817,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3829,7 +3830,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3842,7 +3843,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3855,7 +3856,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3868,7 +3869,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3881,7 +3882,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -3894,7 +3895,7 @@ kg_dilithium8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm0, zmm3, zmm5
+    vpmulld      zmm0, zmm3, zmm0
     vpsubd       zmm0, zmm1, zmm0
     vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
     vpminud      zmm0, zmm0, zmm1
@@ -3921,6 +3922,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vmovdqu64    zmm6, [rel pd_16760834]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
+    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
@@ -3929,7 +3931,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -3945,7 +3947,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 64]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -3961,7 +3963,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 128]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -3977,7 +3979,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 192]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -3993,7 +3995,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 256]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -4009,7 +4011,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 320]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -4025,7 +4027,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 384]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -4041,7 +4043,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 448]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -4057,7 +4059,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 512]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -4073,7 +4075,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 576]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -4089,7 +4091,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 640]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -4105,7 +4107,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 704]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -4121,7 +4123,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 768]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -4137,7 +4139,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 832]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -4153,7 +4155,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 896]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -4169,7 +4171,7 @@ kg_dilithium8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm0, zmm3, zmm5
+    vpmulld      zmm0, zmm3, zmm0
     vpsubd       zmm0, zmm1, zmm0
     vpaddd       zmm0, zmm0, [r8 + 960]
     vpsubd       zmm1, zmm0, zmm6                    ; freeze: to [0, q)
@@ -9008,6 +9010,7 @@ align 32
 kg_dilithium8380417_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 33 times
+    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vmovshdup    ymm3, [rsi]
@@ -9017,7 +9020,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9031,7 +9034,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 32]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9045,7 +9048,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 64]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9059,7 +9062,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 96]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9073,7 +9076,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 128]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9087,7 +9090,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 160]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9101,7 +9104,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 192]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9115,7 +9118,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 224]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9129,7 +9132,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 256]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9143,7 +9146,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 288]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9157,7 +9160,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 320]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9171,7 +9174,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 352]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9185,7 +9188,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 384]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9199,7 +9202,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 416]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9213,7 +9216,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 448]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9227,7 +9230,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 480]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9241,7 +9244,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 512]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9255,7 +9258,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 544]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9269,7 +9272,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 576]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9283,7 +9286,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 608]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9297,7 +9300,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 640]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9311,7 +9314,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 672]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9325,7 +9328,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 704]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9339,7 +9342,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 736]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9353,7 +9356,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 768]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9367,7 +9370,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 800]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9381,7 +9384,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 832]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9395,7 +9398,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 864]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9409,7 +9412,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 896]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9423,7 +9426,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 928]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9437,7 +9440,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 960]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -9451,7 +9454,7 @@ kg_dilithium8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 992]
-    vpmulld      ymm0, ymm2, ymm5
+    vpmulld      ymm0, ymm2, ymm0
     vpsubd       ymm0, ymm1, ymm0
     vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
@@ -9476,6 +9479,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 33 times
     vmovdqu      ymm6, [rel pd_16760834]             ; held in a register: read 32 times
+    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vmovshdup    ymm3, [rsi]
@@ -9485,7 +9489,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9502,7 +9506,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 32]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 32]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9519,7 +9523,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 64]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 64]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9536,7 +9540,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 96]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 96]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9553,7 +9557,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 128]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 128]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9570,7 +9574,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 160]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 160]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9587,7 +9591,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 192]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 192]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9604,7 +9608,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 224]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 224]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9621,7 +9625,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 256]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 256]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9638,7 +9642,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 288]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 288]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9655,7 +9659,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 320]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 320]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9672,7 +9676,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 352]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 352]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9689,7 +9693,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 384]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 384]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9706,7 +9710,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 416]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 416]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9723,7 +9727,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 448]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 448]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9740,7 +9744,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 480]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 480]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9757,7 +9761,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 512]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 512]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9774,7 +9778,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 544]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 544]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9791,7 +9795,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 576]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 576]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9808,7 +9812,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 608]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 608]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9825,7 +9829,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 640]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 640]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9842,7 +9846,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 672]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 672]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9859,7 +9863,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 704]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 704]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9876,7 +9880,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 736]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 736]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9893,7 +9897,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 768]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 768]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9910,7 +9914,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 800]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 800]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9927,7 +9931,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 832]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 832]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9944,7 +9948,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 864]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 864]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9961,7 +9965,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 896]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 896]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9978,7 +9982,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 928]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 928]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -9995,7 +9999,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 960]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 960]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -10012,7 +10016,7 @@ kg_dilithium8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 992]
-    vpmulld      ymm0, ymm2, ymm5
+    vpmulld      ymm0, ymm2, ymm0
     vpsubd       ymm0, ymm1, ymm0
     vpaddd       ymm0, ymm0, [r8 + 992]
     vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)

@@ -878,20 +878,21 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm13, [rel pw_12289]               ; held in a register: read 13 times
     vmovdqu      ymm14, [rel pw_5]                   ; held in a register: read 12 times
     vmovdqu      ymm15, [rel pw_1]                   ; held in a register: read 12 times
+    vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdi]
     vmovdqu      ymm2, [rdi + 256]
     vmovdqu      ymm3, [rdi + 512]
     vmovdqu      ymm4, [rdi + 768]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
@@ -899,14 +900,14 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 192] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 64
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -921,28 +922,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 800]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -957,28 +958,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 832]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -993,28 +994,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 864]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -1029,28 +1030,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 896]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -1065,28 +1066,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 928]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -1101,28 +1102,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 960]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -1137,28 +1138,28 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm4, [rdi + 992]
     vpmulhuw     ymm5, ymm11, ymm3
     vpmullw      ymm3, ymm12, ymm3
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
     vpaddw       ymm5, ymm1, ymm3                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm11, ymm4
     vpmullw      ymm4, ymm12, ymm4
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm5, ymm3                    ; layer 1
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
     vpaddw       ymm5, ymm1, ymm2                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
@@ -1179,7 +1180,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm9, ymm1
     vpmulhuw     ymm9, ymm5, [rax + 32]
     vpmullw      ymm5, ymm5, [rax]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpaddw       ymm1, ymm10, ymm1
@@ -1188,7 +1189,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rax + 32]
     vpmullw      ymm6, ymm6, [rax]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpaddw       ymm2, ymm10, ymm2
@@ -1197,7 +1198,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rax + 32]
     vpmullw      ymm7, ymm7, [rax]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpaddw       ymm3, ymm10, ymm3
@@ -1206,7 +1207,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rax + 32]
     vpmullw      ymm8, ymm8, [rax]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 2
     vpaddw       ymm4, ymm10, ymm4
@@ -1215,7 +1216,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm7, [rax + 96]
     vpmullw      ymm7, ymm7, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 3
     vpaddw       ymm5, ymm10, ymm5
@@ -1224,7 +1225,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm8, [rax + 96]
     vpmullw      ymm8, ymm8, [rax + 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
     vpaddw       ymm6, ymm10, ymm6
@@ -1234,7 +1235,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 448] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 320
     vpmulhuw     ymm7, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
@@ -1243,7 +1244,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
@@ -1252,7 +1253,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm8, [rax - 32]
     vpmullw      ymm8, ymm8, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm3                    ; layer 4
     vpaddw       ymm3, ymm10, ymm3
@@ -1261,7 +1262,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm6, [rax + 32]
     vpmullw      ymm6, ymm6, [rax]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 4
     vpaddw       ymm5, ymm10, ymm5
@@ -1270,7 +1271,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 4
     vpaddw       ymm6, ymm10, ymm6
@@ -1280,7 +1281,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 704] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 576
     vpmulhuw     ymm6, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
@@ -1297,7 +1298,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm6
     vpmulhuw     ymm6, ymm3, [rax - 32]
     vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 5
     vpaddw       ymm2, ymm10, ymm2
@@ -1306,7 +1307,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm5, [rax + 32]
     vpmullw      ymm5, ymm5, [rax]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpaddw       ymm3, ymm10, ymm3
@@ -1315,7 +1316,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -1325,7 +1326,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 960] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 832
     vpmulhuw     ymm7, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -1342,7 +1343,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1351,7 +1352,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm3, [rax + 32]
     vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1360,7 +1361,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1370,7 +1371,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1216] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1088
     vpmulhuw     ymm8, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1387,7 +1388,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1396,7 +1397,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm3, [rax + 32]
     vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1405,7 +1406,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1415,7 +1416,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1472] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1344
     vpmulhuw     ymm9, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1432,7 +1433,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1441,7 +1442,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm3, [rax + 32]
     vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1450,7 +1451,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1460,7 +1461,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1728] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1600
     vpmulhuw     ymm6, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1503,7 +1504,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm1, ymm1, ymm9
     vpmulhuw     ymm9, ymm5, [rax - 32]
     vpmullw      ymm5, ymm5, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpaddw       ymm1, ymm10, ymm1
@@ -1514,7 +1515,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rax - 32]
     vpmullw      ymm6, ymm6, [rax - 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpaddw       ymm2, ymm10, ymm2
@@ -1525,7 +1526,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rax - 32]
     vpmullw      ymm7, ymm7, [rax - 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpaddw       ymm3, ymm10, ymm3
@@ -1536,7 +1537,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rax - 32]
     vpmullw      ymm8, ymm8, [rax - 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 2
     vpaddw       ymm4, ymm10, ymm4
@@ -1545,7 +1546,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm7, [rax + 32]
     vpmullw      ymm7, ymm7, [rax]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 3
     vpaddw       ymm5, ymm10, ymm5
@@ -1554,7 +1555,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm8, [rax + 32]
     vpmullw      ymm8, ymm8, [rax]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
     vpaddw       ymm6, ymm10, ymm6
@@ -1563,7 +1564,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm7
     vpmulhuw     ymm7, ymm3, [rax + 96]
     vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
@@ -1572,7 +1573,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
@@ -1582,7 +1583,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 1984] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 1856
     vpmulhuw     ymm9, ymm8, [rax - 96]
     vpmullw      ymm8, ymm8, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm3                    ; layer 4
     vpaddw       ymm3, ymm10, ymm3
@@ -1591,7 +1592,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm6, [rax - 32]
     vpmullw      ymm6, ymm6, [rax - 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 4
     vpaddw       ymm5, ymm10, ymm5
@@ -1600,7 +1601,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 4
     vpaddw       ymm6, ymm10, ymm6
@@ -1609,7 +1610,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rax + 96]
     vpmullw      ymm2, ymm2, [rax + 64]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
@@ -1627,7 +1628,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2240] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2112
     vpmulhuw     ymm6, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 5
     vpaddw       ymm2, ymm10, ymm2
@@ -1636,7 +1637,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm5, [rax - 32]
     vpmullw      ymm5, ymm5, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpaddw       ymm3, ymm10, ymm3
@@ -1645,7 +1646,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -1654,7 +1655,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm1, [rax + 96]
     vpmullw      ymm1, ymm1, [rax + 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -1672,7 +1673,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2496] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2368
     vpmulhuw     ymm7, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1681,7 +1682,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm3, [rax - 32]
     vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1690,7 +1691,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1699,7 +1700,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm1, [rax + 96]
     vpmullw      ymm1, ymm1, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1717,7 +1718,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 2752] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2624
     vpmulhuw     ymm8, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1726,7 +1727,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm3, [rax - 32]
     vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1735,7 +1736,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1744,7 +1745,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm1, [rax + 96]
     vpmullw      ymm1, ymm1, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1762,7 +1763,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3008] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 2880
     vpmulhuw     ymm9, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1771,7 +1772,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm3, [rax - 32]
     vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1780,7 +1781,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1789,7 +1790,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm1, [rax + 96]
     vpmullw      ymm1, ymm1, [rax + 64]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1833,7 +1834,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3264] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3136
     vpmulhuw     ymm9, ymm5, [rax - 96]
     vpmullw      ymm5, ymm5, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpaddw       ymm1, ymm10, ymm1
@@ -1844,7 +1845,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rax - 96]
     vpmullw      ymm6, ymm6, [rax - 128]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpaddw       ymm2, ymm10, ymm2
@@ -1855,7 +1856,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rax - 96]
     vpmullw      ymm7, ymm7, [rax - 128]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpaddw       ymm3, ymm10, ymm3
@@ -1866,7 +1867,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rax - 96]
     vpmullw      ymm8, ymm8, [rax - 128]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 2
     vpaddw       ymm4, ymm10, ymm4
@@ -1875,7 +1876,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm7, [rax - 32]
     vpmullw      ymm7, ymm7, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 3
     vpaddw       ymm5, ymm10, ymm5
@@ -1884,7 +1885,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm8, [rax - 32]
     vpmullw      ymm8, ymm8, [rax - 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
     vpaddw       ymm6, ymm10, ymm6
@@ -1893,7 +1894,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm7
     vpmulhuw     ymm7, ymm3, [rax + 32]
     vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
@@ -1902,7 +1903,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
@@ -1911,7 +1912,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm8, [rax + 96]
     vpmullw      ymm8, ymm8, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm3                    ; layer 4
     vpaddw       ymm3, ymm10, ymm3
@@ -1921,7 +1922,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3520] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3392
     vpmulhuw     ymm8, ymm6, [rax - 96]
     vpmullw      ymm6, ymm6, [rax - 128]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 4
     vpaddw       ymm5, ymm10, ymm5
@@ -1930,7 +1931,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 4
     vpaddw       ymm6, ymm10, ymm6
@@ -1939,7 +1940,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rax + 32]
     vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
@@ -1956,7 +1957,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm6
     vpmulhuw     ymm6, ymm3, [rax + 96]
     vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 5
     vpaddw       ymm2, ymm10, ymm2
@@ -1966,7 +1967,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 3776] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3648
     vpmulhuw     ymm9, ymm5, [rax - 96]
     vpmullw      ymm5, ymm5, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpaddw       ymm3, ymm10, ymm3
@@ -1975,7 +1976,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -1984,7 +1985,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm1, [rax + 32]
     vpmullw      ymm1, ymm1, [rax]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -2001,7 +2002,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm2, [rax + 96]
     vpmullw      ymm2, ymm2, [rax + 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2011,7 +2012,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4032] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 3904
     vpmulhuw     ymm6, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2020,7 +2021,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2029,7 +2030,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm1, [rax + 32]
     vpmullw      ymm1, ymm1, [rax]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2046,7 +2047,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm2, [rax + 96]
     vpmullw      ymm2, ymm2, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2056,7 +2057,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4288] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4160
     vpmulhuw     ymm7, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2065,7 +2066,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2074,7 +2075,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm1, [rax + 32]
     vpmullw      ymm1, ymm1, [rax]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2091,7 +2092,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm2, [rax + 96]
     vpmullw      ymm2, ymm2, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2101,7 +2102,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4544] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4416
     vpmulhuw     ymm8, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2110,7 +2111,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2119,7 +2120,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm1, [rax + 32]
     vpmullw      ymm1, ymm1, [rax]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2162,7 +2163,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm1, ymm1, ymm9
     vpmulhuw     ymm9, ymm5, [rax + 96]
     vpmullw      ymm5, ymm5, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 2
     vpaddw       ymm1, ymm10, ymm1
@@ -2173,7 +2174,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rax + 96]
     vpmullw      ymm6, ymm6, [rax + 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 2
     vpaddw       ymm2, ymm10, ymm2
@@ -2184,7 +2185,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rax + 96]
     vpmullw      ymm7, ymm7, [rax + 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 2
     vpaddw       ymm3, ymm10, ymm3
@@ -2195,7 +2196,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpsubw       ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rax + 96]
     vpmullw      ymm8, ymm8, [rax + 64]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 2
     vpaddw       ymm4, ymm10, ymm4
@@ -2205,7 +2206,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 4800] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4672
     vpmulhuw     ymm9, ymm7, [rax - 96]
     vpmullw      ymm7, ymm7, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 3
     vpaddw       ymm5, ymm10, ymm5
@@ -2214,7 +2215,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm8, [rax - 96]
     vpmullw      ymm8, ymm8, [rax - 128]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 3
     vpaddw       ymm6, ymm10, ymm6
@@ -2223,7 +2224,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm7
     vpmulhuw     ymm7, ymm3, [rax - 32]
     vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
@@ -2232,7 +2233,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
@@ -2241,7 +2242,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm8, [rax + 32]
     vpmullw      ymm8, ymm8, [rax]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm3                    ; layer 4
     vpaddw       ymm3, ymm10, ymm3
@@ -2250,7 +2251,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm6, [rax + 96]
     vpmullw      ymm6, ymm6, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 4
     vpaddw       ymm5, ymm10, ymm5
@@ -2260,7 +2261,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5056] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 4928
     vpmulhuw     ymm7, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 4
     vpaddw       ymm6, ymm10, ymm6
@@ -2269,7 +2270,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
@@ -2286,7 +2287,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm6
     vpmulhuw     ymm6, ymm3, [rax + 32]
     vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 5
     vpaddw       ymm2, ymm10, ymm2
@@ -2295,7 +2296,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm5, [rax + 96]
     vpmullw      ymm5, ymm5, [rax + 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 5
     vpaddw       ymm3, ymm10, ymm3
@@ -2305,7 +2306,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5312] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5184
     vpmulhuw     ymm8, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -2314,7 +2315,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm1, [rax - 32]
     vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -2331,7 +2332,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm2, [rax + 32]
     vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2340,7 +2341,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm3, [rax + 96]
     vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2350,7 +2351,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5568] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5440
     vpmulhuw     ymm9, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2359,7 +2360,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm1, [rax - 32]
     vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2376,7 +2377,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm2, [rax + 32]
     vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2385,7 +2386,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm3, [rax + 96]
     vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2395,7 +2396,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 5824] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5696
     vpmulhuw     ymm6, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2404,7 +2405,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm1, [rax - 32]
     vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2421,7 +2422,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm2, [rax + 32]
     vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2430,7 +2431,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm3, [rax + 96]
     vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2440,7 +2441,7 @@ kg_falcon12289_ntt_forward_avx2:
     lea          rax, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 6080] ; addresses kg_falcon12289_ntt_forward_twiddles_avx2 near byte 5952
     vpmulhuw     ymm7, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2449,7 +2450,7 @@ kg_falcon12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm1, [rax - 32]
     vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm0, ymm13, ymm6
+    vpmullw      ymm0, ymm6, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm1, ymm5, ymm0                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -5079,11 +5080,12 @@ align 32
 kg_falcon12289_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 33 times
+    vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5092,7 +5094,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5101,7 +5103,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5110,7 +5112,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5119,7 +5121,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5128,7 +5130,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5137,7 +5139,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5146,7 +5148,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5155,7 +5157,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5164,7 +5166,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5173,7 +5175,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5182,7 +5184,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5191,7 +5193,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5200,7 +5202,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5209,7 +5211,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5218,7 +5220,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5227,7 +5229,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 512]
     vpmulhuw     ymm2, ymm2, [rsi + 512]
     vpmullw      ymm1, ymm1, [rsi + 512]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5236,7 +5238,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 544]
     vpmulhuw     ymm2, ymm2, [rsi + 544]
     vpmullw      ymm1, ymm1, [rsi + 544]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5245,7 +5247,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 576]
     vpmulhuw     ymm2, ymm2, [rsi + 576]
     vpmullw      ymm1, ymm1, [rsi + 576]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5254,7 +5256,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 608]
     vpmulhuw     ymm2, ymm2, [rsi + 608]
     vpmullw      ymm1, ymm1, [rsi + 608]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5263,7 +5265,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 640]
     vpmulhuw     ymm2, ymm2, [rsi + 640]
     vpmullw      ymm1, ymm1, [rsi + 640]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5272,7 +5274,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 672]
     vpmulhuw     ymm2, ymm2, [rsi + 672]
     vpmullw      ymm1, ymm1, [rsi + 672]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5281,7 +5283,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 704]
     vpmulhuw     ymm2, ymm2, [rsi + 704]
     vpmullw      ymm1, ymm1, [rsi + 704]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5290,7 +5292,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 736]
     vpmulhuw     ymm2, ymm2, [rsi + 736]
     vpmullw      ymm1, ymm1, [rsi + 736]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5299,7 +5301,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 768]
     vpmulhuw     ymm2, ymm2, [rsi + 768]
     vpmullw      ymm1, ymm1, [rsi + 768]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5308,7 +5310,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 800]
     vpmulhuw     ymm2, ymm2, [rsi + 800]
     vpmullw      ymm1, ymm1, [rsi + 800]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5317,7 +5319,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 832]
     vpmulhuw     ymm2, ymm2, [rsi + 832]
     vpmullw      ymm1, ymm1, [rsi + 832]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5326,7 +5328,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 864]
     vpmulhuw     ymm2, ymm2, [rsi + 864]
     vpmullw      ymm1, ymm1, [rsi + 864]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5335,7 +5337,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 896]
     vpmulhuw     ymm2, ymm2, [rsi + 896]
     vpmullw      ymm1, ymm1, [rsi + 896]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5344,7 +5346,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 928]
     vpmulhuw     ymm2, ymm2, [rsi + 928]
     vpmullw      ymm1, ymm1, [rsi + 928]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5353,7 +5355,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 960]
     vpmulhuw     ymm2, ymm2, [rsi + 960]
     vpmullw      ymm1, ymm1, [rsi + 960]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5362,7 +5364,7 @@ kg_falcon12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 992]
     vpmulhuw     ymm2, ymm2, [rsi + 992]
     vpmullw      ymm1, ymm1, [rsi + 992]
-    vpmullw      ymm0, ymm2, ymm3
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -5387,11 +5389,12 @@ kg_falcon12289_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 33 times
     vmovdqu      ymm4, [rel pw_24578]                ; held in a register: read 32 times
+    vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5403,7 +5406,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5415,7 +5418,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 64]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5427,7 +5430,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 96]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5439,7 +5442,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 128]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5451,7 +5454,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 160]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5463,7 +5466,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 192]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5475,7 +5478,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 224]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5487,7 +5490,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 256]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5499,7 +5502,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 288]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5511,7 +5514,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 320]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5523,7 +5526,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 352]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5535,7 +5538,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 384]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5547,7 +5550,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 416]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5559,7 +5562,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 448]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5571,7 +5574,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 480]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5583,7 +5586,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 512]
     vpmulhuw     ymm2, ymm2, [rsi + 512]
     vpmullw      ymm1, ymm1, [rsi + 512]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 512]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5595,7 +5598,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 544]
     vpmulhuw     ymm2, ymm2, [rsi + 544]
     vpmullw      ymm1, ymm1, [rsi + 544]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 544]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5607,7 +5610,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 576]
     vpmulhuw     ymm2, ymm2, [rsi + 576]
     vpmullw      ymm1, ymm1, [rsi + 576]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 576]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5619,7 +5622,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 608]
     vpmulhuw     ymm2, ymm2, [rsi + 608]
     vpmullw      ymm1, ymm1, [rsi + 608]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 608]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5631,7 +5634,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 640]
     vpmulhuw     ymm2, ymm2, [rsi + 640]
     vpmullw      ymm1, ymm1, [rsi + 640]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 640]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5643,7 +5646,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 672]
     vpmulhuw     ymm2, ymm2, [rsi + 672]
     vpmullw      ymm1, ymm1, [rsi + 672]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 672]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5655,7 +5658,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 704]
     vpmulhuw     ymm2, ymm2, [rsi + 704]
     vpmullw      ymm1, ymm1, [rsi + 704]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 704]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5667,7 +5670,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 736]
     vpmulhuw     ymm2, ymm2, [rsi + 736]
     vpmullw      ymm1, ymm1, [rsi + 736]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 736]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5679,7 +5682,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 768]
     vpmulhuw     ymm2, ymm2, [rsi + 768]
     vpmullw      ymm1, ymm1, [rsi + 768]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 768]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5691,7 +5694,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 800]
     vpmulhuw     ymm2, ymm2, [rsi + 800]
     vpmullw      ymm1, ymm1, [rsi + 800]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 800]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5703,7 +5706,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 832]
     vpmulhuw     ymm2, ymm2, [rsi + 832]
     vpmullw      ymm1, ymm1, [rsi + 832]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 832]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5715,7 +5718,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 864]
     vpmulhuw     ymm2, ymm2, [rsi + 864]
     vpmullw      ymm1, ymm1, [rsi + 864]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 864]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5727,7 +5730,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 896]
     vpmulhuw     ymm2, ymm2, [rsi + 896]
     vpmullw      ymm1, ymm1, [rsi + 896]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 896]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5739,7 +5742,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 928]
     vpmulhuw     ymm2, ymm2, [rsi + 928]
     vpmullw      ymm1, ymm1, [rsi + 928]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 928]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5751,7 +5754,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 960]
     vpmulhuw     ymm2, ymm2, [rsi + 960]
     vpmullw      ymm1, ymm1, [rsi + 960]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 960]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5763,7 +5766,7 @@ kg_falcon12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 992]
     vpmulhuw     ymm2, ymm2, [rsi + 992]
     vpmullw      ymm1, ymm1, [rsi + 992]
-    vpmullw      ymm0, ymm2, ymm3
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm0, ymm0, [r8 + 992]
     vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)

@@ -2301,11 +2301,12 @@ align 32
 kg_kyber3329shoup_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
+    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2314,7 +2315,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2323,7 +2324,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2332,7 +2333,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2341,7 +2342,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2350,7 +2351,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2359,7 +2360,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2368,7 +2369,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2377,7 +2378,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2386,7 +2387,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2395,7 +2396,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2404,7 +2405,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2413,7 +2414,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2422,7 +2423,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2431,7 +2432,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2440,7 +2441,7 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm3
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -2465,11 +2466,12 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
     vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
+    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2481,7 +2483,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2493,7 +2495,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 64]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2505,7 +2507,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 96]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2517,7 +2519,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 128]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2529,7 +2531,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 160]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2541,7 +2543,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 192]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2553,7 +2555,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 224]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2565,7 +2567,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 256]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2577,7 +2579,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 288]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2589,7 +2591,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 320]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2601,7 +2603,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 352]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2613,7 +2615,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 384]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2625,7 +2627,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 416]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2637,7 +2639,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 448]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2649,7 +2651,7 @@ kg_kyber3329shoup_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm3
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm0, ymm0, [r8 + 480]
     vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)

@@ -1739,11 +1739,12 @@ align 32
 kg_kyber3329_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 9 times
+    vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vpmulhuw     zmm2, zmm2, [rsi]
     vpmullw      zmm1, zmm1, [rsi]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1752,7 +1753,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 64]
     vpmulhuw     zmm2, zmm2, [rsi + 64]
     vpmullw      zmm1, zmm1, [rsi + 64]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1761,7 +1762,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 128]
     vpmulhuw     zmm2, zmm2, [rsi + 128]
     vpmullw      zmm1, zmm1, [rsi + 128]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1770,7 +1771,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 192]
     vpmulhuw     zmm2, zmm2, [rsi + 192]
     vpmullw      zmm1, zmm1, [rsi + 192]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1779,7 +1780,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 256]
     vpmulhuw     zmm2, zmm2, [rsi + 256]
     vpmullw      zmm1, zmm1, [rsi + 256]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1788,7 +1789,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 320]
     vpmulhuw     zmm2, zmm2, [rsi + 320]
     vpmullw      zmm1, zmm1, [rsi + 320]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1797,7 +1798,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 384]
     vpmulhuw     zmm2, zmm2, [rsi + 384]
     vpmullw      zmm1, zmm1, [rsi + 384]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -1806,7 +1807,7 @@ kg_kyber3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 448]
     vpmulhuw     zmm2, zmm2, [rsi + 448]
     vpmullw      zmm1, zmm1, [rsi + 448]
-    vpmullw      zmm0, zmm2, zmm3
+    vpmullw      zmm0, zmm2, zmm0
     vpsubw       zmm0, zmm1, zmm0
     vpsubw       zmm1, zmm0, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm0, zmm0, zmm1
@@ -1831,11 +1832,12 @@ kg_kyber3329_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 9 times
     vmovdqu64    zmm4, [rel pw_6658]                 ; held in a register: read 8 times
+    vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vpmulhuw     zmm2, zmm2, [rsi]
     vpmullw      zmm1, zmm1, [rsi]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -1847,7 +1849,7 @@ kg_kyber3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 64]
     vpmulhuw     zmm2, zmm2, [rsi + 64]
     vpmullw      zmm1, zmm1, [rsi + 64]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 64]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -1859,7 +1861,7 @@ kg_kyber3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 128]
     vpmulhuw     zmm2, zmm2, [rsi + 128]
     vpmullw      zmm1, zmm1, [rsi + 128]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 128]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -1871,7 +1873,7 @@ kg_kyber3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 192]
     vpmulhuw     zmm2, zmm2, [rsi + 192]
     vpmullw      zmm1, zmm1, [rsi + 192]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 192]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -1883,7 +1885,7 @@ kg_kyber3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 256]
     vpmulhuw     zmm2, zmm2, [rsi + 256]
     vpmullw      zmm1, zmm1, [rsi + 256]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 256]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -1895,7 +1897,7 @@ kg_kyber3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 320]
     vpmulhuw     zmm2, zmm2, [rsi + 320]
     vpmullw      zmm1, zmm1, [rsi + 320]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 320]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -1907,7 +1909,7 @@ kg_kyber3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 384]
     vpmulhuw     zmm2, zmm2, [rsi + 384]
     vpmullw      zmm1, zmm1, [rsi + 384]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 384]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -1919,7 +1921,7 @@ kg_kyber3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 448]
     vpmulhuw     zmm2, zmm2, [rsi + 448]
     vpmullw      zmm1, zmm1, [rsi + 448]
-    vpmullw      zmm0, zmm2, zmm3
+    vpmullw      zmm0, zmm2, zmm0
     vpsubw       zmm0, zmm1, zmm0
     vpaddw       zmm0, zmm0, [r8 + 448]
     vpsubw       zmm1, zmm0, zmm4                    ; freeze: to [0, q)
@@ -3782,11 +3784,12 @@ align 32
 kg_kyber3329_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
+    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3795,7 +3798,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3804,7 +3807,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3813,7 +3816,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3822,7 +3825,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3831,7 +3834,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3840,7 +3843,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3849,7 +3852,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3858,7 +3861,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3867,7 +3870,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3876,7 +3879,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3885,7 +3888,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3894,7 +3897,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3903,7 +3906,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3912,7 +3915,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -3921,7 +3924,7 @@ kg_kyber3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm3
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -3946,11 +3949,12 @@ kg_kyber3329_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
     vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
+    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -3962,7 +3966,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -3974,7 +3978,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 64]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -3986,7 +3990,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 96]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -3998,7 +4002,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 128]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -4010,7 +4014,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 160]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -4022,7 +4026,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 192]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -4034,7 +4038,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 224]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -4046,7 +4050,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 256]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -4058,7 +4062,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 288]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -4070,7 +4074,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 320]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -4082,7 +4086,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 352]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -4094,7 +4098,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 384]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -4106,7 +4110,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 416]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -4118,7 +4122,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 448]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -4130,7 +4134,7 @@ kg_kyber3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm3
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm0, ymm0, [r8 + 480]
     vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)

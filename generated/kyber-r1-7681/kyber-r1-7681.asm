@@ -2413,11 +2413,12 @@ align 32
 kg_kyberr17681_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pw_7681]                 ; held in a register: read 17 times
+    vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2426,7 +2427,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2435,7 +2436,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2444,7 +2445,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2453,7 +2454,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2462,7 +2463,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2471,7 +2472,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2480,7 +2481,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2489,7 +2490,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2498,7 +2499,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2507,7 +2508,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2516,7 +2517,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2525,7 +2526,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2534,7 +2535,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2543,7 +2544,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -2552,7 +2553,7 @@ kg_kyberr17681_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm3
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -2577,11 +2578,12 @@ kg_kyberr17681_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pw_7681]                 ; held in a register: read 17 times
     vmovdqu      ymm4, [rel pw_15362]                ; held in a register: read 16 times
+    vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2593,7 +2595,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2605,7 +2607,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 64]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2617,7 +2619,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 96]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2629,7 +2631,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 128]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2641,7 +2643,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 160]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2653,7 +2655,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 192]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2665,7 +2667,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 224]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2677,7 +2679,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 256]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2689,7 +2691,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 288]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2701,7 +2703,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 320]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2713,7 +2715,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 352]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2725,7 +2727,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 384]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2737,7 +2739,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 416]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2749,7 +2751,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 448]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -2761,7 +2763,7 @@ kg_kyberr17681_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm3
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm0, ymm0, [r8 + 480]
     vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)

@@ -2678,6 +2678,7 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vmovdqu64    zmm14, [rel pd_2097152]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
+    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
     vmovshdup    zmm3, [rsi]
@@ -2688,16 +2689,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 64]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -2712,16 +2713,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1088]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -2738,16 +2739,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2112]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -2764,16 +2765,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3136]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -2804,16 +2805,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 192]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -2828,16 +2829,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1216]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -2854,16 +2855,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2240]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -2880,16 +2881,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3264]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -2920,16 +2921,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 320]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -2944,16 +2945,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1344]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -2970,16 +2971,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2368]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -2996,16 +2997,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3392]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3036,16 +3037,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 448]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3060,16 +3061,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1472]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3086,16 +3087,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2496]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3112,16 +3113,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3520]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3152,16 +3153,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 576]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3176,16 +3177,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1600]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3202,16 +3203,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2624]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3228,16 +3229,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3648]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3268,16 +3269,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 704]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3292,16 +3293,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1728]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3318,16 +3319,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2752]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3344,16 +3345,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3776]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3384,16 +3385,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 832]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3408,16 +3409,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1856]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3434,16 +3435,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2880]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3460,16 +3461,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3904]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3500,16 +3501,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 960]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3524,16 +3525,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1984]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3550,16 +3551,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3008]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3576,16 +3577,16 @@ kg_mldsa8380417_basemul_acc4_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4032]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm0, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm0, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm0, zmm6, zmm0
     vmovshdup    zmm5{k2}, zmm3
@@ -3632,6 +3633,7 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vmovdqu64    zmm14, [rel pd_2097152]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
+    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
     vmovshdup    zmm3, [rsi]
@@ -3642,16 +3644,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 64]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3666,16 +3668,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1088]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3692,16 +3694,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2112]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3718,16 +3720,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3136]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3744,16 +3746,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4160]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3784,16 +3786,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 192]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3808,16 +3810,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1216]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3834,16 +3836,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2240]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3860,16 +3862,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3264]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3886,16 +3888,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4288]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -3926,16 +3928,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 320]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -3950,16 +3952,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1344]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -3976,16 +3978,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2368]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4002,16 +4004,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3392]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4028,16 +4030,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4416]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4068,16 +4070,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 448]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -4092,16 +4094,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1472]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -4118,16 +4120,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2496]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4144,16 +4146,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3520]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4170,16 +4172,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4544]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4210,16 +4212,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 576]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -4234,16 +4236,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1600]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -4260,16 +4262,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2624]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4286,16 +4288,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3648]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4312,16 +4314,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4672]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4352,16 +4354,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 704]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -4376,16 +4378,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1728]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -4402,16 +4404,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2752]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4428,16 +4430,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3776]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4454,16 +4456,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4800]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4494,16 +4496,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 832]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -4518,16 +4520,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1856]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -4544,16 +4546,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2880]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4570,16 +4572,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3904]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4596,16 +4598,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4928]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4636,16 +4638,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 960]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -4660,16 +4662,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1984]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -4686,16 +4688,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3008]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4712,16 +4714,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4032]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4738,16 +4740,16 @@ kg_mldsa8380417_basemul_acc5_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5056]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm0, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm0, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm0, zmm6, zmm0
     vmovshdup    zmm5{k2}, zmm3
@@ -4794,6 +4796,7 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vmovdqu64    zmm14, [rel pd_2097152]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
+    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
     vmovshdup    zmm3, [rsi]
@@ -4804,16 +4807,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 64]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -4828,16 +4831,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1088]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -4854,16 +4857,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2112]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4880,16 +4883,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3136]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4906,16 +4909,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4160]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4932,16 +4935,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5184]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4958,16 +4961,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6208]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -4998,16 +5001,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 192]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -5022,16 +5025,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1216]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -5048,16 +5051,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2240]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5074,16 +5077,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3264]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5100,16 +5103,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4288]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5126,16 +5129,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5312]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5152,16 +5155,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6336]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5192,16 +5195,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 320]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -5216,16 +5219,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1344]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -5242,16 +5245,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2368]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5268,16 +5271,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3392]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5294,16 +5297,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4416]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5320,16 +5323,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5440]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5346,16 +5349,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6464]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5386,16 +5389,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 448]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -5410,16 +5413,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1472]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -5436,16 +5439,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2496]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5462,16 +5465,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3520]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5488,16 +5491,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4544]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5514,16 +5517,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5568]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5540,16 +5543,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6592]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5580,16 +5583,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 576]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -5604,16 +5607,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1600]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -5630,16 +5633,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2624]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5656,16 +5659,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3648]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5682,16 +5685,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4672]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5708,16 +5711,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5696]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5734,16 +5737,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6720]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5774,16 +5777,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 704]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -5798,16 +5801,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1728]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -5824,16 +5827,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2752]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5850,16 +5853,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3776]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5876,16 +5879,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4800]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5902,16 +5905,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5824]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5928,16 +5931,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6848]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -5968,16 +5971,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 832]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -5992,16 +5995,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1856]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -6018,16 +6021,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 2880]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6044,16 +6047,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3904]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6070,16 +6073,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4928]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6096,16 +6099,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5952]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6122,16 +6125,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6976]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6162,16 +6165,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 960]
     vpmuldq      zmm7, zmm1, zmm11
     vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm1, zmm1, zmm7
     vpsubd       zmm2, zmm2, zmm8
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
     vpmuldq      zmm5, zmm3, zmm11
     vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm12
-    vpmuldq      zmm6, zmm6, zmm12
+    vpmuldq      zmm5, zmm5, zmm0
+    vpmuldq      zmm6, zmm6, zmm0
     vpsubd       zmm3, zmm3, zmm5
     vpsubd       zmm4, zmm4, zmm6
     vmovshdup    zmm3{k2}, zmm1
@@ -6186,16 +6189,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm2, zmm2, [rsi + 1984]
     vpmuldq      zmm9, zmm1, zmm11
     vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm1, zmm1, zmm9
     vpsubd       zmm2, zmm2, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm1
@@ -6212,16 +6215,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 3008]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6238,16 +6241,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 4032]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6264,16 +6267,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 5056]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6290,16 +6293,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 6080]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm8, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm8, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm6, zmm6, zmm8
     vmovshdup    zmm5{k2}, zmm3
@@ -6316,16 +6319,16 @@ kg_mldsa8380417_basemul_acc7_avx512:
     vpmuldq      zmm4, zmm4, [rsi + 7104]
     vpmuldq      zmm9, zmm3, zmm11
     vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm12
-    vpmuldq      zmm10, zmm10, zmm12
+    vpmuldq      zmm9, zmm9, zmm0
+    vpmuldq      zmm10, zmm10, zmm0
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
     vpmuldq      zmm5, zmm5, zmm7
     vpmuldq      zmm6, zmm6, zmm8
     vpmuldq      zmm7, zmm5, zmm11
     vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm12
-    vpmuldq      zmm0, zmm8, zmm12
+    vpmuldq      zmm7, zmm7, zmm0
+    vpmuldq      zmm0, zmm8, zmm0
     vpsubd       zmm5, zmm5, zmm7
     vpsubd       zmm0, zmm6, zmm0
     vmovshdup    zmm5{k2}, zmm3
@@ -7955,6 +7958,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 17 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
+    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
@@ -7963,7 +7967,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -7976,7 +7980,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -7989,7 +7993,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8002,7 +8006,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8015,7 +8019,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8028,7 +8032,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8041,7 +8045,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8054,7 +8058,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8067,7 +8071,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8080,7 +8084,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8093,7 +8097,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8106,7 +8110,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8119,7 +8123,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8132,7 +8136,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8145,7 +8149,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8158,7 +8162,7 @@ kg_mldsa8380417_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm0, zmm3, zmm5
+    vpmulld      zmm0, zmm3, zmm0
     vpsubd       zmm0, zmm1, zmm0
     vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
     vpminud      zmm0, zmm0, zmm1
@@ -8185,6 +8189,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vmovdqu64    zmm6, [rel pd_16760834]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
+    vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
@@ -8193,7 +8198,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8209,7 +8214,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 64]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8225,7 +8230,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 128]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8241,7 +8246,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 192]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8257,7 +8262,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 256]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8273,7 +8278,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 320]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8289,7 +8294,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 384]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8305,7 +8310,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 448]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8321,7 +8326,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 512]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8337,7 +8342,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 576]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8353,7 +8358,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 640]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8369,7 +8374,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 704]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8385,7 +8390,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 768]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8401,7 +8406,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 832]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8417,7 +8422,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 896]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8433,7 +8438,7 @@ kg_mldsa8380417_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm0, zmm3, zmm5
+    vpmulld      zmm0, zmm3, zmm0
     vpsubd       zmm0, zmm1, zmm0
     vpaddd       zmm0, zmm0, [r8 + 960]
     vpsubd       zmm1, zmm0, zmm6                    ; freeze: to [0, q)
@@ -10943,6 +10948,7 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 33 times
     vmovdqu      ymm13, [rel pd_513]                 ; held in a register: read 32 times
     vmovdqu      ymm14, [rel pd_2097152]             ; held in a register: read 32 times
+    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rdx + 32]
     vmovshdup    ymm3, [rsi]
@@ -10953,16 +10959,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 32]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -10979,16 +10985,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1056]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11007,16 +11013,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2080]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11035,16 +11041,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3104]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11077,16 +11083,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 96]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11103,16 +11109,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1120]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11131,16 +11137,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2144]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11159,16 +11165,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3168]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11201,16 +11207,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 160]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11227,16 +11233,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1184]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11255,16 +11261,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2208]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11283,16 +11289,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3232]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11325,16 +11331,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 224]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11351,16 +11357,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1248]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11379,16 +11385,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2272]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11407,16 +11413,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3296]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11449,16 +11455,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 288]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11475,16 +11481,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1312]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11503,16 +11509,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2336]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11531,16 +11537,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3360]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11573,16 +11579,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 352]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11599,16 +11605,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1376]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11627,16 +11633,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2400]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11655,16 +11661,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3424]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11697,16 +11703,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 416]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11723,16 +11729,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1440]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11751,16 +11757,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2464]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11779,16 +11785,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3488]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11821,16 +11827,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 480]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11847,16 +11853,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1504]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11875,16 +11881,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2528]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11903,16 +11909,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3552]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11945,16 +11951,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 544]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -11971,16 +11977,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1568]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -11999,16 +12005,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2592]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12027,16 +12033,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3616]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12069,16 +12075,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 608]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12095,16 +12101,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1632]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12123,16 +12129,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2656]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12151,16 +12157,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3680]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12193,16 +12199,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 672]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12219,16 +12225,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1696]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12247,16 +12253,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2720]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12275,16 +12281,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3744]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12317,16 +12323,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 736]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12343,16 +12349,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1760]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12371,16 +12377,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2784]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12399,16 +12405,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3808]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12441,16 +12447,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 800]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12467,16 +12473,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1824]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12495,16 +12501,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2848]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12523,16 +12529,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3872]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12565,16 +12571,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 864]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12591,16 +12597,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1888]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12619,16 +12625,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2912]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12647,16 +12653,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3936]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12689,16 +12695,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 928]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12715,16 +12721,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1952]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12743,16 +12749,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2976]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12771,16 +12777,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4000]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12813,16 +12819,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 992]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12839,16 +12845,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2016]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12867,16 +12873,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3040]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -12895,16 +12901,16 @@ kg_mldsa8380417_basemul_acc4_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4064]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm0, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm0, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm0, ymm6, ymm0
     vmovshdup    ymm3, ymm3
@@ -12951,6 +12957,7 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 33 times
     vmovdqu      ymm13, [rel pd_513]                 ; held in a register: read 32 times
     vmovdqu      ymm14, [rel pd_2097152]             ; held in a register: read 32 times
+    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rdx + 32]
     vmovshdup    ymm3, [rsi]
@@ -12961,16 +12968,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 32]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -12987,16 +12994,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1056]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13015,16 +13022,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2080]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13043,16 +13050,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3104]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13071,16 +13078,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4128]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13113,16 +13120,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 96]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -13139,16 +13146,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1120]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13167,16 +13174,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2144]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13195,16 +13202,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3168]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13223,16 +13230,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4192]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13265,16 +13272,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 160]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -13291,16 +13298,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1184]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13319,16 +13326,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2208]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13347,16 +13354,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3232]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13375,16 +13382,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4256]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13417,16 +13424,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 224]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -13443,16 +13450,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1248]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13471,16 +13478,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2272]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13499,16 +13506,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3296]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13527,16 +13534,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4320]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13569,16 +13576,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 288]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -13595,16 +13602,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1312]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13623,16 +13630,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2336]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13651,16 +13658,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3360]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13679,16 +13686,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4384]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13721,16 +13728,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 352]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -13747,16 +13754,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1376]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13775,16 +13782,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2400]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13803,16 +13810,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3424]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13831,16 +13838,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4448]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13873,16 +13880,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 416]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -13899,16 +13906,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1440]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13927,16 +13934,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2464]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13955,16 +13962,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3488]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -13983,16 +13990,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4512]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14025,16 +14032,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 480]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14051,16 +14058,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1504]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14079,16 +14086,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2528]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14107,16 +14114,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3552]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14135,16 +14142,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4576]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14177,16 +14184,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 544]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14203,16 +14210,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1568]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14231,16 +14238,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2592]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14259,16 +14266,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3616]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14287,16 +14294,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4640]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14329,16 +14336,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 608]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14355,16 +14362,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1632]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14383,16 +14390,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2656]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14411,16 +14418,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3680]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14439,16 +14446,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4704]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14481,16 +14488,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 672]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14507,16 +14514,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1696]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14535,16 +14542,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2720]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14563,16 +14570,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3744]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14591,16 +14598,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4768]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14633,16 +14640,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 736]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14659,16 +14666,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1760]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14687,16 +14694,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2784]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14715,16 +14722,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3808]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14743,16 +14750,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4832]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14785,16 +14792,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 800]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14811,16 +14818,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1824]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14839,16 +14846,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2848]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14867,16 +14874,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3872]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14895,16 +14902,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4896]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14937,16 +14944,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 864]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -14963,16 +14970,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1888]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -14991,16 +14998,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2912]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15019,16 +15026,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3936]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15047,16 +15054,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4960]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15089,16 +15096,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 928]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -15115,16 +15122,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1952]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15143,16 +15150,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2976]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15171,16 +15178,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4000]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15199,16 +15206,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 5024]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15241,16 +15248,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 992]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -15267,16 +15274,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2016]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15295,16 +15302,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 3040]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15323,16 +15330,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 4064]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15351,16 +15358,16 @@ kg_mldsa8380417_basemul_acc5_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 5088]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm0, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm0, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm0, ymm6, ymm0
     vmovshdup    ymm3, ymm3
@@ -15398,7 +15405,7 @@ kg_mldsa8380417_basemul_acc5_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-14}, rax, rcx, rdx, rsi, rdi, flags
-;   loops: 15 x 77 (each holding 6 x 30) and 5 x 30 instructions (repeated groups rolled: 3332 instructions run, 188 written)
+;   loops: 15 x 77 (each holding 6 x 30) and 5 x 30 instructions (repeated groups rolled: 3333 instructions run, 189 written)
 ; ---------------------------------------------------------------------------
 global kg_mldsa8380417_basemul_acc7_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc7_avx2.end - kg_mldsa8380417_basemul_acc7_avx2)
 align 32
@@ -15408,6 +15415,7 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 33 times
     vmovdqu      ymm13, [rel pd_513]                 ; held in a register: read 32 times
     vmovdqu      ymm14, [rel pd_2097152]             ; held in a register: read 32 times
+    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     mov          rax, 15
     .repeat1:
     vmovdqu      ymm1, [rdx]
@@ -15420,16 +15428,16 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 32]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -15448,16 +15456,16 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 1056]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15504,16 +15512,16 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpmuldq      ymm2, ymm2, [rsi + 992]
     vpmuldq      ymm7, ymm11, ymm1
     vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm1, ymm1, ymm7
     vpsubd       ymm2, ymm2, ymm8
     vpmuldq      ymm3, ymm3, ymm5
     vpmuldq      ymm4, ymm4, ymm6
     vpmuldq      ymm5, ymm11, ymm3
     vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm12, ymm5
-    vpmuldq      ymm6, ymm12, ymm6
+    vpmuldq      ymm5, ymm5, ymm0
+    vpmuldq      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm5
     vpsubd       ymm4, ymm4, ymm6
     vmovshdup    ymm1, ymm1
@@ -15532,16 +15540,16 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 2016]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm8, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm8, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm6, ymm6, ymm8
     vmovshdup    ymm3, ymm3
@@ -15566,16 +15574,16 @@ kg_mldsa8380417_basemul_acc7_avx2:
     vpmuldq      ymm4, ymm4, [rsi + 7136]
     vpmuldq      ymm9, ymm11, ymm3
     vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm12
-    vpmuldq      ymm10, ymm10, ymm12
+    vpmuldq      ymm9, ymm9, ymm0
+    vpmuldq      ymm10, ymm10, ymm0
     vpsubd       ymm3, ymm3, ymm9
     vpsubd       ymm4, ymm4, ymm10
     vpmuldq      ymm5, ymm5, ymm7
     vpmuldq      ymm6, ymm8, ymm6
     vpmuldq      ymm7, ymm11, ymm5
     vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm12, ymm7
-    vpmuldq      ymm0, ymm8, ymm12
+    vpmuldq      ymm7, ymm7, ymm0
+    vpmuldq      ymm0, ymm8, ymm0
     vpsubd       ymm5, ymm5, ymm7
     vpsubd       ymm0, ymm6, ymm0
     vmovshdup    ymm3, ymm3
@@ -18723,6 +18731,7 @@ align 32
 kg_mldsa8380417_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 33 times
+    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vmovshdup    ymm3, [rsi]
@@ -18732,7 +18741,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18746,7 +18755,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 32]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18760,7 +18769,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 64]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18774,7 +18783,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 96]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18788,7 +18797,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 128]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18802,7 +18811,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 160]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18816,7 +18825,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 192]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18830,7 +18839,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 224]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18844,7 +18853,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 256]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18858,7 +18867,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 288]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18872,7 +18881,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 320]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18886,7 +18895,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 352]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18900,7 +18909,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 384]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18914,7 +18923,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 416]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18928,7 +18937,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 448]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18942,7 +18951,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 480]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18956,7 +18965,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 512]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18970,7 +18979,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 544]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18984,7 +18993,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 576]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -18998,7 +19007,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 608]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19012,7 +19021,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 640]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19026,7 +19035,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 672]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19040,7 +19049,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 704]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19054,7 +19063,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 736]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19068,7 +19077,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 768]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19082,7 +19091,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 800]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19096,7 +19105,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 832]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19110,7 +19119,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 864]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19124,7 +19133,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 896]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19138,7 +19147,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 928]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19152,7 +19161,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 960]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -19166,7 +19175,7 @@ kg_mldsa8380417_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 992]
-    vpmulld      ymm0, ymm2, ymm5
+    vpmulld      ymm0, ymm2, ymm0
     vpsubd       ymm0, ymm1, ymm0
     vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
@@ -19191,6 +19200,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 33 times
     vmovdqu      ymm6, [rel pd_16760834]             ; held in a register: read 32 times
+    vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vmovshdup    ymm3, [rsi]
@@ -19200,7 +19210,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19217,7 +19227,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 32]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 32]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19234,7 +19244,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 64]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 64]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19251,7 +19261,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 96]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 96]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19268,7 +19278,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 128]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 128]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19285,7 +19295,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 160]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 160]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19302,7 +19312,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 192]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 192]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19319,7 +19329,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 224]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 224]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19336,7 +19346,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 256]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 256]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19353,7 +19363,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 288]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 288]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19370,7 +19380,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 320]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 320]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19387,7 +19397,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 352]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 352]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19404,7 +19414,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 384]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 384]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19421,7 +19431,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 416]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 416]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19438,7 +19448,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 448]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 448]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19455,7 +19465,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 480]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 480]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19472,7 +19482,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 512]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 512]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19489,7 +19499,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 544]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 544]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19506,7 +19516,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 576]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 576]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19523,7 +19533,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 608]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 608]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19540,7 +19550,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 640]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 640]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19557,7 +19567,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 672]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 672]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19574,7 +19584,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 704]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 704]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19591,7 +19601,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 736]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 736]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19608,7 +19618,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 768]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 768]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19625,7 +19635,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 800]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 800]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19642,7 +19652,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 832]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 832]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19659,7 +19669,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 864]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 864]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19676,7 +19686,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 896]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 896]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19693,7 +19703,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 928]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 928]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19710,7 +19720,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 960]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 960]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -19727,7 +19737,7 @@ kg_mldsa8380417_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 992]
-    vpmulld      ymm0, ymm2, ymm5
+    vpmulld      ymm0, ymm2, ymm0
     vpsubd       ymm0, ymm1, ymm0
     vpaddd       ymm0, ymm0, [r8 + 992]
     vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)

@@ -1066,6 +1066,7 @@ kg_mlkem3329_ntt_forward_avx512:
     vmovdqu64    zmm14, [rel pw_20159]               ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pw_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pw_index64_2_3_10_11_6_7_14_15]
+    vmovdqu64    zmm2, [rel pw_3329]                 ; q = 3329
     vmovdqu64    zmm3, [rdi]
     vmovdqu64    zmm4, [rdi + 64]
     vmovdqu64    zmm5, [rdi + 128]
@@ -1077,76 +1078,76 @@ kg_mlkem3329_ntt_forward_avx512:
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 128] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 0
     vpmullw      zmm11, zmm7, [rax - 64]
     vpmulhw      zmm7, zmm7, [rax - 128]
-    vpmulhw      zmm11, zmm11, zmm13
+    vpmulhw      zmm11, zmm11, zmm2
     vpsubw       zmm7, zmm7, zmm11
     vpaddw       zmm11, zmm3, zmm7                   ; layer 0
     vpsubw       zmm3, zmm3, zmm7
     vpmullw      zmm7, zmm8, [rax - 64]
     vpmulhw      zmm8, zmm8, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm13
+    vpmulhw      zmm7, zmm7, zmm2
     vpsubw       zmm7, zmm8, zmm7
     vpaddw       zmm8, zmm4, zmm7                    ; layer 0
     vpsubw       zmm4, zmm4, zmm7
     vpmullw      zmm7, zmm9, [rax - 64]
     vpmulhw      zmm9, zmm9, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm13
+    vpmulhw      zmm7, zmm7, zmm2
     vpsubw       zmm7, zmm9, zmm7
     vpaddw       zmm9, zmm5, zmm7                    ; layer 0
     vpsubw       zmm5, zmm5, zmm7
     vpmullw      zmm7, zmm10, [rax - 64]
     vpmulhw      zmm10, zmm10, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm13
+    vpmulhw      zmm7, zmm7, zmm2
     vpsubw       zmm7, zmm10, zmm7
     vpaddw       zmm10, zmm6, zmm7                   ; layer 0
     vpsubw       zmm6, zmm6, zmm7
     vpmullw      zmm7, zmm9, [rax + 64]
     vpmulhw      zmm9, zmm9, [rax]
-    vpmulhw      zmm7, zmm7, zmm13
+    vpmulhw      zmm7, zmm7, zmm2
     vpsubw       zmm7, zmm9, zmm7
     vpaddw       zmm9, zmm11, zmm7                   ; layer 1
     vpsubw       zmm7, zmm11, zmm7
     vpmullw      zmm11, zmm10, [rax + 64]
     vpmulhw      zmm10, zmm10, [rax]
-    vpmulhw      zmm11, zmm11, zmm13
+    vpmulhw      zmm11, zmm11, zmm2
     vpsubw       zmm10, zmm10, zmm11
     vpaddw       zmm11, zmm8, zmm10                  ; layer 1
     vpsubw       zmm8, zmm8, zmm10
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 384] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 256
     vpmullw      zmm10, zmm5, [rax - 64]
     vpmulhw      zmm5, zmm5, [rax - 128]
-    vpmulhw      zmm10, zmm10, zmm13
+    vpmulhw      zmm10, zmm10, zmm2
     vpsubw       zmm5, zmm5, zmm10
     vpaddw       zmm10, zmm3, zmm5                   ; layer 1
     vpsubw       zmm3, zmm3, zmm5
     vpmullw      zmm5, zmm6, [rax - 64]
     vpmulhw      zmm6, zmm6, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm13
+    vpmulhw      zmm5, zmm5, zmm2
     vpsubw       zmm5, zmm6, zmm5
     vpaddw       zmm6, zmm4, zmm5                    ; layer 1
     vpsubw       zmm4, zmm4, zmm5
     vpmullw      zmm5, zmm11, [rax + 64]
     vpmulhw      zmm11, zmm11, [rax]
-    vpmulhw      zmm5, zmm5, zmm13
+    vpmulhw      zmm5, zmm5, zmm2
     vpsubw       zmm5, zmm11, zmm5
     vpaddw       zmm11, zmm9, zmm5                   ; layer 2
     vpsubw       zmm5, zmm9, zmm5
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 640] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 512
     vpmullw      zmm9, zmm8, [rax - 64]
     vpmulhw      zmm8, zmm8, [rax - 128]
-    vpmulhw      zmm9, zmm9, zmm13
+    vpmulhw      zmm9, zmm9, zmm2
     vpsubw       zmm8, zmm8, zmm9
     vpaddw       zmm9, zmm7, zmm8                    ; layer 2
     vpsubw       zmm7, zmm7, zmm8
     vpmullw      zmm8, zmm6, [rax + 64]
     vpmulhw      zmm6, zmm6, [rax]
-    vpmulhw      zmm8, zmm8, zmm13
+    vpmulhw      zmm8, zmm8, zmm2
     vpsubw       zmm6, zmm6, zmm8
     vpaddw       zmm8, zmm10, zmm6                   ; layer 2
     vpsubw       zmm6, zmm10, zmm6
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 896] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 768
     vpmullw      zmm10, zmm4, [rax - 64]
     vpmulhw      zmm4, zmm4, [rax - 128]
-    vpmulhw      zmm10, zmm10, zmm13
+    vpmulhw      zmm10, zmm10, zmm2
     vpsubw       zmm4, zmm4, zmm10
     vpaddw       zmm10, zmm3, zmm4                   ; layer 2
     vpsubw       zmm3, zmm3, zmm4
@@ -1160,27 +1161,27 @@ kg_mlkem3329_ntt_forward_avx512:
     vshufi64x2   zmm3, zmm10, zmm3, 238
     vpmullw      zmm10, zmm5, [rax + 64]
     vpmulhw      zmm5, zmm5, [rax]
-    vpmulhw      zmm10, zmm10, zmm13
+    vpmulhw      zmm10, zmm10, zmm2
     vpsubw       zmm5, zmm5, zmm10
     vpaddw       zmm10, zmm4, zmm5                   ; layer 3
     vpsubw       zmm4, zmm4, zmm5
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 1152] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 1024
     vpmullw      zmm5, zmm7, [rax - 64]
     vpmulhw      zmm7, zmm7, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm13
+    vpmulhw      zmm5, zmm5, zmm2
     vpsubw       zmm5, zmm7, zmm5
     vpaddw       zmm7, zmm11, zmm5                   ; layer 3
     vpsubw       zmm5, zmm11, zmm5
     vpmullw      zmm11, zmm6, [rax + 64]
     vpmulhw      zmm6, zmm6, [rax]
-    vpmulhw      zmm11, zmm11, zmm13
+    vpmulhw      zmm11, zmm11, zmm2
     vpsubw       zmm6, zmm6, zmm11
     vpaddw       zmm11, zmm9, zmm6                   ; layer 3
     vpsubw       zmm6, zmm9, zmm6
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 1408] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 1280
     vpmullw      zmm9, zmm3, [rax - 64]
     vpmulhw      zmm3, zmm3, [rax - 128]
-    vpmulhw      zmm9, zmm9, zmm13
+    vpmulhw      zmm9, zmm9, zmm2
     vpsubw       zmm3, zmm3, zmm9
     vpaddw       zmm9, zmm8, zmm3                    ; layer 3
     vpsubw       zmm3, zmm8, zmm3
@@ -1202,27 +1203,27 @@ kg_mlkem3329_ntt_forward_avx512:
     vpermi2q     zmm11, zmm9, zmm3
     vpmullw      zmm3, zmm12, [rax + 64]
     vpmulhw      zmm9, zmm12, [rax]
-    vpmulhw      zmm3, zmm3, zmm13
+    vpmulhw      zmm3, zmm3, zmm2
     vpsubw       zmm3, zmm9, zmm3
     vpaddw       zmm9, zmm8, zmm3                    ; layer 4
     vpsubw       zmm3, zmm8, zmm3
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 1664] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 1536
     vpmullw      zmm8, zmm10, [rax - 64]
     vpmulhw      zmm10, zmm10, [rax - 128]
-    vpmulhw      zmm8, zmm8, zmm13
+    vpmulhw      zmm8, zmm8, zmm2
     vpsubw       zmm8, zmm10, zmm8
     vpaddw       zmm10, zmm4, zmm8                   ; layer 4
     vpsubw       zmm4, zmm4, zmm8
     vpmullw      zmm8, zmm7, [rax + 64]
     vpmulhw      zmm7, zmm7, [rax]
-    vpmulhw      zmm8, zmm8, zmm13
+    vpmulhw      zmm8, zmm8, zmm2
     vpsubw       zmm7, zmm7, zmm8
     vpaddw       zmm8, zmm5, zmm7                    ; layer 4
     vpsubw       zmm5, zmm5, zmm7
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 1920] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 1792
     vpmullw      zmm7, zmm11, [rax - 64]
     vpmulhw      zmm11, zmm11, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm13
+    vpmulhw      zmm7, zmm7, zmm2
     vpsubw       zmm7, zmm11, zmm7
     vpaddw       zmm11, zmm6, zmm7                   ; layer 4
     vpsubw       zmm6, zmm6, zmm7
@@ -1236,27 +1237,27 @@ kg_mlkem3329_ntt_forward_avx512:
     vpunpckhwd   zmm6, zmm11, zmm6
     vpmullw      zmm11, zmm3, [rax + 64]
     vpmulhw      zmm3, zmm3, [rax]
-    vpmulhw      zmm11, zmm11, zmm13
+    vpmulhw      zmm11, zmm11, zmm2
     vpsubw       zmm3, zmm3, zmm11
     vpaddw       zmm11, zmm7, zmm3                   ; layer 5
     vpsubw       zmm3, zmm7, zmm3
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 2176] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 2048
     vpmullw      zmm7, zmm4, [rax - 64]
     vpmulhw      zmm4, zmm4, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm13
+    vpmulhw      zmm7, zmm7, zmm2
     vpsubw       zmm4, zmm4, zmm7
     vpaddw       zmm7, zmm9, zmm4                    ; layer 5
     vpsubw       zmm4, zmm9, zmm4
     vpmullw      zmm9, zmm5, [rax + 64]
     vpmulhw      zmm5, zmm5, [rax]
-    vpmulhw      zmm9, zmm9, zmm13
+    vpmulhw      zmm9, zmm9, zmm2
     vpsubw       zmm5, zmm5, zmm9
     vpaddw       zmm9, zmm10, zmm5                   ; layer 5
     vpsubw       zmm5, zmm10, zmm5
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 2432] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 2304
     vpmullw      zmm10, zmm6, [rax - 64]
     vpmulhw      zmm6, zmm6, [rax - 128]
-    vpmulhw      zmm10, zmm10, zmm13
+    vpmulhw      zmm10, zmm10, zmm2
     vpsubw       zmm6, zmm6, zmm10
     vpaddw       zmm10, zmm8, zmm6                   ; layer 5
     vpsubw       zmm6, zmm8, zmm6
@@ -1270,26 +1271,26 @@ kg_mlkem3329_ntt_forward_avx512:
     vpunpckhwd   zmm6, zmm10, zmm6
     vpmullw      zmm10, zmm3, [rax + 64]
     vpmulhw      zmm3, zmm3, [rax]
-    vpmulhw      zmm10, zmm10, zmm13
+    vpmulhw      zmm10, zmm10, zmm2
     vpsubw       zmm3, zmm3, zmm10
     vpaddw       zmm10, zmm8, zmm3                   ; layer 6
     vpsubw       zmm3, zmm8, zmm3
     lea          rax, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 2688] ; addresses kg_mlkem3329_ntt_forward_twiddles_avx512 near byte 2560
     vpmullw      zmm8, zmm4, [rax - 64]
     vpmulhw      zmm4, zmm4, [rax - 128]
-    vpmulhw      zmm8, zmm8, zmm13
+    vpmulhw      zmm8, zmm8, zmm2
     vpsubw       zmm4, zmm4, zmm8
     vpaddw       zmm8, zmm11, zmm4                   ; layer 6
     vpsubw       zmm4, zmm11, zmm4
     vpmullw      zmm11, zmm5, [rax + 64]
     vpmulhw      zmm5, zmm5, [rax]
-    vpmulhw      zmm11, zmm11, zmm13
+    vpmulhw      zmm11, zmm11, zmm2
     vpsubw       zmm5, zmm5, zmm11
     vpaddw       zmm11, zmm7, zmm5                   ; layer 6
     vpsubw       zmm5, zmm7, zmm5
     vpmullw      zmm7, zmm6, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 2880]
     vpmulhw      zmm6, zmm6, [rel kg_mlkem3329_ntt_forward_twiddles_avx512 + 2816]
-    vpmulhw      zmm2, zmm7, zmm13
+    vpmulhw      zmm2, zmm7, zmm2
     vpsubw       zmm2, zmm6, zmm2
     vpaddw       zmm6, zmm9, zmm2                    ; layer 6
     vpsubw       zmm2, zmm9, zmm2
@@ -3330,11 +3331,12 @@ align 32
 kg_mlkem3329_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 9 times
+    vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vpmulhuw     zmm2, zmm2, [rsi]
     vpmullw      zmm1, zmm1, [rsi]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3343,7 +3345,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 64]
     vpmulhuw     zmm2, zmm2, [rsi + 64]
     vpmullw      zmm1, zmm1, [rsi + 64]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3352,7 +3354,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 128]
     vpmulhuw     zmm2, zmm2, [rsi + 128]
     vpmullw      zmm1, zmm1, [rsi + 128]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3361,7 +3363,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 192]
     vpmulhuw     zmm2, zmm2, [rsi + 192]
     vpmullw      zmm1, zmm1, [rsi + 192]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3370,7 +3372,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 256]
     vpmulhuw     zmm2, zmm2, [rsi + 256]
     vpmullw      zmm1, zmm1, [rsi + 256]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3379,7 +3381,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 320]
     vpmulhuw     zmm2, zmm2, [rsi + 320]
     vpmullw      zmm1, zmm1, [rsi + 320]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3388,7 +3390,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 384]
     vpmulhuw     zmm2, zmm2, [rsi + 384]
     vpmullw      zmm1, zmm1, [rsi + 384]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpsubw       zmm2, zmm1, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm1, zmm1, zmm2
@@ -3397,7 +3399,7 @@ kg_mlkem3329_mulmod_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 448]
     vpmulhuw     zmm2, zmm2, [rsi + 448]
     vpmullw      zmm1, zmm1, [rsi + 448]
-    vpmullw      zmm0, zmm2, zmm3
+    vpmullw      zmm0, zmm2, zmm0
     vpsubw       zmm0, zmm1, zmm0
     vpsubw       zmm1, zmm0, zmm3                    ; freeze: to [0, q)
     vpminuw      zmm0, zmm0, zmm1
@@ -3422,11 +3424,12 @@ kg_mlkem3329_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 9 times
     vmovdqu64    zmm4, [rel pw_6658]                 ; held in a register: read 8 times
+    vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vpmulhuw     zmm2, zmm2, [rsi]
     vpmullw      zmm1, zmm1, [rsi]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -3438,7 +3441,7 @@ kg_mlkem3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 64]
     vpmulhuw     zmm2, zmm2, [rsi + 64]
     vpmullw      zmm1, zmm1, [rsi + 64]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 64]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -3450,7 +3453,7 @@ kg_mlkem3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 128]
     vpmulhuw     zmm2, zmm2, [rsi + 128]
     vpmullw      zmm1, zmm1, [rsi + 128]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 128]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -3462,7 +3465,7 @@ kg_mlkem3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 192]
     vpmulhuw     zmm2, zmm2, [rsi + 192]
     vpmullw      zmm1, zmm1, [rsi + 192]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 192]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -3474,7 +3477,7 @@ kg_mlkem3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 256]
     vpmulhuw     zmm2, zmm2, [rsi + 256]
     vpmullw      zmm1, zmm1, [rsi + 256]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 256]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -3486,7 +3489,7 @@ kg_mlkem3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 320]
     vpmulhuw     zmm2, zmm2, [rsi + 320]
     vpmullw      zmm1, zmm1, [rsi + 320]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 320]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -3498,7 +3501,7 @@ kg_mlkem3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 384]
     vpmulhuw     zmm2, zmm2, [rsi + 384]
     vpmullw      zmm1, zmm1, [rsi + 384]
-    vpmullw      zmm2, zmm2, zmm3
+    vpmullw      zmm2, zmm2, zmm0
     vpsubw       zmm1, zmm1, zmm2
     vpaddw       zmm1, zmm1, [r8 + 384]
     vpsubw       zmm2, zmm1, zmm4                    ; freeze: to [0, q)
@@ -3510,7 +3513,7 @@ kg_mlkem3329_muladd_shoup_avx512:
     vmovdqu64    zmm2, [rcx + 448]
     vpmulhuw     zmm2, zmm2, [rsi + 448]
     vpmullw      zmm1, zmm1, [rsi + 448]
-    vpmullw      zmm0, zmm2, zmm3
+    vpmullw      zmm0, zmm2, zmm0
     vpsubw       zmm0, zmm1, zmm0
     vpaddw       zmm0, zmm0, [r8 + 448]
     vpsubw       zmm1, zmm0, zmm4                    ; freeze: to [0, q)
@@ -7731,11 +7734,12 @@ align 32
 kg_mlkem3329_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
+    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7744,7 +7748,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7753,7 +7757,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7762,7 +7766,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7771,7 +7775,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7780,7 +7784,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7789,7 +7793,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7798,7 +7802,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7807,7 +7811,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7816,7 +7820,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7825,7 +7829,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7834,7 +7838,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7843,7 +7847,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7852,7 +7856,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7861,7 +7865,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -7870,7 +7874,7 @@ kg_mlkem3329_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm3
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -7895,11 +7899,12 @@ kg_mlkem3329_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
     vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
+    vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -7911,7 +7916,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -7923,7 +7928,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 64]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -7935,7 +7940,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 96]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -7947,7 +7952,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 128]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -7959,7 +7964,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 160]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -7971,7 +7976,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 192]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -7983,7 +7988,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 224]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -7995,7 +8000,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 256]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -8007,7 +8012,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 288]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -8019,7 +8024,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 320]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -8031,7 +8036,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 352]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -8043,7 +8048,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 384]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -8055,7 +8060,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 416]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -8067,7 +8072,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 448]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -8079,7 +8084,7 @@ kg_mlkem3329_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm0, ymm2, ymm3
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm0, ymm0, [r8 + 480]
     vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)

@@ -1624,7 +1624,7 @@ section .text
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
-;   loops: 8 x 117 and 7 x 318 instructions (repeated groups rolled: 3446 instructions run, 770 written)
+;   loops: 8 x 117 and 7 x 318 instructions (repeated groups rolled: 3447 instructions run, 771 written)
 ;
 ; reduction schedule:
 ;   policy index, harvey reduction, 256 vector reductions
@@ -1648,6 +1648,7 @@ kg_newhope12289_ntt_forward_avx2:
     vmovdqu      ymm13, [rel pw_12289]               ; held in a register: read 25 times
     vmovdqu      ymm14, [rel pw_5]                   ; held in a register: read 24 times
     vmovdqu      ymm15, [rel pw_1]                   ; held in a register: read 24 times
+    vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     mov          rax, 8
     .repeat1:
     vmovdqu      ymm1, [rdi]
@@ -1660,28 +1661,28 @@ kg_newhope12289_ntt_forward_avx2:
     vmovdqu      ymm8, [rdi + 1792]
     vpmulhuw     ymm9, ymm11, ymm5
     vpmullw      ymm5, ymm12, ymm5
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 0
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm5
     vpmulhuw     ymm5, ymm11, ymm6
     vpmullw      ymm6, ymm12, ymm6
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 0
     vpaddw       ymm2, ymm10, ymm2
     vpsubw       ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm11, ymm7
     vpmullw      ymm7, ymm12, ymm7
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 0
     vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm8, ymm11
     vpmullw      ymm8, ymm8, ymm12
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 0
     vpaddw       ymm4, ymm10, ymm4
@@ -1689,28 +1690,28 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 192] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 64
     vpmulhuw     ymm5, ymm7, [rdx - 96]
     vpmullw      ymm7, ymm7, [rdx - 128]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm9, ymm5                    ; layer 1
     vpaddw       ymm9, ymm9, ymm10
     vpsubw       ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm8, [rdx - 96]
     vpmullw      ymm8, ymm8, [rdx - 128]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm6                    ; layer 1
     vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm6, ymm6, ymm8
     vpmulhuw     ymm8, ymm3, [rdx - 32]
     vpmullw      ymm3, ymm3, [rdx - 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm1, ymm3                    ; layer 1
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm3
     vpmulhuw     ymm3, ymm4, [rdx - 32]
     vpmullw      ymm4, ymm4, [rdx - 64]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 1
     vpaddw       ymm2, ymm10, ymm2
@@ -1719,7 +1720,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm7, ymm3
     vpmulhuw     ymm7, ymm9, [rdx + 32]
     vpmullw      ymm9, ymm9, [rdx]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm9, ymm7
     vpaddw       ymm9, ymm3, ymm7                    ; layer 2
     vpaddw       ymm3, ymm10, ymm3
@@ -1730,7 +1731,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm6, [rdx + 96]
     vpmullw      ymm6, ymm6, [rdx + 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm6, ymm6, ymm7
     vpaddw       ymm7, ymm5, ymm6                    ; layer 2
     vpaddw       ymm5, ymm10, ymm5
@@ -1742,7 +1743,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 448] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 320
     vpmulhuw     ymm8, ymm4, [rdx - 96]
     vpmullw      ymm4, ymm4, [rdx - 128]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm6, ymm4                    ; layer 2
     vpaddw       ymm6, ymm10, ymm6
@@ -1753,7 +1754,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpsubw       ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rdx - 32]
     vpmullw      ymm2, ymm2, [rdx - 64]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 2
     vpaddw       ymm1, ymm10, ymm1
@@ -1785,7 +1786,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm9, ymm1
     vpmulhuw     ymm9, ymm5, [rcx + 32]
     vpmullw      ymm5, ymm5, [rcx]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
@@ -1794,7 +1795,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rcx + 32]
     vpmullw      ymm6, ymm6, [rcx]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
@@ -1803,7 +1804,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rcx + 32]
     vpmullw      ymm7, ymm7, [rcx]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 3
     vpaddw       ymm3, ymm10, ymm3
@@ -1812,7 +1813,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rcx + 32]
     vpmullw      ymm8, ymm8, [rcx]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 3
     vpaddw       ymm4, ymm10, ymm4
@@ -1821,7 +1822,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm7, [rcx + 96]
     vpmullw      ymm7, ymm7, [rcx + 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 4
     vpaddw       ymm5, ymm10, ymm5
@@ -1830,7 +1831,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm8, [rcx + 96]
     vpmullw      ymm8, ymm8, [rcx + 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 4
     vpaddw       ymm6, ymm10, ymm6
@@ -1839,7 +1840,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm7
     vpmulhuw     ymm7, ymm3, [rcx + 160]
     vpmullw      ymm3, ymm3, [rcx + 128]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
@@ -1848,7 +1849,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rcx + 160]
     vpmullw      ymm4, ymm4, [rcx + 128]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 4
     vpaddw       ymm2, ymm10, ymm2
@@ -1857,7 +1858,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm8, [rcx + 224]
     vpmullw      ymm8, ymm8, [rcx + 192]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm3                    ; layer 5
     vpaddw       ymm3, ymm10, ymm3
@@ -1866,7 +1867,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm6, [rcx + 288]
     vpmullw      ymm6, ymm6, [rcx + 256]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -1875,7 +1876,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm4, [rcx + 352]
     vpmullw      ymm4, ymm4, [rcx + 320]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 5
     vpaddw       ymm6, ymm10, ymm6
@@ -1884,7 +1885,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rcx + 416]
     vpmullw      ymm2, ymm2, [rcx + 384]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 5
     vpaddw       ymm1, ymm10, ymm1
@@ -1901,7 +1902,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm6
     vpmulhuw     ymm6, ymm3, [rcx + 480]
     vpmullw      ymm3, ymm3, [rcx + 448]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 6
     vpaddw       ymm2, ymm10, ymm2
@@ -1910,7 +1911,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm5, [rcx + 544]
     vpmullw      ymm5, ymm5, [rcx + 512]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 6
     vpaddw       ymm3, ymm10, ymm3
@@ -1919,7 +1920,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm4, [rcx + 608]
     vpmullw      ymm4, ymm4, [rcx + 576]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1928,7 +1929,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm1, [rcx + 672]
     vpmullw      ymm1, ymm1, [rcx + 640]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -1945,7 +1946,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm2, [rcx + 736]
     vpmullw      ymm2, ymm2, [rcx + 704]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1954,7 +1955,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm3, [rcx + 800]
     vpmullw      ymm3, ymm3, [rcx + 768]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1963,7 +1964,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm4, [rcx + 864]
     vpmullw      ymm4, ymm4, [rcx + 832]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1972,7 +1973,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm1, [rcx + 928]
     vpmullw      ymm1, ymm1, [rcx + 896]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -1989,7 +1990,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm2, [rcx + 992]
     vpmullw      ymm2, ymm2, [rcx + 960]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -1998,7 +1999,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm3, [rcx + 1056]
     vpmullw      ymm3, ymm3, [rcx + 1024]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2007,7 +2008,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm4, [rcx + 1120]
     vpmullw      ymm4, ymm4, [rcx + 1088]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2016,7 +2017,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm1, [rcx + 1184]
     vpmullw      ymm1, ymm1, [rcx + 1152]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2033,7 +2034,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm2, [rcx + 1248]
     vpmullw      ymm2, ymm2, [rcx + 1216]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2042,7 +2043,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm3, [rcx + 1312]
     vpmullw      ymm3, ymm3, [rcx + 1280]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2051,7 +2052,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm4, [rcx + 1376]
     vpmullw      ymm4, ymm4, [rcx + 1344]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2060,7 +2061,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm1, [rcx + 1440]
     vpmullw      ymm1, ymm1, [rcx + 1408]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm1, ymm1, ymm6
     vpaddw       ymm6, ymm5, ymm1                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2107,7 +2108,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 10880] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 10752
     vpmulhuw     ymm9, ymm5, [rdx - 96]
     vpmullw      ymm5, ymm5, [rdx - 128]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm1, ymm5                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
@@ -2116,7 +2117,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm5
     vpmulhuw     ymm5, ymm6, [rdx - 96]
     vpmullw      ymm6, ymm6, [rdx - 128]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm6, ymm5
     vpaddw       ymm6, ymm2, ymm5                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
@@ -2125,7 +2126,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm3, ymm5
     vpmulhuw     ymm5, ymm7, [rdx - 96]
     vpmullw      ymm7, ymm7, [rdx - 128]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm7, ymm5
     vpaddw       ymm7, ymm3, ymm5                    ; layer 3
     vpaddw       ymm3, ymm10, ymm3
@@ -2134,7 +2135,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm4, ymm4, ymm5
     vpmulhuw     ymm5, ymm8, [rdx - 96]
     vpmullw      ymm8, ymm8, [rdx - 128]
-    vpmullw      ymm5, ymm13, ymm5
+    vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm5, ymm8, ymm5
     vpaddw       ymm8, ymm4, ymm5                    ; layer 3
     vpaddw       ymm4, ymm10, ymm4
@@ -2143,7 +2144,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm7, [rdx - 32]
     vpmullw      ymm7, ymm7, [rdx - 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm5, ymm7                    ; layer 4
     vpaddw       ymm5, ymm10, ymm5
@@ -2152,7 +2153,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm6, ymm7
     vpmulhuw     ymm7, ymm8, [rdx - 32]
     vpmullw      ymm8, ymm8, [rdx - 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm6, ymm7                    ; layer 4
     vpaddw       ymm6, ymm10, ymm6
@@ -2161,7 +2162,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm7
     vpmulhuw     ymm7, ymm3, [rdx + 32]
     vpmullw      ymm3, ymm3, [rdx]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm1, ymm3                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
@@ -2170,7 +2171,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm3
     vpmulhuw     ymm3, ymm4, [rdx + 32]
     vpmullw      ymm4, ymm4, [rdx]
-    vpmullw      ymm3, ymm13, ymm3
+    vpmullw      ymm3, ymm3, ymm0
     vpsubw       ymm3, ymm4, ymm3
     vpaddw       ymm4, ymm2, ymm3                    ; layer 4
     vpaddw       ymm2, ymm10, ymm2
@@ -2179,7 +2180,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm3, ymm9, ymm3
     vpmulhuw     ymm9, ymm8, [rdx + 96]
     vpmullw      ymm8, ymm8, [rdx + 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm8, ymm3                    ; layer 5
     vpaddw       ymm3, ymm10, ymm3
@@ -2189,7 +2190,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 11136] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 11008
     vpmulhuw     ymm8, ymm6, [rdx - 96]
     vpmullw      ymm6, ymm6, [rdx - 128]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
     vpaddw       ymm8, ymm5, ymm6                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
@@ -2198,7 +2199,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm4, [rdx - 32]
     vpmullw      ymm4, ymm4, [rdx - 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm6, ymm4                    ; layer 5
     vpaddw       ymm6, ymm10, ymm6
@@ -2207,7 +2208,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm1, ymm1, ymm6
     vpmulhuw     ymm6, ymm2, [rdx + 32]
     vpmullw      ymm2, ymm2, [rdx]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm2, ymm2, ymm6
     vpaddw       ymm6, ymm1, ymm2                    ; layer 5
     vpaddw       ymm1, ymm10, ymm1
@@ -2224,7 +2225,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm2, ymm2, ymm6
     vpmulhuw     ymm6, ymm3, [rdx + 96]
     vpmullw      ymm3, ymm3, [rdx + 64]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm2, ymm3                    ; layer 6
     vpaddw       ymm2, ymm10, ymm2
@@ -2234,7 +2235,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 11392] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 11264
     vpmulhuw     ymm9, ymm5, [rdx - 96]
     vpmullw      ymm5, ymm5, [rdx - 128]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm5, ymm5, ymm9
     vpaddw       ymm9, ymm3, ymm5                    ; layer 6
     vpaddw       ymm3, ymm10, ymm3
@@ -2243,7 +2244,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm4, [rdx - 32]
     vpmullw      ymm4, ymm4, [rdx - 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm4, ymm4, ymm8
     vpaddw       ymm8, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2252,7 +2253,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm1, [rdx + 32]
     vpmullw      ymm1, ymm1, [rdx]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm1, ymm1, ymm7
     vpaddw       ymm7, ymm5, ymm1                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
@@ -2269,7 +2270,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm5, ymm7
     vpmulhuw     ymm7, ymm2, [rdx + 96]
     vpmullw      ymm2, ymm2, [rdx + 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
     vpaddw       ymm7, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2279,7 +2280,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 11648] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 11520
     vpmulhuw     ymm6, ymm3, [rdx - 96]
     vpmullw      ymm3, ymm3, [rdx - 128]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
     vpaddw       ymm6, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2288,7 +2289,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm4, [rdx - 32]
     vpmullw      ymm4, ymm4, [rdx - 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm4, ymm4, ymm9
     vpaddw       ymm9, ymm5, ymm4                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2297,7 +2298,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm1, [rdx + 32]
     vpmullw      ymm1, ymm1, [rdx]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
     vpaddw       ymm8, ymm5, ymm1                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
@@ -2314,7 +2315,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm8, ymm5
     vpmulhuw     ymm8, ymm2, [rdx + 96]
     vpmullw      ymm2, ymm2, [rdx + 64]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2324,7 +2325,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 11904] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 11776
     vpmulhuw     ymm7, ymm3, [rdx - 96]
     vpmullw      ymm3, ymm3, [rdx - 128]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm3, ymm3, ymm7
     vpaddw       ymm7, ymm5, ymm3                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2333,7 +2334,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm4, [rdx - 32]
     vpmullw      ymm4, ymm4, [rdx - 64]
-    vpmullw      ymm6, ymm13, ymm6
+    vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm4, ymm4, ymm6
     vpaddw       ymm6, ymm5, ymm4                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2342,7 +2343,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm1, [rdx + 32]
     vpmullw      ymm1, ymm1, [rdx]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
     vpaddw       ymm9, ymm5, ymm1                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
@@ -2359,7 +2360,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm9, ymm5
     vpmulhuw     ymm9, ymm2, [rdx + 96]
     vpmullw      ymm2, ymm2, [rdx + 64]
-    vpmullw      ymm9, ymm9, ymm13
+    vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm2, ymm2, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2369,7 +2370,7 @@ kg_newhope12289_ntt_forward_avx2:
     lea          rdx, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 12160] ; addresses kg_newhope12289_ntt_forward_twiddles_avx2 near byte 12032
     vpmulhuw     ymm8, ymm3, [rdx - 96]
     vpmullw      ymm3, ymm3, [rdx - 128]
-    vpmullw      ymm8, ymm8, ymm13
+    vpmullw      ymm8, ymm8, ymm0
     vpsubw       ymm3, ymm3, ymm8
     vpaddw       ymm8, ymm5, ymm3                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2378,7 +2379,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm7, ymm5
     vpmulhuw     ymm7, ymm4, [rdx - 32]
     vpmullw      ymm4, ymm4, [rdx - 64]
-    vpmullw      ymm7, ymm13, ymm7
+    vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
     vpaddw       ymm7, ymm5, ymm4                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -2387,7 +2388,7 @@ kg_newhope12289_ntt_forward_avx2:
     vpminuw      ymm5, ymm6, ymm5
     vpmulhuw     ymm6, ymm1, [rdx + 32]
     vpmullw      ymm1, ymm1, [rdx]
-    vpmullw      ymm0, ymm13, ymm6
+    vpmullw      ymm0, ymm6, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm1, ymm5, ymm0                    ; layer 9
     vpaddw       ymm5, ymm10, ymm5
@@ -4793,11 +4794,12 @@ align 32
 kg_newhope12289_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 65 times
+    vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4806,7 +4808,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4815,7 +4817,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4824,7 +4826,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4833,7 +4835,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4842,7 +4844,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4851,7 +4853,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4860,7 +4862,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4869,7 +4871,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4878,7 +4880,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4887,7 +4889,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4896,7 +4898,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4905,7 +4907,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4914,7 +4916,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4923,7 +4925,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4932,7 +4934,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4941,7 +4943,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 512]
     vpmulhuw     ymm2, ymm2, [rsi + 512]
     vpmullw      ymm1, ymm1, [rsi + 512]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4950,7 +4952,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 544]
     vpmulhuw     ymm2, ymm2, [rsi + 544]
     vpmullw      ymm1, ymm1, [rsi + 544]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4959,7 +4961,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 576]
     vpmulhuw     ymm2, ymm2, [rsi + 576]
     vpmullw      ymm1, ymm1, [rsi + 576]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4968,7 +4970,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 608]
     vpmulhuw     ymm2, ymm2, [rsi + 608]
     vpmullw      ymm1, ymm1, [rsi + 608]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4977,7 +4979,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 640]
     vpmulhuw     ymm2, ymm2, [rsi + 640]
     vpmullw      ymm1, ymm1, [rsi + 640]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4986,7 +4988,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 672]
     vpmulhuw     ymm2, ymm2, [rsi + 672]
     vpmullw      ymm1, ymm1, [rsi + 672]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -4995,7 +4997,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 704]
     vpmulhuw     ymm2, ymm2, [rsi + 704]
     vpmullw      ymm1, ymm1, [rsi + 704]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5004,7 +5006,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 736]
     vpmulhuw     ymm2, ymm2, [rsi + 736]
     vpmullw      ymm1, ymm1, [rsi + 736]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5013,7 +5015,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 768]
     vpmulhuw     ymm2, ymm2, [rsi + 768]
     vpmullw      ymm1, ymm1, [rsi + 768]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5022,7 +5024,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 800]
     vpmulhuw     ymm2, ymm2, [rsi + 800]
     vpmullw      ymm1, ymm1, [rsi + 800]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5031,7 +5033,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 832]
     vpmulhuw     ymm2, ymm2, [rsi + 832]
     vpmullw      ymm1, ymm1, [rsi + 832]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5040,7 +5042,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 864]
     vpmulhuw     ymm2, ymm2, [rsi + 864]
     vpmullw      ymm1, ymm1, [rsi + 864]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5049,7 +5051,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 896]
     vpmulhuw     ymm2, ymm2, [rsi + 896]
     vpmullw      ymm1, ymm1, [rsi + 896]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5058,7 +5060,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 928]
     vpmulhuw     ymm2, ymm2, [rsi + 928]
     vpmullw      ymm1, ymm1, [rsi + 928]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5067,7 +5069,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 960]
     vpmulhuw     ymm2, ymm2, [rsi + 960]
     vpmullw      ymm1, ymm1, [rsi + 960]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5076,7 +5078,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 992]
     vpmulhuw     ymm2, ymm2, [rsi + 992]
     vpmullw      ymm1, ymm1, [rsi + 992]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5085,7 +5087,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1024]
     vpmulhuw     ymm2, ymm2, [rsi + 1024]
     vpmullw      ymm1, ymm1, [rsi + 1024]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5094,7 +5096,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1056]
     vpmulhuw     ymm2, ymm2, [rsi + 1056]
     vpmullw      ymm1, ymm1, [rsi + 1056]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5103,7 +5105,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1088]
     vpmulhuw     ymm2, ymm2, [rsi + 1088]
     vpmullw      ymm1, ymm1, [rsi + 1088]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5112,7 +5114,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1120]
     vpmulhuw     ymm2, ymm2, [rsi + 1120]
     vpmullw      ymm1, ymm1, [rsi + 1120]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5121,7 +5123,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1152]
     vpmulhuw     ymm2, ymm2, [rsi + 1152]
     vpmullw      ymm1, ymm1, [rsi + 1152]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5130,7 +5132,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1184]
     vpmulhuw     ymm2, ymm2, [rsi + 1184]
     vpmullw      ymm1, ymm1, [rsi + 1184]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5139,7 +5141,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1216]
     vpmulhuw     ymm2, ymm2, [rsi + 1216]
     vpmullw      ymm1, ymm1, [rsi + 1216]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5148,7 +5150,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1248]
     vpmulhuw     ymm2, ymm2, [rsi + 1248]
     vpmullw      ymm1, ymm1, [rsi + 1248]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5157,7 +5159,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1280]
     vpmulhuw     ymm2, ymm2, [rsi + 1280]
     vpmullw      ymm1, ymm1, [rsi + 1280]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5166,7 +5168,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1312]
     vpmulhuw     ymm2, ymm2, [rsi + 1312]
     vpmullw      ymm1, ymm1, [rsi + 1312]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5175,7 +5177,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1344]
     vpmulhuw     ymm2, ymm2, [rsi + 1344]
     vpmullw      ymm1, ymm1, [rsi + 1344]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5184,7 +5186,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1376]
     vpmulhuw     ymm2, ymm2, [rsi + 1376]
     vpmullw      ymm1, ymm1, [rsi + 1376]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5193,7 +5195,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1408]
     vpmulhuw     ymm2, ymm2, [rsi + 1408]
     vpmullw      ymm1, ymm1, [rsi + 1408]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5202,7 +5204,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1440]
     vpmulhuw     ymm2, ymm2, [rsi + 1440]
     vpmullw      ymm1, ymm1, [rsi + 1440]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5211,7 +5213,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1472]
     vpmulhuw     ymm2, ymm2, [rsi + 1472]
     vpmullw      ymm1, ymm1, [rsi + 1472]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5220,7 +5222,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1504]
     vpmulhuw     ymm2, ymm2, [rsi + 1504]
     vpmullw      ymm1, ymm1, [rsi + 1504]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5229,7 +5231,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1536]
     vpmulhuw     ymm2, ymm2, [rsi + 1536]
     vpmullw      ymm1, ymm1, [rsi + 1536]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5238,7 +5240,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1568]
     vpmulhuw     ymm2, ymm2, [rsi + 1568]
     vpmullw      ymm1, ymm1, [rsi + 1568]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5247,7 +5249,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1600]
     vpmulhuw     ymm2, ymm2, [rsi + 1600]
     vpmullw      ymm1, ymm1, [rsi + 1600]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5256,7 +5258,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1632]
     vpmulhuw     ymm2, ymm2, [rsi + 1632]
     vpmullw      ymm1, ymm1, [rsi + 1632]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5265,7 +5267,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1664]
     vpmulhuw     ymm2, ymm2, [rsi + 1664]
     vpmullw      ymm1, ymm1, [rsi + 1664]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5274,7 +5276,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1696]
     vpmulhuw     ymm2, ymm2, [rsi + 1696]
     vpmullw      ymm1, ymm1, [rsi + 1696]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5283,7 +5285,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1728]
     vpmulhuw     ymm2, ymm2, [rsi + 1728]
     vpmullw      ymm1, ymm1, [rsi + 1728]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5292,7 +5294,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1760]
     vpmulhuw     ymm2, ymm2, [rsi + 1760]
     vpmullw      ymm1, ymm1, [rsi + 1760]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5301,7 +5303,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1792]
     vpmulhuw     ymm2, ymm2, [rsi + 1792]
     vpmullw      ymm1, ymm1, [rsi + 1792]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5310,7 +5312,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1824]
     vpmulhuw     ymm2, ymm2, [rsi + 1824]
     vpmullw      ymm1, ymm1, [rsi + 1824]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5319,7 +5321,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1856]
     vpmulhuw     ymm2, ymm2, [rsi + 1856]
     vpmullw      ymm1, ymm1, [rsi + 1856]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5328,7 +5330,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1888]
     vpmulhuw     ymm2, ymm2, [rsi + 1888]
     vpmullw      ymm1, ymm1, [rsi + 1888]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5337,7 +5339,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1920]
     vpmulhuw     ymm2, ymm2, [rsi + 1920]
     vpmullw      ymm1, ymm1, [rsi + 1920]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5346,7 +5348,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1952]
     vpmulhuw     ymm2, ymm2, [rsi + 1952]
     vpmullw      ymm1, ymm1, [rsi + 1952]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5355,7 +5357,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1984]
     vpmulhuw     ymm2, ymm2, [rsi + 1984]
     vpmullw      ymm1, ymm1, [rsi + 1984]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpsubw       ymm2, ymm1, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm1, ymm1, ymm2
@@ -5364,7 +5366,7 @@ kg_newhope12289_mulmod_shoup_avx2:
     vmovdqu      ymm2, [rcx + 2016]
     vpmulhuw     ymm2, ymm2, [rsi + 2016]
     vpmullw      ymm1, ymm1, [rsi + 2016]
-    vpmullw      ymm0, ymm2, ymm3
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpsubw       ymm1, ymm0, ymm3                    ; freeze: to [0, q)
     vpminuw      ymm0, ymm0, ymm1
@@ -5389,11 +5391,12 @@ kg_newhope12289_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 65 times
     vmovdqu      ymm4, [rel pw_24578]                ; held in a register: read 64 times
+    vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vpmulhuw     ymm2, ymm2, [rsi]
     vpmullw      ymm1, ymm1, [rsi]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5405,7 +5408,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 32]
     vpmulhuw     ymm2, ymm2, [rsi + 32]
     vpmullw      ymm1, ymm1, [rsi + 32]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 32]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5417,7 +5420,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 64]
     vpmulhuw     ymm2, ymm2, [rsi + 64]
     vpmullw      ymm1, ymm1, [rsi + 64]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 64]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5429,7 +5432,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 96]
     vpmulhuw     ymm2, ymm2, [rsi + 96]
     vpmullw      ymm1, ymm1, [rsi + 96]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 96]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5441,7 +5444,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 128]
     vpmulhuw     ymm2, ymm2, [rsi + 128]
     vpmullw      ymm1, ymm1, [rsi + 128]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 128]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5453,7 +5456,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 160]
     vpmulhuw     ymm2, ymm2, [rsi + 160]
     vpmullw      ymm1, ymm1, [rsi + 160]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 160]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5465,7 +5468,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 192]
     vpmulhuw     ymm2, ymm2, [rsi + 192]
     vpmullw      ymm1, ymm1, [rsi + 192]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 192]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5477,7 +5480,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 224]
     vpmulhuw     ymm2, ymm2, [rsi + 224]
     vpmullw      ymm1, ymm1, [rsi + 224]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 224]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5489,7 +5492,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 256]
     vpmulhuw     ymm2, ymm2, [rsi + 256]
     vpmullw      ymm1, ymm1, [rsi + 256]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 256]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5501,7 +5504,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 288]
     vpmulhuw     ymm2, ymm2, [rsi + 288]
     vpmullw      ymm1, ymm1, [rsi + 288]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 288]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5513,7 +5516,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 320]
     vpmulhuw     ymm2, ymm2, [rsi + 320]
     vpmullw      ymm1, ymm1, [rsi + 320]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 320]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5525,7 +5528,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 352]
     vpmulhuw     ymm2, ymm2, [rsi + 352]
     vpmullw      ymm1, ymm1, [rsi + 352]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 352]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5537,7 +5540,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 384]
     vpmulhuw     ymm2, ymm2, [rsi + 384]
     vpmullw      ymm1, ymm1, [rsi + 384]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 384]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5549,7 +5552,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 416]
     vpmulhuw     ymm2, ymm2, [rsi + 416]
     vpmullw      ymm1, ymm1, [rsi + 416]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 416]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5561,7 +5564,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 448]
     vpmulhuw     ymm2, ymm2, [rsi + 448]
     vpmullw      ymm1, ymm1, [rsi + 448]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 448]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5573,7 +5576,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 480]
     vpmulhuw     ymm2, ymm2, [rsi + 480]
     vpmullw      ymm1, ymm1, [rsi + 480]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 480]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5585,7 +5588,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 512]
     vpmulhuw     ymm2, ymm2, [rsi + 512]
     vpmullw      ymm1, ymm1, [rsi + 512]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 512]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5597,7 +5600,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 544]
     vpmulhuw     ymm2, ymm2, [rsi + 544]
     vpmullw      ymm1, ymm1, [rsi + 544]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 544]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5609,7 +5612,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 576]
     vpmulhuw     ymm2, ymm2, [rsi + 576]
     vpmullw      ymm1, ymm1, [rsi + 576]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 576]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5621,7 +5624,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 608]
     vpmulhuw     ymm2, ymm2, [rsi + 608]
     vpmullw      ymm1, ymm1, [rsi + 608]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 608]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5633,7 +5636,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 640]
     vpmulhuw     ymm2, ymm2, [rsi + 640]
     vpmullw      ymm1, ymm1, [rsi + 640]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 640]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5645,7 +5648,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 672]
     vpmulhuw     ymm2, ymm2, [rsi + 672]
     vpmullw      ymm1, ymm1, [rsi + 672]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 672]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5657,7 +5660,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 704]
     vpmulhuw     ymm2, ymm2, [rsi + 704]
     vpmullw      ymm1, ymm1, [rsi + 704]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 704]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5669,7 +5672,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 736]
     vpmulhuw     ymm2, ymm2, [rsi + 736]
     vpmullw      ymm1, ymm1, [rsi + 736]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 736]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5681,7 +5684,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 768]
     vpmulhuw     ymm2, ymm2, [rsi + 768]
     vpmullw      ymm1, ymm1, [rsi + 768]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 768]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5693,7 +5696,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 800]
     vpmulhuw     ymm2, ymm2, [rsi + 800]
     vpmullw      ymm1, ymm1, [rsi + 800]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 800]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5705,7 +5708,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 832]
     vpmulhuw     ymm2, ymm2, [rsi + 832]
     vpmullw      ymm1, ymm1, [rsi + 832]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 832]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5717,7 +5720,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 864]
     vpmulhuw     ymm2, ymm2, [rsi + 864]
     vpmullw      ymm1, ymm1, [rsi + 864]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 864]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5729,7 +5732,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 896]
     vpmulhuw     ymm2, ymm2, [rsi + 896]
     vpmullw      ymm1, ymm1, [rsi + 896]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 896]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5741,7 +5744,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 928]
     vpmulhuw     ymm2, ymm2, [rsi + 928]
     vpmullw      ymm1, ymm1, [rsi + 928]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 928]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5753,7 +5756,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 960]
     vpmulhuw     ymm2, ymm2, [rsi + 960]
     vpmullw      ymm1, ymm1, [rsi + 960]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 960]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5765,7 +5768,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 992]
     vpmulhuw     ymm2, ymm2, [rsi + 992]
     vpmullw      ymm1, ymm1, [rsi + 992]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 992]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5777,7 +5780,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1024]
     vpmulhuw     ymm2, ymm2, [rsi + 1024]
     vpmullw      ymm1, ymm1, [rsi + 1024]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1024]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5789,7 +5792,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1056]
     vpmulhuw     ymm2, ymm2, [rsi + 1056]
     vpmullw      ymm1, ymm1, [rsi + 1056]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1056]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5801,7 +5804,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1088]
     vpmulhuw     ymm2, ymm2, [rsi + 1088]
     vpmullw      ymm1, ymm1, [rsi + 1088]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1088]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5813,7 +5816,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1120]
     vpmulhuw     ymm2, ymm2, [rsi + 1120]
     vpmullw      ymm1, ymm1, [rsi + 1120]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1120]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5825,7 +5828,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1152]
     vpmulhuw     ymm2, ymm2, [rsi + 1152]
     vpmullw      ymm1, ymm1, [rsi + 1152]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1152]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5837,7 +5840,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1184]
     vpmulhuw     ymm2, ymm2, [rsi + 1184]
     vpmullw      ymm1, ymm1, [rsi + 1184]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1184]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5849,7 +5852,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1216]
     vpmulhuw     ymm2, ymm2, [rsi + 1216]
     vpmullw      ymm1, ymm1, [rsi + 1216]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1216]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5861,7 +5864,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1248]
     vpmulhuw     ymm2, ymm2, [rsi + 1248]
     vpmullw      ymm1, ymm1, [rsi + 1248]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1248]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5873,7 +5876,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1280]
     vpmulhuw     ymm2, ymm2, [rsi + 1280]
     vpmullw      ymm1, ymm1, [rsi + 1280]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1280]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5885,7 +5888,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1312]
     vpmulhuw     ymm2, ymm2, [rsi + 1312]
     vpmullw      ymm1, ymm1, [rsi + 1312]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1312]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5897,7 +5900,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1344]
     vpmulhuw     ymm2, ymm2, [rsi + 1344]
     vpmullw      ymm1, ymm1, [rsi + 1344]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1344]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5909,7 +5912,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1376]
     vpmulhuw     ymm2, ymm2, [rsi + 1376]
     vpmullw      ymm1, ymm1, [rsi + 1376]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1376]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5921,7 +5924,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1408]
     vpmulhuw     ymm2, ymm2, [rsi + 1408]
     vpmullw      ymm1, ymm1, [rsi + 1408]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1408]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5933,7 +5936,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1440]
     vpmulhuw     ymm2, ymm2, [rsi + 1440]
     vpmullw      ymm1, ymm1, [rsi + 1440]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1440]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5945,7 +5948,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1472]
     vpmulhuw     ymm2, ymm2, [rsi + 1472]
     vpmullw      ymm1, ymm1, [rsi + 1472]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1472]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5957,7 +5960,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1504]
     vpmulhuw     ymm2, ymm2, [rsi + 1504]
     vpmullw      ymm1, ymm1, [rsi + 1504]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1504]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5969,7 +5972,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1536]
     vpmulhuw     ymm2, ymm2, [rsi + 1536]
     vpmullw      ymm1, ymm1, [rsi + 1536]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1536]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5981,7 +5984,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1568]
     vpmulhuw     ymm2, ymm2, [rsi + 1568]
     vpmullw      ymm1, ymm1, [rsi + 1568]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1568]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -5993,7 +5996,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1600]
     vpmulhuw     ymm2, ymm2, [rsi + 1600]
     vpmullw      ymm1, ymm1, [rsi + 1600]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1600]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6005,7 +6008,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1632]
     vpmulhuw     ymm2, ymm2, [rsi + 1632]
     vpmullw      ymm1, ymm1, [rsi + 1632]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1632]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6017,7 +6020,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1664]
     vpmulhuw     ymm2, ymm2, [rsi + 1664]
     vpmullw      ymm1, ymm1, [rsi + 1664]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1664]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6029,7 +6032,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1696]
     vpmulhuw     ymm2, ymm2, [rsi + 1696]
     vpmullw      ymm1, ymm1, [rsi + 1696]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1696]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6041,7 +6044,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1728]
     vpmulhuw     ymm2, ymm2, [rsi + 1728]
     vpmullw      ymm1, ymm1, [rsi + 1728]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1728]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6053,7 +6056,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1760]
     vpmulhuw     ymm2, ymm2, [rsi + 1760]
     vpmullw      ymm1, ymm1, [rsi + 1760]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1760]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6065,7 +6068,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1792]
     vpmulhuw     ymm2, ymm2, [rsi + 1792]
     vpmullw      ymm1, ymm1, [rsi + 1792]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1792]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6077,7 +6080,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1824]
     vpmulhuw     ymm2, ymm2, [rsi + 1824]
     vpmullw      ymm1, ymm1, [rsi + 1824]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1824]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6089,7 +6092,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1856]
     vpmulhuw     ymm2, ymm2, [rsi + 1856]
     vpmullw      ymm1, ymm1, [rsi + 1856]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1856]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6101,7 +6104,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1888]
     vpmulhuw     ymm2, ymm2, [rsi + 1888]
     vpmullw      ymm1, ymm1, [rsi + 1888]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1888]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6113,7 +6116,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1920]
     vpmulhuw     ymm2, ymm2, [rsi + 1920]
     vpmullw      ymm1, ymm1, [rsi + 1920]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1920]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6125,7 +6128,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1952]
     vpmulhuw     ymm2, ymm2, [rsi + 1952]
     vpmullw      ymm1, ymm1, [rsi + 1952]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1952]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6137,7 +6140,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 1984]
     vpmulhuw     ymm2, ymm2, [rsi + 1984]
     vpmullw      ymm1, ymm1, [rsi + 1984]
-    vpmullw      ymm2, ymm2, ymm3
+    vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
     vpaddw       ymm1, ymm1, [r8 + 1984]
     vpsubw       ymm2, ymm1, ymm4                    ; freeze: to [0, q)
@@ -6149,7 +6152,7 @@ kg_newhope12289_muladd_shoup_avx2:
     vmovdqu      ymm2, [rcx + 2016]
     vpmulhuw     ymm2, ymm2, [rsi + 2016]
     vpmullw      ymm1, ymm1, [rsi + 2016]
-    vpmullw      ymm0, ymm2, ymm3
+    vpmullw      ymm0, ymm2, ymm0
     vpsubw       ymm0, ymm1, ymm0
     vpaddw       ymm0, ymm0, [r8 + 2016]
     vpsubw       ymm1, ymm0, ymm4                    ; freeze: to [0, q)

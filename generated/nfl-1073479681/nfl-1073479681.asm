@@ -8049,6 +8049,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vmovdqu64    zmm5, [rel pd_1073479681]           ; held in a register: read 33 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
+    vmovdqu64    zmm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
@@ -8057,7 +8058,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8070,7 +8071,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8083,7 +8084,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8096,7 +8097,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8109,7 +8110,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8122,7 +8123,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8135,7 +8136,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8148,7 +8149,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8161,7 +8162,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8174,7 +8175,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8187,7 +8188,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8200,7 +8201,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8213,7 +8214,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8226,7 +8227,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8239,7 +8240,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8252,7 +8253,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8265,7 +8266,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1024]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8278,7 +8279,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1088]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8291,7 +8292,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1152]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8304,7 +8305,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1216]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8317,7 +8318,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1280]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8330,7 +8331,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1344]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8343,7 +8344,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1408]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8356,7 +8357,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1472]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8369,7 +8370,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1536]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8382,7 +8383,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1600]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8395,7 +8396,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1664]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8408,7 +8409,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1728]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8421,7 +8422,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1792]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8434,7 +8435,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1856]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8447,7 +8448,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1920]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpsubd       zmm2, zmm1, zmm5                    ; freeze: to [0, q)
     vpminud      zmm1, zmm1, zmm2
@@ -8460,7 +8461,7 @@ kg_nfl1073479681_mulmod_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1984]
-    vpmulld      zmm0, zmm3, zmm5
+    vpmulld      zmm0, zmm3, zmm0
     vpsubd       zmm0, zmm1, zmm0
     vpsubd       zmm1, zmm0, zmm5                    ; freeze: to [0, q)
     vpminud      zmm0, zmm0, zmm1
@@ -8487,6 +8488,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vmovdqu64    zmm6, [rel pd_2146959362]           ; held in a register: read 32 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
+    vmovdqu64    zmm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
     vmovshdup    zmm3, [rsi]
@@ -8495,7 +8497,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8511,7 +8513,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 64]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 64]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8527,7 +8529,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 128]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 128]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8543,7 +8545,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 192]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 192]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8559,7 +8561,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 256]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 256]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8575,7 +8577,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 320]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 320]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8591,7 +8593,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 384]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 384]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8607,7 +8609,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 448]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 448]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8623,7 +8625,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 512]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 512]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8639,7 +8641,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 576]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 576]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8655,7 +8657,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 640]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 640]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8671,7 +8673,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 704]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 704]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8687,7 +8689,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 768]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 768]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8703,7 +8705,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 832]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 832]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8719,7 +8721,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 896]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 896]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8735,7 +8737,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 960]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 960]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8751,7 +8753,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1024]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1024]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8767,7 +8769,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1088]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1088]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8783,7 +8785,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1152]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1152]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8799,7 +8801,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1216]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1216]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8815,7 +8817,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1280]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1280]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8831,7 +8833,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1344]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1344]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8847,7 +8849,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1408]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1408]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8863,7 +8865,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1472]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1472]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8879,7 +8881,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1536]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1536]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8895,7 +8897,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1600]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1600]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8911,7 +8913,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1664]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1664]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8927,7 +8929,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1728]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1728]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8943,7 +8945,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1792]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1792]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8959,7 +8961,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1856]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1856]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8975,7 +8977,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1920]
-    vpmulld      zmm2, zmm3, zmm5
+    vpmulld      zmm2, zmm3, zmm0
     vpsubd       zmm1, zmm1, zmm2
     vpaddd       zmm1, zmm1, [r8 + 1920]
     vpsubd       zmm2, zmm1, zmm6                    ; freeze: to [0, q)
@@ -8991,7 +8993,7 @@ kg_nfl1073479681_muladd_shoup_avx512:
     vpmuludq     zmm3, zmm3, zmm4
     vmovshdup    zmm3{k2}, zmm2
     vpmulld      zmm1, zmm1, [rsi + 1984]
-    vpmulld      zmm0, zmm3, zmm5
+    vpmulld      zmm0, zmm3, zmm0
     vpsubd       zmm0, zmm1, zmm0
     vpaddd       zmm0, zmm0, [r8 + 1984]
     vpsubd       zmm1, zmm0, zmm6                    ; freeze: to [0, q)
@@ -13491,6 +13493,7 @@ align 32
 kg_nfl1073479681_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm5, [rel pd_1073479681]           ; held in a register: read 65 times
+    vmovdqu      ymm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vmovshdup    ymm3, [rsi]
@@ -13500,7 +13503,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13514,7 +13517,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 32]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13528,7 +13531,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 64]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13542,7 +13545,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 96]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13556,7 +13559,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 128]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13570,7 +13573,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 160]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13584,7 +13587,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 192]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13598,7 +13601,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 224]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13612,7 +13615,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 256]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13626,7 +13629,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 288]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13640,7 +13643,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 320]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13654,7 +13657,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 352]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13668,7 +13671,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 384]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13682,7 +13685,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 416]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13696,7 +13699,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 448]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13710,7 +13713,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 480]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13724,7 +13727,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 512]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13738,7 +13741,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 544]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13752,7 +13755,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 576]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13766,7 +13769,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 608]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13780,7 +13783,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 640]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13794,7 +13797,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 672]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13808,7 +13811,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 704]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13822,7 +13825,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 736]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13836,7 +13839,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 768]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13850,7 +13853,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 800]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13864,7 +13867,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 832]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13878,7 +13881,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 864]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13892,7 +13895,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 896]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13906,7 +13909,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 928]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13920,7 +13923,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 960]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13934,7 +13937,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 992]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13948,7 +13951,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1024]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13962,7 +13965,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1056]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13976,7 +13979,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1088]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -13990,7 +13993,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1120]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14004,7 +14007,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1152]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14018,7 +14021,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1184]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14032,7 +14035,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1216]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14046,7 +14049,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1248]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14060,7 +14063,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1280]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14074,7 +14077,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1312]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14088,7 +14091,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1344]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14102,7 +14105,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1376]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14116,7 +14119,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1408]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14130,7 +14133,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1440]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14144,7 +14147,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1472]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14158,7 +14161,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1504]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14172,7 +14175,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1536]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14186,7 +14189,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1568]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14200,7 +14203,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1600]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14214,7 +14217,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1632]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14228,7 +14231,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1664]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14242,7 +14245,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1696]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14256,7 +14259,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1728]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14270,7 +14273,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1760]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14284,7 +14287,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1792]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14298,7 +14301,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1824]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14312,7 +14315,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1856]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14326,7 +14329,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1888]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14340,7 +14343,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1920]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14354,7 +14357,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1952]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14368,7 +14371,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1984]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpsubd       ymm2, ymm1, ymm5                    ; freeze: to [0, q)
     vpminud      ymm1, ymm1, ymm2
@@ -14382,7 +14385,7 @@ kg_nfl1073479681_mulmod_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 2016]
-    vpmulld      ymm0, ymm2, ymm5
+    vpmulld      ymm0, ymm2, ymm0
     vpsubd       ymm0, ymm1, ymm0
     vpsubd       ymm1, ymm0, ymm5                    ; freeze: to [0, q)
     vpminud      ymm0, ymm0, ymm1
@@ -14407,6 +14410,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm5, [rel pd_1073479681]           ; held in a register: read 65 times
     vmovdqu      ymm6, [rel pd_2146959362]           ; held in a register: read 64 times
+    vmovdqu      ymm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
     vmovshdup    ymm3, [rsi]
@@ -14416,7 +14420,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14433,7 +14437,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 32]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 32]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14450,7 +14454,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 64]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 64]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14467,7 +14471,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 96]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 96]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14484,7 +14488,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 128]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 128]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14501,7 +14505,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 160]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 160]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14518,7 +14522,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 192]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 192]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14535,7 +14539,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 224]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 224]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14552,7 +14556,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 256]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 256]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14569,7 +14573,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 288]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 288]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14586,7 +14590,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 320]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 320]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14603,7 +14607,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 352]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 352]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14620,7 +14624,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 384]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 384]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14637,7 +14641,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 416]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 416]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14654,7 +14658,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 448]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 448]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14671,7 +14675,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 480]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 480]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14688,7 +14692,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 512]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 512]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14705,7 +14709,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 544]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 544]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14722,7 +14726,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 576]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 576]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14739,7 +14743,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 608]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 608]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14756,7 +14760,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 640]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 640]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14773,7 +14777,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 672]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 672]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14790,7 +14794,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 704]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 704]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14807,7 +14811,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 736]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 736]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14824,7 +14828,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 768]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 768]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14841,7 +14845,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 800]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 800]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14858,7 +14862,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 832]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 832]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14875,7 +14879,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 864]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 864]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14892,7 +14896,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 896]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 896]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14909,7 +14913,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 928]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 928]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14926,7 +14930,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 960]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 960]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14943,7 +14947,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 992]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 992]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14960,7 +14964,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1024]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1024]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14977,7 +14981,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1056]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1056]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -14994,7 +14998,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1088]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1088]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15011,7 +15015,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1120]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1120]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15028,7 +15032,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1152]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1152]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15045,7 +15049,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1184]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1184]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15062,7 +15066,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1216]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1216]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15079,7 +15083,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1248]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1248]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15096,7 +15100,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1280]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1280]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15113,7 +15117,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1312]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1312]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15130,7 +15134,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1344]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1344]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15147,7 +15151,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1376]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1376]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15164,7 +15168,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1408]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1408]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15181,7 +15185,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1440]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1440]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15198,7 +15202,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1472]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1472]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15215,7 +15219,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1504]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1504]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15232,7 +15236,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1536]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1536]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15249,7 +15253,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1568]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1568]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15266,7 +15270,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1600]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1600]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15283,7 +15287,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1632]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1632]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15300,7 +15304,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1664]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1664]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15317,7 +15321,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1696]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1696]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15334,7 +15338,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1728]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1728]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15351,7 +15355,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1760]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1760]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15368,7 +15372,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1792]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1792]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15385,7 +15389,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1824]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1824]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15402,7 +15406,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1856]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1856]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15419,7 +15423,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1888]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1888]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15436,7 +15440,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1920]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1920]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15453,7 +15457,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1952]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1952]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15470,7 +15474,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 1984]
-    vpmulld      ymm2, ymm2, ymm5
+    vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
     vpaddd       ymm1, ymm1, [r8 + 1984]
     vpsubd       ymm2, ymm1, ymm6                    ; freeze: to [0, q)
@@ -15487,7 +15491,7 @@ kg_nfl1073479681_muladd_shoup_avx2:
     vpmuludq     ymm3, ymm3, ymm4
     vpblendd     ymm2, ymm2, ymm3, 170
     vpmulld      ymm1, ymm1, [rsi + 2016]
-    vpmulld      ymm0, ymm2, ymm5
+    vpmulld      ymm0, ymm2, ymm0
     vpsubd       ymm0, ymm1, ymm0
     vpaddd       ymm0, ymm0, [r8 + 2016]
     vpsubd       ymm1, ymm0, ymm6                    ; freeze: to [0, q)

@@ -19546,6 +19546,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm7, [rel pq_4611686018326724609]  ; held in a register: read 129 times
     vmovdqu64    zmm8, [rel pq_4294967295]           ; held in a register: read 128 times
+    vmovdqu64    zmm0, [rel pq_4611686018326724609]  ; q = 4611686018326724609
     vmovdqu64    zmm1, [rsi]
     vmovdqu64    zmm2, [rcx]
     vpsrlq       zmm3, zmm1, 32
@@ -19563,7 +19564,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19585,7 +19586,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 64]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19607,7 +19608,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 128]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19629,7 +19630,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 192]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19651,7 +19652,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 256]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19673,7 +19674,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 320]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19695,7 +19696,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 384]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19717,7 +19718,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 448]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19739,7 +19740,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 512]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19761,7 +19762,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 576]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19783,7 +19784,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 640]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19805,7 +19806,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 704]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19827,7 +19828,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 768]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19849,7 +19850,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 832]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19871,7 +19872,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 896]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19893,7 +19894,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 960]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19915,7 +19916,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1024]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19937,7 +19938,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1088]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19959,7 +19960,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1152]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -19981,7 +19982,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1216]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20003,7 +20004,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1280]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20025,7 +20026,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1344]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20047,7 +20048,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1408]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20069,7 +20070,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1472]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20091,7 +20092,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1536]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20113,7 +20114,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1600]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20135,7 +20136,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1664]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20157,7 +20158,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1728]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20179,7 +20180,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1792]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20201,7 +20202,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1856]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20223,7 +20224,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1920]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20245,7 +20246,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 1984]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20267,7 +20268,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2048]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20289,7 +20290,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2112]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20311,7 +20312,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2176]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20333,7 +20334,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2240]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20355,7 +20356,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2304]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20377,7 +20378,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2368]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20399,7 +20400,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2432]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20421,7 +20422,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2496]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20443,7 +20444,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2560]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20465,7 +20466,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2624]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20487,7 +20488,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2688]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20509,7 +20510,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2752]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20531,7 +20532,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2816]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20553,7 +20554,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2880]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20575,7 +20576,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 2944]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20597,7 +20598,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3008]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20619,7 +20620,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3072]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20641,7 +20642,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3136]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20663,7 +20664,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3200]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20685,7 +20686,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3264]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20707,7 +20708,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3328]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20729,7 +20730,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3392]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20751,7 +20752,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3456]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20773,7 +20774,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3520]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20795,7 +20796,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3584]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20817,7 +20818,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3648]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20839,7 +20840,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3712]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20861,7 +20862,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3776]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20883,7 +20884,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3840]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20905,7 +20906,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3904]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20927,7 +20928,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 3968]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20949,7 +20950,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4032]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20971,7 +20972,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4096]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -20993,7 +20994,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4160]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21015,7 +21016,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4224]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21037,7 +21038,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4288]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21059,7 +21060,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4352]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21081,7 +21082,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4416]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21103,7 +21104,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4480]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21125,7 +21126,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4544]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21147,7 +21148,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4608]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21169,7 +21170,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4672]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21191,7 +21192,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4736]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21213,7 +21214,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4800]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21235,7 +21236,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4864]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21257,7 +21258,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4928]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21279,7 +21280,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 4992]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21301,7 +21302,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5056]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21323,7 +21324,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5120]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21345,7 +21346,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5184]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21367,7 +21368,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5248]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21389,7 +21390,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5312]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21411,7 +21412,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5376]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21433,7 +21434,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5440]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21455,7 +21456,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5504]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21477,7 +21478,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5568]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21499,7 +21500,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5632]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21521,7 +21522,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5696]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21543,7 +21544,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5760]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21565,7 +21566,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5824]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21587,7 +21588,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5888]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21609,7 +21610,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 5952]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21631,7 +21632,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6016]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21653,7 +21654,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6080]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21675,7 +21676,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6144]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21697,7 +21698,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6208]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21719,7 +21720,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6272]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21741,7 +21742,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6336]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21763,7 +21764,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6400]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21785,7 +21786,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6464]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21807,7 +21808,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6528]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21829,7 +21830,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6592]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21851,7 +21852,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6656]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21873,7 +21874,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6720]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21895,7 +21896,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6784]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21917,7 +21918,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6848]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21939,7 +21940,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6912]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21961,7 +21962,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 6976]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -21983,7 +21984,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7040]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22005,7 +22006,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7104]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22027,7 +22028,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7168]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22049,7 +22050,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7232]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22071,7 +22072,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7296]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22093,7 +22094,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7360]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22115,7 +22116,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7424]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22137,7 +22138,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7488]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22159,7 +22160,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7552]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22181,7 +22182,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7616]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22203,7 +22204,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7680]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22225,7 +22226,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7744]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22247,7 +22248,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7808]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22269,7 +22270,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7872]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22291,7 +22292,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 7936]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22313,7 +22314,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 8000]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22335,7 +22336,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 8064]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpsubq       zmm2, zmm1, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm1, zmm1, zmm2
@@ -22357,7 +22358,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 8128]
-    vpmullq      zmm0, zmm2, zmm7
+    vpmullq      zmm0, zmm2, zmm0
     vpsubq       zmm0, zmm1, zmm0
     vpsubq       zmm1, zmm0, zmm7                    ; freeze: to [0, q)
     vpminuq      zmm0, zmm0, zmm1
@@ -22375,7 +22376,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
 ;   cpu: AVX512DQ, AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-9}, rax, rcx, rdx, rsi, rdi, r8, flags
-;   loops: 127 x 30 instructions (repeated groups rolled: 3203 instructions run, 65 written)
+;   loops: 127 x 30 instructions (repeated groups rolled: 3204 instructions run, 66 written)
 ; ---------------------------------------------------------------------------
 global kg_nfl4611686018326724609_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_muladd_shoup_avx512.end - kg_nfl4611686018326724609_muladd_shoup_avx512)
 align 32
@@ -22384,6 +22385,7 @@ kg_nfl4611686018326724609_muladd_shoup_avx512:
     vmovdqu64    zmm7, [rel pq_4611686018326724609]  ; held in a register: read 129 times
     vmovdqu64    zmm8, [rel pq_4294967295]           ; held in a register: read 128 times
     vmovdqu64    zmm9, [rel pq_9223372036653449218]  ; held in a register: read 128 times
+    vmovdqu64    zmm0, [rel pq_4611686018326724609]  ; q = 4611686018326724609
     mov          rax, 127
     .repeat1:
     vmovdqu64    zmm1, [rsi]
@@ -22403,7 +22405,7 @@ kg_nfl4611686018326724609_muladd_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx]
-    vpmullq      zmm2, zmm2, zmm7
+    vpmullq      zmm2, zmm2, zmm0
     vpsubq       zmm1, zmm1, zmm2
     vpaddq       zmm1, zmm1, [r8]
     vpsubq       zmm2, zmm1, zmm9                    ; freeze: to [0, q)
@@ -22440,7 +22442,7 @@ kg_nfl4611686018326724609_muladd_shoup_avx512:
     vpaddq       zmm3, zmm3, zmm4
     vpaddq       zmm2, zmm3, zmm2
     vpmullq      zmm1, zmm1, [rdx + 8128]
-    vpmullq      zmm0, zmm2, zmm7
+    vpmullq      zmm0, zmm2, zmm0
     vpsubq       zmm0, zmm1, zmm0
     vpaddq       zmm0, zmm0, [r8 + 8128]
     vpsubq       zmm1, zmm0, zmm9                    ; freeze: to [0, q)
@@ -27842,7 +27844,7 @@ kg_nfl4611686018326724609_freeze_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, rax, rcx, rdx, rsi, rdi, flags
-;   loops: 255 x 39 instructions (repeated groups rolled: 8963 instructions run, 83 written)
+;   loops: 255 x 39 instructions (repeated groups rolled: 8964 instructions run, 84 written)
 ; ---------------------------------------------------------------------------
 global kg_nfl4611686018326724609_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_mulmod_shoup_avx2.end - kg_nfl4611686018326724609_mulmod_shoup_avx2)
 align 32
@@ -27851,6 +27853,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx2:
     vmovdqu      ymm8, [rel pq_4611686018326724609]  ; held in a register: read 257 times
     vmovdqu      ymm9, [rel pq_4294967295]           ; held in a register: read 256 times
     vmovdqu      ymm10, [rel pq_1073741823]          ; held in a register: read 256 times
+    vmovdqu      ymm0, [rel pq_4611686018326724609]  ; q = 4611686018326724609
     mov          rax, 255
     .repeat1:
     vmovdqu      ymm1, [rsi]
@@ -27878,9 +27881,9 @@ kg_nfl4611686018326724609_mulmod_shoup_avx2:
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm5, ymm1
     vpsrlq       ymm2, ymm3, 32
-    vpmuludq     ymm4, ymm8, ymm3
+    vpmuludq     ymm4, ymm3, ymm0
     vpmuludq     ymm3, ymm10, ymm3
-    vpmuludq     ymm2, ymm8, ymm2
+    vpmuludq     ymm2, ymm2, ymm0
     vpaddq       ymm2, ymm3, ymm2
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm4, ymm2
@@ -27923,9 +27926,9 @@ kg_nfl4611686018326724609_mulmod_shoup_avx2:
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm5, ymm1
     vpsrlq       ymm2, ymm3, 32
-    vpmuludq     ymm4, ymm8, ymm3
+    vpmuludq     ymm4, ymm3, ymm0
     vpmuludq     ymm3, ymm10, ymm3
-    vpmuludq     ymm0, ymm8, ymm2
+    vpmuludq     ymm0, ymm2, ymm0
     vpaddq       ymm0, ymm3, ymm0
     vpsllq       ymm0, ymm0, 32
     vpaddq       ymm0, ymm4, ymm0
@@ -27946,7 +27949,7 @@ kg_nfl4611686018326724609_mulmod_shoup_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-11}, rax, rcx, rdx, rsi, rdi, r8, flags
-;   loops: 255 x 43 instructions (repeated groups rolled: 9732 instructions run, 92 written)
+;   loops: 255 x 43 instructions (repeated groups rolled: 9733 instructions run, 93 written)
 ; ---------------------------------------------------------------------------
 global kg_nfl4611686018326724609_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_muladd_shoup_avx2.end - kg_nfl4611686018326724609_muladd_shoup_avx2)
 align 32
@@ -27956,6 +27959,7 @@ kg_nfl4611686018326724609_muladd_shoup_avx2:
     vmovdqu      ymm9, [rel pq_4294967295]           ; held in a register: read 256 times
     vmovdqu      ymm10, [rel pq_1073741823]          ; held in a register: read 256 times
     vmovdqu      ymm11, [rel pq_9223372036653449218] ; held in a register: read 256 times
+    vmovdqu      ymm0, [rel pq_4611686018326724609]  ; q = 4611686018326724609
     mov          rax, 255
     .repeat1:
     vmovdqu      ymm1, [rsi]
@@ -27983,9 +27987,9 @@ kg_nfl4611686018326724609_muladd_shoup_avx2:
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm5, ymm1
     vpsrlq       ymm2, ymm3, 32
-    vpmuludq     ymm4, ymm8, ymm3
+    vpmuludq     ymm4, ymm3, ymm0
     vpmuludq     ymm3, ymm10, ymm3
-    vpmuludq     ymm2, ymm8, ymm2
+    vpmuludq     ymm2, ymm2, ymm0
     vpaddq       ymm2, ymm3, ymm2
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm4, ymm2
@@ -28033,9 +28037,9 @@ kg_nfl4611686018326724609_muladd_shoup_avx2:
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm5, ymm1
     vpsrlq       ymm2, ymm3, 32
-    vpmuludq     ymm4, ymm8, ymm3
+    vpmuludq     ymm4, ymm3, ymm0
     vpmuludq     ymm3, ymm10, ymm3
-    vpmuludq     ymm0, ymm8, ymm2
+    vpmuludq     ymm0, ymm2, ymm0
     vpaddq       ymm0, ymm3, ymm0
     vpsllq       ymm0, ymm0, 32
     vpaddq       ymm0, ymm4, ymm0

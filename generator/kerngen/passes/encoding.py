@@ -208,13 +208,14 @@ def _read_in_place_of(body: list[Instr], at: int, home: PhysReg) -> dict[int, In
             return None
         same = [k for k, op in enumerate(ins.operands)
                 if isinstance(op, PhysReg) and op.kind == VECTOR and op.number == loaded.number]
-        if any(ins.operands[k] != loaded or (k in s.written and k in s.read) for k in same):
-            return None
-        reads = [k for k in same if k not in s.written]
+        reads = [k for k in same if k in s.read]
+        writes = any(k in s.written for k in same)
+        if any(ins.operands[k] != loaded for k in same) or (reads and writes):
+            return None  # read where it is written too: a two-operand form's destination is its first source
         if reads:
             rewritten[j] = Instr(ins.op, tuple(home if k in reads else op for k, op in enumerate(ins.operands)),
                                  ins.comment, ins.idiom)
-        if any(k in s.written for k in same):
+        if writes:
             return rewritten
     return rewritten
 

@@ -17,7 +17,7 @@ layers 3-5 of he's n = 4096 forward: eight blocks of four groups, the
 groups equal but 128 bytes apart, the blocks' twiddles differing) is one
 group written once in two loops. Measured on Zen 5 (same-run medians of
 three processes) that took the forward from 3 070 written instructions to
-2 186 and from 6 095 to 5 944 ticks, 5 990 to 5 690 built for avx512 alone.
+2 186 and from 6 034 to 5 878 ticks, 6 101 to 5 864 built for avx512 alone.
 An inner loop must repeat at least three times: the he inverse's inner
 loops of two (one group saved each, and an exit branch to predict each
 pass) made it 1.8% slower.
