@@ -2381,7 +2381,7 @@ global kg_ctru3457_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_mu
 align 32
 kg_ctru3457_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_3457]                 ; held in a register: read 17 times
+    vmovdqu      ymm3, [rel pw_3457]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
@@ -2545,7 +2545,7 @@ global kg_ctru3457_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_mu
 align 32
 kg_ctru3457_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_3457]                 ; held in a register: read 17 times
+    vmovdqu      ymm3, [rel pw_3457]                 ; held in a register: read 16 times
     vmovdqu      ymm4, [rel pw_6914]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3457]                 ; q = 3457
     vmovdqu      ymm1, [rdx]
@@ -7835,7 +7835,7 @@ global kg_ctru3457_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_ctru3457_mul
 align 32
 kg_ctru3457_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_3457]                 ; held in a register: read 17 times
+    movdqu       xmm7, [rel pw_3457]                 ; held in a register: read 48 times
     movdqu       xmm8, [rel pw_3457 + 16]            ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -8206,7 +8206,7 @@ global kg_ctru3457_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_ctru3457_mul
 align 32
 kg_ctru3457_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_3457]                 ; held in a register: read 17 times
+    movdqu       xmm7, [rel pw_3457]                 ; held in a register: read 48 times
     movdqu       xmm8, [rel pw_6914]                 ; held in a register: read 16 times
     movdqu       xmm9, [rel pw_6914 + 16]            ; held in a register: read 16 times
     movdqu       xmm10, [rel pw_3457 + 16]           ; held in a register: read 16 times

@@ -3688,7 +3688,7 @@ global kg_dilithium8380417_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_d
 align 32
 kg_dilithium8380417_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 17 times
+    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
@@ -3918,7 +3918,7 @@ global kg_dilithium8380417_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_d
 align 32
 kg_dilithium8380417_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 17 times
+    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 16 times
     vmovdqu64    zmm6, [rel pd_16760834]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
@@ -9009,7 +9009,7 @@ global kg_dilithium8380417_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_dil
 align 32
 kg_dilithium8380417_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 33 times
+    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
@@ -9477,7 +9477,7 @@ global kg_dilithium8380417_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_dil
 align 32
 kg_dilithium8380417_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 33 times
+    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 32 times
     vmovdqu      ymm6, [rel pd_16760834]             ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdx]
@@ -20424,7 +20424,7 @@ global kg_dilithium8380417_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_dili
 align 32
 kg_dilithium8380417_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm11, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm11, [rel pd_8380417]             ; held in a register: read 96 times
     movdqu       xmm12, [rel pd_8380417 + 16]        ; held in a register: read 32 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -21467,7 +21467,7 @@ global kg_dilithium8380417_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_dili
 align 32
 kg_dilithium8380417_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm11, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm11, [rel pd_8380417]             ; held in a register: read 96 times
     movdqu       xmm12, [rel pd_16760834]            ; held in a register: read 32 times
     movdqu       xmm13, [rel pd_16760834 + 16]       ; held in a register: read 32 times
     movdqu       xmm14, [rel pd_8380417 + 16]        ; held in a register: read 32 times

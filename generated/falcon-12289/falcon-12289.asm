@@ -875,7 +875,7 @@ kg_falcon12289_ntt_forward_avx2:
     vmovdqu      ymm10, [rel pw_24578]               ; held in a register: read 276 times
     vmovdqu      ymm11, [rel kg_falcon12289_ntt_forward_twiddles_avx2 + 32] ; held in a register: read 16 times
     vmovdqu      ymm12, [rel kg_falcon12289_ntt_forward_twiddles_avx2] ; held in a register: read 16 times
-    vmovdqu      ymm13, [rel pw_12289]               ; held in a register: read 13 times
+    vmovdqu      ymm13, [rel pw_12289]               ; held in a register: read 12 times
     vmovdqu      ymm14, [rel pw_5]                   ; held in a register: read 12 times
     vmovdqu      ymm15, [rel pw_1]                   ; held in a register: read 12 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
@@ -5079,7 +5079,7 @@ global kg_falcon12289_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12
 align 32
 kg_falcon12289_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 33 times
+    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
@@ -5387,7 +5387,7 @@ global kg_falcon12289_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12
 align 32
 kg_falcon12289_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 33 times
+    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 32 times
     vmovdqu      ymm4, [rel pw_24578]                ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdx]
@@ -15960,7 +15960,7 @@ global kg_falcon12289_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon122
 align 32
 kg_falcon12289_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_12289]                ; held in a register: read 33 times
+    movdqu       xmm7, [rel pw_12289]                ; held in a register: read 96 times
     movdqu       xmm8, [rel pw_12289 + 16]           ; held in a register: read 32 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -16683,7 +16683,7 @@ global kg_falcon12289_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon122
 align 32
 kg_falcon12289_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_12289]                ; held in a register: read 33 times
+    movdqu       xmm7, [rel pw_12289]                ; held in a register: read 96 times
     movdqu       xmm8, [rel pw_24578]                ; held in a register: read 32 times
     movdqu       xmm9, [rel pw_24578 + 16]           ; held in a register: read 32 times
     movdqu       xmm10, [rel pw_12289 + 16]          ; held in a register: read 32 times

@@ -7771,7 +7771,7 @@ kg_gf2m163_inv_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      xmm12, [rel gf2m_g_1920000000]      ; held in a register: read 90 times
     vmovdqu      xmm13, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 30 times
-    vmovdqu      ymm14, [rel gf2m_zero4]             ; held in a register: read 6 times
+    vmovdqu      ymm14, [rel gf2m_zero4]             ; held in a register: read 195 times
     vmovdqu      xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
     vpclmulqdq   xmm2, xmm1, xmm1, 0

@@ -4775,7 +4775,7 @@ kg_gf2m283_inv_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm25, [rel gf2m_g_2142000000000]   ; held in a register: read 235 times
     vmovdqu64    xmm26, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 47 times
-    vmovdqu64    ymm27, [rel gf2m_zero4]             ; held in a register: read 9 times
+    vmovdqu64    ymm27, [rel gf2m_zero4]             ; held in a register: read 6 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]

@@ -2300,7 +2300,7 @@ global kg_kyber3329shoup_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber
 align 32
 kg_kyber3329shoup_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
@@ -2464,7 +2464,7 @@ global kg_kyber3329shoup_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber
 align 32
 kg_kyber3329shoup_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdx]
@@ -7263,7 +7263,7 @@ global kg_kyber3329shoup_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3
 align 32
 kg_kyber3329shoup_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 17 times
+    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 48 times
     movdqu       xmm8, [rel pw_3329 + 16]            ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -7634,7 +7634,7 @@ global kg_kyber3329shoup_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3
 align 32
 kg_kyber3329shoup_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 17 times
+    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 48 times
     movdqu       xmm8, [rel pw_6658]                 ; held in a register: read 16 times
     movdqu       xmm9, [rel pw_6658 + 16]            ; held in a register: read 16 times
     movdqu       xmm10, [rel pw_3329 + 16]           ; held in a register: read 16 times

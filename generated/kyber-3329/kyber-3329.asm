@@ -1738,7 +1738,7 @@ global kg_kyber3329_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_kyber332
 align 32
 kg_kyber3329_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 9 times
+    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
@@ -1830,7 +1830,7 @@ global kg_kyber3329_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_kyber332
 align 32
 kg_kyber3329_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 9 times
+    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 8 times
     vmovdqu64    zmm4, [rel pw_6658]                 ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
     vmovdqu64    zmm1, [rdx]
@@ -3783,7 +3783,7 @@ global kg_kyber3329_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_
 align 32
 kg_kyber3329_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
@@ -3947,7 +3947,7 @@ global kg_kyber3329_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_
 align 32
 kg_kyber3329_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdx]
@@ -8735,7 +8735,7 @@ global kg_kyber3329_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329_m
 align 32
 kg_kyber3329_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 17 times
+    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 48 times
     movdqu       xmm8, [rel pw_3329 + 16]            ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -9106,7 +9106,7 @@ global kg_kyber3329_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329_m
 align 32
 kg_kyber3329_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 17 times
+    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 48 times
     movdqu       xmm8, [rel pw_6658]                 ; held in a register: read 16 times
     movdqu       xmm9, [rel pw_6658 + 16]            ; held in a register: read 16 times
     movdqu       xmm10, [rel pw_3329 + 16]           ; held in a register: read 16 times

@@ -2412,7 +2412,7 @@ global kg_kyberr17681_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyberr17
 align 32
 kg_kyberr17681_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_7681]                 ; held in a register: read 17 times
+    vmovdqu      ymm3, [rel pw_7681]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
@@ -2576,7 +2576,7 @@ global kg_kyberr17681_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyberr17
 align 32
 kg_kyberr17681_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_7681]                 ; held in a register: read 17 times
+    vmovdqu      ymm3, [rel pw_7681]                 ; held in a register: read 16 times
     vmovdqu      ymm4, [rel pw_15362]                ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_7681]                 ; q = 7681
     vmovdqu      ymm1, [rdx]
@@ -7618,7 +7618,7 @@ global kg_kyberr17681_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyberr176
 align 32
 kg_kyberr17681_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_7681]                 ; held in a register: read 17 times
+    movdqu       xmm7, [rel pw_7681]                 ; held in a register: read 48 times
     movdqu       xmm8, [rel pw_7681 + 16]            ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -7989,7 +7989,7 @@ global kg_kyberr17681_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyberr176
 align 32
 kg_kyberr17681_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_7681]                 ; held in a register: read 17 times
+    movdqu       xmm7, [rel pw_7681]                 ; held in a register: read 48 times
     movdqu       xmm8, [rel pw_15362]                ; held in a register: read 16 times
     movdqu       xmm9, [rel pw_15362 + 16]           ; held in a register: read 16 times
     movdqu       xmm10, [rel pw_7681 + 16]           ; held in a register: read 16 times

@@ -2673,7 +2673,7 @@ align 32
 kg_mldsa8380417_basemul_acc4_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm11, [rel pd_58728449]            ; held in a register: read 128 times
-    vmovdqu64    zmm12, [rel pd_8380417]             ; held in a register: read 17 times
+    vmovdqu64    zmm12, [rel pd_8380417]             ; held in a register: read 16 times
     vmovdqu64    zmm13, [rel pd_513]                 ; held in a register: read 16 times
     vmovdqu64    zmm14, [rel pd_2097152]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
@@ -3628,7 +3628,7 @@ align 32
 kg_mldsa8380417_basemul_acc5_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm11, [rel pd_58728449]            ; held in a register: read 160 times
-    vmovdqu64    zmm12, [rel pd_8380417]             ; held in a register: read 17 times
+    vmovdqu64    zmm12, [rel pd_8380417]             ; held in a register: read 16 times
     vmovdqu64    zmm13, [rel pd_513]                 ; held in a register: read 16 times
     vmovdqu64    zmm14, [rel pd_2097152]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
@@ -4791,7 +4791,7 @@ align 32
 kg_mldsa8380417_basemul_acc7_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm11, [rel pd_58728449]            ; held in a register: read 224 times
-    vmovdqu64    zmm12, [rel pd_8380417]             ; held in a register: read 17 times
+    vmovdqu64    zmm12, [rel pd_8380417]             ; held in a register: read 16 times
     vmovdqu64    zmm13, [rel pd_513]                 ; held in a register: read 16 times
     vmovdqu64    zmm14, [rel pd_2097152]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
@@ -7955,7 +7955,7 @@ global kg_mldsa8380417_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_mldsa
 align 32
 kg_mldsa8380417_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 17 times
+    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
@@ -8185,7 +8185,7 @@ global kg_mldsa8380417_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_mldsa
 align 32
 kg_mldsa8380417_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 17 times
+    vmovdqu64    zmm5, [rel pd_8380417]              ; held in a register: read 16 times
     vmovdqu64    zmm6, [rel pd_16760834]             ; held in a register: read 16 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
@@ -10945,7 +10945,7 @@ align 32
 kg_mldsa8380417_basemul_acc4_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm11, [rel pd_58728449]            ; held in a register: read 256 times
-    vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 33 times
+    vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 32 times
     vmovdqu      ymm13, [rel pd_513]                 ; held in a register: read 32 times
     vmovdqu      ymm14, [rel pd_2097152]             ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
@@ -12954,7 +12954,7 @@ align 32
 kg_mldsa8380417_basemul_acc5_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm11, [rel pd_58728449]            ; held in a register: read 320 times
-    vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 33 times
+    vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 32 times
     vmovdqu      ymm13, [rel pd_513]                 ; held in a register: read 32 times
     vmovdqu      ymm14, [rel pd_2097152]             ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
@@ -15412,7 +15412,7 @@ align 32
 kg_mldsa8380417_basemul_acc7_avx2:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu      ymm11, [rel pd_58728449]            ; held in a register: read 448 times
-    vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 33 times
+    vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 32 times
     vmovdqu      ymm13, [rel pd_513]                 ; held in a register: read 32 times
     vmovdqu      ymm14, [rel pd_2097152]             ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
@@ -18730,7 +18730,7 @@ global kg_mldsa8380417_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_mldsa83
 align 32
 kg_mldsa8380417_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 33 times
+    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
@@ -19198,7 +19198,7 @@ global kg_mldsa8380417_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_mldsa83
 align 32
 kg_mldsa8380417_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 33 times
+    vmovdqu      ymm5, [rel pd_8380417]              ; held in a register: read 32 times
     vmovdqu      ymm6, [rel pd_16760834]             ; held in a register: read 32 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdx]
@@ -24880,7 +24880,7 @@ kg_mldsa8380417_basemul_acc4_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm11, [rel pd_58728449]            ; held in a register: read 256 times
     movdqu       xmm12, [rel pd_58728449 + 16]       ; held in a register: read 256 times
-    movdqu       xmm13, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm13, [rel pd_8380417]             ; held in a register: read 544 times
     movdqu       xmm14, [rel pd_513]                 ; held in a register: read 32 times
     movdqu       xmm15, [rel pd_513 + 16]            ; held in a register: read 32 times
     mov          rax, 31
@@ -25155,7 +25155,7 @@ kg_mldsa8380417_basemul_acc5_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm11, [rel pd_58728449]            ; held in a register: read 320 times
     movdqu       xmm12, [rel pd_58728449 + 16]       ; held in a register: read 320 times
-    movdqu       xmm13, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm13, [rel pd_8380417]             ; held in a register: read 672 times
     movdqu       xmm14, [rel pd_513]                 ; held in a register: read 32 times
     movdqu       xmm15, [rel pd_513 + 16]            ; held in a register: read 32 times
     mov          rax, 31
@@ -25404,7 +25404,7 @@ kg_mldsa8380417_basemul_acc7_sse:
     endbr64                                          ; an indirect-branch target under CET
     movdqu       xmm11, [rel pd_58728449]            ; held in a register: read 448 times
     movdqu       xmm12, [rel pd_58728449 + 16]       ; held in a register: read 448 times
-    movdqu       xmm13, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm13, [rel pd_8380417]             ; held in a register: read 928 times
     movdqu       xmm14, [rel pd_513]                 ; held in a register: read 32 times
     movdqu       xmm15, [rel pd_513 + 16]            ; held in a register: read 32 times
     mov          rax, 31
@@ -32078,7 +32078,7 @@ global kg_mldsa8380417_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_mldsa838
 align 32
 kg_mldsa8380417_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm11, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm11, [rel pd_8380417]             ; held in a register: read 96 times
     movdqu       xmm12, [rel pd_8380417 + 16]        ; held in a register: read 32 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -33121,7 +33121,7 @@ global kg_mldsa8380417_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_mldsa838
 align 32
 kg_mldsa8380417_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm11, [rel pd_8380417]             ; held in a register: read 33 times
+    movdqu       xmm11, [rel pd_8380417]             ; held in a register: read 96 times
     movdqu       xmm12, [rel pd_16760834]            ; held in a register: read 32 times
     movdqu       xmm13, [rel pd_16760834 + 16]       ; held in a register: read 32 times
     movdqu       xmm14, [rel pd_8380417 + 16]        ; held in a register: read 32 times

@@ -1062,7 +1062,7 @@ global kg_mlkem3329_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329
 align 32
 kg_mlkem3329_ntt_forward_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm13, [rel pw_3329]                ; held in a register: read 17 times
+    vmovdqu64    zmm13, [rel pw_3329]                ; held in a register: read 16 times
     vmovdqu64    zmm14, [rel pw_20159]               ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pw_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pw_index64_2_3_10_11_6_7_14_15]
@@ -3330,7 +3330,7 @@ global kg_mlkem3329_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_mlkem332
 align 32
 kg_mlkem3329_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 9 times
+    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rcx]
@@ -3422,7 +3422,7 @@ global kg_mlkem3329_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_mlkem332
 align 32
 kg_mlkem3329_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 9 times
+    vmovdqu64    zmm3, [rel pw_3329]                 ; held in a register: read 8 times
     vmovdqu64    zmm4, [rel pw_6658]                 ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
     vmovdqu64    zmm1, [rdx]
@@ -7733,7 +7733,7 @@ global kg_mlkem3329_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_
 align 32
 kg_mlkem3329_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
@@ -7897,7 +7897,7 @@ global kg_mlkem3329_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_
 align 32
 kg_mlkem3329_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 17 times
+    vmovdqu      ymm3, [rel pw_3329]                 ; held in a register: read 16 times
     vmovdqu      ymm4, [rel pw_6658]                 ; held in a register: read 16 times
     vmovdqu      ymm0, [rel pw_3329]                 ; q = 3329
     vmovdqu      ymm1, [rdx]
@@ -18472,7 +18472,7 @@ global kg_mlkem3329_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_m
 align 32
 kg_mlkem3329_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 17 times
+    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 48 times
     movdqu       xmm8, [rel pw_3329 + 16]            ; held in a register: read 16 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -18843,7 +18843,7 @@ global kg_mlkem3329_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_m
 align 32
 kg_mlkem3329_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 17 times
+    movdqu       xmm7, [rel pw_3329]                 ; held in a register: read 48 times
     movdqu       xmm8, [rel pw_6658]                 ; held in a register: read 16 times
     movdqu       xmm9, [rel pw_6658 + 16]            ; held in a register: read 16 times
     movdqu       xmm10, [rel pw_3329 + 16]           ; held in a register: read 16 times

@@ -1645,7 +1645,7 @@ kg_newhope12289_ntt_forward_avx2:
     vmovdqu      ymm10, [rel pw_24578]               ; held in a register: read 616 times
     vmovdqu      ymm11, [rel kg_newhope12289_ntt_forward_twiddles_avx2 + 32] ; held in a register: read 32 times
     vmovdqu      ymm12, [rel kg_newhope12289_ntt_forward_twiddles_avx2] ; held in a register: read 32 times
-    vmovdqu      ymm13, [rel pw_12289]               ; held in a register: read 25 times
+    vmovdqu      ymm13, [rel pw_12289]               ; held in a register: read 24 times
     vmovdqu      ymm14, [rel pw_5]                   ; held in a register: read 24 times
     vmovdqu      ymm15, [rel pw_1]                   ; held in a register: read 24 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
@@ -4793,7 +4793,7 @@ global kg_newhope12289_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope
 align 32
 kg_newhope12289_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 65 times
+    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
@@ -5389,7 +5389,7 @@ global kg_newhope12289_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope
 align 32
 kg_newhope12289_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 65 times
+    vmovdqu      ymm3, [rel pw_12289]                ; held in a register: read 64 times
     vmovdqu      ymm4, [rel pw_24578]                ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pw_12289]                ; q = 12289
     vmovdqu      ymm1, [rdx]
@@ -29719,7 +29719,7 @@ global kg_newhope12289_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_newhope1
 align 32
 kg_newhope12289_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_12289]                ; held in a register: read 65 times
+    movdqu       xmm7, [rel pw_12289]                ; held in a register: read 192 times
     movdqu       xmm8, [rel pw_12289 + 16]           ; held in a register: read 64 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -31146,7 +31146,7 @@ global kg_newhope12289_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_newhope1
 align 32
 kg_newhope12289_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm7, [rel pw_12289]                ; held in a register: read 65 times
+    movdqu       xmm7, [rel pw_12289]                ; held in a register: read 192 times
     movdqu       xmm8, [rel pw_24578]                ; held in a register: read 64 times
     movdqu       xmm9, [rel pw_24578 + 16]           ; held in a register: read 64 times
     movdqu       xmm10, [rel pw_12289 + 16]          ; held in a register: read 64 times

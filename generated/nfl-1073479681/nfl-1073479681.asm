@@ -8046,7 +8046,7 @@ global kg_nfl1073479681_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl1
 align 32
 kg_nfl1073479681_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm5, [rel pd_1073479681]           ; held in a register: read 33 times
+    vmovdqu64    zmm5, [rel pd_1073479681]           ; held in a register: read 32 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_1073479681]           ; q = 1073479681
@@ -8484,7 +8484,7 @@ global kg_nfl1073479681_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl1
 align 32
 kg_nfl1073479681_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm5, [rel pd_1073479681]           ; held in a register: read 33 times
+    vmovdqu64    zmm5, [rel pd_1073479681]           ; held in a register: read 32 times
     vmovdqu64    zmm6, [rel pd_2146959362]           ; held in a register: read 32 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
@@ -13492,7 +13492,7 @@ global kg_nfl1073479681_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl107
 align 32
 kg_nfl1073479681_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm5, [rel pd_1073479681]           ; held in a register: read 65 times
+    vmovdqu      ymm5, [rel pd_1073479681]           ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rcx]
@@ -14408,7 +14408,7 @@ global kg_nfl1073479681_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl107
 align 32
 kg_nfl1073479681_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm5, [rel pd_1073479681]           ; held in a register: read 65 times
+    vmovdqu      ymm5, [rel pd_1073479681]           ; held in a register: read 64 times
     vmovdqu      ymm6, [rel pd_2146959362]           ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pd_1073479681]           ; q = 1073479681
     vmovdqu      ymm1, [rdx]
@@ -42797,7 +42797,7 @@ global kg_nfl1073479681_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_nfl1073
 align 32
 kg_nfl1073479681_mulmod_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm11, [rel pd_1073479681]          ; held in a register: read 65 times
+    movdqu       xmm11, [rel pd_1073479681]          ; held in a register: read 192 times
     movdqu       xmm12, [rel pd_1073479681 + 16]     ; held in a register: read 64 times
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
@@ -44864,7 +44864,7 @@ global kg_nfl1073479681_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_nfl1073
 align 32
 kg_nfl1073479681_muladd_shoup_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm11, [rel pd_1073479681]          ; held in a register: read 65 times
+    movdqu       xmm11, [rel pd_1073479681]          ; held in a register: read 192 times
     movdqu       xmm12, [rel pd_2146959362]          ; held in a register: read 64 times
     movdqu       xmm13, [rel pd_2146959362 + 16]     ; held in a register: read 64 times
     movdqu       xmm14, [rel pd_1073479681 + 16]     ; held in a register: read 64 times

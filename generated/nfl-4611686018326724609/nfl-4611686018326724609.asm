@@ -19544,7 +19544,7 @@ global kg_nfl4611686018326724609_mulmod_shoup_avx512:function KERNGEN_VISIBILITY
 align 32
 kg_nfl4611686018326724609_mulmod_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm7, [rel pq_4611686018326724609]  ; held in a register: read 129 times
+    vmovdqu64    zmm7, [rel pq_4611686018326724609]  ; held in a register: read 128 times
     vmovdqu64    zmm8, [rel pq_4294967295]           ; held in a register: read 128 times
     vmovdqu64    zmm0, [rel pq_4611686018326724609]  ; q = 4611686018326724609
     vmovdqu64    zmm1, [rsi]
@@ -22382,7 +22382,7 @@ global kg_nfl4611686018326724609_muladd_shoup_avx512:function KERNGEN_VISIBILITY
 align 32
 kg_nfl4611686018326724609_muladd_shoup_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm7, [rel pq_4611686018326724609]  ; held in a register: read 129 times
+    vmovdqu64    zmm7, [rel pq_4611686018326724609]  ; held in a register: read 128 times
     vmovdqu64    zmm8, [rel pq_4294967295]           ; held in a register: read 128 times
     vmovdqu64    zmm9, [rel pq_9223372036653449218]  ; held in a register: read 128 times
     vmovdqu64    zmm0, [rel pq_4611686018326724609]  ; q = 4611686018326724609
@@ -27850,7 +27850,7 @@ global kg_nfl4611686018326724609_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (
 align 32
 kg_nfl4611686018326724609_mulmod_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm8, [rel pq_4611686018326724609]  ; held in a register: read 257 times
+    vmovdqu      ymm8, [rel pq_4611686018326724609]  ; held in a register: read 256 times
     vmovdqu      ymm9, [rel pq_4294967295]           ; held in a register: read 256 times
     vmovdqu      ymm10, [rel pq_1073741823]          ; held in a register: read 256 times
     vmovdqu      ymm0, [rel pq_4611686018326724609]  ; q = 4611686018326724609
@@ -27955,7 +27955,7 @@ global kg_nfl4611686018326724609_muladd_shoup_avx2:function KERNGEN_VISIBILITY (
 align 32
 kg_nfl4611686018326724609_muladd_shoup_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm8, [rel pq_4611686018326724609]  ; held in a register: read 257 times
+    vmovdqu      ymm8, [rel pq_4611686018326724609]  ; held in a register: read 256 times
     vmovdqu      ymm9, [rel pq_4294967295]           ; held in a register: read 256 times
     vmovdqu      ymm10, [rel pq_1073741823]          ; held in a register: read 256 times
     vmovdqu      ymm11, [rel pq_9223372036653449218] ; held in a register: read 256 times

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from bisect import bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from ..ir.instr import ArgBase, Instr, Mem, PhysReg, Pointer, TableBase, VReg, registers_in
@@ -235,8 +235,6 @@ def promote_constants(body: list[Instr], pool: tuple[int, ...]) -> list[Instr]:
                 reads[c] += 1
     chosen = [c for c in sorted(reads, key=lambda c: -reads[c]) if reads[c] >= _MIN_READS][:len(free)]
     home = {c: PhysReg(VECTOR, r, 8 * c.size) for c, r in zip(chosen, free)}
-    loads = [Instr("load", (reg, Mem(TableBase(c.label), c.offset, c.size)), f"held in a register: read {reads[c]} times")
-             for c, reg in home.items()]
     body = [Instr(ins.op, ops, ins.comment, ins.idiom) if (ops := tuple(
         home.get(_promotable(ins, k), op) for k, op in enumerate(ins.operands))) != ins.operands else ins for ins in body]
     dropped: set[int] = set()
@@ -245,7 +243,11 @@ def promote_constants(body: list[Instr], pool: tuple[int, ...]) -> list[Instr]:
             dropped.add(i)
             for j, rewritten in readers.items():
                 body[j] = rewritten
-    return loads + [ins for i, ins in enumerate(body) if i not in dropped]
+    body = [ins for i, ins in enumerate(body) if i not in dropped]
+    held = Counter(op for ins in body for op in ins.read if op in home.values())
+    loads = [Instr("load", (reg, Mem(TableBase(c.label), c.offset, c.size)), f"held in a register: read {held[reg]} times")
+             for c, reg in home.items()]
+    return loads + body
 
 
 def _table_accesses(body: list[Instr]) -> list[tuple[int, int, Mem, int]]:
