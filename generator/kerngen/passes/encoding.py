@@ -171,28 +171,28 @@ class _Constant:
     size: int
 
 
-def _promotable(ins: Instr, k: int) -> _Constant | None:
-    """The constant operand k of `ins` reads, if a register could stand in
-    for it: a whole-vector table operand of arithmetic or a shuffle (a plain
-    load gains nothing from a register)."""
-    s, op, dst = spec(ins.op), ins.operands[k], ins.operands[0]
-    if s.cls in ("load", "store", "move", "address") or k not in s.read or s.slots[k].kind != "vm":
-        return None
+def _whole_vector(dst, op) -> _Constant | None:
+    """The table vector `op` is, if it fills the vector register `dst` (a narrower row is padded:
+    a register would hold more than it reads)."""
     if isinstance(op, Mem) and isinstance(op.base, TableBase) and isinstance(dst, PhysReg) and dst.kind == VECTOR \
-            and op.size == dst.bits // 8:  # a narrower row is padded: a register would hold more than it reads
+            and op.size == dst.bits // 8:
         return _Constant(op.base.label, op.offset, op.size)
     return None
 
 
+def _promotable(ins: Instr, k: int) -> _Constant | None:
+    """The constant operand k of `ins` reads, if a register could stand in
+    for it: a whole-vector table operand of arithmetic or a shuffle (a plain
+    load gains nothing from a register)."""
+    s = spec(ins.op)
+    if s.cls in ("load", "store", "move", "address") or k not in s.read or s.slots[k].kind != "vm":
+        return None
+    return _whole_vector(ins.operands[0], ins.operands[k])
+
+
 def _loaded(ins: Instr) -> _Constant | None:
     """The constant a whole-vector load of a table reads into a vector register, if it is one."""
-    if ins.op != "load":
-        return None
-    dst, src = ins.operands
-    if isinstance(src, Mem) and isinstance(src.base, TableBase) and isinstance(dst, PhysReg) and dst.kind == VECTOR \
-            and src.size == dst.bits // 8:
-        return _Constant(src.base.label, src.offset, src.size)
-    return None
+    return _whole_vector(*ins.operands) if ins.op == "load" else None
 
 
 def _read_in_place_of(body: list[Instr], at: int, home: PhysReg) -> dict[int, Instr] | None:

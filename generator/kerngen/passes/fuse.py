@@ -29,6 +29,11 @@ BITWISE = frozenset({"xor", "and", "or", "andn"})  # the generic names of two-so
 _ANY_ELEMENT = 64  # the element width the ternary row is asked for at (a bitwise function has none)
 
 
+def fuses(isa: Isa) -> bool:
+    """Whether the ISA has a ternary logic row, so that `fuse_bitwise` makes pairs of bitwise operations one."""
+    return bool(isa.candidates("ternary", _ANY_ELEMENT))
+
+
 def fuse_bitwise(body: list[Instr], isa: Isa) -> list[Instr]:
     """`body` with every fusable pair of bitwise operations one ternary instruction (unchanged where
     the ISA has no ternary row)."""

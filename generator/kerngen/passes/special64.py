@@ -198,10 +198,12 @@ def emit(b: Builder, template: Template, a, c, const: Callable[[int], Mem], nati
     last = len(template.steps) - 1
     notes = iter((comment,))
 
-    def value(v, first: bool = False):
+    def value(v, register: bool = False):
+        """A source: a constant is a memory operand unless it must be a `register` (a first source,
+        or a masked row's: a masked row reads no memory, `ops._masked_row`)."""
         if isinstance(v, str):
             return env[v]
-        return b.op("load", const(v)) if first else const(v)  # a constant first source (or a masked row's): a register
+        return b.op("load", const(v)) if register else const(v)
 
     for i, (op, dst, x, *rest) in enumerate(template.steps):
         if op in ("mulhu", "mullo"):
@@ -213,8 +215,9 @@ def emit(b: Builder, template: Template, a, c, const: Callable[[int], Mem], nati
         name = by_width(op, BITS)
         if wide.in_place(name) and (x in template.inputs or any(x in later[2:] for later in template.steps[i + 1:])):
             raise SpecialFormError(f"{template.kind} mod {template.q}: {op} writes {x} in place, which is read again")
-        masked = spec(name).masking is not None  # a masked row reads no memory (`ops._masked_row`)
-        sources = (value(x, first=True), *(Imm(v) if op in ("srl", "sll") else value(v, first=masked) for v in rest))
+        masked = spec(name).masking is not None
+        sources = (value(x, register=True), *(Imm(v) if op in ("srl", "sll") else value(v, register=masked)
+                                              for v in rest))
         env[dst] = p.end(name, *sources) if i == last else p.op(name, *sources, notes=notes)
     return env[template.result]
 

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 from ...ir.instr import Imm, Mem, VReg
 from ...machine.isa import Isa
+from ...passes.fuse import fuses
 from .plan import FieldPlan, msqr_columns
 from .vec import Pairs
-
-
-def _fuses_and_xor(isa: Isa) -> bool:
-    """Whether `fuse bitwise` makes a column's and and xor one ternary instruction (`passes.fuse`)."""
-    return isa.has("ternary", 64)
 
 
 def map_pays(m: int, k: int, isa: Isa) -> bool:
@@ -26,7 +22,7 @@ def map_pays(m: int, k: int, isa: Isa) -> bool:
     with maps for k >= 14 beats squarings.
     """
     chunks = (m + 255) // 256
-    per_column = 1 if _fuses_and_xor(isa) else 2
+    per_column = 1 if fuses(isa) else 2  # a column's and and xor one `vpternlogq`
     ops = chunks * 64 * (2 + 4 * per_column * chunks)
     return 17 * k > ops / 3 + 20
 
