@@ -13,7 +13,8 @@ import pytest
 from kerngen.harness.cpu import cpu_flags
 from kerngen.harness.selfcheck import forms, selfcheck, shipped_immediates, why_not_modelled
 from kerngen.machine.isa import cpuinfo_name
-from kerngen.machine.ops import CMPGT_MASK, MULHRS, SRL, TABLE, Arith, InstructionTable, spec
+from kerngen.machine.ops import (CMPGT_MASK, MULHRS, SRL, TABLE, Arith, Blocks, InstructionTable, _affine_bytes,
+                                 _carryless, spec)
 
 from conftest import REPO
 
@@ -55,6 +56,10 @@ def _modulo_shift() -> Arith:
     ("vpsrlq", dict(arith=_modulo_shift()), True),  # a count at or above 64 gives zero, not a rotation of counts
     ("vpunpcklqdq", dict(move=spec("vpunpckhqdq").move), False),  # the high halves where the low ones go
     ("vpcmpuq_k", dict(arith=CMPGT_MASK), False),  # a signed comparison into the opmask where it is unsigned
+    # the words of a carry-less product chosen by the other source's immediate bit
+    ("vpclmulqdq", dict(blocks=Blocks(128, 64, lambda s, imm: _carryless(s, imm >> 4 & 1 | (imm & 1) << 4))), True),
+    # the bit matrix's rows read in the opposite order
+    ("vgf2p8affineqb", dict(blocks=Blocks(64, 8, lambda s, imm: _affine_bytes((s[0], s[1][..., ::-1]), imm))), True),
 ])
 def test_a_wrong_row_fails_with_a_witness(workdir: Path, name: str, fields: dict, imm: bool) -> None:
     if not all(cpuinfo_name(e) in cpu_flags() for e in spec(name).forms[0].extensions):

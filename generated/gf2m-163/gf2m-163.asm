@@ -18,6 +18,7 @@
 ; x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
 ; reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
+; EVEX kernels square without carry-less products: vgf2p8affineqb spreads each byte's nibbles to every other bit and vpunpcklbw/vpunpckhbw interleave them (needs GFNI)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
 ; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
@@ -65,6 +66,26 @@ gf2m_mask_ffffffffffffffff_0:
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000
+
+; spreads each byte's high nibble
+align 32
+gf2m_spread_high:
+    dq 0x1000200040008000, 0x1000200040008000
+
+; spreads each byte's high nibble
+align 32
+gf2m_spread_high_x2:
+    dq 0x1000200040008000, 0x1000200040008000, 0x1000200040008000, 0x1000200040008000
+
+; spreads each byte's low nibble
+align 32
+gf2m_spread_low:
+    dq 0x0100020004000800, 0x0100020004000800
+
+; spreads each byte's low nibble
+align 32
+gf2m_spread_low_x2:
+    dq 0x0100020004000800, 0x0100020004000800, 0x0100020004000800, 0x0100020004000800
 
 ; a -> a^(2^10) mod f: columns x^j -> x^(j 2^10), pre-rotated by lane
 align 32
@@ -1454,7 +1475,7 @@ kg_gf2m163_mul_avx512:
 ;   ensures: out = a^2 mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, rax, flags
 ; ---------------------------------------------------------------------------
@@ -1464,31 +1485,35 @@ kg_gf2m163_sqr_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vgf2p8affineqb xmm2, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
     lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
-    vpclmulqdq   xmm3, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm2, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, [rax - 128], 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
     vmovdqu64    [rdi], xmm0
-    vmovq        qword [rdi + 16], xmm2
+    vmovq        qword [rdi + 16], xmm1
     ret
 .end:
 
@@ -1554,7 +1579,7 @@ kg_gf2m163_mul_lazy_avx512:
 ;   ensures: out ≡ a^2 (mod f): 3 little-endian uint64 limbs, any 192 bits (lazy form: degree < 192, the element is its remainder mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-4}, rax, flags
 ; ---------------------------------------------------------------------------
@@ -1564,23 +1589,27 @@ kg_gf2m163_sqr_lazy_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vgf2p8affineqb xmm2, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
     lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
-    vpclmulqdq   xmm3, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm2, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, [rax - 128], 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqu64    [rdi], xmm0
-    vmovq        qword [rdi + 16], xmm2
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vmovdqu64    [rdi], xmm3
+    vmovq        qword [rdi + 16], xmm1
     ret
 .end:
 
@@ -1886,7 +1915,7 @@ kg_gf2m163_reduce_gpr_avx512:
 ;   ensures: out = a^(2^2) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-6}, flags
 ; ---------------------------------------------------------------------------
@@ -1897,52 +1926,60 @@ kg_gf2m163_msqr2_avx512:
     vmovdqu64    xmm6, [rel gf2m_g_1920000000]       ; held in a register: read 6 times
     vmovdqu64    xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vgf2p8affineqb xmm2, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
+    vgf2p8affineqb xmm2, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
     vmovdqu64    [rdi], xmm0
-    vmovq        qword [rdi + 16], xmm2
+    vmovq        qword [rdi + 16], xmm1
     ret
 .end:
 
@@ -1954,107 +1991,125 @@ kg_gf2m163_msqr2_avx512:
 ;   ensures: out = a^(2^4) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-6}, flags
+;   clobbers: zmm{0-8}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_msqr4_avx512.end - kg_gf2m163_msqr4_avx512)
 align 32
 kg_gf2m163_msqr4_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm6, [rel gf2m_g_1920000000]       ; held in a register: read 12 times
+    vmovdqu64    xmm7, [rel gf2m_spread_low]         ; held in a register: read 8 times
+    vmovdqu64    xmm8, [rel gf2m_spread_high]        ; held in a register: read 8 times
     vmovdqu64    xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vgf2p8affineqb xmm2, xmm1, xmm7, 0
+    vgf2p8affineqb xmm1, xmm1, xmm8, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm7, 0
+    vgf2p8affineqb xmm0, xmm0, xmm8, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
+    vgf2p8affineqb xmm2, xmm1, xmm7, 0
+    vgf2p8affineqb xmm1, xmm1, xmm8, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm7, 0
+    vgf2p8affineqb xmm0, xmm0, xmm8, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
+    vgf2p8affineqb xmm2, xmm1, xmm7, 0
+    vgf2p8affineqb xmm1, xmm1, xmm8, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm7, 0
+    vgf2p8affineqb xmm0, xmm0, xmm8, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
+    vgf2p8affineqb xmm2, xmm1, xmm7, 0
+    vgf2p8affineqb xmm1, xmm1, xmm8, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm7, 0
+    vgf2p8affineqb xmm0, xmm0, xmm8, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
     vmovdqu64    [rdi], xmm0
-    vmovq        qword [rdi + 16], xmm2
+    vmovq        qword [rdi + 16], xmm1
     ret
 .end:
 
@@ -2066,197 +2121,231 @@ kg_gf2m163_msqr4_avx512:
 ;   ensures: out = a^(2^8) mod f: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-8}, flags
+;   clobbers: zmm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_msqr8_avx512.end - kg_gf2m163_msqr8_avx512)
 align 32
 kg_gf2m163_msqr8_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm6, [rel gf2m_g_1920000000]       ; held in a register: read 24 times
-    vmovdqu64    xmm7, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 8 times
-    vmovdqu64    xmm8, [rel gf2m_mask_7ffffffff_0]   ; held in a register: read 8 times
+    vmovdqu64    xmm7, [rel gf2m_spread_low]         ; held in a register: read 16 times
+    vmovdqu64    xmm8, [rel gf2m_spread_high]        ; held in a register: read 16 times
+    vmovdqu64    xmm9, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 8 times
+    vmovdqu64    xmm10, [rel gf2m_mask_7ffffffff_0]  ; held in a register: read 8 times
     vmovdqu64    xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vgf2p8affineqb xmm2, xmm1, xmm7, 0
+    vgf2p8affineqb xmm1, xmm1, xmm8, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm7, 0
+    vgf2p8affineqb xmm0, xmm0, xmm8, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, xmm7, 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, xmm8
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, xmm9, 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, xmm10
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
+    vgf2p8affineqb xmm2, xmm1, xmm7, 0
+    vgf2p8affineqb xmm1, xmm1, xmm8, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm7, 0
+    vgf2p8affineqb xmm0, xmm0, xmm8, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, xmm7, 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, xmm8
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, xmm9, 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, xmm10
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
+    vgf2p8affineqb xmm2, xmm1, xmm7, 0
+    vgf2p8affineqb xmm1, xmm1, xmm8, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm7, 0
+    vgf2p8affineqb xmm0, xmm0, xmm8, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, xmm7, 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, xmm8
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, xmm9, 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, xmm10
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
+    vgf2p8affineqb xmm2, xmm1, xmm7, 0
+    vgf2p8affineqb xmm1, xmm1, xmm8, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm7, 0
+    vgf2p8affineqb xmm0, xmm0, xmm8, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, xmm7, 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, xmm8
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, xmm9, 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, xmm10
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
+    vgf2p8affineqb xmm2, xmm1, xmm7, 0
+    vgf2p8affineqb xmm1, xmm1, xmm8, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm7, 0
+    vgf2p8affineqb xmm0, xmm0, xmm8, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, xmm7, 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, xmm8
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, xmm9, 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, xmm10
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
+    vgf2p8affineqb xmm2, xmm1, xmm7, 0
+    vgf2p8affineqb xmm1, xmm1, xmm8, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm7, 0
+    vgf2p8affineqb xmm0, xmm0, xmm8, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, xmm7, 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, xmm8
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, xmm9, 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, xmm10
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
+    vgf2p8affineqb xmm2, xmm1, xmm7, 0
+    vgf2p8affineqb xmm1, xmm1, xmm8, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm7, 0
+    vgf2p8affineqb xmm0, xmm0, xmm8, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, xmm7, 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, xmm8
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm6, 0
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, xmm9, 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, xmm10
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
+    vgf2p8affineqb xmm2, xmm1, xmm7, 0
+    vgf2p8affineqb xmm1, xmm1, xmm8, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm7, 0
+    vgf2p8affineqb xmm0, xmm0, xmm8, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm6, 0
     vpclmulqdq   xmm1, xmm1, xmm6, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, xmm7, 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, xmm8
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm6, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, xmm9, 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, xmm10
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
     vmovdqu64    [rdi], xmm0
-    vmovq        qword [rdi + 16], xmm2
+    vmovq        qword [rdi + 16], xmm1
     ret
 .end:
 
@@ -2729,9 +2818,9 @@ kg_gf2m163_msqr16_avx512:
 ;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 163 (fully reduced mod f)
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-25}, rax, flags
+;   clobbers: zmm{0-27}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_ladder_step_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_ladder_step_avx512.end - kg_gf2m163_ladder_step_avx512)
 align 32
@@ -2739,6 +2828,8 @@ kg_gf2m163_ladder_step_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm24, [rel gf2m_g_1920000000]      ; held in a register: read 27 times
     vmovdqu64    xmm25, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 9 times
+    vmovdqu64    xmm26, [rel gf2m_spread_low]        ; held in a register: read 8 times
+    vmovdqu64    xmm27, [rel gf2m_spread_high]       ; held in a register: read 8 times
     vmovq        xmm0, qword [rsi + 16]
     vmovq        xmm1, qword [rsi + 40]
     vmovdqu64    xmm2, [rsi + 48]
@@ -2822,90 +2913,102 @@ kg_gf2m163_ladder_step_avx512:
     vpxorq       xmm2, xmm10, xmm2
     vpsrldq      xmm3, xmm3, 8
     vpternlogq   xmm3, xmm15, xmm25, 40
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm10, xmm12, xmm12, 17
-    vpclmulqdq   xmm11, xmm12, xmm12, 0
-    vpclmulqdq   xmm12, xmm0, xmm24, 0
+    vgf2p8affineqb xmm10, xmm0, xmm26, 0
+    vgf2p8affineqb xmm0, xmm0, xmm27, 0
+    vpunpcklbw   xmm0, xmm10, xmm0
+    vgf2p8affineqb xmm10, xmm12, xmm26, 0
+    vgf2p8affineqb xmm11, xmm12, xmm27, 0
+    vpunpcklbw   xmm12, xmm10, xmm11
+    vpunpckhbw   xmm10, xmm10, xmm11
+    vpclmulqdq   xmm11, xmm0, xmm24, 0
     vpclmulqdq   xmm0, xmm0, xmm24, 1
     vpxorq       xmm0, xmm10, xmm0
-    vpsrldq      xmm10, xmm12, 8
+    vpsrldq      xmm10, xmm11, 8
     vpxorq       xmm10, xmm0, xmm10
     vpsrldq      xmm10, xmm10, 8
     vpclmulqdq   xmm10, xmm10, xmm24, 0
-    vpslldq      xmm14, xmm12, 8
-    vpternlogq   xmm11, xmm10, xmm14, 150
-    vpsrldq      xmm10, xmm12, 8
+    vpslldq      xmm14, xmm11, 8
+    vpternlogq   xmm12, xmm10, xmm14, 150
+    vpsrldq      xmm10, xmm11, 8
     vpternlogq   xmm10, xmm0, xmm25, 40
-    vpclmulqdq   xmm0, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm13, xmm13, 17
-    vpclmulqdq   xmm12, xmm13, xmm13, 0
-    vpclmulqdq   xmm13, xmm0, xmm24, 0
+    vgf2p8affineqb xmm0, xmm1, xmm26, 0
+    vgf2p8affineqb xmm1, xmm1, xmm27, 0
+    vpunpcklbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm13, xmm26, 0
+    vgf2p8affineqb xmm11, xmm13, xmm27, 0
+    vpunpcklbw   xmm13, xmm1, xmm11
+    vpunpckhbw   xmm1, xmm1, xmm11
+    vpclmulqdq   xmm11, xmm0, xmm24, 0
     vpclmulqdq   xmm0, xmm0, xmm24, 1
     vpxorq       xmm0, xmm1, xmm0
-    vpsrldq      xmm1, xmm13, 8
+    vpsrldq      xmm1, xmm11, 8
     vpxorq       xmm1, xmm0, xmm1
     vpsrldq      xmm1, xmm1, 8
     vpclmulqdq   xmm1, xmm1, xmm24, 0
-    vpslldq      xmm14, xmm13, 8
-    vpternlogq   xmm12, xmm1, xmm14, 150
-    vpsrldq      xmm1, xmm13, 8
+    vpslldq      xmm14, xmm11, 8
+    vpternlogq   xmm13, xmm1, xmm14, 150
+    vpsrldq      xmm1, xmm11, 8
     vpternlogq   xmm1, xmm0, xmm25, 40
     vpxorq       xmm0, xmm4, xmm2
-    vpxorq       xmm13, xmm5, xmm3
-    vpclmulqdq   xmm13, xmm13, xmm13, 0
-    vpclmulqdq   xmm14, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm15, xmm13, xmm24, 0
-    vpclmulqdq   xmm13, xmm13, xmm24, 1
-    vpxorq       xmm13, xmm14, xmm13
-    vpsrldq      xmm14, xmm15, 8
-    vpxorq       xmm14, xmm13, xmm14
-    vpsrldq      xmm14, xmm14, 8
-    vpclmulqdq   xmm14, xmm14, xmm24, 0
-    vpslldq      xmm16, xmm15, 8
-    vpternlogq   xmm0, xmm14, xmm16, 150
-    vpsrldq      xmm14, xmm15, 8
-    vpternlogq   xmm14, xmm13, xmm25, 40
-    vpclmulqdq   xmm13, xmm11, xmm12, 0
-    vpclmulqdq   xmm15, xmm11, xmm12, 1
-    vpclmulqdq   xmm16, xmm11, xmm12, 16
-    vpclmulqdq   xmm17, xmm11, xmm12, 17
-    vpclmulqdq   xmm18, xmm11, xmm1, 0
-    vpclmulqdq   xmm19, xmm11, xmm1, 1
-    vpclmulqdq   xmm20, xmm10, xmm12, 0
-    vpclmulqdq   xmm21, xmm10, xmm12, 16
+    vpxorq       xmm11, xmm5, xmm3
+    vgf2p8affineqb xmm14, xmm11, xmm26, 0
+    vgf2p8affineqb xmm11, xmm11, xmm27, 0
+    vpunpcklbw   xmm11, xmm14, xmm11
+    vgf2p8affineqb xmm14, xmm0, xmm26, 0
+    vgf2p8affineqb xmm0, xmm0, xmm27, 0
+    vpunpcklbw   xmm15, xmm14, xmm0
+    vpunpckhbw   xmm0, xmm14, xmm0
+    vpclmulqdq   xmm14, xmm11, xmm24, 0
+    vpclmulqdq   xmm11, xmm11, xmm24, 1
+    vpxorq       xmm0, xmm0, xmm11
+    vpsrldq      xmm11, xmm14, 8
+    vpxorq       xmm11, xmm0, xmm11
+    vpsrldq      xmm11, xmm11, 8
+    vpclmulqdq   xmm11, xmm11, xmm24, 0
+    vpslldq      xmm16, xmm14, 8
+    vpternlogq   xmm15, xmm11, xmm16, 150
+    vpsrldq      xmm11, xmm14, 8
+    vpternlogq   xmm11, xmm0, xmm25, 40
+    vpclmulqdq   xmm0, xmm12, xmm13, 0
+    vpclmulqdq   xmm14, xmm12, xmm13, 1
+    vpclmulqdq   xmm16, xmm12, xmm13, 16
+    vpclmulqdq   xmm17, xmm12, xmm13, 17
+    vpclmulqdq   xmm18, xmm12, xmm1, 0
+    vpclmulqdq   xmm19, xmm12, xmm1, 1
+    vpclmulqdq   xmm20, xmm10, xmm13, 0
+    vpclmulqdq   xmm21, xmm10, xmm13, 16
     vpclmulqdq   xmm22, xmm10, xmm1, 0
-    vpxorq       xmm15, xmm15, xmm16
+    vpxorq       xmm14, xmm14, xmm16
     vpternlogq   xmm17, xmm18, xmm20, 150
     vpxorq       xmm16, xmm19, xmm21
-    vpslldq      xmm18, xmm15, 8
-    vpalignr     xmm15, xmm16, xmm15, 8
+    vpslldq      xmm18, xmm14, 8
+    vpalignr     xmm14, xmm16, xmm14, 8
     vpsrldq      xmm16, xmm16, 8
     vpxorq       xmm16, xmm22, xmm16
     vpclmulqdq   xmm19, xmm16, xmm24, 0
     vpclmulqdq   xmm16, xmm16, xmm24, 1
-    vpternlogq   xmm17, xmm15, xmm16, 150
-    vpsrldq      xmm15, xmm19, 8
-    vpxorq       xmm15, xmm17, xmm15
-    vpsrldq      xmm15, xmm15, 8
-    vpclmulqdq   xmm15, xmm15, xmm24, 0
-    vpternlogq   xmm13, xmm18, xmm15, 150
-    vpslldq      xmm15, xmm19, 8
+    vpternlogq   xmm17, xmm14, xmm16, 150
+    vpsrldq      xmm14, xmm19, 8
+    vpxorq       xmm14, xmm17, xmm14
+    vpsrldq      xmm14, xmm14, 8
+    vpclmulqdq   xmm14, xmm14, xmm24, 0
+    vpternlogq   xmm0, xmm18, xmm14, 150
+    vpslldq      xmm14, xmm19, 8
     vpsrldq      xmm16, xmm19, 8
     vpternlogq   xmm16, xmm17, xmm25, 40
-    vpclmulqdq   xmm17, xmm8, xmm12, 0
-    vpclmulqdq   xmm18, xmm8, xmm12, 1
-    vpclmulqdq   xmm19, xmm8, xmm12, 16
-    vpclmulqdq   xmm20, xmm8, xmm12, 17
+    vpclmulqdq   xmm17, xmm8, xmm13, 0
+    vpclmulqdq   xmm18, xmm8, xmm13, 1
+    vpclmulqdq   xmm19, xmm8, xmm13, 16
+    vpclmulqdq   xmm20, xmm8, xmm13, 17
     vpclmulqdq   xmm21, xmm8, xmm1, 0
     vpclmulqdq   xmm8, xmm8, xmm1, 1
-    vpclmulqdq   xmm22, xmm9, xmm12, 0
-    vpclmulqdq   xmm12, xmm9, xmm12, 16
+    vpclmulqdq   xmm22, xmm9, xmm13, 0
+    vpclmulqdq   xmm13, xmm9, xmm13, 16
     vpclmulqdq   xmm1, xmm9, xmm1, 0
     vpxorq       xmm9, xmm18, xmm19
     vpternlogq   xmm20, xmm21, xmm22, 150
-    vpxorq       xmm8, xmm8, xmm12
-    vpslldq      xmm12, xmm9, 8
+    vpxorq       xmm8, xmm8, xmm13
+    vpslldq      xmm13, xmm9, 8
     vpalignr     xmm9, xmm8, xmm9, 8
     vpsrldq      xmm8, xmm8, 8
     vpxorq       xmm1, xmm1, xmm8
@@ -2916,36 +3019,40 @@ kg_gf2m163_ladder_step_avx512:
     vpxorq       xmm1, xmm20, xmm1
     vpsrldq      xmm1, xmm1, 8
     vpclmulqdq   xmm1, xmm1, xmm24, 0
-    vpternlogq   xmm17, xmm12, xmm1, 150
+    vpternlogq   xmm17, xmm13, xmm1, 150
     vpslldq      xmm1, xmm8, 8
     vpsrldq      xmm8, xmm8, 8
     vpternlogq   xmm8, xmm20, xmm25, 40
-    vpternlogq   xmm17, xmm1, xmm11, 150
+    vpternlogq   xmm17, xmm1, xmm12, 150
     vpxorq       xmm1, xmm10, xmm8
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm8, xmm17, xmm17, 17
-    vpclmulqdq   xmm9, xmm17, xmm17, 0
-    vpclmulqdq   xmm10, xmm1, xmm24, 0
+    vgf2p8affineqb xmm8, xmm1, xmm26, 0
+    vgf2p8affineqb xmm1, xmm1, xmm27, 0
+    vpunpcklbw   xmm1, xmm8, xmm1
+    vgf2p8affineqb xmm8, xmm17, xmm26, 0
+    vgf2p8affineqb xmm9, xmm17, xmm27, 0
+    vpunpcklbw   xmm10, xmm8, xmm9
+    vpunpckhbw   xmm8, xmm8, xmm9
+    vpclmulqdq   xmm9, xmm1, xmm24, 0
     vpclmulqdq   xmm1, xmm1, xmm24, 1
     vpxorq       xmm1, xmm8, xmm1
-    vpsrldq      xmm8, xmm10, 8
+    vpsrldq      xmm8, xmm9, 8
     vpxorq       xmm8, xmm1, xmm8
     vpsrldq      xmm8, xmm8, 8
     vpclmulqdq   xmm8, xmm8, xmm24, 0
-    vpslldq      xmm11, xmm10, 8
-    vpternlogq   xmm9, xmm8, xmm11, 150
-    vpsrldq      xmm8, xmm10, 8
+    vpslldq      xmm12, xmm9, 8
+    vpternlogq   xmm10, xmm8, xmm12, 150
+    vpsrldq      xmm8, xmm9, 8
     vpternlogq   xmm8, xmm1, xmm25, 40
-    vpclmulqdq   xmm1, xmm6, xmm0, 0
-    vpclmulqdq   xmm10, xmm6, xmm0, 1
-    vpclmulqdq   xmm11, xmm6, xmm0, 16
-    vpclmulqdq   xmm12, xmm6, xmm0, 17
-    vpclmulqdq   xmm17, xmm6, xmm14, 0
-    vpclmulqdq   xmm6, xmm6, xmm14, 1
-    vpclmulqdq   xmm18, xmm7, xmm0, 0
-    vpclmulqdq   xmm19, xmm7, xmm0, 16
-    vpclmulqdq   xmm7, xmm7, xmm14, 0
-    vpternlogq   xmm12, xmm17, xmm18, 150
+    vpclmulqdq   xmm1, xmm6, xmm15, 0
+    vpclmulqdq   xmm9, xmm6, xmm15, 1
+    vpclmulqdq   xmm12, xmm6, xmm15, 16
+    vpclmulqdq   xmm13, xmm6, xmm15, 17
+    vpclmulqdq   xmm17, xmm6, xmm11, 0
+    vpclmulqdq   xmm6, xmm6, xmm11, 1
+    vpclmulqdq   xmm18, xmm7, xmm15, 0
+    vpclmulqdq   xmm19, xmm7, xmm15, 16
+    vpclmulqdq   xmm7, xmm7, xmm11, 0
+    vpternlogq   xmm13, xmm17, xmm18, 150
     vpclmulqdq   xmm17, xmm4, xmm2, 0
     vpclmulqdq   xmm18, xmm4, xmm2, 1
     vpclmulqdq   xmm20, xmm4, xmm2, 16
@@ -2958,17 +3065,17 @@ kg_gf2m163_ladder_step_avx512:
     vpxorq       xmm5, xmm18, xmm20
     vpternlogq   xmm21, xmm22, xmm23, 150
     vpxorq       xmm2, xmm4, xmm2
-    vpternlogq   xmm10, xmm11, xmm5, 150
+    vpternlogq   xmm9, xmm12, xmm5, 150
     vpternlogq   xmm6, xmm19, xmm2, 150
-    vpslldq      xmm2, xmm10, 8
+    vpslldq      xmm2, xmm9, 8
     vpternlogq   xmm1, xmm17, xmm2, 150
-    vpalignr     xmm2, xmm6, xmm10, 8
-    vpternlogq   xmm12, xmm21, xmm2, 150
+    vpalignr     xmm2, xmm6, xmm9, 8
+    vpternlogq   xmm13, xmm21, xmm2, 150
     vpsrldq      xmm2, xmm6, 8
     vpternlogq   xmm7, xmm3, xmm2, 150
     vpclmulqdq   xmm2, xmm7, xmm24, 0
     vpclmulqdq   xmm3, xmm7, xmm24, 1
-    vpxorq       xmm3, xmm12, xmm3
+    vpxorq       xmm3, xmm13, xmm3
     vpsrldq      xmm4, xmm2, 8
     vpxorq       xmm4, xmm3, xmm4
     vpsrldq      xmm4, xmm4, 8
@@ -2985,7 +3092,7 @@ kg_gf2m163_ladder_step_avx512:
     vpandq       xmm7, xmm8, [rax - 128]
     vpxorq       xmm3, xmm6, xmm3
     vpternlogq   xmm4, xmm5, xmm3, 150
-    vpxorq       xmm3, xmm9, xmm4
+    vpxorq       xmm3, xmm10, xmm4
     vmovdqu64    [rdi], xmm3
     vmovq        qword [rdi + 16], xmm7
     vpsrlq       xmm3, xmm16, 35
@@ -2995,29 +3102,29 @@ kg_gf2m163_ladder_step_avx512:
     vpandq       xmm7, xmm16, [rax - 128]
     vpxorq       xmm3, xmm6, xmm3
     vpternlogq   xmm4, xmm5, xmm3, 150
-    vpternlogq   xmm13, xmm15, xmm4, 150
-    vmovdqu64    [rdi + 24], xmm13
+    vpternlogq   xmm0, xmm14, xmm4, 150
+    vmovdqu64    [rdi + 24], xmm0
     vmovq        qword [rdi + 40], xmm7
-    vpsrlq       xmm3, xmm2, 35
-    vpsllq       xmm4, xmm3, 7
-    vpsllq       xmm5, xmm3, 6
-    vpsllq       xmm6, xmm3, 3
+    vpsrlq       xmm0, xmm2, 35
+    vpsllq       xmm3, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
     vpandq       xmm2, xmm2, [rax - 128]
-    vpxorq       xmm3, xmm6, xmm3
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpxorq       xmm1, xmm1, xmm4
-    vmovdqu64    [rdi + 48], xmm1
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm3, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm1, xmm3
+    vmovdqu64    [rdi + 48], xmm0
     vmovq        qword [rdi + 64], xmm2
-    vpsrlq       xmm1, xmm14, 35
-    vpsllq       xmm2, xmm1, 7
-    vpsllq       xmm3, xmm1, 6
-    vpsllq       xmm4, xmm1, 3
-    vpandq       xmm5, xmm14, [rax - 128]
-    vpxorq       xmm1, xmm4, xmm1
-    vpternlogq   xmm2, xmm3, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm2
+    vpsrlq       xmm0, xmm11, 35
+    vpsllq       xmm1, xmm0, 7
+    vpsllq       xmm2, xmm0, 6
+    vpsllq       xmm3, xmm0, 3
+    vpandq       xmm4, xmm11, [rax - 128]
+    vpxorq       xmm0, xmm3, xmm0
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpxorq       xmm0, xmm15, xmm1
     vmovdqu64    [rdi + 72], xmm0
-    vmovq        qword [rdi + 88], xmm5
+    vmovq        qword [rdi + 88], xmm4
     ret
 .end:
 
@@ -3030,7 +3137,7 @@ kg_gf2m163_ladder_step_avx512:
 ;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 163 (fully reduced mod f)
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-16}, rax, flags
 ; ---------------------------------------------------------------------------
@@ -3100,158 +3207,165 @@ kg_gf2m163_ladder_step2_avx512:
     vpslldq      ymm2, ymm3, 8
     vpxorq       ymm2, ymm6, ymm2
     vpsrldq      ymm3, ymm3, 8
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0_x2 + 128] ; addresses gf2m_mask_ffffffffffffffff_0_x2 near byte 0
-    vpternlogq   ymm3, ymm13, [rax - 128], 40
-    vpclmulqdq   ymm1, ymm1, ymm1, 0
-    vpclmulqdq   ymm4, ymm0, ymm0, 17
-    vpclmulqdq   ymm0, ymm0, ymm0, 0
-    vpclmulqdq   ymm5, ymm1, ymm16, 0
+    vpternlogq   ymm3, ymm13, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vgf2p8affineqb ymm4, ymm1, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm1, ymm1, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm1, ymm4, ymm1
+    vgf2p8affineqb ymm4, ymm0, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm0, ymm0, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm5, ymm4, ymm0
+    vpunpckhbw   ymm0, ymm4, ymm0
+    vpclmulqdq   ymm4, ymm1, ymm16, 0
     vpclmulqdq   ymm1, ymm1, ymm16, 1
-    vpxorq       ymm1, ymm4, ymm1
-    vpsrldq      ymm4, ymm5, 8
-    vpxorq       ymm4, ymm1, ymm4
-    vpsrldq      ymm4, ymm4, 8
-    vpclmulqdq   ymm4, ymm4, ymm16, 0
-    vpslldq      ymm6, ymm5, 8
-    vpternlogq   ymm0, ymm4, ymm6, 150
-    vpsrldq      ymm4, ymm5, 8
-    vpternlogq   ymm4, ymm1, [rax - 128], 40
-    vinserti64x2 ymm1, ymm0, xmm10, 1
-    vinserti64x2 ymm5, ymm4, xmm11, 1
-    vshufi64x2   ymm6, ymm0, ymm0, 3
-    vshufi64x2   ymm7, ymm4, ymm4, 3
-    vpclmulqdq   ymm10, ymm1, ymm6, 0
-    vpclmulqdq   ymm11, ymm1, ymm6, 1
-    vpclmulqdq   ymm12, ymm1, ymm6, 16
-    vpclmulqdq   ymm13, ymm1, ymm6, 17
-    vpclmulqdq   ymm14, ymm1, ymm7, 0
-    vpclmulqdq   ymm1, ymm1, ymm7, 1
-    vpclmulqdq   ymm15, ymm5, ymm6, 0
-    vpclmulqdq   ymm6, ymm5, ymm6, 16
-    vpclmulqdq   ymm5, ymm5, ymm7, 0
-    vpxorq       ymm7, ymm11, ymm12
-    vpternlogq   ymm13, ymm14, ymm15, 150
-    vpxorq       ymm1, ymm1, ymm6
-    vpslldq      ymm6, ymm7, 8
-    vpalignr     ymm7, ymm1, ymm7, 8
-    vpsrldq      ymm1, ymm1, 8
-    vpxorq       ymm1, ymm5, ymm1
-    vpclmulqdq   ymm5, ymm1, ymm16, 0
-    vpclmulqdq   ymm1, ymm1, ymm16, 1
-    vpternlogq   ymm13, ymm7, ymm1, 150
-    vpsrldq      ymm1, ymm5, 8
-    vpxorq       ymm1, ymm13, ymm1
+    vpxorq       ymm0, ymm0, ymm1
+    vpsrldq      ymm1, ymm4, 8
+    vpxorq       ymm1, ymm0, ymm1
     vpsrldq      ymm1, ymm1, 8
     vpclmulqdq   ymm1, ymm1, ymm16, 0
-    vpternlogq   ymm10, ymm6, ymm1, 150
-    vpslldq      ymm1, ymm5, 8
-    vpxorq       ymm1, ymm10, ymm1
+    vpslldq      ymm6, ymm4, 8
+    vpternlogq   ymm5, ymm1, ymm6, 150
+    vpsrldq      ymm1, ymm4, 8
+    vpternlogq   ymm1, ymm0, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vinserti64x2 ymm0, ymm5, xmm10, 1
+    vinserti64x2 ymm4, ymm1, xmm11, 1
+    vshufi64x2   ymm6, ymm5, ymm5, 3
+    vshufi64x2   ymm7, ymm1, ymm1, 3
+    vpclmulqdq   ymm10, ymm0, ymm6, 0
+    vpclmulqdq   ymm11, ymm0, ymm6, 1
+    vpclmulqdq   ymm12, ymm0, ymm6, 16
+    vpclmulqdq   ymm13, ymm0, ymm6, 17
+    vpclmulqdq   ymm14, ymm0, ymm7, 0
+    vpclmulqdq   ymm0, ymm0, ymm7, 1
+    vpclmulqdq   ymm15, ymm4, ymm6, 0
+    vpclmulqdq   ymm6, ymm4, ymm6, 16
+    vpclmulqdq   ymm4, ymm4, ymm7, 0
+    vpxorq       ymm7, ymm11, ymm12
+    vpternlogq   ymm13, ymm14, ymm15, 150
+    vpxorq       ymm0, ymm0, ymm6
+    vpslldq      ymm6, ymm7, 8
+    vpalignr     ymm7, ymm0, ymm7, 8
+    vpsrldq      ymm0, ymm0, 8
+    vpxorq       ymm0, ymm4, ymm0
+    vpclmulqdq   ymm4, ymm0, ymm16, 0
+    vpclmulqdq   ymm0, ymm0, ymm16, 1
+    vpternlogq   ymm13, ymm7, ymm0, 150
+    vpsrldq      ymm0, ymm4, 8
+    vpxorq       ymm0, ymm13, ymm0
+    vpsrldq      ymm0, ymm0, 8
+    vpclmulqdq   ymm0, ymm0, ymm16, 0
+    vpternlogq   ymm10, ymm6, ymm0, 150
+    vpslldq      ymm0, ymm4, 8
+    vpxorq       ymm0, ymm10, ymm0
+    vpsrldq      ymm4, ymm4, 8
+    vpternlogq   ymm4, ymm13, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vshufi64x2   ymm6, ymm2, ymm0, 2
+    vshufi64x2   ymm5, ymm2, ymm5, 1
+    vpxorq       ymm5, ymm6, ymm5
+    vshufi64x2   ymm6, ymm3, ymm4, 2
+    vshufi64x2   ymm1, ymm3, ymm1, 1
+    vpxorq       ymm1, ymm6, ymm1
+    vgf2p8affineqb ymm6, ymm1, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm1, ymm1, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm1, ymm6, ymm1
+    vgf2p8affineqb ymm6, ymm5, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm5, ymm5, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm7, ymm6, ymm5
+    vpunpckhbw   ymm5, ymm6, ymm5
+    vpclmulqdq   ymm6, ymm1, ymm16, 0
+    vpclmulqdq   ymm1, ymm1, ymm16, 1
+    vpxorq       ymm1, ymm5, ymm1
+    vpsrldq      ymm5, ymm6, 8
+    vpxorq       ymm5, ymm1, ymm5
     vpsrldq      ymm5, ymm5, 8
-    vpternlogq   ymm5, ymm13, [rax - 128], 40
-    vshufi64x2   ymm6, ymm2, ymm1, 2
-    vshufi64x2   ymm0, ymm2, ymm0, 1
-    vpxorq       ymm0, ymm6, ymm0
-    vshufi64x2   ymm6, ymm3, ymm5, 2
-    vshufi64x2   ymm4, ymm3, ymm4, 1
-    vpxorq       ymm4, ymm6, ymm4
-    vpclmulqdq   ymm4, ymm4, ymm4, 0
-    vpclmulqdq   ymm6, ymm0, ymm0, 17
-    vpclmulqdq   ymm0, ymm0, ymm0, 0
-    vpclmulqdq   ymm7, ymm4, ymm16, 0
-    vpclmulqdq   ymm4, ymm4, ymm16, 1
-    vpxorq       ymm4, ymm6, ymm4
-    vpsrldq      ymm6, ymm7, 8
-    vpxorq       ymm6, ymm4, ymm6
-    vpsrldq      ymm6, ymm6, 8
-    vpclmulqdq   ymm6, ymm6, ymm16, 0
-    vpslldq      ymm10, ymm7, 8
-    vpternlogq   ymm0, ymm6, ymm10, 150
-    vpsrldq      ymm6, ymm7, 8
-    vpternlogq   ymm6, ymm4, [rax - 128], 40
-    vinserti64x2 ymm4, ymm2, xmm8, 1
-    vinserti64x2 ymm7, ymm3, xmm9, 1
-    vshufi64x2   ymm2, ymm2, ymm0, 1
-    vshufi64x2   ymm3, ymm3, ymm6, 1
-    vpclmulqdq   ymm8, ymm4, ymm2, 0
-    vpclmulqdq   ymm9, ymm4, ymm2, 1
-    vpclmulqdq   ymm10, ymm4, ymm2, 16
-    vpclmulqdq   ymm11, ymm4, ymm2, 17
-    vpclmulqdq   ymm12, ymm4, ymm3, 0
-    vpclmulqdq   ymm4, ymm4, ymm3, 1
-    vpclmulqdq   ymm13, ymm7, ymm2, 0
-    vpclmulqdq   ymm2, ymm7, ymm2, 16
-    vpclmulqdq   ymm3, ymm7, ymm3, 0
-    vpxorq       ymm7, ymm9, ymm10
+    vpclmulqdq   ymm5, ymm5, ymm16, 0
+    vpslldq      ymm10, ymm6, 8
+    vpternlogq   ymm7, ymm5, ymm10, 150
+    vpsrldq      ymm5, ymm6, 8
+    vpternlogq   ymm5, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vinserti64x2 ymm1, ymm2, xmm8, 1
+    vinserti64x2 ymm6, ymm3, xmm9, 1
+    vshufi64x2   ymm2, ymm2, ymm7, 1
+    vshufi64x2   ymm3, ymm3, ymm5, 1
+    vpclmulqdq   ymm8, ymm1, ymm2, 0
+    vpclmulqdq   ymm9, ymm1, ymm2, 1
+    vpclmulqdq   ymm10, ymm1, ymm2, 16
+    vpclmulqdq   ymm11, ymm1, ymm2, 17
+    vpclmulqdq   ymm12, ymm1, ymm3, 0
+    vpclmulqdq   ymm1, ymm1, ymm3, 1
+    vpclmulqdq   ymm13, ymm6, ymm2, 0
+    vpclmulqdq   ymm2, ymm6, ymm2, 16
+    vpclmulqdq   ymm3, ymm6, ymm3, 0
+    vpxorq       ymm6, ymm9, ymm10
     vpternlogq   ymm11, ymm12, ymm13, 150
-    vpxorq       ymm2, ymm4, ymm2
-    vextracti64x2 xmm4, ymm8, 0
+    vpxorq       ymm1, ymm1, ymm2
+    vextracti64x2 xmm2, ymm8, 0
     vextracti64x2 xmm8, ymm8, 1
-    vextracti64x2 xmm9, ymm7, 0
-    vextracti64x2 xmm7, ymm7, 1
-    vpxorq       xmm7, xmm9, xmm7
+    vextracti64x2 xmm9, ymm6, 0
+    vextracti64x2 xmm6, ymm6, 1
+    vpxorq       xmm6, xmm9, xmm6
     vextracti64x2 xmm9, ymm11, 0
     vextracti64x2 xmm10, ymm11, 1
-    vextracti64x2 xmm11, ymm2, 0
-    vextracti64x2 xmm2, ymm2, 1
-    vpxorq       xmm2, xmm11, xmm2
+    vextracti64x2 xmm11, ymm1, 0
+    vextracti64x2 xmm1, ymm1, 1
+    vpxorq       xmm1, xmm11, xmm1
     vextracti64x2 xmm11, ymm3, 0
     vextracti64x2 xmm3, ymm3, 1
-    vpslldq      xmm12, xmm7, 8
-    vpternlogq   xmm4, xmm8, xmm12, 150
-    vpalignr     xmm7, xmm2, xmm7, 8
-    vpternlogq   xmm9, xmm10, xmm7, 150
-    vpsrldq      xmm2, xmm2, 8
-    vpternlogq   xmm11, xmm3, xmm2, 150
+    vpslldq      xmm12, xmm6, 8
+    vpternlogq   xmm2, xmm8, xmm12, 150
+    vpalignr     xmm6, xmm1, xmm6, 8
+    vpternlogq   xmm9, xmm10, xmm6, 150
+    vpsrldq      xmm1, xmm1, 8
+    vpternlogq   xmm11, xmm3, xmm1, 150
     lea          rax, [rel gf2m_g_1920000000 + 128]  ; addresses gf2m_g_1920000000 near byte 0
-    vpclmulqdq   xmm2, xmm11, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm11, [rax - 128], 0
     vpclmulqdq   xmm3, xmm11, [rax - 128], 1
     vpxorq       xmm3, xmm9, xmm3
-    vpsrldq      xmm7, xmm2, 8
-    vpxorq       xmm7, xmm3, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, [rax - 128], 0
-    vpslldq      xmm8, xmm2, 8
-    vpternlogq   xmm4, xmm7, xmm8, 150
-    vpsrldq      xmm2, xmm2, 8
-    vpternlogq   xmm2, xmm3, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       ymm3, ymm6, 35
-    vpsllq       ymm7, ymm3, 7
-    vpsllq       ymm8, ymm3, 6
-    vpsllq       ymm9, ymm3, 3
-    vpandq       ymm6, ymm6, [rel gf2m_mask_7ffffffff_0_x2]
-    vpxorq       ymm3, ymm9, ymm3
-    vpternlogq   ymm7, ymm8, ymm3, 150
-    vpxorq       ymm0, ymm0, ymm7
+    vpsrldq      xmm6, xmm1, 8
+    vpxorq       xmm6, xmm3, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpclmulqdq   xmm6, xmm6, [rax - 128], 0
+    vpslldq      xmm8, xmm1, 8
+    vpternlogq   xmm2, xmm6, xmm8, 150
+    vpsrldq      xmm1, xmm1, 8
+    vpternlogq   xmm1, xmm3, [rel gf2m_mask_ffffffffffffffff_0], 40
     vpsrlq       ymm3, ymm5, 35
-    vpsllq       ymm7, ymm3, 7
+    vpsllq       ymm6, ymm3, 7
     vpsllq       ymm8, ymm3, 6
     vpsllq       ymm9, ymm3, 3
     vpandq       ymm5, ymm5, [rel gf2m_mask_7ffffffff_0_x2]
     vpxorq       ymm3, ymm9, ymm3
-    vpternlogq   ymm7, ymm8, ymm3, 150
-    vpxorq       ymm1, ymm1, ymm7
-    vpsrlq       xmm3, xmm2, 35
-    vpsllq       xmm7, xmm3, 7
-    vpsllq       xmm8, xmm3, 6
-    vpsllq       xmm9, xmm3, 3
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpxorq       xmm3, xmm9, xmm3
-    vpternlogq   xmm7, xmm8, xmm3, 150
-    vpxorq       xmm3, xmm4, xmm7
-    vextracti64x2 xmm4, ymm0, 1
-    vextracti64x2 xmm7, ymm6, 1
-    vextracti64x2 xmm1, ymm1, 0
-    vextracti64x2 xmm5, ymm5, 0
+    vpternlogq   ymm6, ymm8, ymm3, 150
+    vpxorq       ymm3, ymm7, ymm6
+    vpsrlq       ymm6, ymm4, 35
+    vpsllq       ymm7, ymm6, 7
+    vpsllq       ymm8, ymm6, 6
+    vpsllq       ymm9, ymm6, 3
+    vpandq       ymm4, ymm4, [rel gf2m_mask_7ffffffff_0_x2]
+    vpxorq       ymm6, ymm9, ymm6
+    vpternlogq   ymm7, ymm8, ymm6, 150
+    vpxorq       ymm0, ymm0, ymm7
+    vpsrlq       xmm6, xmm1, 35
+    vpsllq       xmm7, xmm6, 7
+    vpsllq       xmm8, xmm6, 6
+    vpsllq       xmm9, xmm6, 3
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm6, xmm9, xmm6
+    vpternlogq   xmm7, xmm8, xmm6, 150
+    vpxorq       xmm2, xmm2, xmm7
+    vextracti64x2 xmm6, ymm3, 1
+    vextracti64x2 xmm7, ymm5, 1
     vextracti64x2 xmm0, ymm0, 0
-    vextracti64x2 xmm6, ymm6, 0
-    vmovdqu64    [rdi], xmm4
+    vextracti64x2 xmm4, ymm4, 0
+    vextracti64x2 xmm3, ymm3, 0
+    vextracti64x2 xmm5, ymm5, 0
+    vmovdqu64    [rdi], xmm6
     vmovq        qword [rdi + 16], xmm7
-    vmovdqu64    [rdi + 24], xmm1
-    vmovq        qword [rdi + 40], xmm5
-    vmovdqu64    [rdi + 48], xmm3
-    vmovq        qword [rdi + 64], xmm2
-    vmovdqu64    [rdi + 72], xmm0
-    vmovq        qword [rdi + 88], xmm6
+    vmovdqu64    [rdi + 24], xmm0
+    vmovq        qword [rdi + 40], xmm4
+    vmovdqu64    [rdi + 48], xmm2
+    vmovq        qword [rdi + 64], xmm1
+    vmovdqu64    [rdi + 72], xmm3
+    vmovq        qword [rdi + 88], xmm5
     vzeroupper
     ret
 .end:
@@ -3264,240 +3378,278 @@ kg_gf2m163_ladder_step2_avx512:
 ;   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 3 little-endian uint64 limbs, degree < 163 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^163 + x^7 + x^6 + x^3 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-13}, k1, rax, r11, flags
+;   clobbers: zmm{0-15}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m163_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_inv_avx512.end - kg_gf2m163_inv_avx512)
 align 32
 kg_gf2m163_inv_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm12, [rel gf2m_g_1920000000]      ; held in a register: read 60 times
-    vmovdqu64    xmm13, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 20 times
+    vmovdqu64    xmm13, [rel gf2m_spread_low]        ; held in a register: read 22 times
+    vmovdqu64    xmm14, [rel gf2m_spread_high]       ; held in a register: read 22 times
+    vmovdqu64    xmm15, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 20 times
     vmovdqu64    xmm0, [rsi]
     vmovq        xmm1, qword [rsi + 16]
-    vpclmulqdq   xmm2, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm4, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm2, xmm12, 0
+    vgf2p8affineqb xmm2, xmm1, xmm13, 0
+    vgf2p8affineqb xmm3, xmm1, xmm14, 0
+    vpunpcklbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm13, 0
+    vgf2p8affineqb xmm4, xmm0, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm4
+    vpunpckhbw   xmm3, xmm3, xmm4
+    vpclmulqdq   xmm4, xmm2, xmm12, 0
     vpclmulqdq   xmm2, xmm2, xmm12, 1
     vpxorq       xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm5, 8
+    vpsrldq      xmm3, xmm4, 8
     vpxorq       xmm3, xmm2, xmm3
     vpsrldq      xmm3, xmm3, 8
     vpclmulqdq   xmm3, xmm3, xmm12, 0
-    vpslldq      xmm6, xmm5, 8
-    vpternlogq   xmm4, xmm3, xmm6, 150
-    vpsrldq      xmm3, xmm5, 8
-    vpternlogq   xmm3, xmm2, xmm13, 40
-    vpclmulqdq   xmm2, xmm4, xmm0, 0
-    vpclmulqdq   xmm5, xmm4, xmm0, 1
-    vpclmulqdq   xmm6, xmm4, xmm0, 16
-    vpclmulqdq   xmm7, xmm4, xmm0, 17
-    vpclmulqdq   xmm8, xmm4, xmm1, 0
-    vpclmulqdq   xmm4, xmm4, xmm1, 1
+    vpslldq      xmm6, xmm4, 8
+    vpternlogq   xmm5, xmm3, xmm6, 150
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm2, xmm15, 40
+    vpclmulqdq   xmm2, xmm5, xmm0, 0
+    vpclmulqdq   xmm4, xmm5, xmm0, 1
+    vpclmulqdq   xmm6, xmm5, xmm0, 16
+    vpclmulqdq   xmm7, xmm5, xmm0, 17
+    vpclmulqdq   xmm8, xmm5, xmm1, 0
+    vpclmulqdq   xmm5, xmm5, xmm1, 1
     vpclmulqdq   xmm9, xmm3, xmm0, 0
     vpclmulqdq   xmm10, xmm3, xmm0, 16
     vpclmulqdq   xmm3, xmm3, xmm1, 0
-    vpxorq       xmm5, xmm5, xmm6
+    vpxorq       xmm4, xmm4, xmm6
     vpternlogq   xmm7, xmm8, xmm9, 150
-    vpxorq       xmm4, xmm4, xmm10
-    vpslldq      xmm6, xmm5, 8
-    vpalignr     xmm5, xmm4, xmm5, 8
-    vpsrldq      xmm4, xmm4, 8
-    vpxorq       xmm3, xmm3, xmm4
-    vpclmulqdq   xmm4, xmm3, xmm12, 0
+    vpxorq       xmm5, xmm5, xmm10
+    vpslldq      xmm6, xmm4, 8
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpsrldq      xmm5, xmm5, 8
+    vpxorq       xmm3, xmm3, xmm5
+    vpclmulqdq   xmm5, xmm3, xmm12, 0
     vpclmulqdq   xmm3, xmm3, xmm12, 1
-    vpternlogq   xmm7, xmm5, xmm3, 150
-    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm7, xmm4, xmm3, 150
+    vpsrldq      xmm3, xmm5, 8
     vpxorq       xmm3, xmm7, xmm3
     vpsrldq      xmm3, xmm3, 8
     vpclmulqdq   xmm3, xmm3, xmm12, 0
     vpternlogq   xmm2, xmm6, xmm3, 150
-    vpslldq      xmm3, xmm4, 8
+    vpslldq      xmm3, xmm5, 8
+    vpxorq       xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpternlogq   xmm3, xmm7, xmm15, 40
+    vgf2p8affineqb xmm4, xmm3, xmm13, 0
+    vgf2p8affineqb xmm5, xmm3, xmm14, 0
+    vpunpcklbw   xmm4, xmm4, xmm5
+    vgf2p8affineqb xmm5, xmm2, xmm13, 0
+    vgf2p8affineqb xmm6, xmm2, xmm14, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm12, 0
+    vpclmulqdq   xmm4, xmm4, xmm12, 1
+    vpxorq       xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm6, 8
+    vpxorq       xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, xmm12, 0
+    vpslldq      xmm8, xmm6, 8
+    vpternlogq   xmm7, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm15, 40
+    vgf2p8affineqb xmm4, xmm5, xmm13, 0
+    vgf2p8affineqb xmm5, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm4, xmm5
+    vgf2p8affineqb xmm5, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm12, 0
+    vpclmulqdq   xmm4, xmm4, xmm12, 1
+    vpxorq       xmm4, xmm5, xmm4
+    vpsrldq      xmm5, xmm6, 8
+    vpxorq       xmm5, xmm4, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpclmulqdq   xmm5, xmm5, xmm12, 0
+    vpslldq      xmm8, xmm6, 8
+    vpternlogq   xmm7, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm15, 40
+    vpclmulqdq   xmm4, xmm7, xmm2, 0
+    vpclmulqdq   xmm6, xmm7, xmm2, 1
+    vpclmulqdq   xmm8, xmm7, xmm2, 16
+    vpclmulqdq   xmm9, xmm7, xmm2, 17
+    vpclmulqdq   xmm10, xmm7, xmm3, 0
+    vpclmulqdq   xmm7, xmm7, xmm3, 1
+    vpclmulqdq   xmm11, xmm5, xmm2, 0
+    vpclmulqdq   xmm2, xmm5, xmm2, 16
+    vpclmulqdq   xmm3, xmm5, xmm3, 0
+    vpxorq       xmm5, xmm6, xmm8
+    vpternlogq   xmm9, xmm10, xmm11, 150
+    vpxorq       xmm2, xmm7, xmm2
+    vpslldq      xmm6, xmm5, 8
+    vpalignr     xmm5, xmm2, xmm5, 8
+    vpsrldq      xmm2, xmm2, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm2, xmm12, 0
+    vpclmulqdq   xmm2, xmm2, xmm12, 1
+    vpternlogq   xmm9, xmm5, xmm2, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm9, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpclmulqdq   xmm2, xmm2, xmm12, 0
+    vpternlogq   xmm4, xmm6, xmm2, 150
+    vpslldq      xmm2, xmm3, 8
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm3, xmm3, 8
+    vpternlogq   xmm3, xmm9, xmm15, 40
+    vgf2p8affineqb xmm4, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm4, xmm2
+    vpunpckhbw   xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm3, xmm12, 0
+    vpclmulqdq   xmm3, xmm3, xmm12, 1
     vpxorq       xmm2, xmm2, xmm3
     vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm7, xmm13, 40
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm4, xmm12, 0
-    vpclmulqdq   xmm4, xmm4, xmm12, 1
-    vpxorq       xmm4, xmm5, xmm4
-    vpsrldq      xmm5, xmm7, 8
-    vpxorq       xmm5, xmm4, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm12, 0
-    vpslldq      xmm8, xmm7, 8
-    vpternlogq   xmm6, xmm5, xmm8, 150
-    vpsrldq      xmm5, xmm7, 8
-    vpternlogq   xmm5, xmm4, xmm13, 40
-    vpclmulqdq   xmm4, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm7, xmm4, xmm12, 0
-    vpclmulqdq   xmm4, xmm4, xmm12, 1
-    vpxorq       xmm4, xmm5, xmm4
-    vpsrldq      xmm5, xmm7, 8
-    vpxorq       xmm5, xmm4, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm12, 0
-    vpslldq      xmm8, xmm7, 8
-    vpternlogq   xmm6, xmm5, xmm8, 150
-    vpsrldq      xmm5, xmm7, 8
-    vpternlogq   xmm5, xmm4, xmm13, 40
-    vpclmulqdq   xmm4, xmm6, xmm2, 0
-    vpclmulqdq   xmm7, xmm6, xmm2, 1
-    vpclmulqdq   xmm8, xmm6, xmm2, 16
-    vpclmulqdq   xmm9, xmm6, xmm2, 17
-    vpclmulqdq   xmm10, xmm6, xmm3, 0
-    vpclmulqdq   xmm6, xmm6, xmm3, 1
-    vpclmulqdq   xmm11, xmm5, xmm2, 0
-    vpclmulqdq   xmm2, xmm5, xmm2, 16
-    vpclmulqdq   xmm3, xmm5, xmm3, 0
-    vpxorq       xmm5, xmm7, xmm8
-    vpternlogq   xmm9, xmm10, xmm11, 150
-    vpxorq       xmm2, xmm6, xmm2
-    vpslldq      xmm6, xmm5, 8
-    vpalignr     xmm5, xmm2, xmm5, 8
-    vpsrldq      xmm2, xmm2, 8
-    vpxorq       xmm2, xmm3, xmm2
-    vpclmulqdq   xmm3, xmm2, xmm12, 0
-    vpclmulqdq   xmm2, xmm2, xmm12, 1
-    vpternlogq   xmm9, xmm5, xmm2, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm9, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm12, 0
-    vpternlogq   xmm4, xmm6, xmm2, 150
-    vpslldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm4, xmm2
+    vpxorq       xmm3, xmm2, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpternlogq   xmm3, xmm9, xmm13, 40
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
+    vpclmulqdq   xmm3, xmm3, xmm12, 0
+    vpslldq      xmm6, xmm4, 8
+    vpternlogq   xmm5, xmm3, xmm6, 150
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm2, xmm15, 40
+    vpclmulqdq   xmm2, xmm5, xmm0, 0
+    vpclmulqdq   xmm4, xmm5, xmm0, 1
+    vpclmulqdq   xmm6, xmm5, xmm0, 16
+    vpclmulqdq   xmm7, xmm5, xmm0, 17
+    vpclmulqdq   xmm8, xmm5, xmm1, 0
+    vpclmulqdq   xmm5, xmm5, xmm1, 1
+    vpclmulqdq   xmm9, xmm3, xmm0, 0
+    vpclmulqdq   xmm10, xmm3, xmm0, 16
+    vpclmulqdq   xmm3, xmm3, xmm1, 0
+    vpxorq       xmm4, xmm4, xmm6
+    vpternlogq   xmm7, xmm8, xmm9, 150
+    vpxorq       xmm5, xmm5, xmm10
+    vpslldq      xmm6, xmm4, 8
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpsrldq      xmm5, xmm5, 8
+    vpxorq       xmm3, xmm3, xmm5
     vpclmulqdq   xmm5, xmm3, xmm12, 0
     vpclmulqdq   xmm3, xmm3, xmm12, 1
-    vpxorq       xmm3, xmm4, xmm3
-    vpsrldq      xmm4, xmm5, 8
-    vpxorq       xmm4, xmm3, xmm4
-    vpsrldq      xmm4, xmm4, 8
-    vpclmulqdq   xmm4, xmm4, xmm12, 0
-    vpslldq      xmm6, xmm5, 8
-    vpternlogq   xmm2, xmm4, xmm6, 150
-    vpsrldq      xmm4, xmm5, 8
-    vpternlogq   xmm4, xmm3, xmm13, 40
-    vpclmulqdq   xmm3, xmm2, xmm0, 0
-    vpclmulqdq   xmm5, xmm2, xmm0, 1
-    vpclmulqdq   xmm6, xmm2, xmm0, 16
-    vpclmulqdq   xmm7, xmm2, xmm0, 17
-    vpclmulqdq   xmm8, xmm2, xmm1, 0
-    vpclmulqdq   xmm2, xmm2, xmm1, 1
-    vpclmulqdq   xmm9, xmm4, xmm0, 0
-    vpclmulqdq   xmm10, xmm4, xmm0, 16
-    vpclmulqdq   xmm4, xmm4, xmm1, 0
-    vpxorq       xmm5, xmm5, xmm6
-    vpternlogq   xmm7, xmm8, xmm9, 150
-    vpxorq       xmm2, xmm2, xmm10
-    vpslldq      xmm6, xmm5, 8
-    vpalignr     xmm5, xmm2, xmm5, 8
-    vpsrldq      xmm2, xmm2, 8
-    vpxorq       xmm2, xmm4, xmm2
-    vpclmulqdq   xmm4, xmm2, xmm12, 0
-    vpclmulqdq   xmm2, xmm2, xmm12, 1
-    vpternlogq   xmm7, xmm5, xmm2, 150
-    vpsrldq      xmm2, xmm4, 8
-    vpxorq       xmm2, xmm7, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm12, 0
-    vpternlogq   xmm3, xmm6, xmm2, 150
-    vpslldq      xmm2, xmm4, 8
-    vpxorq       xmm2, xmm3, xmm2
-    vpsrldq      xmm3, xmm4, 8
-    vpternlogq   xmm3, xmm7, xmm13, 40
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm4, xmm12, 0
+    vpternlogq   xmm7, xmm4, xmm3, 150
+    vpsrldq      xmm3, xmm5, 8
+    vpxorq       xmm3, xmm7, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, xmm12, 0
+    vpternlogq   xmm2, xmm6, xmm3, 150
+    vpslldq      xmm3, xmm5, 8
+    vpxorq       xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm5, 8
+    vpternlogq   xmm3, xmm7, xmm15, 40
+    vgf2p8affineqb xmm4, xmm3, xmm13, 0
+    vgf2p8affineqb xmm5, xmm3, xmm14, 0
+    vpunpcklbw   xmm4, xmm4, xmm5
+    vgf2p8affineqb xmm5, xmm2, xmm13, 0
+    vgf2p8affineqb xmm6, xmm2, xmm14, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm12, 0
     vpclmulqdq   xmm4, xmm4, xmm12, 1
     vpxorq       xmm4, xmm5, xmm4
-    vpsrldq      xmm5, xmm7, 8
+    vpsrldq      xmm5, xmm6, 8
     vpxorq       xmm5, xmm4, xmm5
     vpsrldq      xmm5, xmm5, 8
     vpclmulqdq   xmm5, xmm5, xmm12, 0
-    vpslldq      xmm8, xmm7, 8
-    vpternlogq   xmm6, xmm5, xmm8, 150
-    vpsrldq      xmm5, xmm7, 8
-    vpternlogq   xmm5, xmm4, xmm13, 40
-    vpclmulqdq   xmm4, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm7, xmm4, xmm12, 0
+    vpslldq      xmm8, xmm6, 8
+    vpternlogq   xmm7, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm15, 40
+    vgf2p8affineqb xmm4, xmm5, xmm13, 0
+    vgf2p8affineqb xmm5, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm4, xmm5
+    vgf2p8affineqb xmm5, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm12, 0
     vpclmulqdq   xmm4, xmm4, xmm12, 1
     vpxorq       xmm4, xmm5, xmm4
-    vpsrldq      xmm5, xmm7, 8
+    vpsrldq      xmm5, xmm6, 8
     vpxorq       xmm5, xmm4, xmm5
     vpsrldq      xmm5, xmm5, 8
     vpclmulqdq   xmm5, xmm5, xmm12, 0
-    vpslldq      xmm8, xmm7, 8
-    vpternlogq   xmm6, xmm5, xmm8, 150
-    vpsrldq      xmm5, xmm7, 8
-    vpternlogq   xmm5, xmm4, xmm13, 40
-    vpclmulqdq   xmm4, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm7, xmm4, xmm12, 0
+    vpslldq      xmm8, xmm6, 8
+    vpternlogq   xmm7, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm15, 40
+    vgf2p8affineqb xmm4, xmm5, xmm13, 0
+    vgf2p8affineqb xmm5, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm4, xmm5
+    vgf2p8affineqb xmm5, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm12, 0
     vpclmulqdq   xmm4, xmm4, xmm12, 1
     vpxorq       xmm4, xmm5, xmm4
-    vpsrldq      xmm5, xmm7, 8
+    vpsrldq      xmm5, xmm6, 8
     vpxorq       xmm5, xmm4, xmm5
     vpsrldq      xmm5, xmm5, 8
     vpclmulqdq   xmm5, xmm5, xmm12, 0
-    vpslldq      xmm8, xmm7, 8
-    vpternlogq   xmm6, xmm5, xmm8, 150
-    vpsrldq      xmm5, xmm7, 8
-    vpternlogq   xmm5, xmm4, xmm13, 40
-    vpclmulqdq   xmm4, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm7, xmm4, xmm12, 0
+    vpslldq      xmm8, xmm6, 8
+    vpternlogq   xmm7, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm15, 40
+    vgf2p8affineqb xmm4, xmm5, xmm13, 0
+    vgf2p8affineqb xmm5, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm4, xmm5
+    vgf2p8affineqb xmm5, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm12, 0
     vpclmulqdq   xmm4, xmm4, xmm12, 1
     vpxorq       xmm4, xmm5, xmm4
-    vpsrldq      xmm5, xmm7, 8
+    vpsrldq      xmm5, xmm6, 8
     vpxorq       xmm5, xmm4, xmm5
     vpsrldq      xmm5, xmm5, 8
     vpclmulqdq   xmm5, xmm5, xmm12, 0
-    vpslldq      xmm8, xmm7, 8
-    vpternlogq   xmm6, xmm5, xmm8, 150
-    vpsrldq      xmm5, xmm7, 8
-    vpternlogq   xmm5, xmm4, xmm13, 40
-    vpclmulqdq   xmm4, xmm5, xmm5, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm7, xmm4, xmm12, 0
+    vpslldq      xmm8, xmm6, 8
+    vpternlogq   xmm7, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm15, 40
+    vgf2p8affineqb xmm4, xmm5, xmm13, 0
+    vgf2p8affineqb xmm5, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm4, xmm5
+    vgf2p8affineqb xmm5, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm4, xmm12, 0
     vpclmulqdq   xmm4, xmm4, xmm12, 1
     vpxorq       xmm4, xmm5, xmm4
-    vpsrldq      xmm5, xmm7, 8
+    vpsrldq      xmm5, xmm6, 8
     vpxorq       xmm5, xmm4, xmm5
     vpsrldq      xmm5, xmm5, 8
     vpclmulqdq   xmm5, xmm5, xmm12, 0
-    vpslldq      xmm8, xmm7, 8
-    vpternlogq   xmm6, xmm5, xmm8, 150
-    vpsrldq      xmm5, xmm7, 8
-    vpternlogq   xmm5, xmm4, xmm13, 40
-    vpclmulqdq   xmm4, xmm6, xmm2, 0
-    vpclmulqdq   xmm7, xmm6, xmm2, 1
-    vpclmulqdq   xmm8, xmm6, xmm2, 16
-    vpclmulqdq   xmm9, xmm6, xmm2, 17
-    vpclmulqdq   xmm10, xmm6, xmm3, 0
-    vpclmulqdq   xmm6, xmm6, xmm3, 1
+    vpslldq      xmm8, xmm6, 8
+    vpternlogq   xmm7, xmm5, xmm8, 150
+    vpsrldq      xmm5, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm15, 40
+    vpclmulqdq   xmm4, xmm7, xmm2, 0
+    vpclmulqdq   xmm6, xmm7, xmm2, 1
+    vpclmulqdq   xmm8, xmm7, xmm2, 16
+    vpclmulqdq   xmm9, xmm7, xmm2, 17
+    vpclmulqdq   xmm10, xmm7, xmm3, 0
+    vpclmulqdq   xmm7, xmm7, xmm3, 1
     vpclmulqdq   xmm11, xmm5, xmm2, 0
     vpclmulqdq   xmm2, xmm5, xmm2, 16
     vpclmulqdq   xmm3, xmm5, xmm3, 0
-    vpxorq       xmm5, xmm7, xmm8
+    vpxorq       xmm5, xmm6, xmm8
     vpternlogq   xmm9, xmm10, xmm11, 150
-    vpxorq       xmm2, xmm6, xmm2
+    vpxorq       xmm2, xmm7, xmm2
     vpslldq      xmm6, xmm5, 8
     vpalignr     xmm5, xmm2, xmm5, 8
     vpsrldq      xmm2, xmm2, 8
@@ -3513,7 +3665,7 @@ kg_gf2m163_inv_avx512:
     vpslldq      xmm2, xmm3, 8
     vpxorq       xmm2, xmm4, xmm2
     vpsrldq      xmm3, xmm3, 8
-    vpternlogq   xmm3, xmm9, xmm13, 40
+    vpternlogq   xmm3, xmm9, xmm15, 40
     vpsrlq       xmm4, xmm3, 35
     vpsllq       xmm5, xmm4, 7
     vpsllq       xmm6, xmm4, 6
@@ -3985,7 +4137,7 @@ kg_gf2m163_inv_avx512:
     vpslldq      xmm2, xmm3, 8
     vpxorq       xmm2, xmm6, xmm2
     vpsrldq      xmm3, xmm3, 8
-    vpternlogq   xmm3, xmm9, xmm13, 40
+    vpternlogq   xmm3, xmm9, xmm15, 40
     vpsrlq       xmm4, xmm3, 35
     vpsllq       xmm5, xmm4, 7
     vpsllq       xmm6, xmm4, 6
@@ -4457,7 +4609,7 @@ kg_gf2m163_inv_avx512:
     vpslldq      xmm2, xmm3, 8
     vpxorq       xmm2, xmm6, xmm2
     vpsrldq      xmm3, xmm3, 8
-    vpternlogq   xmm3, xmm9, xmm13, 40
+    vpternlogq   xmm3, xmm9, xmm15, 40
     vpsrlq       xmm4, xmm3, 35
     vpsllq       xmm5, xmm4, 7
     vpsllq       xmm6, xmm4, 6
@@ -4929,49 +5081,53 @@ kg_gf2m163_inv_avx512:
     vpslldq      xmm2, xmm3, 8
     vpxorq       xmm2, xmm6, xmm2
     vpsrldq      xmm3, xmm3, 8
-    vpternlogq   xmm3, xmm9, xmm13, 40
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm3, xmm12, 0
+    vpternlogq   xmm3, xmm9, xmm15, 40
+    vgf2p8affineqb xmm4, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm4, xmm2
+    vpunpckhbw   xmm2, xmm4, xmm2
+    vpclmulqdq   xmm4, xmm3, xmm12, 0
     vpclmulqdq   xmm3, xmm3, xmm12, 1
-    vpxorq       xmm3, xmm4, xmm3
-    vpsrldq      xmm4, xmm5, 8
-    vpxorq       xmm4, xmm3, xmm4
-    vpsrldq      xmm4, xmm4, 8
-    vpclmulqdq   xmm4, xmm4, xmm12, 0
-    vpslldq      xmm6, xmm5, 8
-    vpternlogq   xmm2, xmm4, xmm6, 150
-    vpsrldq      xmm4, xmm5, 8
-    vpternlogq   xmm4, xmm3, xmm13, 40
-    vpclmulqdq   xmm3, xmm2, xmm0, 0
-    vpclmulqdq   xmm5, xmm2, xmm0, 1
-    vpclmulqdq   xmm6, xmm2, xmm0, 16
-    vpclmulqdq   xmm7, xmm2, xmm0, 17
-    vpclmulqdq   xmm8, xmm2, xmm1, 0
-    vpclmulqdq   xmm2, xmm2, xmm1, 1
-    vpclmulqdq   xmm9, xmm4, xmm0, 0
-    vpclmulqdq   xmm0, xmm4, xmm0, 16
-    vpclmulqdq   xmm1, xmm4, xmm1, 0
-    vpxorq       xmm4, xmm5, xmm6
+    vpxorq       xmm2, xmm2, xmm3
+    vpsrldq      xmm3, xmm4, 8
+    vpxorq       xmm3, xmm2, xmm3
+    vpsrldq      xmm3, xmm3, 8
+    vpclmulqdq   xmm3, xmm3, xmm12, 0
+    vpslldq      xmm6, xmm4, 8
+    vpternlogq   xmm5, xmm3, xmm6, 150
+    vpsrldq      xmm3, xmm4, 8
+    vpternlogq   xmm3, xmm2, xmm15, 40
+    vpclmulqdq   xmm2, xmm5, xmm0, 0
+    vpclmulqdq   xmm4, xmm5, xmm0, 1
+    vpclmulqdq   xmm6, xmm5, xmm0, 16
+    vpclmulqdq   xmm7, xmm5, xmm0, 17
+    vpclmulqdq   xmm8, xmm5, xmm1, 0
+    vpclmulqdq   xmm5, xmm5, xmm1, 1
+    vpclmulqdq   xmm9, xmm3, xmm0, 0
+    vpclmulqdq   xmm0, xmm3, xmm0, 16
+    vpclmulqdq   xmm1, xmm3, xmm1, 0
+    vpxorq       xmm3, xmm4, xmm6
     vpternlogq   xmm7, xmm8, xmm9, 150
-    vpxorq       xmm0, xmm2, xmm0
-    vpslldq      xmm2, xmm4, 8
-    vpalignr     xmm4, xmm0, xmm4, 8
+    vpxorq       xmm0, xmm5, xmm0
+    vpslldq      xmm4, xmm3, 8
+    vpalignr     xmm3, xmm0, xmm3, 8
     vpsrldq      xmm0, xmm0, 8
     vpxorq       xmm0, xmm1, xmm0
     vpclmulqdq   xmm1, xmm0, xmm12, 0
     vpclmulqdq   xmm0, xmm0, xmm12, 1
-    vpternlogq   xmm7, xmm4, xmm0, 150
+    vpternlogq   xmm7, xmm3, xmm0, 150
     vpsrldq      xmm0, xmm1, 8
     vpxorq       xmm0, xmm7, xmm0
     vpsrldq      xmm0, xmm0, 8
     vpclmulqdq   xmm0, xmm0, xmm12, 0
-    vpternlogq   xmm3, xmm2, xmm0, 150
+    vpternlogq   xmm2, xmm4, xmm0, 150
     vpslldq      xmm0, xmm1, 8
-    vpxorq       xmm0, xmm3, xmm0
+    vpxorq       xmm0, xmm2, xmm0
     vpsrldq      xmm1, xmm1, 8
-    vpternlogq   xmm1, xmm7, xmm13, 40
+    vpternlogq   xmm1, xmm7, xmm15, 40
     vpsrlq       xmm2, xmm1, 35
     vpsllq       xmm3, xmm2, 7
     vpsllq       xmm4, xmm2, 6
@@ -5443,31 +5599,35 @@ kg_gf2m163_inv_avx512:
     vpslldq      xmm0, xmm1, 8
     vpxorq       xmm0, xmm4, xmm0
     vpsrldq      xmm1, xmm1, 8
-    vpternlogq   xmm1, xmm7, xmm13, 40
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm3, xmm1, xmm12, 0
+    vpternlogq   xmm1, xmm7, xmm15, 40
+    vgf2p8affineqb xmm2, xmm1, xmm13, 0
+    vgf2p8affineqb xmm1, xmm1, xmm14, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm3, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm1, xmm12, 0
     vpclmulqdq   xmm1, xmm1, xmm12, 1
-    vpxorq       xmm1, xmm2, xmm1
-    vpsrldq      xmm2, xmm3, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm12, 0
-    vpslldq      xmm4, xmm3, 8
-    vpternlogq   xmm0, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm3, 8
-    vpternlogq   xmm2, xmm1, xmm13, 40
-    vpsrlq       xmm1, xmm2, 35
-    vpsllq       xmm3, xmm1, 7
-    vpsllq       xmm4, xmm1, 6
-    vpsllq       xmm5, xmm1, 3
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffff_0]
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
+    vpxorq       xmm0, xmm0, xmm1
+    vpsrldq      xmm1, xmm2, 8
+    vpxorq       xmm1, xmm0, xmm1
+    vpsrldq      xmm1, xmm1, 8
+    vpclmulqdq   xmm1, xmm1, xmm12, 0
+    vpslldq      xmm4, xmm2, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm2, 8
+    vpternlogq   xmm1, xmm0, xmm15, 40
+    vpsrlq       xmm0, xmm1, 35
+    vpsllq       xmm2, xmm0, 7
+    vpsllq       xmm4, xmm0, 6
+    vpsllq       xmm5, xmm0, 3
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffff_0]
+    vpxorq       xmm0, xmm5, xmm0
+    vpternlogq   xmm2, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm3, xmm2
     vmovdqu64    [rdi], xmm0
-    vmovq        qword [rdi + 16], xmm2
+    vmovq        qword [rdi + 16], xmm1
     vzeroupper
     ret
 .end:

@@ -20,6 +20,7 @@
 ; reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
 ; 512-bit kernels multiply one element in one zmm register: four vpclmulqdq and a one-pass reduction by valignq, vpshrdq and vpternlogq (needs AVX512F, AVX512VBMI2, VPCLMULQDQ)
+; EVEX kernels square without carry-less products: vgf2p8affineqb spreads each byte's nibbles to every other bit and vpunpcklbw/vpunpckhbw interleave them (needs GFNI)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
 ; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
@@ -82,6 +83,26 @@ gf2m_q_0_0_ffffffffffffff00_ffffffffffffffff:
 align 32
 gf2m_q_ffffffffffffffff_ffffffffffffffff_ffffffffffffffff_1ffffffffff:
     dq 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff, 0x000001ffffffffff
+
+; spreads each byte's high nibble
+align 32
+gf2m_spread_high:
+    dq 0x1000200040008000, 0x1000200040008000
+
+; spreads each byte's high nibble
+align 32
+gf2m_spread_high_x2:
+    dq 0x1000200040008000, 0x1000200040008000, 0x1000200040008000, 0x1000200040008000
+
+; spreads each byte's low nibble
+align 32
+gf2m_spread_low:
+    dq 0x0100020004000800, 0x0100020004000800
+
+; spreads each byte's low nibble
+align 32
+gf2m_spread_low_x2:
+    dq 0x0100020004000800, 0x0100020004000800, 0x0100020004000800, 0x0100020004000800
 
 ; a -> a^(2^116) mod f: columns x^j -> x^(j 2^116), pre-rotated by lane
 align 32
@@ -1475,7 +1496,7 @@ kg_gf2m233_mul_avx512:
 ;   ensures: out = a^2 mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-8}, flags
 ; ---------------------------------------------------------------------------
@@ -1485,30 +1506,34 @@ kg_gf2m233_sqr_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vgf2p8affineqb xmm2, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm3, xmm2, xmm1
+    vpunpckhbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpandq       xmm2, xmm0, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm3, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm5, 31
+    vpalignr     xmm5, xmm3, xmm0, 8
+    vpshrdq      xmm5, xmm5, xmm3, 41
+    vpandq       xmm6, xmm1, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm1
+    vpsrldq      xmm7, xmm1, 8
+    vpshrdq      xmm8, xmm1, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm2, xmm6, 150
+    vpalignr     xmm2, xmm1, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm2, 31
+    vpshrdq      xmm2, xmm2, xmm1, 41
+    vpshrdq      xmm1, xmm1, xmm7, 62
+    vpternlogq   xmm3, xmm0, xmm2, 150
+    vpternlogq   xmm3, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
+    vmovdqu64    [rdi], xmm4
+    vmovdqu64    [rdi + 16], xmm3
     ret
 .end:
 
@@ -1587,7 +1612,7 @@ kg_gf2m233_mul_lazy_avx512:
 ;   ensures: out ≡ a^2 (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-7}, flags
 ; ---------------------------------------------------------------------------
@@ -1597,29 +1622,33 @@ kg_gf2m233_sqr_lazy_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm4, xmm2, 23
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm6, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vgf2p8affineqb xmm2, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm3, xmm2, xmm1
+    vpunpckhbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpsllq       xmm2, xmm1, 23
+    vpsrlq       xmm5, xmm1, 41
+    vpsllq       xmm6, xmm1, 33
+    vpsrlq       xmm1, xmm1, 31
     vpxorq       xmm5, xmm5, xmm6
     vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm1, xmm2, xmm6, 150
-    vpsllq       xmm2, xmm1, 23
-    vpsrlq       xmm6, xmm1, 41
-    vpsllq       xmm7, xmm1, 33
-    vpsrlq       xmm1, xmm1, 31
+    vpternlogq   xmm3, xmm1, xmm6, 150
+    vpsllq       xmm1, xmm3, 23
+    vpsrlq       xmm6, xmm3, 41
+    vpsllq       xmm7, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
     vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpslldq      xmm1, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm1, 150
+    vpternlogq   xmm0, xmm2, xmm3, 150
+    vpslldq      xmm2, xmm6, 8
+    vpternlogq   xmm4, xmm1, xmm2, 150
     vpalignr     xmm1, xmm5, xmm6, 8
-    vpxorq       xmm1, xmm3, xmm1
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm1
+    vpxorq       xmm0, xmm0, xmm1
+    vmovdqu64    [rdi], xmm4
+    vmovdqu64    [rdi + 16], xmm0
     ret
 .end:
 
@@ -1929,7 +1958,7 @@ kg_gf2m233_reduce_gpr_avx512:
 ;   ensures: out = a^(2^2) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-8}, flags
 ; ---------------------------------------------------------------------------
@@ -1939,52 +1968,60 @@ kg_gf2m233_msqr2_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vgf2p8affineqb xmm2, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm3, xmm2, xmm1
+    vpunpckhbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpandq       xmm2, xmm0, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm3, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm5, 31
+    vpalignr     xmm5, xmm3, xmm0, 8
+    vpshrdq      xmm5, xmm5, xmm3, 41
+    vpandq       xmm6, xmm1, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpsrldq      xmm7, xmm1, 8
+    vpshrdq      xmm8, xmm1, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm2, xmm6, 150
+    vpalignr     xmm2, xmm1, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm2, 31
+    vpshrdq      xmm2, xmm2, xmm1, 41
+    vpshrdq      xmm1, xmm1, xmm7, 62
+    vpternlogq   xmm3, xmm0, xmm2, 150
+    vpternlogq   xmm3, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
+    vgf2p8affineqb xmm0, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm3, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm2, xmm0, xmm1
+    vpunpckhbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm3, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vpandq       xmm3, xmm1, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm5, 31
+    vpalignr     xmm5, xmm2, xmm1, 8
+    vpshrdq      xmm5, xmm5, xmm2, 41
+    vpandq       xmm6, xmm0, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm1
+    vpsrldq      xmm7, xmm0, 8
+    vpshrdq      xmm8, xmm0, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpalignr     xmm3, xmm0, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm0, 41
+    vpshrdq      xmm0, xmm0, xmm7, 62
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpternlogq   xmm2, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
+    vmovdqu64    [rdi], xmm4
+    vmovdqu64    [rdi + 16], xmm2
     ret
 .end:
 
@@ -1996,106 +2033,124 @@ kg_gf2m233_msqr2_avx512:
 ;   ensures: out = a^(2^4) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-8}, flags
+;   clobbers: zmm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr4_avx512.end - kg_gf2m233_msqr4_avx512)
 align 32
 kg_gf2m233_msqr4_avx512:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm9, [rel gf2m_spread_low]         ; held in a register: read 8 times
+    vmovdqu64    xmm10, [rel gf2m_spread_high]       ; held in a register: read 8 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vgf2p8affineqb xmm2, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm3, xmm2, xmm1
+    vpunpckhbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm4, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpandq       xmm2, xmm0, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm3, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm5, 31
+    vpalignr     xmm5, xmm3, xmm0, 8
+    vpshrdq      xmm5, xmm5, xmm3, 41
+    vpandq       xmm6, xmm1, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpsrldq      xmm7, xmm1, 8
+    vpshrdq      xmm8, xmm1, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm2, xmm6, 150
+    vpalignr     xmm2, xmm1, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm2, 31
+    vpshrdq      xmm2, xmm2, xmm1, 41
+    vpshrdq      xmm1, xmm1, xmm7, 62
+    vpternlogq   xmm3, xmm0, xmm2, 150
+    vpternlogq   xmm3, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
+    vgf2p8affineqb xmm0, xmm3, xmm9, 0
+    vgf2p8affineqb xmm1, xmm3, xmm10, 0
+    vpunpcklbw   xmm2, xmm0, xmm1
+    vpunpckhbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm4, xmm9, 0
+    vgf2p8affineqb xmm3, xmm4, xmm10, 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vpandq       xmm3, xmm1, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm5, 31
+    vpalignr     xmm5, xmm2, xmm1, 8
+    vpshrdq      xmm5, xmm5, xmm2, 41
+    vpandq       xmm6, xmm0, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpsrldq      xmm7, xmm0, 8
+    vpshrdq      xmm8, xmm0, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpalignr     xmm3, xmm0, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm0, 41
+    vpshrdq      xmm0, xmm0, xmm7, 62
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpternlogq   xmm2, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
+    vgf2p8affineqb xmm0, xmm2, xmm9, 0
+    vgf2p8affineqb xmm1, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm0, xmm1
+    vpunpckhbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm4, xmm9, 0
+    vgf2p8affineqb xmm3, xmm4, xmm10, 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vpandq       xmm3, xmm1, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm5, 31
+    vpalignr     xmm5, xmm2, xmm1, 8
+    vpshrdq      xmm5, xmm5, xmm2, 41
+    vpandq       xmm6, xmm0, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, [rel gf2m_mask_0_fffffe0000000000]
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
+    vpsrldq      xmm7, xmm0, 8
+    vpshrdq      xmm8, xmm0, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpalignr     xmm3, xmm0, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm0, 41
+    vpshrdq      xmm0, xmm0, xmm7, 62
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpternlogq   xmm2, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
+    vgf2p8affineqb xmm0, xmm2, xmm9, 0
+    vgf2p8affineqb xmm1, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm0, xmm1
+    vpunpckhbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm4, xmm9, 0
+    vgf2p8affineqb xmm3, xmm4, xmm10, 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vpandq       xmm3, xmm1, [rel gf2m_mask_0_fffffe0000000000]
+    vpalignr     xmm5, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm5, 31
+    vpalignr     xmm5, xmm2, xmm1, 8
+    vpshrdq      xmm5, xmm5, xmm2, 41
+    vpandq       xmm6, xmm0, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff]
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm1
+    vpsrldq      xmm7, xmm0, 8
+    vpshrdq      xmm8, xmm0, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpalignr     xmm3, xmm0, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm0, 41
+    vpshrdq      xmm0, xmm0, xmm7, 62
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpternlogq   xmm2, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff], 40
+    vmovdqu64    [rdi], xmm4
+    vmovdqu64    [rdi + 16], xmm2
     ret
 .end:
 
@@ -2107,197 +2162,231 @@ kg_gf2m233_msqr4_avx512:
 ;   ensures: out = a^(2^8) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-11}, flags
+;   clobbers: zmm{0-13}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr8_avx512.end - kg_gf2m233_msqr8_avx512)
 align 32
 kg_gf2m233_msqr8_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    xmm9, [rel gf2m_mask_0_fffffe0000000000] ; held in a register: read 8 times
-    vmovdqu64    xmm10, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff] ; held in a register: read 8 times
-    vmovdqu64    xmm11, [rel gf2m_mask_ffffffffffffffff_1ffffffffff] ; held in a register: read 8 times
+    vmovdqu64    xmm9, [rel gf2m_spread_low]         ; held in a register: read 16 times
+    vmovdqu64    xmm10, [rel gf2m_spread_high]       ; held in a register: read 16 times
+    vmovdqu64    xmm11, [rel gf2m_mask_0_fffffe0000000000] ; held in a register: read 8 times
+    vmovdqu64    xmm12, [rel gf2m_mask_ffffffffffffff00_ffffffffffffffff] ; held in a register: read 8 times
+    vmovdqu64    xmm13, [rel gf2m_mask_ffffffffffffffff_1ffffffffff] ; held in a register: read 8 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, xmm9
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, xmm10
+    vgf2p8affineqb xmm2, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm3, xmm2, xmm1
+    vpunpckhbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm4, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vpandq       xmm2, xmm0, xmm11
+    vpalignr     xmm5, xmm3, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm5, 31
+    vpalignr     xmm5, xmm3, xmm0, 8
+    vpshrdq      xmm5, xmm5, xmm3, 41
+    vpandq       xmm6, xmm1, xmm12
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, xmm11, 40
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, xmm9
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, xmm10
+    vpsrldq      xmm7, xmm1, 8
+    vpshrdq      xmm8, xmm1, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm2, xmm6, 150
+    vpalignr     xmm2, xmm1, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm2, 31
+    vpshrdq      xmm2, xmm2, xmm1, 41
+    vpshrdq      xmm1, xmm1, xmm7, 62
+    vpternlogq   xmm3, xmm0, xmm2, 150
+    vpternlogq   xmm3, xmm1, xmm13, 40
+    vgf2p8affineqb xmm0, xmm3, xmm9, 0
+    vgf2p8affineqb xmm1, xmm3, xmm10, 0
+    vpunpcklbw   xmm2, xmm0, xmm1
+    vpunpckhbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm4, xmm9, 0
+    vgf2p8affineqb xmm3, xmm4, xmm10, 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vpandq       xmm3, xmm1, xmm11
+    vpalignr     xmm5, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm5, 31
+    vpalignr     xmm5, xmm2, xmm1, 8
+    vpshrdq      xmm5, xmm5, xmm2, 41
+    vpandq       xmm6, xmm0, xmm12
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, xmm11, 40
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, xmm9
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, xmm10
+    vpsrldq      xmm7, xmm0, 8
+    vpshrdq      xmm8, xmm0, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpalignr     xmm3, xmm0, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm0, 41
+    vpshrdq      xmm0, xmm0, xmm7, 62
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpternlogq   xmm2, xmm0, xmm13, 40
+    vgf2p8affineqb xmm0, xmm2, xmm9, 0
+    vgf2p8affineqb xmm1, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm0, xmm1
+    vpunpckhbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm4, xmm9, 0
+    vgf2p8affineqb xmm3, xmm4, xmm10, 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vpandq       xmm3, xmm1, xmm11
+    vpalignr     xmm5, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm5, 31
+    vpalignr     xmm5, xmm2, xmm1, 8
+    vpshrdq      xmm5, xmm5, xmm2, 41
+    vpandq       xmm6, xmm0, xmm12
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, xmm11, 40
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, xmm9
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, xmm10
+    vpsrldq      xmm7, xmm0, 8
+    vpshrdq      xmm8, xmm0, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpalignr     xmm3, xmm0, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm0, 41
+    vpshrdq      xmm0, xmm0, xmm7, 62
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpternlogq   xmm2, xmm0, xmm13, 40
+    vgf2p8affineqb xmm0, xmm2, xmm9, 0
+    vgf2p8affineqb xmm1, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm0, xmm1
+    vpunpckhbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm4, xmm9, 0
+    vgf2p8affineqb xmm3, xmm4, xmm10, 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vpandq       xmm3, xmm1, xmm11
+    vpalignr     xmm5, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm5, 31
+    vpalignr     xmm5, xmm2, xmm1, 8
+    vpshrdq      xmm5, xmm5, xmm2, 41
+    vpandq       xmm6, xmm0, xmm12
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, xmm11, 40
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, xmm9
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, xmm10
+    vpsrldq      xmm7, xmm0, 8
+    vpshrdq      xmm8, xmm0, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpalignr     xmm3, xmm0, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm0, 41
+    vpshrdq      xmm0, xmm0, xmm7, 62
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpternlogq   xmm2, xmm0, xmm13, 40
+    vgf2p8affineqb xmm0, xmm2, xmm9, 0
+    vgf2p8affineqb xmm1, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm0, xmm1
+    vpunpckhbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm4, xmm9, 0
+    vgf2p8affineqb xmm3, xmm4, xmm10, 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vpandq       xmm3, xmm1, xmm11
+    vpalignr     xmm5, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm5, 31
+    vpalignr     xmm5, xmm2, xmm1, 8
+    vpshrdq      xmm5, xmm5, xmm2, 41
+    vpandq       xmm6, xmm0, xmm12
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, xmm11, 40
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, xmm9
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, xmm10
+    vpsrldq      xmm7, xmm0, 8
+    vpshrdq      xmm8, xmm0, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpalignr     xmm3, xmm0, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm0, 41
+    vpshrdq      xmm0, xmm0, xmm7, 62
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpternlogq   xmm2, xmm0, xmm13, 40
+    vgf2p8affineqb xmm0, xmm2, xmm9, 0
+    vgf2p8affineqb xmm1, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm0, xmm1
+    vpunpckhbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm4, xmm9, 0
+    vgf2p8affineqb xmm3, xmm4, xmm10, 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vpandq       xmm3, xmm1, xmm11
+    vpalignr     xmm5, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm5, 31
+    vpalignr     xmm5, xmm2, xmm1, 8
+    vpshrdq      xmm5, xmm5, xmm2, 41
+    vpandq       xmm6, xmm0, xmm12
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, xmm11, 40
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, xmm9
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, xmm10
+    vpsrldq      xmm7, xmm0, 8
+    vpshrdq      xmm8, xmm0, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpalignr     xmm3, xmm0, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm0, 41
+    vpshrdq      xmm0, xmm0, xmm7, 62
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpternlogq   xmm2, xmm0, xmm13, 40
+    vgf2p8affineqb xmm0, xmm2, xmm9, 0
+    vgf2p8affineqb xmm1, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm0, xmm1
+    vpunpckhbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm4, xmm9, 0
+    vgf2p8affineqb xmm3, xmm4, xmm10, 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vpandq       xmm3, xmm1, xmm11
+    vpalignr     xmm5, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm5, 31
+    vpalignr     xmm5, xmm2, xmm1, 8
+    vpshrdq      xmm5, xmm5, xmm2, 41
+    vpandq       xmm6, xmm0, xmm12
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, xmm11, 40
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm4, xmm3, xmm9
-    vpalignr     xmm5, xmm1, xmm4, 8
-    vpshrdq      xmm4, xmm4, xmm5, 31
-    vpalignr     xmm5, xmm1, xmm3, 8
-    vpshrdq      xmm5, xmm5, xmm1, 41
-    vpandq       xmm6, xmm2, xmm10
+    vpsrldq      xmm7, xmm0, 8
+    vpshrdq      xmm8, xmm0, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpalignr     xmm3, xmm0, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm0, 41
+    vpshrdq      xmm0, xmm0, xmm7, 62
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpternlogq   xmm2, xmm0, xmm13, 40
+    vgf2p8affineqb xmm0, xmm2, xmm9, 0
+    vgf2p8affineqb xmm1, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm0, xmm1
+    vpunpckhbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm4, xmm9, 0
+    vgf2p8affineqb xmm3, xmm4, xmm10, 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vpandq       xmm3, xmm1, xmm11
+    vpalignr     xmm5, xmm2, xmm3, 8
+    vpshrdq      xmm3, xmm3, xmm5, 31
+    vpalignr     xmm5, xmm2, xmm1, 8
+    vpshrdq      xmm5, xmm5, xmm2, 41
+    vpandq       xmm6, xmm0, xmm12
     vpslldq      xmm6, xmm6, 8
     vpsllq       xmm6, xmm6, 2
-    vpsrldq      xmm7, xmm2, 8
-    vpshrdq      xmm8, xmm2, xmm7, 8
-    vpternlogq   xmm0, xmm5, xmm8, 150
-    vpternlogq   xmm0, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm2, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm4, 31
-    vpshrdq      xmm4, xmm4, xmm2, 41
-    vpshrdq      xmm2, xmm2, xmm7, 62
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpternlogq   xmm1, xmm2, xmm11, 40
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm1
+    vpsrldq      xmm7, xmm0, 8
+    vpshrdq      xmm8, xmm0, xmm7, 8
+    vpternlogq   xmm4, xmm5, xmm8, 150
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpalignr     xmm3, xmm0, xmm2, 8
+    vpshrdq      xmm2, xmm2, xmm3, 31
+    vpshrdq      xmm3, xmm3, xmm0, 41
+    vpshrdq      xmm0, xmm0, xmm7, 62
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpternlogq   xmm2, xmm0, xmm13, 40
+    vmovdqu64    [rdi], xmm4
+    vmovdqu64    [rdi + 16], xmm2
     ret
 .end:
 
@@ -2771,14 +2860,16 @@ kg_gf2m233_msqr16_avx512:
 ;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-24}, rax, flags
+;   clobbers: zmm{0-26}, rax, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_ladder_step_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_ladder_step_avx512.end - kg_gf2m233_ladder_step_avx512)
 align 32
 kg_gf2m233_ladder_step_avx512:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm25, [rel gf2m_spread_low]        ; held in a register: read 8 times
+    vmovdqu64    xmm26, [rel gf2m_spread_high]       ; held in a register: read 8 times
     vmovdqu64    xmm0, [rsi + 64]
     vmovdqu64    xmm1, [rsi + 80]
     vmovdqu64    xmm2, [rsi + 96]
@@ -2894,94 +2985,106 @@ kg_gf2m233_ladder_step_avx512:
     vpxorq       xmm1, xmm1, xmm8
     vpalignr     xmm2, xmm18, xmm2, 8
     vpternlogq   xmm17, xmm0, xmm2, 150
-    vpclmulqdq   xmm0, xmm11, xmm11, 17
-    vpclmulqdq   xmm2, xmm11, xmm11, 0
-    vpclmulqdq   xmm8, xmm10, xmm10, 17
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpsllq       xmm11, xmm0, 23
+    vgf2p8affineqb xmm0, xmm11, xmm25, 0
+    vgf2p8affineqb xmm2, xmm11, xmm26, 0
+    vpunpcklbw   xmm8, xmm0, xmm2
+    vpunpckhbw   xmm0, xmm0, xmm2
+    vgf2p8affineqb xmm2, xmm10, xmm25, 0
+    vgf2p8affineqb xmm10, xmm10, xmm26, 0
+    vpunpcklbw   xmm11, xmm2, xmm10
+    vpunpckhbw   xmm2, xmm2, xmm10
+    vpsllq       xmm10, xmm0, 23
     vpsrlq       xmm14, xmm0, 41
     vpsllq       xmm15, xmm0, 33
     vpsrlq       xmm0, xmm0, 31
     vpxorq       xmm14, xmm14, xmm15
     vpsrldq      xmm15, xmm14, 8
-    vpternlogq   xmm2, xmm0, xmm15, 150
-    vpsllq       xmm0, xmm2, 23
-    vpsrlq       xmm15, xmm2, 41
-    vpsllq       xmm16, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm8, xmm0, xmm15, 150
+    vpsllq       xmm0, xmm8, 23
+    vpsrlq       xmm15, xmm8, 41
+    vpsllq       xmm16, xmm8, 33
+    vpsrlq       xmm8, xmm8, 31
     vpxorq       xmm15, xmm15, xmm16
-    vpternlogq   xmm8, xmm11, xmm2, 150
-    vpslldq      xmm2, xmm15, 8
-    vpternlogq   xmm10, xmm0, xmm2, 150
+    vpternlogq   xmm2, xmm10, xmm8, 150
+    vpslldq      xmm8, xmm15, 8
+    vpternlogq   xmm11, xmm0, xmm8, 150
     vpalignr     xmm0, xmm14, xmm15, 8
-    vpxorq       xmm0, xmm8, xmm0
-    vpclmulqdq   xmm2, xmm9, xmm9, 17
-    vpclmulqdq   xmm8, xmm9, xmm9, 0
-    vpclmulqdq   xmm9, xmm12, xmm12, 17
-    vpclmulqdq   xmm11, xmm12, xmm12, 0
-    vpsllq       xmm12, xmm2, 23
+    vpxorq       xmm0, xmm2, xmm0
+    vgf2p8affineqb xmm2, xmm9, xmm25, 0
+    vgf2p8affineqb xmm8, xmm9, xmm26, 0
+    vpunpcklbw   xmm9, xmm2, xmm8
+    vpunpckhbw   xmm2, xmm2, xmm8
+    vgf2p8affineqb xmm8, xmm12, xmm25, 0
+    vgf2p8affineqb xmm10, xmm12, xmm26, 0
+    vpunpcklbw   xmm12, xmm8, xmm10
+    vpunpckhbw   xmm8, xmm8, xmm10
+    vpsllq       xmm10, xmm2, 23
     vpsrlq       xmm14, xmm2, 41
     vpsllq       xmm15, xmm2, 33
     vpsrlq       xmm2, xmm2, 31
     vpxorq       xmm14, xmm14, xmm15
     vpsrldq      xmm15, xmm14, 8
-    vpternlogq   xmm8, xmm2, xmm15, 150
-    vpsllq       xmm2, xmm8, 23
-    vpsrlq       xmm15, xmm8, 41
-    vpsllq       xmm16, xmm8, 33
-    vpsrlq       xmm8, xmm8, 31
+    vpternlogq   xmm9, xmm2, xmm15, 150
+    vpsllq       xmm2, xmm9, 23
+    vpsrlq       xmm15, xmm9, 41
+    vpsllq       xmm16, xmm9, 33
+    vpsrlq       xmm9, xmm9, 31
     vpxorq       xmm15, xmm15, xmm16
-    vpternlogq   xmm9, xmm12, xmm8, 150
-    vpslldq      xmm8, xmm15, 8
-    vpternlogq   xmm11, xmm2, xmm8, 150
+    vpternlogq   xmm8, xmm10, xmm9, 150
+    vpslldq      xmm9, xmm15, 8
+    vpternlogq   xmm12, xmm2, xmm9, 150
     vpalignr     xmm2, xmm14, xmm15, 8
-    vpxorq       xmm2, xmm9, xmm2
+    vpxorq       xmm2, xmm8, xmm2
     vpxorq       xmm8, xmm13, xmm1
     vpxorq       xmm9, xmm3, xmm17
-    vpclmulqdq   xmm12, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpclmulqdq   xmm14, xmm8, xmm8, 17
-    vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vpsllq       xmm15, xmm12, 23
-    vpsrlq       xmm16, xmm12, 41
-    vpsllq       xmm18, xmm12, 33
-    vpsrlq       xmm12, xmm12, 31
+    vgf2p8affineqb xmm10, xmm9, xmm25, 0
+    vgf2p8affineqb xmm9, xmm9, xmm26, 0
+    vpunpcklbw   xmm14, xmm10, xmm9
+    vpunpckhbw   xmm9, xmm10, xmm9
+    vgf2p8affineqb xmm10, xmm8, xmm25, 0
+    vgf2p8affineqb xmm8, xmm8, xmm26, 0
+    vpunpcklbw   xmm15, xmm10, xmm8
+    vpunpckhbw   xmm8, xmm10, xmm8
+    vpsllq       xmm10, xmm9, 23
+    vpsrlq       xmm16, xmm9, 41
+    vpsllq       xmm18, xmm9, 33
+    vpsrlq       xmm9, xmm9, 31
     vpxorq       xmm16, xmm16, xmm18
     vpsrldq      xmm18, xmm16, 8
-    vpternlogq   xmm9, xmm12, xmm18, 150
-    vpsllq       xmm12, xmm9, 23
-    vpsrlq       xmm18, xmm9, 41
-    vpsllq       xmm19, xmm9, 33
-    vpsrlq       xmm9, xmm9, 31
+    vpternlogq   xmm14, xmm9, xmm18, 150
+    vpsllq       xmm9, xmm14, 23
+    vpsrlq       xmm18, xmm14, 41
+    vpsllq       xmm19, xmm14, 33
+    vpsrlq       xmm14, xmm14, 31
     vpxorq       xmm18, xmm18, xmm19
-    vpternlogq   xmm14, xmm15, xmm9, 150
-    vpslldq      xmm9, xmm18, 8
-    vpternlogq   xmm8, xmm12, xmm9, 150
+    vpternlogq   xmm8, xmm10, xmm14, 150
+    vpslldq      xmm10, xmm18, 8
+    vpternlogq   xmm15, xmm9, xmm10, 150
     vpalignr     xmm9, xmm16, xmm18, 8
-    vpxorq       xmm9, xmm14, xmm9
-    vpclmulqdq   xmm12, xmm10, xmm11, 0
-    vpclmulqdq   xmm14, xmm10, xmm11, 1
-    vpclmulqdq   xmm15, xmm10, xmm11, 16
-    vpclmulqdq   xmm16, xmm10, xmm11, 17
-    vpxorq       xmm14, xmm14, xmm15
-    vpclmulqdq   xmm15, xmm0, xmm2, 0
+    vpxorq       xmm8, xmm8, xmm9
+    vpclmulqdq   xmm9, xmm11, xmm12, 0
+    vpclmulqdq   xmm10, xmm11, xmm12, 1
+    vpclmulqdq   xmm14, xmm11, xmm12, 16
+    vpclmulqdq   xmm16, xmm11, xmm12, 17
+    vpxorq       xmm10, xmm10, xmm14
+    vpclmulqdq   xmm14, xmm0, xmm2, 0
     vpclmulqdq   xmm18, xmm0, xmm2, 1
     vpclmulqdq   xmm19, xmm0, xmm2, 16
     vpclmulqdq   xmm20, xmm0, xmm2, 17
     vpxorq       xmm18, xmm18, xmm19
-    vpxorq       xmm19, xmm10, xmm0
-    vpxorq       xmm21, xmm11, xmm2
+    vpxorq       xmm19, xmm11, xmm0
+    vpxorq       xmm21, xmm12, xmm2
     vpclmulqdq   xmm22, xmm19, xmm21, 0
     vpclmulqdq   xmm23, xmm19, xmm21, 1
     vpclmulqdq   xmm24, xmm19, xmm21, 16
     vpclmulqdq   xmm19, xmm19, xmm21, 17
-    vpxorq       xmm15, xmm16, xmm15
-    vpternlogq   xmm22, xmm12, xmm15, 150
-    vpternlogq   xmm23, xmm24, xmm14, 150
+    vpxorq       xmm14, xmm16, xmm14
+    vpternlogq   xmm22, xmm9, xmm14, 150
+    vpternlogq   xmm23, xmm24, xmm10, 150
     vpxorq       xmm16, xmm23, xmm18
-    vpternlogq   xmm19, xmm20, xmm15, 150
-    vpslldq      xmm15, xmm14, 8
-    vpalignr     xmm14, xmm16, xmm14, 8
+    vpternlogq   xmm19, xmm20, xmm14, 150
+    vpslldq      xmm14, xmm10, 8
+    vpalignr     xmm10, xmm16, xmm10, 8
     vpalignr     xmm16, xmm18, xmm16, 8
     vpsrldq      xmm18, xmm18, 8
     vpxorq       xmm18, xmm20, xmm18
@@ -2997,16 +3100,16 @@ kg_gf2m233_ladder_step_avx512:
     vpsrlq       xmm19, xmm16, 41
     vpsllq       xmm23, xmm16, 33
     vpsrlq       xmm16, xmm16, 31
-    vpternlogq   xmm15, xmm12, xmm18, 150
-    vpxorq       xmm12, xmm19, xmm23
-    vpternlogq   xmm22, xmm14, xmm20, 150
-    vpslldq      xmm14, xmm12, 8
-    vpalignr     xmm12, xmm21, xmm12, 8
-    vpternlogq   xmm22, xmm16, xmm12, 150
-    vpclmulqdq   xmm12, xmm6, xmm11, 0
-    vpclmulqdq   xmm16, xmm6, xmm11, 1
-    vpclmulqdq   xmm18, xmm6, xmm11, 16
-    vpclmulqdq   xmm19, xmm6, xmm11, 17
+    vpternlogq   xmm14, xmm9, xmm18, 150
+    vpxorq       xmm9, xmm19, xmm23
+    vpternlogq   xmm22, xmm10, xmm20, 150
+    vpslldq      xmm10, xmm9, 8
+    vpalignr     xmm9, xmm21, xmm9, 8
+    vpternlogq   xmm22, xmm16, xmm9, 150
+    vpclmulqdq   xmm9, xmm6, xmm12, 0
+    vpclmulqdq   xmm16, xmm6, xmm12, 1
+    vpclmulqdq   xmm18, xmm6, xmm12, 16
+    vpclmulqdq   xmm19, xmm6, xmm12, 17
     vpxorq       xmm16, xmm16, xmm18
     vpclmulqdq   xmm18, xmm7, xmm2, 0
     vpclmulqdq   xmm20, xmm7, xmm2, 1
@@ -3014,19 +3117,19 @@ kg_gf2m233_ladder_step_avx512:
     vpclmulqdq   xmm23, xmm7, xmm2, 17
     vpxorq       xmm20, xmm20, xmm21
     vpxorq       xmm6, xmm6, xmm7
-    vpxorq       xmm2, xmm11, xmm2
+    vpxorq       xmm2, xmm12, xmm2
     vpclmulqdq   xmm7, xmm6, xmm2, 0
-    vpclmulqdq   xmm11, xmm6, xmm2, 1
+    vpclmulqdq   xmm12, xmm6, xmm2, 1
     vpclmulqdq   xmm21, xmm6, xmm2, 16
     vpclmulqdq   xmm2, xmm6, xmm2, 17
     vpxorq       xmm6, xmm19, xmm18
-    vpternlogq   xmm7, xmm12, xmm6, 150
-    vpternlogq   xmm11, xmm21, xmm16, 150
-    vpxorq       xmm11, xmm11, xmm20
+    vpternlogq   xmm7, xmm9, xmm6, 150
+    vpternlogq   xmm12, xmm21, xmm16, 150
+    vpxorq       xmm12, xmm12, xmm20
     vpternlogq   xmm2, xmm23, xmm6, 150
     vpslldq      xmm6, xmm16, 8
-    vpalignr     xmm16, xmm11, xmm16, 8
-    vpalignr     xmm11, xmm20, xmm11, 8
+    vpalignr     xmm16, xmm12, xmm16, 8
+    vpalignr     xmm12, xmm20, xmm12, 8
     vpsrldq      xmm18, xmm20, 8
     vpxorq       xmm18, xmm23, xmm18
     vpsllq       xmm19, xmm18, 23
@@ -3034,67 +3137,71 @@ kg_gf2m233_ladder_step_avx512:
     vpsllq       xmm21, xmm18, 33
     vpsrlq       xmm18, xmm18, 31
     vpxorq       xmm20, xmm20, xmm21
-    vpternlogq   xmm2, xmm11, xmm18, 150
-    vpsrldq      xmm11, xmm20, 8
-    vpxorq       xmm2, xmm2, xmm11
-    vpsllq       xmm11, xmm2, 23
+    vpternlogq   xmm2, xmm12, xmm18, 150
+    vpsrldq      xmm12, xmm20, 8
+    vpxorq       xmm2, xmm2, xmm12
+    vpsllq       xmm12, xmm2, 23
     vpsrlq       xmm18, xmm2, 41
     vpsllq       xmm21, xmm2, 33
     vpsrlq       xmm2, xmm2, 31
-    vpternlogq   xmm6, xmm12, xmm11, 150
-    vpxorq       xmm11, xmm18, xmm21
+    vpternlogq   xmm6, xmm9, xmm12, 150
+    vpxorq       xmm9, xmm18, xmm21
     vpternlogq   xmm7, xmm16, xmm19, 150
-    vpslldq      xmm12, xmm11, 8
-    vpalignr     xmm11, xmm20, xmm11, 8
-    vpternlogq   xmm7, xmm2, xmm11, 150
-    vpternlogq   xmm6, xmm12, xmm10, 150
+    vpslldq      xmm12, xmm9, 8
+    vpalignr     xmm9, xmm20, xmm9, 8
+    vpternlogq   xmm7, xmm2, xmm9, 150
+    vpternlogq   xmm6, xmm12, xmm11, 150
     vpxorq       xmm0, xmm0, xmm7
-    vpclmulqdq   xmm2, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm7, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpsllq       xmm10, xmm2, 23
-    vpsrlq       xmm11, xmm2, 41
-    vpsllq       xmm12, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vgf2p8affineqb xmm2, xmm0, xmm25, 0
+    vgf2p8affineqb xmm0, xmm0, xmm26, 0
+    vpunpcklbw   xmm7, xmm2, xmm0
+    vpunpckhbw   xmm0, xmm2, xmm0
+    vgf2p8affineqb xmm2, xmm6, xmm25, 0
+    vgf2p8affineqb xmm6, xmm6, xmm26, 0
+    vpunpcklbw   xmm9, xmm2, xmm6
+    vpunpckhbw   xmm2, xmm2, xmm6
+    vpsllq       xmm6, xmm0, 23
+    vpsrlq       xmm11, xmm0, 41
+    vpsllq       xmm12, xmm0, 33
+    vpsrlq       xmm0, xmm0, 31
     vpxorq       xmm11, xmm11, xmm12
     vpsrldq      xmm12, xmm11, 8
-    vpternlogq   xmm0, xmm2, xmm12, 150
-    vpsllq       xmm2, xmm0, 23
-    vpsrlq       xmm12, xmm0, 41
-    vpsllq       xmm16, xmm0, 33
-    vpsrlq       xmm0, xmm0, 31
+    vpternlogq   xmm7, xmm0, xmm12, 150
+    vpsllq       xmm0, xmm7, 23
+    vpsrlq       xmm12, xmm7, 41
+    vpsllq       xmm16, xmm7, 33
+    vpsrlq       xmm7, xmm7, 31
     vpxorq       xmm12, xmm12, xmm16
-    vpternlogq   xmm7, xmm10, xmm0, 150
-    vpslldq      xmm0, xmm12, 8
-    vpternlogq   xmm6, xmm2, xmm0, 150
+    vpternlogq   xmm2, xmm6, xmm7, 150
+    vpslldq      xmm6, xmm12, 8
+    vpternlogq   xmm9, xmm0, xmm6, 150
     vpalignr     xmm0, xmm11, xmm12, 8
-    vpxorq       xmm0, xmm7, xmm0
-    vpclmulqdq   xmm2, xmm4, xmm8, 0
-    vpclmulqdq   xmm7, xmm4, xmm8, 1
-    vpclmulqdq   xmm10, xmm4, xmm8, 16
-    vpclmulqdq   xmm11, xmm4, xmm8, 17
-    vpxorq       xmm7, xmm7, xmm10
-    vpclmulqdq   xmm10, xmm5, xmm9, 0
-    vpclmulqdq   xmm12, xmm5, xmm9, 1
-    vpclmulqdq   xmm16, xmm5, xmm9, 16
-    vpclmulqdq   xmm18, xmm5, xmm9, 17
+    vpxorq       xmm0, xmm2, xmm0
+    vpclmulqdq   xmm2, xmm4, xmm15, 0
+    vpclmulqdq   xmm6, xmm4, xmm15, 1
+    vpclmulqdq   xmm7, xmm4, xmm15, 16
+    vpclmulqdq   xmm11, xmm4, xmm15, 17
+    vpxorq       xmm6, xmm6, xmm7
+    vpclmulqdq   xmm7, xmm5, xmm8, 0
+    vpclmulqdq   xmm12, xmm5, xmm8, 1
+    vpclmulqdq   xmm16, xmm5, xmm8, 16
+    vpclmulqdq   xmm18, xmm5, xmm8, 17
     vpxorq       xmm12, xmm12, xmm16
     vpxorq       xmm4, xmm4, xmm5
-    vpxorq       xmm5, xmm8, xmm9
+    vpxorq       xmm5, xmm15, xmm8
     vpclmulqdq   xmm16, xmm4, xmm5, 0
     vpclmulqdq   xmm19, xmm4, xmm5, 1
     vpclmulqdq   xmm20, xmm4, xmm5, 16
     vpclmulqdq   xmm4, xmm4, xmm5, 17
-    vpxorq       xmm5, xmm11, xmm10
+    vpxorq       xmm5, xmm11, xmm7
     vpternlogq   xmm16, xmm2, xmm5, 150
-    vpternlogq   xmm19, xmm20, xmm7, 150
+    vpternlogq   xmm19, xmm20, xmm6, 150
     vpternlogq   xmm4, xmm18, xmm5, 150
     vpclmulqdq   xmm5, xmm13, xmm1, 0
-    vpclmulqdq   xmm10, xmm13, xmm1, 1
+    vpclmulqdq   xmm7, xmm13, xmm1, 1
     vpclmulqdq   xmm11, xmm13, xmm1, 16
     vpclmulqdq   xmm20, xmm13, xmm1, 17
-    vpxorq       xmm10, xmm10, xmm11
+    vpxorq       xmm7, xmm7, xmm11
     vpclmulqdq   xmm11, xmm3, xmm17, 0
     vpclmulqdq   xmm21, xmm3, xmm17, 1
     vpclmulqdq   xmm23, xmm3, xmm17, 16
@@ -3108,19 +3215,19 @@ kg_gf2m233_ladder_step_avx512:
     vpclmulqdq   xmm1, xmm3, xmm1, 17
     vpxorq       xmm3, xmm20, xmm11
     vpternlogq   xmm13, xmm5, xmm3, 150
-    vpternlogq   xmm17, xmm23, xmm10, 150
+    vpternlogq   xmm17, xmm23, xmm7, 150
     vpxorq       xmm11, xmm17, xmm21
     vpternlogq   xmm1, xmm24, xmm3, 150
-    vpxorq       xmm3, xmm7, xmm10
+    vpxorq       xmm3, xmm6, xmm7
     vpternlogq   xmm19, xmm12, xmm11, 150
-    vpxorq       xmm7, xmm12, xmm21
-    vpslldq      xmm10, xmm3, 8
-    vpternlogq   xmm10, xmm2, xmm5, 150
+    vpxorq       xmm6, xmm12, xmm21
+    vpslldq      xmm7, xmm3, 8
+    vpternlogq   xmm7, xmm2, xmm5, 150
     vpalignr     xmm2, xmm19, xmm3, 8
     vpternlogq   xmm16, xmm13, xmm2, 150
-    vpalignr     xmm2, xmm7, xmm19, 8
+    vpalignr     xmm2, xmm6, xmm19, 8
     vpternlogq   xmm4, xmm1, xmm2, 150
-    vpsrldq      xmm1, xmm7, 8
+    vpsrldq      xmm1, xmm6, 8
     vpternlogq   xmm1, xmm18, xmm24, 150
     vpsllq       xmm2, xmm1, 23
     vpsrlq       xmm3, xmm1, 41
@@ -3131,12 +3238,12 @@ kg_gf2m233_ladder_step_avx512:
     vpternlogq   xmm4, xmm1, xmm5, 150
     vpsllq       xmm1, xmm4, 23
     vpsrlq       xmm5, xmm4, 41
-    vpsllq       xmm7, xmm4, 33
+    vpsllq       xmm6, xmm4, 33
     vpsrlq       xmm4, xmm4, 31
-    vpxorq       xmm5, xmm5, xmm7
+    vpxorq       xmm5, xmm5, xmm6
     vpternlogq   xmm16, xmm2, xmm4, 150
     vpslldq      xmm2, xmm5, 8
-    vpternlogq   xmm10, xmm1, xmm2, 150
+    vpternlogq   xmm7, xmm1, xmm2, 150
     vpalignr     xmm1, xmm3, xmm5, 8
     vpxorq       xmm1, xmm16, xmm1
     vpsrlq       xmm2, xmm0, 41
@@ -3144,28 +3251,28 @@ kg_gf2m233_ladder_step_avx512:
     lea          rax, [rel gf2m_mask_ffffffffffffffff_1ffffffffff + 128] ; addresses gf2m_mask_ffffffffffffffff_1ffffffffff near byte 0
     vpandq       xmm0, xmm0, [rax - 128]
     vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm2, xmm6, xmm2
+    vpxorq       xmm2, xmm9, xmm2
     vmovdqu64    [rdi], xmm2
     vmovdqu64    [rdi + 16], xmm0
     vpsrlq       xmm0, xmm22, 41
     vpsllq       xmm2, xmm0, 10
     vpandq       xmm3, xmm22, [rax - 128]
     vpunpckhqdq  xmm0, xmm0, xmm2
-    vpternlogq   xmm15, xmm14, xmm0, 150
-    vmovdqu64    [rdi + 32], xmm15
+    vpternlogq   xmm14, xmm10, xmm0, 150
+    vmovdqu64    [rdi + 32], xmm14
     vmovdqu64    [rdi + 48], xmm3
     vpsrlq       xmm0, xmm1, 41
     vpsllq       xmm2, xmm0, 10
     vpandq       xmm1, xmm1, [rax - 128]
     vpunpckhqdq  xmm0, xmm0, xmm2
-    vpxorq       xmm0, xmm10, xmm0
+    vpxorq       xmm0, xmm7, xmm0
     vmovdqu64    [rdi + 64], xmm0
     vmovdqu64    [rdi + 80], xmm1
-    vpsrlq       xmm0, xmm9, 41
+    vpsrlq       xmm0, xmm8, 41
     vpsllq       xmm1, xmm0, 10
-    vpandq       xmm2, xmm9, [rax - 128]
+    vpandq       xmm2, xmm8, [rax - 128]
     vpunpckhqdq  xmm0, xmm0, xmm1
-    vpxorq       xmm0, xmm8, xmm0
+    vpxorq       xmm0, xmm15, xmm0
     vmovdqu64    [rdi + 96], xmm0
     vmovdqu64    [rdi + 112], xmm2
     ret
@@ -3180,7 +3287,7 @@ kg_gf2m233_ladder_step_avx512:
 ;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-16}, flags
 ; ---------------------------------------------------------------------------
@@ -3267,53 +3374,57 @@ kg_gf2m233_ladder_step2_avx512:
     vpxorq       ymm4, ymm4, ymm6
     vpalignr     ymm5, ymm14, ymm5, 8
     vpternlogq   ymm3, ymm2, ymm5, 150
-    vpclmulqdq   ymm2, ymm1, ymm1, 17
-    vpclmulqdq   ymm1, ymm1, ymm1, 0
-    vpclmulqdq   ymm5, ymm0, ymm0, 17
-    vpclmulqdq   ymm0, ymm0, ymm0, 0
-    vpsllq       ymm6, ymm2, 23
-    vpsrlq       ymm7, ymm2, 41
-    vpsllq       ymm12, ymm2, 33
-    vpsrlq       ymm2, ymm2, 31
+    vgf2p8affineqb ymm2, ymm1, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm1, ymm1, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm5, ymm2, ymm1
+    vpunpckhbw   ymm1, ymm2, ymm1
+    vgf2p8affineqb ymm2, ymm0, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm0, ymm0, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm6, ymm2, ymm0
+    vpunpckhbw   ymm0, ymm2, ymm0
+    vpsllq       ymm2, ymm1, 23
+    vpsrlq       ymm7, ymm1, 41
+    vpsllq       ymm12, ymm1, 33
+    vpsrlq       ymm1, ymm1, 31
     vpxorq       ymm7, ymm7, ymm12
     vpsrldq      ymm12, ymm7, 8
-    vpternlogq   ymm1, ymm2, ymm12, 150
-    vpsllq       ymm2, ymm1, 23
-    vpsrlq       ymm12, ymm1, 41
-    vpsllq       ymm13, ymm1, 33
-    vpsrlq       ymm1, ymm1, 31
+    vpternlogq   ymm5, ymm1, ymm12, 150
+    vpsllq       ymm1, ymm5, 23
+    vpsrlq       ymm12, ymm5, 41
+    vpsllq       ymm13, ymm5, 33
+    vpsrlq       ymm5, ymm5, 31
     vpxorq       ymm12, ymm12, ymm13
-    vpternlogq   ymm5, ymm6, ymm1, 150
-    vpslldq      ymm1, ymm12, 8
-    vpternlogq   ymm0, ymm2, ymm1, 150
+    vpternlogq   ymm0, ymm2, ymm5, 150
+    vpslldq      ymm2, ymm12, 8
+    vpternlogq   ymm6, ymm1, ymm2, 150
     vpalignr     ymm1, ymm7, ymm12, 8
-    vpxorq       ymm1, ymm5, ymm1
-    vinserti64x2 ymm2, ymm0, xmm10, 1
-    vinserti64x2 ymm5, ymm1, xmm11, 1
-    vshufi64x2   ymm6, ymm0, ymm0, 3
-    vshufi64x2   ymm7, ymm1, ymm1, 3
-    vpclmulqdq   ymm10, ymm2, ymm6, 0
-    vpclmulqdq   ymm11, ymm2, ymm6, 1
-    vpclmulqdq   ymm12, ymm2, ymm6, 16
-    vpclmulqdq   ymm13, ymm2, ymm6, 17
+    vpxorq       ymm0, ymm0, ymm1
+    vinserti64x2 ymm1, ymm6, xmm10, 1
+    vinserti64x2 ymm2, ymm0, xmm11, 1
+    vshufi64x2   ymm5, ymm6, ymm6, 3
+    vshufi64x2   ymm7, ymm0, ymm0, 3
+    vpclmulqdq   ymm10, ymm1, ymm5, 0
+    vpclmulqdq   ymm11, ymm1, ymm5, 1
+    vpclmulqdq   ymm12, ymm1, ymm5, 16
+    vpclmulqdq   ymm13, ymm1, ymm5, 17
     vpxorq       ymm11, ymm11, ymm12
-    vpclmulqdq   ymm12, ymm5, ymm7, 0
-    vpclmulqdq   ymm14, ymm5, ymm7, 1
-    vpclmulqdq   ymm15, ymm5, ymm7, 16
-    vpclmulqdq   ymm16, ymm5, ymm7, 17
+    vpclmulqdq   ymm12, ymm2, ymm7, 0
+    vpclmulqdq   ymm14, ymm2, ymm7, 1
+    vpclmulqdq   ymm15, ymm2, ymm7, 16
+    vpclmulqdq   ymm16, ymm2, ymm7, 17
     vpxorq       ymm14, ymm14, ymm15
-    vpxorq       ymm2, ymm2, ymm5
-    vpxorq       ymm5, ymm6, ymm7
-    vpclmulqdq   ymm6, ymm2, ymm5, 0
-    vpclmulqdq   ymm7, ymm2, ymm5, 1
-    vpclmulqdq   ymm15, ymm2, ymm5, 16
-    vpclmulqdq   ymm2, ymm2, ymm5, 17
-    vpxorq       ymm5, ymm13, ymm12
-    vpternlogq   ymm6, ymm10, ymm5, 150
+    vpxorq       ymm1, ymm1, ymm2
+    vpxorq       ymm2, ymm5, ymm7
+    vpclmulqdq   ymm5, ymm1, ymm2, 0
+    vpclmulqdq   ymm7, ymm1, ymm2, 1
+    vpclmulqdq   ymm15, ymm1, ymm2, 16
+    vpclmulqdq   ymm1, ymm1, ymm2, 17
+    vpxorq       ymm2, ymm13, ymm12
+    vpternlogq   ymm5, ymm10, ymm2, 150
     vpternlogq   ymm7, ymm15, ymm11, 150
     vpxorq       ymm7, ymm7, ymm14
-    vpternlogq   ymm2, ymm16, ymm5, 150
-    vpslldq      ymm5, ymm11, 8
+    vpternlogq   ymm1, ymm16, ymm2, 150
+    vpslldq      ymm2, ymm11, 8
     vpalignr     ymm11, ymm7, ymm11, 8
     vpalignr     ymm7, ymm14, ymm7, 8
     vpsrldq      ymm12, ymm14, 8
@@ -3323,143 +3434,147 @@ kg_gf2m233_ladder_step2_avx512:
     vpsllq       ymm15, ymm12, 33
     vpsrlq       ymm12, ymm12, 31
     vpxorq       ymm14, ymm14, ymm15
-    vpternlogq   ymm2, ymm7, ymm12, 150
+    vpternlogq   ymm1, ymm7, ymm12, 150
     vpsrldq      ymm7, ymm14, 8
-    vpxorq       ymm2, ymm2, ymm7
-    vpsllq       ymm7, ymm2, 23
-    vpsrlq       ymm12, ymm2, 41
-    vpsllq       ymm15, ymm2, 33
-    vpsrlq       ymm2, ymm2, 31
-    vpternlogq   ymm5, ymm10, ymm7, 150
+    vpxorq       ymm1, ymm1, ymm7
+    vpsllq       ymm7, ymm1, 23
+    vpsrlq       ymm12, ymm1, 41
+    vpsllq       ymm15, ymm1, 33
+    vpsrlq       ymm1, ymm1, 31
+    vpternlogq   ymm2, ymm10, ymm7, 150
     vpxorq       ymm7, ymm12, ymm15
-    vpternlogq   ymm6, ymm11, ymm13, 150
+    vpternlogq   ymm5, ymm11, ymm13, 150
     vpslldq      ymm10, ymm7, 8
-    vpxorq       ymm5, ymm5, ymm10
+    vpxorq       ymm2, ymm2, ymm10
     vpalignr     ymm7, ymm14, ymm7, 8
-    vpternlogq   ymm6, ymm2, ymm7, 150
-    vshufi64x2   ymm2, ymm4, ymm5, 2
-    vshufi64x2   ymm0, ymm4, ymm0, 1
-    vpxorq       ymm0, ymm2, ymm0
-    vshufi64x2   ymm2, ymm3, ymm6, 2
-    vshufi64x2   ymm1, ymm3, ymm1, 1
-    vpxorq       ymm1, ymm2, ymm1
-    vpclmulqdq   ymm2, ymm1, ymm1, 17
-    vpclmulqdq   ymm1, ymm1, ymm1, 0
-    vpclmulqdq   ymm7, ymm0, ymm0, 17
-    vpclmulqdq   ymm0, ymm0, ymm0, 0
-    vpsllq       ymm10, ymm2, 23
-    vpsrlq       ymm11, ymm2, 41
-    vpsllq       ymm12, ymm2, 33
-    vpsrlq       ymm2, ymm2, 31
+    vpternlogq   ymm5, ymm1, ymm7, 150
+    vshufi64x2   ymm1, ymm4, ymm2, 2
+    vshufi64x2   ymm6, ymm4, ymm6, 1
+    vpxorq       ymm1, ymm1, ymm6
+    vshufi64x2   ymm6, ymm3, ymm5, 2
+    vshufi64x2   ymm0, ymm3, ymm0, 1
+    vpxorq       ymm0, ymm6, ymm0
+    vgf2p8affineqb ymm6, ymm0, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm0, ymm0, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm7, ymm6, ymm0
+    vpunpckhbw   ymm0, ymm6, ymm0
+    vgf2p8affineqb ymm6, ymm1, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm1, ymm1, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm10, ymm6, ymm1
+    vpunpckhbw   ymm1, ymm6, ymm1
+    vpsllq       ymm6, ymm0, 23
+    vpsrlq       ymm11, ymm0, 41
+    vpsllq       ymm12, ymm0, 33
+    vpsrlq       ymm0, ymm0, 31
     vpxorq       ymm11, ymm11, ymm12
     vpsrldq      ymm12, ymm11, 8
-    vpternlogq   ymm1, ymm2, ymm12, 150
-    vpsllq       ymm2, ymm1, 23
-    vpsrlq       ymm12, ymm1, 41
-    vpsllq       ymm13, ymm1, 33
-    vpsrlq       ymm1, ymm1, 31
+    vpternlogq   ymm7, ymm0, ymm12, 150
+    vpsllq       ymm0, ymm7, 23
+    vpsrlq       ymm12, ymm7, 41
+    vpsllq       ymm13, ymm7, 33
+    vpsrlq       ymm7, ymm7, 31
     vpxorq       ymm12, ymm12, ymm13
-    vpternlogq   ymm7, ymm10, ymm1, 150
-    vpslldq      ymm1, ymm12, 8
-    vpternlogq   ymm0, ymm2, ymm1, 150
-    vpalignr     ymm1, ymm11, ymm12, 8
-    vpxorq       ymm1, ymm7, ymm1
-    vinserti64x2 ymm2, ymm4, xmm8, 1
-    vinserti64x2 ymm7, ymm3, xmm9, 1
-    vshufi64x2   ymm4, ymm4, ymm0, 1
-    vshufi64x2   ymm3, ymm3, ymm1, 1
-    vpclmulqdq   ymm8, ymm2, ymm4, 0
-    vpclmulqdq   ymm9, ymm2, ymm4, 1
-    vpclmulqdq   ymm10, ymm2, ymm4, 16
-    vpclmulqdq   ymm11, ymm2, ymm4, 17
-    vpxorq       ymm9, ymm9, ymm10
-    vpclmulqdq   ymm10, ymm7, ymm3, 0
-    vpclmulqdq   ymm12, ymm7, ymm3, 1
-    vpclmulqdq   ymm13, ymm7, ymm3, 16
-    vpclmulqdq   ymm14, ymm7, ymm3, 17
+    vpternlogq   ymm1, ymm6, ymm7, 150
+    vpslldq      ymm6, ymm12, 8
+    vpternlogq   ymm10, ymm0, ymm6, 150
+    vpalignr     ymm0, ymm11, ymm12, 8
+    vpxorq       ymm0, ymm1, ymm0
+    vinserti64x2 ymm1, ymm4, xmm8, 1
+    vinserti64x2 ymm6, ymm3, xmm9, 1
+    vshufi64x2   ymm4, ymm4, ymm10, 1
+    vshufi64x2   ymm3, ymm3, ymm0, 1
+    vpclmulqdq   ymm7, ymm1, ymm4, 0
+    vpclmulqdq   ymm8, ymm1, ymm4, 1
+    vpclmulqdq   ymm9, ymm1, ymm4, 16
+    vpclmulqdq   ymm11, ymm1, ymm4, 17
+    vpxorq       ymm8, ymm8, ymm9
+    vpclmulqdq   ymm9, ymm6, ymm3, 0
+    vpclmulqdq   ymm12, ymm6, ymm3, 1
+    vpclmulqdq   ymm13, ymm6, ymm3, 16
+    vpclmulqdq   ymm14, ymm6, ymm3, 17
     vpxorq       ymm12, ymm12, ymm13
-    vpxorq       ymm2, ymm2, ymm7
+    vpxorq       ymm1, ymm1, ymm6
     vpxorq       ymm3, ymm4, ymm3
-    vpclmulqdq   ymm4, ymm2, ymm3, 0
-    vpclmulqdq   ymm7, ymm2, ymm3, 1
-    vpclmulqdq   ymm13, ymm2, ymm3, 16
-    vpclmulqdq   ymm2, ymm2, ymm3, 17
-    vpxorq       ymm3, ymm11, ymm10
-    vpternlogq   ymm4, ymm8, ymm3, 150
-    vpternlogq   ymm7, ymm13, ymm9, 150
-    vpxorq       ymm7, ymm7, ymm12
-    vpternlogq   ymm2, ymm14, ymm3, 150
-    vextracti64x2 xmm3, ymm8, 0
-    vextracti64x2 xmm8, ymm8, 1
-    vextracti64x2 xmm10, ymm9, 0
-    vextracti64x2 xmm9, ymm9, 1
-    vpxorq       xmm9, xmm10, xmm9
-    vextracti64x2 xmm10, ymm4, 0
-    vextracti64x2 xmm4, ymm4, 1
-    vextracti64x2 xmm11, ymm7, 0
+    vpclmulqdq   ymm4, ymm1, ymm3, 0
+    vpclmulqdq   ymm6, ymm1, ymm3, 1
+    vpclmulqdq   ymm13, ymm1, ymm3, 16
+    vpclmulqdq   ymm1, ymm1, ymm3, 17
+    vpxorq       ymm3, ymm11, ymm9
+    vpternlogq   ymm4, ymm7, ymm3, 150
+    vpternlogq   ymm6, ymm13, ymm8, 150
+    vpxorq       ymm6, ymm6, ymm12
+    vpternlogq   ymm1, ymm14, ymm3, 150
+    vextracti64x2 xmm3, ymm7, 0
     vextracti64x2 xmm7, ymm7, 1
-    vpxorq       xmm7, xmm11, xmm7
-    vextracti64x2 xmm11, ymm2, 0
-    vextracti64x2 xmm2, ymm2, 1
+    vextracti64x2 xmm9, ymm8, 0
+    vextracti64x2 xmm8, ymm8, 1
+    vpxorq       xmm8, xmm9, xmm8
+    vextracti64x2 xmm9, ymm4, 0
+    vextracti64x2 xmm4, ymm4, 1
+    vextracti64x2 xmm11, ymm6, 0
+    vextracti64x2 xmm6, ymm6, 1
+    vpxorq       xmm6, xmm11, xmm6
+    vextracti64x2 xmm11, ymm1, 0
+    vextracti64x2 xmm1, ymm1, 1
     vextracti64x2 xmm13, ymm12, 0
     vextracti64x2 xmm12, ymm12, 1
     vpxorq       xmm12, xmm13, xmm12
     vextracti64x2 xmm13, ymm14, 0
     vextracti64x2 xmm14, ymm14, 1
-    vpslldq      xmm15, xmm9, 8
-    vpternlogq   xmm3, xmm8, xmm15, 150
-    vpalignr     xmm8, xmm7, xmm9, 8
-    vpternlogq   xmm10, xmm4, xmm8, 150
-    vpalignr     xmm4, xmm12, xmm7, 8
-    vpternlogq   xmm11, xmm2, xmm4, 150
-    vpsrldq      xmm2, xmm12, 8
-    vpternlogq   xmm13, xmm14, xmm2, 150
-    vpsllq       xmm2, xmm13, 23
+    vpslldq      xmm15, xmm8, 8
+    vpternlogq   xmm3, xmm7, xmm15, 150
+    vpalignr     xmm7, xmm6, xmm8, 8
+    vpternlogq   xmm9, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm12, xmm6, 8
+    vpternlogq   xmm11, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm12, 8
+    vpternlogq   xmm13, xmm14, xmm1, 150
+    vpsllq       xmm1, xmm13, 23
     vpsrlq       xmm4, xmm13, 41
-    vpsllq       xmm7, xmm13, 33
-    vpsrlq       xmm8, xmm13, 31
-    vpxorq       xmm4, xmm4, xmm7
-    vpsrldq      xmm7, xmm4, 8
-    vpternlogq   xmm11, xmm8, xmm7, 150
-    vpsllq       xmm7, xmm11, 23
-    vpsrlq       xmm8, xmm11, 41
-    vpsllq       xmm9, xmm11, 33
+    vpsllq       xmm6, xmm13, 33
+    vpsrlq       xmm7, xmm13, 31
+    vpxorq       xmm4, xmm4, xmm6
+    vpsrldq      xmm6, xmm4, 8
+    vpternlogq   xmm11, xmm7, xmm6, 150
+    vpsllq       xmm6, xmm11, 23
+    vpsrlq       xmm7, xmm11, 41
+    vpsllq       xmm8, xmm11, 33
     vpsrlq       xmm11, xmm11, 31
-    vpxorq       xmm8, xmm8, xmm9
-    vpternlogq   xmm10, xmm2, xmm11, 150
-    vpslldq      xmm2, xmm8, 8
-    vpternlogq   xmm3, xmm7, xmm2, 150
-    vpalignr     xmm2, xmm4, xmm8, 8
-    vpxorq       xmm2, xmm10, xmm2
-    vpsrlq       ymm4, ymm1, 41
-    vpsllq       ymm7, ymm4, 10
-    vpandq       ymm1, ymm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
-    vpunpckhqdq  ymm4, ymm4, ymm7
-    vpxorq       ymm0, ymm0, ymm4
-    vpsrlq       ymm4, ymm6, 41
-    vpsllq       ymm7, ymm4, 10
-    vpandq       ymm6, ymm6, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
-    vpunpckhqdq  ymm4, ymm4, ymm7
-    vpxorq       ymm4, ymm5, ymm4
-    vpsrlq       xmm5, xmm2, 41
-    vpsllq       xmm7, xmm5, 10
-    vpandq       xmm2, xmm2, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm5, xmm5, xmm7
-    vpxorq       xmm3, xmm3, xmm5
-    vextracti64x2 xmm5, ymm0, 1
-    vextracti64x2 xmm7, ymm1, 1
+    vpxorq       xmm7, xmm7, xmm8
+    vpternlogq   xmm9, xmm1, xmm11, 150
+    vpslldq      xmm1, xmm7, 8
+    vpternlogq   xmm3, xmm6, xmm1, 150
+    vpalignr     xmm1, xmm4, xmm7, 8
+    vpxorq       xmm1, xmm9, xmm1
+    vpsrlq       ymm4, ymm0, 41
+    vpsllq       ymm6, ymm4, 10
+    vpandq       ymm0, ymm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
+    vpunpckhqdq  ymm4, ymm4, ymm6
+    vpxorq       ymm4, ymm10, ymm4
+    vpsrlq       ymm6, ymm5, 41
+    vpsllq       ymm7, ymm6, 10
+    vpandq       ymm5, ymm5, [rel gf2m_mask_ffffffffffffffff_1ffffffffff_x2]
+    vpunpckhqdq  ymm6, ymm6, ymm7
+    vpxorq       ymm2, ymm2, ymm6
+    vpsrlq       xmm6, xmm1, 41
+    vpsllq       xmm7, xmm6, 10
+    vpandq       xmm1, xmm1, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm6, xmm6, xmm7
+    vpxorq       xmm3, xmm3, xmm6
+    vextracti64x2 xmm6, ymm4, 1
+    vextracti64x2 xmm7, ymm0, 1
+    vextracti64x2 xmm2, ymm2, 0
+    vextracti64x2 xmm5, ymm5, 0
     vextracti64x2 xmm4, ymm4, 0
-    vextracti64x2 xmm6, ymm6, 0
     vextracti64x2 xmm0, ymm0, 0
-    vextracti64x2 xmm1, ymm1, 0
-    vmovdqu64    [rdi], xmm5
+    vmovdqu64    [rdi], xmm6
     vmovdqu64    [rdi + 16], xmm7
-    vmovdqu64    [rdi + 32], xmm4
-    vmovdqu64    [rdi + 48], xmm6
+    vmovdqu64    [rdi + 32], xmm2
+    vmovdqu64    [rdi + 48], xmm5
     vmovdqu64    [rdi + 64], xmm3
-    vmovdqu64    [rdi + 80], xmm2
-    vmovdqu64    [rdi + 96], xmm0
-    vmovdqu64    [rdi + 112], xmm1
+    vmovdqu64    [rdi + 80], xmm1
+    vmovdqu64    [rdi + 96], xmm4
+    vmovdqu64    [rdi + 112], xmm0
     vzeroupper
     ret
 .end:
@@ -3472,54 +3587,60 @@ kg_gf2m233_ladder_step2_avx512:
 ;   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-12}, k1, rax, r11, flags
+;   clobbers: zmm{0-14}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m233_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_inv_avx512.end - kg_gf2m233_inv_avx512)
 align 32
 kg_gf2m233_inv_avx512:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm13, [rel gf2m_spread_low]        ; held in a register: read 30 times
+    vmovdqu64    xmm14, [rel gf2m_spread_high]       ; held in a register: read 30 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm3, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm5, xmm0, xmm0, 0
-    vpsllq       xmm6, xmm2, 23
+    vgf2p8affineqb xmm2, xmm1, xmm13, 0
+    vgf2p8affineqb xmm3, xmm1, xmm14, 0
+    vpunpcklbw   xmm4, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm13, 0
+    vgf2p8affineqb xmm5, xmm0, xmm14, 0
+    vpunpcklbw   xmm6, xmm3, xmm5
+    vpunpckhbw   xmm3, xmm3, xmm5
+    vpsllq       xmm5, xmm2, 23
     vpsrlq       xmm7, xmm2, 41
     vpsllq       xmm8, xmm2, 33
     vpsrlq       xmm2, xmm2, 31
     vpxorq       xmm7, xmm7, xmm8
     vpsrldq      xmm8, xmm7, 8
-    vpternlogq   xmm3, xmm2, xmm8, 150
-    vpsllq       xmm2, xmm3, 23
-    vpsrlq       xmm8, xmm3, 41
-    vpsllq       xmm9, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
+    vpternlogq   xmm4, xmm2, xmm8, 150
+    vpsllq       xmm2, xmm4, 23
+    vpsrlq       xmm8, xmm4, 41
+    vpsllq       xmm9, xmm4, 33
+    vpsrlq       xmm4, xmm4, 31
     vpxorq       xmm8, xmm8, xmm9
-    vpternlogq   xmm4, xmm6, xmm3, 150
-    vpslldq      xmm3, xmm8, 8
-    vpternlogq   xmm5, xmm2, xmm3, 150
+    vpternlogq   xmm3, xmm5, xmm4, 150
+    vpslldq      xmm4, xmm8, 8
+    vpternlogq   xmm6, xmm2, xmm4, 150
     vpalignr     xmm2, xmm7, xmm8, 8
-    vpxorq       xmm2, xmm4, xmm2
-    vpclmulqdq   xmm3, xmm5, xmm0, 0
-    vpclmulqdq   xmm4, xmm5, xmm0, 1
-    vpclmulqdq   xmm6, xmm5, xmm0, 16
-    vpclmulqdq   xmm7, xmm5, xmm0, 17
-    vpxorq       xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm2, xmm1, 0
+    vpxorq       xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm6, xmm0, 0
+    vpclmulqdq   xmm4, xmm6, xmm0, 1
+    vpclmulqdq   xmm5, xmm6, xmm0, 16
+    vpclmulqdq   xmm7, xmm6, xmm0, 17
+    vpxorq       xmm4, xmm4, xmm5
+    vpclmulqdq   xmm5, xmm2, xmm1, 0
     vpclmulqdq   xmm8, xmm2, xmm1, 1
     vpclmulqdq   xmm9, xmm2, xmm1, 16
     vpclmulqdq   xmm10, xmm2, xmm1, 17
     vpxorq       xmm8, xmm8, xmm9
-    vpxorq       xmm2, xmm5, xmm2
-    vpxorq       xmm5, xmm0, xmm1
-    vpclmulqdq   xmm9, xmm2, xmm5, 0
-    vpclmulqdq   xmm11, xmm2, xmm5, 1
-    vpclmulqdq   xmm12, xmm2, xmm5, 16
-    vpclmulqdq   xmm2, xmm2, xmm5, 17
-    vpxorq       xmm5, xmm7, xmm6
+    vpxorq       xmm2, xmm6, xmm2
+    vpxorq       xmm6, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm2, xmm6, 0
+    vpclmulqdq   xmm11, xmm2, xmm6, 1
+    vpclmulqdq   xmm12, xmm2, xmm6, 16
+    vpclmulqdq   xmm2, xmm2, xmm6, 17
+    vpxorq       xmm5, xmm7, xmm5
     vpternlogq   xmm9, xmm3, xmm5, 150
     vpternlogq   xmm11, xmm12, xmm4, 150
     vpxorq       xmm6, xmm11, xmm8
@@ -3548,903 +3669,174 @@ kg_gf2m233_inv_avx512:
     vpxorq       xmm4, xmm5, xmm4
     vpalignr     xmm3, xmm10, xmm3, 8
     vpternlogq   xmm9, xmm2, xmm3, 150
-    vpclmulqdq   xmm2, xmm9, xmm9, 17
-    vpclmulqdq   xmm3, xmm9, xmm9, 0
-    vpclmulqdq   xmm5, xmm4, xmm4, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm6, xmm2, 23
+    vgf2p8affineqb xmm2, xmm9, xmm13, 0
+    vgf2p8affineqb xmm3, xmm9, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm4, xmm13, 0
+    vgf2p8affineqb xmm4, xmm4, xmm14, 0
+    vpunpcklbw   xmm6, xmm3, xmm4
+    vpunpckhbw   xmm3, xmm3, xmm4
+    vpsllq       xmm4, xmm2, 23
     vpsrlq       xmm7, xmm2, 41
     vpsllq       xmm8, xmm2, 33
     vpsrlq       xmm2, xmm2, 31
     vpxorq       xmm7, xmm7, xmm8
     vpsrldq      xmm8, xmm7, 8
-    vpternlogq   xmm3, xmm2, xmm8, 150
-    vpsllq       xmm2, xmm3, 23
-    vpsrlq       xmm8, xmm3, 41
-    vpsllq       xmm9, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
+    vpternlogq   xmm5, xmm2, xmm8, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm8, xmm5, 41
+    vpsllq       xmm9, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
     vpxorq       xmm8, xmm8, xmm9
-    vpternlogq   xmm5, xmm6, xmm3, 150
-    vpslldq      xmm3, xmm8, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
+    vpternlogq   xmm3, xmm4, xmm5, 150
+    vpslldq      xmm4, xmm8, 8
+    vpternlogq   xmm6, xmm2, xmm4, 150
     vpalignr     xmm2, xmm7, xmm8, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm3, xmm4, xmm0, 0
-    vpclmulqdq   xmm5, xmm4, xmm0, 1
-    vpclmulqdq   xmm6, xmm4, xmm0, 16
-    vpclmulqdq   xmm7, xmm4, xmm0, 17
-    vpxorq       xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm2, xmm1, 0
-    vpclmulqdq   xmm8, xmm2, xmm1, 1
-    vpclmulqdq   xmm9, xmm2, xmm1, 16
-    vpclmulqdq   xmm10, xmm2, xmm1, 17
-    vpxorq       xmm8, xmm8, xmm9
-    vpxorq       xmm2, xmm4, xmm2
-    vpxorq       xmm4, xmm0, xmm1
-    vpclmulqdq   xmm9, xmm2, xmm4, 0
-    vpclmulqdq   xmm11, xmm2, xmm4, 1
-    vpclmulqdq   xmm12, xmm2, xmm4, 16
-    vpclmulqdq   xmm2, xmm2, xmm4, 17
-    vpxorq       xmm4, xmm7, xmm6
-    vpternlogq   xmm9, xmm3, xmm4, 150
-    vpternlogq   xmm11, xmm12, xmm5, 150
-    vpxorq       xmm6, xmm11, xmm8
-    vpternlogq   xmm2, xmm10, xmm4, 150
-    vpslldq      xmm4, xmm5, 8
-    vpalignr     xmm5, xmm6, xmm5, 8
-    vpalignr     xmm6, xmm8, xmm6, 8
-    vpsrldq      xmm7, xmm8, 8
-    vpxorq       xmm7, xmm10, xmm7
-    vpsllq       xmm8, xmm7, 23
-    vpsrlq       xmm10, xmm7, 41
-    vpsllq       xmm11, xmm7, 33
-    vpsrlq       xmm7, xmm7, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm2, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm10, 8
-    vpxorq       xmm2, xmm2, xmm6
-    vpsllq       xmm6, xmm2, 23
-    vpsrlq       xmm7, xmm2, 41
-    vpsllq       xmm11, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpternlogq   xmm4, xmm3, xmm6, 150
-    vpxorq       xmm3, xmm7, xmm11
-    vpternlogq   xmm9, xmm5, xmm8, 150
-    vpslldq      xmm5, xmm3, 8
-    vpxorq       xmm4, xmm4, xmm5
-    vpalignr     xmm3, xmm10, xmm3, 8
-    vpternlogq   xmm9, xmm2, xmm3, 150
-    vpclmulqdq   xmm2, xmm9, xmm9, 17
-    vpclmulqdq   xmm3, xmm9, xmm9, 0
-    vpclmulqdq   xmm5, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm2, 23
-    vpsrlq       xmm8, xmm2, 41
-    vpsllq       xmm10, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxorq       xmm8, xmm8, xmm10
-    vpsrldq      xmm10, xmm8, 8
-    vpternlogq   xmm3, xmm2, xmm10, 150
-    vpsllq       xmm2, xmm3, 23
-    vpsrlq       xmm10, xmm3, 41
-    vpsllq       xmm11, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm5, xmm7, xmm3, 150
-    vpslldq      xmm3, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpalignr     xmm2, xmm8, xmm10, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm3, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpsllq       xmm7, xmm3, 23
-    vpsrlq       xmm8, xmm3, 41
-    vpsllq       xmm10, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxorq       xmm8, xmm8, xmm10
-    vpsrldq      xmm10, xmm8, 8
-    vpternlogq   xmm2, xmm3, xmm10, 150
-    vpsllq       xmm3, xmm2, 23
-    vpsrlq       xmm10, xmm2, 41
-    vpsllq       xmm11, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm5, xmm7, xmm2, 150
-    vpslldq      xmm2, xmm10, 8
-    vpternlogq   xmm6, xmm3, xmm2, 150
-    vpalignr     xmm2, xmm8, xmm10, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm3, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpsllq       xmm7, xmm3, 23
-    vpsrlq       xmm8, xmm3, 41
-    vpsllq       xmm10, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxorq       xmm8, xmm8, xmm10
-    vpsrldq      xmm10, xmm8, 8
-    vpternlogq   xmm2, xmm3, xmm10, 150
-    vpsllq       xmm3, xmm2, 23
-    vpsrlq       xmm10, xmm2, 41
-    vpsllq       xmm11, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm5, xmm7, xmm2, 150
-    vpslldq      xmm2, xmm10, 8
-    vpternlogq   xmm6, xmm3, xmm2, 150
-    vpalignr     xmm2, xmm8, xmm10, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm3, xmm6, xmm4, 0
-    vpclmulqdq   xmm5, xmm6, xmm4, 1
-    vpclmulqdq   xmm7, xmm6, xmm4, 16
-    vpclmulqdq   xmm8, xmm6, xmm4, 17
-    vpxorq       xmm5, xmm5, xmm7
-    vpclmulqdq   xmm7, xmm2, xmm9, 0
-    vpclmulqdq   xmm10, xmm2, xmm9, 1
-    vpclmulqdq   xmm11, xmm2, xmm9, 16
-    vpclmulqdq   xmm12, xmm2, xmm9, 17
-    vpxorq       xmm10, xmm10, xmm11
-    vpxorq       xmm2, xmm6, xmm2
-    vpxorq       xmm4, xmm4, xmm9
-    vpclmulqdq   xmm6, xmm2, xmm4, 0
-    vpclmulqdq   xmm9, xmm2, xmm4, 1
-    vpclmulqdq   xmm11, xmm2, xmm4, 16
-    vpclmulqdq   xmm2, xmm2, xmm4, 17
-    vpxorq       xmm4, xmm8, xmm7
-    vpternlogq   xmm6, xmm3, xmm4, 150
-    vpternlogq   xmm9, xmm11, xmm5, 150
-    vpxorq       xmm7, xmm9, xmm10
-    vpternlogq   xmm2, xmm12, xmm4, 150
-    vpslldq      xmm4, xmm5, 8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpalignr     xmm7, xmm10, xmm7, 8
-    vpsrldq      xmm8, xmm10, 8
-    vpxorq       xmm8, xmm12, xmm8
-    vpsllq       xmm9, xmm8, 23
-    vpsrlq       xmm10, xmm8, 41
-    vpsllq       xmm11, xmm8, 33
-    vpsrlq       xmm8, xmm8, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm2, xmm7, xmm8, 150
-    vpsrldq      xmm7, xmm10, 8
-    vpxorq       xmm2, xmm2, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpsrlq       xmm8, xmm2, 41
-    vpsllq       xmm11, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpternlogq   xmm4, xmm3, xmm7, 150
-    vpxorq       xmm3, xmm8, xmm11
-    vpternlogq   xmm6, xmm5, xmm9, 150
-    vpslldq      xmm5, xmm3, 8
-    vpxorq       xmm4, xmm4, xmm5
-    vpalignr     xmm3, xmm10, xmm3, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm5, xmm4, xmm4, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpsllq       xmm6, xmm2, 23
-    vpsrlq       xmm7, xmm2, 41
-    vpsllq       xmm8, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxorq       xmm7, xmm7, xmm8
-    vpsrldq      xmm8, xmm7, 8
-    vpternlogq   xmm3, xmm2, xmm8, 150
-    vpsllq       xmm2, xmm3, 23
-    vpsrlq       xmm8, xmm3, 41
-    vpsllq       xmm9, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxorq       xmm8, xmm8, xmm9
-    vpternlogq   xmm5, xmm6, xmm3, 150
-    vpslldq      xmm3, xmm8, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpalignr     xmm2, xmm7, xmm8, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm3, xmm4, xmm0, 0
-    vpclmulqdq   xmm5, xmm4, xmm0, 1
-    vpclmulqdq   xmm6, xmm4, xmm0, 16
-    vpclmulqdq   xmm7, xmm4, xmm0, 17
-    vpxorq       xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm2, xmm1, 0
-    vpclmulqdq   xmm8, xmm2, xmm1, 1
-    vpclmulqdq   xmm9, xmm2, xmm1, 16
-    vpclmulqdq   xmm10, xmm2, xmm1, 17
-    vpxorq       xmm8, xmm8, xmm9
-    vpxorq       xmm2, xmm4, xmm2
-    vpxorq       xmm4, xmm0, xmm1
-    vpclmulqdq   xmm9, xmm2, xmm4, 0
-    vpclmulqdq   xmm11, xmm2, xmm4, 1
-    vpclmulqdq   xmm12, xmm2, xmm4, 16
-    vpclmulqdq   xmm2, xmm2, xmm4, 17
-    vpxorq       xmm4, xmm7, xmm6
-    vpternlogq   xmm9, xmm3, xmm4, 150
-    vpternlogq   xmm11, xmm12, xmm5, 150
-    vpxorq       xmm6, xmm11, xmm8
-    vpternlogq   xmm2, xmm10, xmm4, 150
-    vpslldq      xmm4, xmm5, 8
-    vpalignr     xmm5, xmm6, xmm5, 8
-    vpalignr     xmm6, xmm8, xmm6, 8
-    vpsrldq      xmm7, xmm8, 8
-    vpxorq       xmm7, xmm10, xmm7
-    vpsllq       xmm8, xmm7, 23
-    vpsrlq       xmm10, xmm7, 41
-    vpsllq       xmm11, xmm7, 33
-    vpsrlq       xmm7, xmm7, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm2, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm10, 8
-    vpxorq       xmm2, xmm2, xmm6
-    vpsllq       xmm6, xmm2, 23
-    vpsrlq       xmm7, xmm2, 41
-    vpsllq       xmm11, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpternlogq   xmm4, xmm3, xmm6, 150
-    vpxorq       xmm3, xmm7, xmm11
-    vpternlogq   xmm9, xmm5, xmm8, 150
-    vpslldq      xmm5, xmm3, 8
-    vpxorq       xmm4, xmm4, xmm5
-    vpalignr     xmm3, xmm10, xmm3, 8
-    vpternlogq   xmm9, xmm2, xmm3, 150
-    vpclmulqdq   xmm2, xmm9, xmm9, 17
-    vpclmulqdq   xmm3, xmm9, xmm9, 0
-    vpclmulqdq   xmm5, xmm4, xmm4, 17
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpsllq       xmm7, xmm2, 23
-    vpsrlq       xmm8, xmm2, 41
-    vpsllq       xmm10, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxorq       xmm8, xmm8, xmm10
-    vpsrldq      xmm10, xmm8, 8
-    vpternlogq   xmm3, xmm2, xmm10, 150
-    vpsllq       xmm2, xmm3, 23
-    vpsrlq       xmm10, xmm3, 41
-    vpsllq       xmm11, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm5, xmm7, xmm3, 150
-    vpslldq      xmm3, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpalignr     xmm2, xmm8, xmm10, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm3, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpsllq       xmm7, xmm3, 23
-    vpsrlq       xmm8, xmm3, 41
-    vpsllq       xmm10, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxorq       xmm8, xmm8, xmm10
-    vpsrldq      xmm10, xmm8, 8
-    vpternlogq   xmm2, xmm3, xmm10, 150
-    vpsllq       xmm3, xmm2, 23
-    vpsrlq       xmm10, xmm2, 41
-    vpsllq       xmm11, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm5, xmm7, xmm2, 150
-    vpslldq      xmm2, xmm10, 8
-    vpternlogq   xmm6, xmm3, xmm2, 150
-    vpalignr     xmm2, xmm8, xmm10, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm3, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpsllq       xmm7, xmm3, 23
-    vpsrlq       xmm8, xmm3, 41
-    vpsllq       xmm10, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxorq       xmm8, xmm8, xmm10
-    vpsrldq      xmm10, xmm8, 8
-    vpternlogq   xmm2, xmm3, xmm10, 150
-    vpsllq       xmm3, xmm2, 23
-    vpsrlq       xmm10, xmm2, 41
-    vpsllq       xmm11, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm5, xmm7, xmm2, 150
-    vpslldq      xmm2, xmm10, 8
-    vpternlogq   xmm6, xmm3, xmm2, 150
-    vpalignr     xmm2, xmm8, xmm10, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm3, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpsllq       xmm7, xmm3, 23
-    vpsrlq       xmm8, xmm3, 41
-    vpsllq       xmm10, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxorq       xmm8, xmm8, xmm10
-    vpsrldq      xmm10, xmm8, 8
-    vpternlogq   xmm2, xmm3, xmm10, 150
-    vpsllq       xmm3, xmm2, 23
-    vpsrlq       xmm10, xmm2, 41
-    vpsllq       xmm11, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm5, xmm7, xmm2, 150
-    vpslldq      xmm2, xmm10, 8
-    vpternlogq   xmm6, xmm3, xmm2, 150
-    vpalignr     xmm2, xmm8, xmm10, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm3, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpsllq       xmm7, xmm3, 23
-    vpsrlq       xmm8, xmm3, 41
-    vpsllq       xmm10, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxorq       xmm8, xmm8, xmm10
-    vpsrldq      xmm10, xmm8, 8
-    vpternlogq   xmm2, xmm3, xmm10, 150
-    vpsllq       xmm3, xmm2, 23
-    vpsrlq       xmm10, xmm2, 41
-    vpsllq       xmm11, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm5, xmm7, xmm2, 150
-    vpslldq      xmm2, xmm10, 8
-    vpternlogq   xmm6, xmm3, xmm2, 150
-    vpalignr     xmm2, xmm8, xmm10, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm3, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpsllq       xmm7, xmm3, 23
-    vpsrlq       xmm8, xmm3, 41
-    vpsllq       xmm10, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxorq       xmm8, xmm8, xmm10
-    vpsrldq      xmm10, xmm8, 8
-    vpternlogq   xmm2, xmm3, xmm10, 150
-    vpsllq       xmm3, xmm2, 23
-    vpsrlq       xmm10, xmm2, 41
-    vpsllq       xmm11, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm5, xmm7, xmm2, 150
-    vpslldq      xmm2, xmm10, 8
-    vpternlogq   xmm6, xmm3, xmm2, 150
-    vpalignr     xmm2, xmm8, xmm10, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm3, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpsllq       xmm7, xmm3, 23
-    vpsrlq       xmm8, xmm3, 41
-    vpsllq       xmm10, xmm3, 33
-    vpsrlq       xmm3, xmm3, 31
-    vpxorq       xmm8, xmm8, xmm10
-    vpsrldq      xmm10, xmm8, 8
-    vpternlogq   xmm2, xmm3, xmm10, 150
-    vpsllq       xmm3, xmm2, 23
-    vpsrlq       xmm10, xmm2, 41
-    vpsllq       xmm11, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm5, xmm7, xmm2, 150
-    vpslldq      xmm2, xmm10, 8
-    vpternlogq   xmm6, xmm3, xmm2, 150
-    vpalignr     xmm2, xmm8, xmm10, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm3, xmm6, xmm4, 0
-    vpclmulqdq   xmm5, xmm6, xmm4, 1
-    vpclmulqdq   xmm7, xmm6, xmm4, 16
-    vpclmulqdq   xmm8, xmm6, xmm4, 17
-    vpxorq       xmm5, xmm5, xmm7
-    vpclmulqdq   xmm7, xmm2, xmm9, 0
-    vpclmulqdq   xmm10, xmm2, xmm9, 1
-    vpclmulqdq   xmm11, xmm2, xmm9, 16
-    vpclmulqdq   xmm12, xmm2, xmm9, 17
-    vpxorq       xmm10, xmm10, xmm11
-    vpxorq       xmm2, xmm6, xmm2
-    vpxorq       xmm4, xmm4, xmm9
-    vpclmulqdq   xmm6, xmm2, xmm4, 0
-    vpclmulqdq   xmm9, xmm2, xmm4, 1
-    vpclmulqdq   xmm11, xmm2, xmm4, 16
-    vpclmulqdq   xmm2, xmm2, xmm4, 17
-    vpxorq       xmm4, xmm8, xmm7
-    vpternlogq   xmm6, xmm3, xmm4, 150
-    vpternlogq   xmm9, xmm11, xmm5, 150
-    vpxorq       xmm7, xmm9, xmm10
-    vpternlogq   xmm2, xmm12, xmm4, 150
-    vpslldq      xmm4, xmm5, 8
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpalignr     xmm7, xmm10, xmm7, 8
-    vpsrldq      xmm8, xmm10, 8
-    vpxorq       xmm8, xmm12, xmm8
-    vpsllq       xmm9, xmm8, 23
-    vpsrlq       xmm10, xmm8, 41
-    vpsllq       xmm11, xmm8, 33
-    vpsrlq       xmm8, xmm8, 31
-    vpxorq       xmm10, xmm10, xmm11
-    vpternlogq   xmm2, xmm7, xmm8, 150
-    vpsrldq      xmm7, xmm10, 8
-    vpxorq       xmm2, xmm2, xmm7
-    vpsllq       xmm7, xmm2, 23
-    vpsrlq       xmm8, xmm2, 41
-    vpsllq       xmm11, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
-    vpternlogq   xmm4, xmm3, xmm7, 150
-    vpxorq       xmm3, xmm8, xmm11
-    vpternlogq   xmm6, xmm5, xmm9, 150
-    vpslldq      xmm5, xmm3, 8
-    vpxorq       xmm4, xmm4, xmm5
-    vpalignr     xmm3, xmm10, xmm3, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrlq       xmm2, xmm6, 41
-    vpsllq       xmm3, xmm2, 10
-    vpandq       xmm5, xmm6, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm2, xmm4, xmm2
-    vpbroadcastq ymm3, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpbroadcastq ymm2, xmm2
-    vpbroadcastq ymm7, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpbroadcastq ymm5, xmm5
-    mov          r11d, 12
-    kmovd        k1, r11d
-    vpblendmd    ymm2{k1}, ymm3, ymm2
-    mov          r11d, 48
-    kmovd        k1, r11d
-    vpblendmd    ymm2{k1}, ymm2, ymm7
-    mov          r11d, 192
-    kmovd        k1, r11d
-    vpblendmd    ymm2{k1}, ymm2, ymm5
-    vpsllq       ymm3, ymm2, 63
-    vpsraq       ymm3, ymm3, 63
-    vpsllq       ymm5, ymm2, 62
-    vpsraq       ymm5, ymm5, 63
-    lea          rax, [rel gf2m_sq14_map + 128]      ; addresses gf2m_sq14_map near byte 0
-    vpandq       ymm7, ymm5, [rax]
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpandq       ymm8, ymm5, [rax + 32]
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpandq       ymm9, ymm5, [rax + 64]
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpandq       ymm5, ymm5, [rax + 96]
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 61
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 384]      ; addresses gf2m_sq14_map near byte 256
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 60
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 59
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 640]      ; addresses gf2m_sq14_map near byte 512
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 58
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 57
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 896]      ; addresses gf2m_sq14_map near byte 768
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 56
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 55
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 1152]     ; addresses gf2m_sq14_map near byte 1024
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 54
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 53
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 1408]     ; addresses gf2m_sq14_map near byte 1280
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 52
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 51
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 1664]     ; addresses gf2m_sq14_map near byte 1536
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 50
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 49
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 1920]     ; addresses gf2m_sq14_map near byte 1792
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 48
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 47
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 2176]     ; addresses gf2m_sq14_map near byte 2048
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 46
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 45
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 2432]     ; addresses gf2m_sq14_map near byte 2304
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 44
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 43
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 2688]     ; addresses gf2m_sq14_map near byte 2560
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 42
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 41
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 2944]     ; addresses gf2m_sq14_map near byte 2816
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 40
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 39
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 3200]     ; addresses gf2m_sq14_map near byte 3072
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 38
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 37
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 3456]     ; addresses gf2m_sq14_map near byte 3328
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 36
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 35
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 3712]     ; addresses gf2m_sq14_map near byte 3584
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 34
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 33
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 3968]     ; addresses gf2m_sq14_map near byte 3840
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 32
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 31
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 4224]     ; addresses gf2m_sq14_map near byte 4096
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 30
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 29
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 4480]     ; addresses gf2m_sq14_map near byte 4352
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 28
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 27
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 4736]     ; addresses gf2m_sq14_map near byte 4608
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 26
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 25
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 4992]     ; addresses gf2m_sq14_map near byte 4864
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 24
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 23
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 5248]     ; addresses gf2m_sq14_map near byte 5120
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 22
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 21
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 5504]     ; addresses gf2m_sq14_map near byte 5376
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 20
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 19
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 5760]     ; addresses gf2m_sq14_map near byte 5632
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 18
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 17
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 6016]     ; addresses gf2m_sq14_map near byte 5888
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 16
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 15
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 6272]     ; addresses gf2m_sq14_map near byte 6144
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 14
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 13
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 6528]     ; addresses gf2m_sq14_map near byte 6400
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 12
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 11
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 6784]     ; addresses gf2m_sq14_map near byte 6656
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 10
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 9
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 7040]     ; addresses gf2m_sq14_map near byte 6912
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 8
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 7
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 7296]     ; addresses gf2m_sq14_map near byte 7168
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 6
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 5
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 7552]     ; addresses gf2m_sq14_map near byte 7424
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 4
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 3
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 7808]     ; addresses gf2m_sq14_map near byte 7680
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsllq       ymm3, ymm2, 2
-    vpsraq       ymm3, ymm3, 63
-    vpternlogq   ymm7, ymm3, [rax], 120
-    vpternlogq   ymm8, ymm3, [rax + 32], 120
-    vpternlogq   ymm9, ymm3, [rax + 64], 120
-    vpternlogq   ymm5, ymm3, [rax + 96], 120
-    vpsllq       ymm3, ymm2, 1
-    vpsraq       ymm3, ymm3, 63
-    lea          rax, [rel gf2m_sq14_map + 8064]     ; addresses gf2m_sq14_map near byte 7936
-    vpternlogq   ymm7, ymm3, [rax - 128], 120
-    vpternlogq   ymm8, ymm3, [rax - 96], 120
-    vpternlogq   ymm9, ymm3, [rax - 64], 120
-    vpternlogq   ymm5, ymm3, [rax - 32], 120
-    vpsraq       ymm2, ymm2, 63
-    vpternlogq   ymm7, ymm2, [rax], 120
-    vpternlogq   ymm8, ymm2, [rax + 32], 120
-    vpternlogq   ymm9, ymm2, [rax + 64], 120
-    vpternlogq   ymm5, ymm2, [rax + 96], 120
-    vpermq       ymm2, ymm8, 147
-    vpermq       ymm3, ymm9, 78
-    vpermq       ymm5, ymm5, 57
-    vpternlogq   ymm7, ymm2, ymm3, 150
-    vpxorq       ymm2, ymm7, ymm5
-    vextracti64x2 xmm3, ymm2, 0
-    vextracti64x2 xmm2, ymm2, 1
-    vpclmulqdq   xmm5, xmm3, xmm4, 0
-    vpclmulqdq   xmm7, xmm3, xmm4, 1
-    vpclmulqdq   xmm8, xmm3, xmm4, 16
-    vpclmulqdq   xmm9, xmm3, xmm4, 17
-    vpxorq       xmm7, xmm7, xmm8
-    vpclmulqdq   xmm8, xmm2, xmm6, 0
-    vpclmulqdq   xmm10, xmm2, xmm6, 1
-    vpclmulqdq   xmm11, xmm2, xmm6, 16
-    vpclmulqdq   xmm12, xmm2, xmm6, 17
-    vpxorq       xmm10, xmm10, xmm11
     vpxorq       xmm2, xmm3, xmm2
-    vpxorq       xmm3, xmm4, xmm6
-    vpclmulqdq   xmm4, xmm2, xmm3, 0
-    vpclmulqdq   xmm6, xmm2, xmm3, 1
-    vpclmulqdq   xmm11, xmm2, xmm3, 16
-    vpclmulqdq   xmm2, xmm2, xmm3, 17
-    vpxorq       xmm3, xmm9, xmm8
-    vpternlogq   xmm4, xmm5, xmm3, 150
-    vpternlogq   xmm6, xmm11, xmm7, 150
-    vpxorq       xmm6, xmm6, xmm10
-    vpternlogq   xmm2, xmm12, xmm3, 150
-    vpslldq      xmm3, xmm7, 8
-    vpalignr     xmm7, xmm6, xmm7, 8
+    vpclmulqdq   xmm3, xmm6, xmm0, 0
+    vpclmulqdq   xmm4, xmm6, xmm0, 1
+    vpclmulqdq   xmm5, xmm6, xmm0, 16
+    vpclmulqdq   xmm7, xmm6, xmm0, 17
+    vpxorq       xmm4, xmm4, xmm5
+    vpclmulqdq   xmm5, xmm2, xmm1, 0
+    vpclmulqdq   xmm8, xmm2, xmm1, 1
+    vpclmulqdq   xmm9, xmm2, xmm1, 16
+    vpclmulqdq   xmm10, xmm2, xmm1, 17
+    vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm2, xmm6, xmm2
+    vpxorq       xmm6, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm2, xmm6, 0
+    vpclmulqdq   xmm11, xmm2, xmm6, 1
+    vpclmulqdq   xmm12, xmm2, xmm6, 16
+    vpclmulqdq   xmm2, xmm2, xmm6, 17
+    vpxorq       xmm5, xmm7, xmm5
+    vpternlogq   xmm9, xmm3, xmm5, 150
+    vpternlogq   xmm11, xmm12, xmm4, 150
+    vpxorq       xmm6, xmm11, xmm8
+    vpternlogq   xmm2, xmm10, xmm5, 150
+    vpslldq      xmm5, xmm4, 8
+    vpalignr     xmm4, xmm6, xmm4, 8
+    vpalignr     xmm6, xmm8, xmm6, 8
+    vpsrldq      xmm7, xmm8, 8
+    vpxorq       xmm7, xmm10, xmm7
+    vpsllq       xmm8, xmm7, 23
+    vpsrlq       xmm10, xmm7, 41
+    vpsllq       xmm11, xmm7, 33
+    vpsrlq       xmm7, xmm7, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm2, xmm6, xmm7, 150
+    vpsrldq      xmm6, xmm10, 8
+    vpxorq       xmm2, xmm2, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm5, xmm3, xmm6, 150
+    vpxorq       xmm3, xmm7, xmm11
+    vpternlogq   xmm9, xmm4, xmm8, 150
+    vpslldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm5, xmm4
+    vpalignr     xmm3, xmm10, xmm3, 8
+    vpternlogq   xmm9, xmm2, xmm3, 150
+    vgf2p8affineqb xmm2, xmm9, xmm13, 0
+    vgf2p8affineqb xmm3, xmm9, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm4, xmm13, 0
+    vgf2p8affineqb xmm6, xmm4, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm5, xmm2, xmm10, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm3, xmm6, xmm5, 150
+    vpslldq      xmm5, xmm10, 8
+    vpternlogq   xmm7, xmm2, xmm5, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm5, xmm2, xmm10, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm3, xmm6, xmm5, 150
+    vpslldq      xmm5, xmm10, 8
+    vpternlogq   xmm7, xmm2, xmm5, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm5, xmm2, xmm10, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm3, xmm6, xmm5, 150
+    vpslldq      xmm5, xmm10, 8
+    vpternlogq   xmm7, xmm2, xmm5, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm7, xmm4, 0
+    vpclmulqdq   xmm5, xmm7, xmm4, 1
+    vpclmulqdq   xmm6, xmm7, xmm4, 16
+    vpclmulqdq   xmm8, xmm7, xmm4, 17
+    vpxorq       xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm9, 0
+    vpclmulqdq   xmm10, xmm2, xmm9, 1
+    vpclmulqdq   xmm11, xmm2, xmm9, 16
+    vpclmulqdq   xmm12, xmm2, xmm9, 17
+    vpxorq       xmm10, xmm10, xmm11
+    vpxorq       xmm2, xmm7, xmm2
+    vpxorq       xmm4, xmm4, xmm9
+    vpclmulqdq   xmm7, xmm2, xmm4, 0
+    vpclmulqdq   xmm9, xmm2, xmm4, 1
+    vpclmulqdq   xmm11, xmm2, xmm4, 16
+    vpclmulqdq   xmm2, xmm2, xmm4, 17
+    vpxorq       xmm4, xmm8, xmm6
+    vpternlogq   xmm7, xmm3, xmm4, 150
+    vpternlogq   xmm9, xmm11, xmm5, 150
+    vpxorq       xmm6, xmm9, xmm10
+    vpternlogq   xmm2, xmm12, xmm4, 150
+    vpslldq      xmm4, xmm5, 8
+    vpalignr     xmm5, xmm6, xmm5, 8
     vpalignr     xmm6, xmm10, xmm6, 8
     vpsrldq      xmm8, xmm10, 8
     vpxorq       xmm8, xmm12, xmm8
@@ -4460,58 +3852,839 @@ kg_gf2m233_inv_avx512:
     vpsrlq       xmm8, xmm2, 41
     vpsllq       xmm11, xmm2, 33
     vpsrlq       xmm2, xmm2, 31
-    vpternlogq   xmm3, xmm5, xmm6, 150
-    vpxorq       xmm5, xmm8, xmm11
-    vpternlogq   xmm4, xmm7, xmm9, 150
-    vpslldq      xmm6, xmm5, 8
-    vpxorq       xmm3, xmm3, xmm6
-    vpalignr     xmm5, xmm10, xmm5, 8
-    vpternlogq   xmm4, xmm2, xmm5, 150
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm6, xmm2, 23
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpxorq       xmm3, xmm8, xmm11
+    vpternlogq   xmm7, xmm5, xmm9, 150
+    vpslldq      xmm5, xmm3, 8
+    vpxorq       xmm4, xmm4, xmm5
+    vpalignr     xmm3, xmm10, xmm3, 8
+    vpternlogq   xmm7, xmm2, xmm3, 150
+    vgf2p8affineqb xmm2, xmm7, xmm13, 0
+    vgf2p8affineqb xmm3, xmm7, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm4, xmm13, 0
+    vgf2p8affineqb xmm4, xmm4, xmm14, 0
+    vpunpcklbw   xmm6, xmm3, xmm4
+    vpunpckhbw   xmm3, xmm3, xmm4
+    vpsllq       xmm4, xmm2, 23
     vpsrlq       xmm7, xmm2, 41
     vpsllq       xmm8, xmm2, 33
     vpsrlq       xmm2, xmm2, 31
     vpxorq       xmm7, xmm7, xmm8
     vpsrldq      xmm8, xmm7, 8
-    vpternlogq   xmm4, xmm2, xmm8, 150
-    vpsllq       xmm2, xmm4, 23
-    vpsrlq       xmm8, xmm4, 41
-    vpsllq       xmm9, xmm4, 33
-    vpsrlq       xmm4, xmm4, 31
+    vpternlogq   xmm5, xmm2, xmm8, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm8, xmm5, 41
+    vpsllq       xmm9, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
     vpxorq       xmm8, xmm8, xmm9
-    vpternlogq   xmm5, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm4, xmm5, 150
     vpslldq      xmm4, xmm8, 8
-    vpternlogq   xmm3, xmm2, xmm4, 150
+    vpternlogq   xmm6, xmm2, xmm4, 150
     vpalignr     xmm2, xmm7, xmm8, 8
-    vpxorq       xmm2, xmm5, xmm2
-    vpclmulqdq   xmm4, xmm3, xmm0, 0
-    vpclmulqdq   xmm5, xmm3, xmm0, 1
-    vpclmulqdq   xmm6, xmm3, xmm0, 16
-    vpclmulqdq   xmm7, xmm3, xmm0, 17
-    vpxorq       xmm5, xmm5, xmm6
-    vpclmulqdq   xmm6, xmm2, xmm1, 0
+    vpxorq       xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm6, xmm0, 0
+    vpclmulqdq   xmm4, xmm6, xmm0, 1
+    vpclmulqdq   xmm5, xmm6, xmm0, 16
+    vpclmulqdq   xmm7, xmm6, xmm0, 17
+    vpxorq       xmm4, xmm4, xmm5
+    vpclmulqdq   xmm5, xmm2, xmm1, 0
     vpclmulqdq   xmm8, xmm2, xmm1, 1
     vpclmulqdq   xmm9, xmm2, xmm1, 16
     vpclmulqdq   xmm10, xmm2, xmm1, 17
     vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm2, xmm6, xmm2
+    vpxorq       xmm6, xmm0, xmm1
+    vpclmulqdq   xmm9, xmm2, xmm6, 0
+    vpclmulqdq   xmm11, xmm2, xmm6, 1
+    vpclmulqdq   xmm12, xmm2, xmm6, 16
+    vpclmulqdq   xmm2, xmm2, xmm6, 17
+    vpxorq       xmm5, xmm7, xmm5
+    vpternlogq   xmm9, xmm3, xmm5, 150
+    vpternlogq   xmm11, xmm12, xmm4, 150
+    vpxorq       xmm6, xmm11, xmm8
+    vpternlogq   xmm2, xmm10, xmm5, 150
+    vpslldq      xmm5, xmm4, 8
+    vpalignr     xmm4, xmm6, xmm4, 8
+    vpalignr     xmm6, xmm8, xmm6, 8
+    vpsrldq      xmm7, xmm8, 8
+    vpxorq       xmm7, xmm10, xmm7
+    vpsllq       xmm8, xmm7, 23
+    vpsrlq       xmm10, xmm7, 41
+    vpsllq       xmm11, xmm7, 33
+    vpsrlq       xmm7, xmm7, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm2, xmm6, xmm7, 150
+    vpsrldq      xmm6, xmm10, 8
+    vpxorq       xmm2, xmm2, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm5, xmm3, xmm6, 150
+    vpxorq       xmm3, xmm7, xmm11
+    vpternlogq   xmm9, xmm4, xmm8, 150
+    vpslldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm5, xmm4
+    vpalignr     xmm3, xmm10, xmm3, 8
+    vpternlogq   xmm9, xmm2, xmm3, 150
+    vgf2p8affineqb xmm2, xmm9, xmm13, 0
+    vgf2p8affineqb xmm3, xmm9, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm4, xmm13, 0
+    vgf2p8affineqb xmm6, xmm4, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm5, xmm2, xmm10, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm3, xmm6, xmm5, 150
+    vpslldq      xmm5, xmm10, 8
+    vpternlogq   xmm7, xmm2, xmm5, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
     vpxorq       xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm5, xmm2, xmm10, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm3, xmm6, xmm5, 150
+    vpslldq      xmm5, xmm10, 8
+    vpternlogq   xmm7, xmm2, xmm5, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm5, xmm2, xmm10, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm3, xmm6, xmm5, 150
+    vpslldq      xmm5, xmm10, 8
+    vpternlogq   xmm7, xmm2, xmm5, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm5, xmm2, xmm10, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm3, xmm6, xmm5, 150
+    vpslldq      xmm5, xmm10, 8
+    vpternlogq   xmm7, xmm2, xmm5, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm5, xmm2, xmm10, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm3, xmm6, xmm5, 150
+    vpslldq      xmm5, xmm10, 8
+    vpternlogq   xmm7, xmm2, xmm5, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm5, xmm2, xmm10, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm3, xmm6, xmm5, 150
+    vpslldq      xmm5, xmm10, 8
+    vpternlogq   xmm7, xmm2, xmm5, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm10, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm8, xmm8, xmm10
+    vpsrldq      xmm10, xmm8, 8
+    vpternlogq   xmm5, xmm2, xmm10, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm10, xmm5, 41
+    vpsllq       xmm11, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm3, xmm6, xmm5, 150
+    vpslldq      xmm5, xmm10, 8
+    vpternlogq   xmm7, xmm2, xmm5, 150
+    vpalignr     xmm2, xmm8, xmm10, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm7, xmm4, 0
+    vpclmulqdq   xmm5, xmm7, xmm4, 1
+    vpclmulqdq   xmm6, xmm7, xmm4, 16
+    vpclmulqdq   xmm8, xmm7, xmm4, 17
+    vpxorq       xmm5, xmm5, xmm6
+    vpclmulqdq   xmm6, xmm2, xmm9, 0
+    vpclmulqdq   xmm10, xmm2, xmm9, 1
+    vpclmulqdq   xmm11, xmm2, xmm9, 16
+    vpclmulqdq   xmm12, xmm2, xmm9, 17
+    vpxorq       xmm10, xmm10, xmm11
+    vpxorq       xmm2, xmm7, xmm2
+    vpxorq       xmm4, xmm4, xmm9
+    vpclmulqdq   xmm7, xmm2, xmm4, 0
+    vpclmulqdq   xmm9, xmm2, xmm4, 1
+    vpclmulqdq   xmm11, xmm2, xmm4, 16
+    vpclmulqdq   xmm2, xmm2, xmm4, 17
+    vpxorq       xmm4, xmm8, xmm6
+    vpternlogq   xmm7, xmm3, xmm4, 150
+    vpternlogq   xmm9, xmm11, xmm5, 150
+    vpxorq       xmm6, xmm9, xmm10
+    vpternlogq   xmm2, xmm12, xmm4, 150
+    vpslldq      xmm4, xmm5, 8
+    vpalignr     xmm5, xmm6, xmm5, 8
+    vpalignr     xmm6, xmm10, xmm6, 8
+    vpsrldq      xmm8, xmm10, 8
+    vpxorq       xmm8, xmm12, xmm8
+    vpsllq       xmm9, xmm8, 23
+    vpsrlq       xmm10, xmm8, 41
+    vpsllq       xmm11, xmm8, 33
+    vpsrlq       xmm8, xmm8, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm2, xmm6, xmm8, 150
+    vpsrldq      xmm6, xmm10, 8
+    vpxorq       xmm2, xmm2, xmm6
+    vpsllq       xmm6, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm4, xmm3, xmm6, 150
+    vpxorq       xmm3, xmm8, xmm11
+    vpternlogq   xmm7, xmm5, xmm9, 150
+    vpslldq      xmm5, xmm3, 8
+    vpxorq       xmm4, xmm4, xmm5
+    vpalignr     xmm3, xmm10, xmm3, 8
+    vpternlogq   xmm7, xmm2, xmm3, 150
+    vpsrlq       xmm2, xmm7, 41
+    vpsllq       xmm3, xmm2, 10
+    vpandq       xmm5, xmm7, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
+    vpunpckhqdq  xmm2, xmm2, xmm3
+    vpxorq       xmm2, xmm4, xmm2
+    vpbroadcastq ymm3, xmm2
+    vpsrldq      xmm2, xmm2, 8
+    vpbroadcastq ymm2, xmm2
+    vpbroadcastq ymm6, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpbroadcastq ymm5, xmm5
+    mov          r11d, 12
+    kmovd        k1, r11d
+    vpblendmd    ymm2{k1}, ymm3, ymm2
+    mov          r11d, 48
+    kmovd        k1, r11d
+    vpblendmd    ymm2{k1}, ymm2, ymm6
+    mov          r11d, 192
+    kmovd        k1, r11d
+    vpblendmd    ymm2{k1}, ymm2, ymm5
+    vpsllq       ymm3, ymm2, 63
+    vpsraq       ymm3, ymm3, 63
+    vpsllq       ymm5, ymm2, 62
+    vpsraq       ymm5, ymm5, 63
+    lea          rax, [rel gf2m_sq14_map + 128]      ; addresses gf2m_sq14_map near byte 0
+    vpandq       ymm6, ymm5, [rax]
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpandq       ymm8, ymm5, [rax + 32]
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpandq       ymm9, ymm5, [rax + 64]
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpandq       ymm5, ymm5, [rax + 96]
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 61
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 384]      ; addresses gf2m_sq14_map near byte 256
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 60
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 59
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 640]      ; addresses gf2m_sq14_map near byte 512
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 58
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 57
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 896]      ; addresses gf2m_sq14_map near byte 768
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 56
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 55
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 1152]     ; addresses gf2m_sq14_map near byte 1024
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 54
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 53
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 1408]     ; addresses gf2m_sq14_map near byte 1280
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 52
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 51
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 1664]     ; addresses gf2m_sq14_map near byte 1536
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 50
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 49
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 1920]     ; addresses gf2m_sq14_map near byte 1792
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 48
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 47
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 2176]     ; addresses gf2m_sq14_map near byte 2048
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 46
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 45
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 2432]     ; addresses gf2m_sq14_map near byte 2304
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 44
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 43
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 2688]     ; addresses gf2m_sq14_map near byte 2560
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 42
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 41
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 2944]     ; addresses gf2m_sq14_map near byte 2816
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 40
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 39
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 3200]     ; addresses gf2m_sq14_map near byte 3072
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 38
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 37
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 3456]     ; addresses gf2m_sq14_map near byte 3328
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 36
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 35
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 3712]     ; addresses gf2m_sq14_map near byte 3584
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 34
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 33
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 3968]     ; addresses gf2m_sq14_map near byte 3840
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 32
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 31
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 4224]     ; addresses gf2m_sq14_map near byte 4096
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 30
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 29
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 4480]     ; addresses gf2m_sq14_map near byte 4352
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 28
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 27
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 4736]     ; addresses gf2m_sq14_map near byte 4608
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 26
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 25
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 4992]     ; addresses gf2m_sq14_map near byte 4864
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 24
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 23
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 5248]     ; addresses gf2m_sq14_map near byte 5120
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 22
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 21
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 5504]     ; addresses gf2m_sq14_map near byte 5376
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 20
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 19
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 5760]     ; addresses gf2m_sq14_map near byte 5632
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 18
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 17
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 6016]     ; addresses gf2m_sq14_map near byte 5888
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 16
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 15
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 6272]     ; addresses gf2m_sq14_map near byte 6144
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 14
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 13
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 6528]     ; addresses gf2m_sq14_map near byte 6400
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 12
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 11
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 6784]     ; addresses gf2m_sq14_map near byte 6656
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 10
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 9
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 7040]     ; addresses gf2m_sq14_map near byte 6912
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 8
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 7
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 7296]     ; addresses gf2m_sq14_map near byte 7168
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 6
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 5
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 7552]     ; addresses gf2m_sq14_map near byte 7424
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 4
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 3
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 7808]     ; addresses gf2m_sq14_map near byte 7680
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsllq       ymm3, ymm2, 2
+    vpsraq       ymm3, ymm3, 63
+    vpternlogq   ymm6, ymm3, [rax], 120
+    vpternlogq   ymm8, ymm3, [rax + 32], 120
+    vpternlogq   ymm9, ymm3, [rax + 64], 120
+    vpternlogq   ymm5, ymm3, [rax + 96], 120
+    vpsllq       ymm3, ymm2, 1
+    vpsraq       ymm3, ymm3, 63
+    lea          rax, [rel gf2m_sq14_map + 8064]     ; addresses gf2m_sq14_map near byte 7936
+    vpternlogq   ymm6, ymm3, [rax - 128], 120
+    vpternlogq   ymm8, ymm3, [rax - 96], 120
+    vpternlogq   ymm9, ymm3, [rax - 64], 120
+    vpternlogq   ymm5, ymm3, [rax - 32], 120
+    vpsraq       ymm2, ymm2, 63
+    vpternlogq   ymm6, ymm2, [rax], 120
+    vpternlogq   ymm8, ymm2, [rax + 32], 120
+    vpternlogq   ymm9, ymm2, [rax + 64], 120
+    vpternlogq   ymm5, ymm2, [rax + 96], 120
+    vpermq       ymm2, ymm8, 147
+    vpermq       ymm3, ymm9, 78
+    vpermq       ymm5, ymm5, 57
+    vpternlogq   ymm6, ymm2, ymm3, 150
+    vpxorq       ymm2, ymm6, ymm5
+    vextracti64x2 xmm3, ymm2, 0
+    vextracti64x2 xmm2, ymm2, 1
+    vpclmulqdq   xmm5, xmm3, xmm4, 0
+    vpclmulqdq   xmm6, xmm3, xmm4, 1
+    vpclmulqdq   xmm8, xmm3, xmm4, 16
+    vpclmulqdq   xmm9, xmm3, xmm4, 17
+    vpxorq       xmm6, xmm6, xmm8
+    vpclmulqdq   xmm8, xmm2, xmm7, 0
+    vpclmulqdq   xmm10, xmm2, xmm7, 1
+    vpclmulqdq   xmm11, xmm2, xmm7, 16
+    vpclmulqdq   xmm12, xmm2, xmm7, 17
+    vpxorq       xmm10, xmm10, xmm11
+    vpxorq       xmm2, xmm3, xmm2
+    vpxorq       xmm3, xmm4, xmm7
+    vpclmulqdq   xmm4, xmm2, xmm3, 0
+    vpclmulqdq   xmm7, xmm2, xmm3, 1
+    vpclmulqdq   xmm11, xmm2, xmm3, 16
+    vpclmulqdq   xmm2, xmm2, xmm3, 17
+    vpxorq       xmm3, xmm9, xmm8
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpternlogq   xmm7, xmm11, xmm6, 150
+    vpxorq       xmm7, xmm7, xmm10
+    vpternlogq   xmm2, xmm12, xmm3, 150
+    vpslldq      xmm3, xmm6, 8
+    vpalignr     xmm6, xmm7, xmm6, 8
+    vpalignr     xmm7, xmm10, xmm7, 8
+    vpsrldq      xmm8, xmm10, 8
+    vpxorq       xmm8, xmm12, xmm8
+    vpsllq       xmm9, xmm8, 23
+    vpsrlq       xmm10, xmm8, 41
+    vpsllq       xmm11, xmm8, 33
+    vpsrlq       xmm8, xmm8, 31
+    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm2, xmm7, xmm8, 150
+    vpsrldq      xmm7, xmm10, 8
+    vpxorq       xmm2, xmm2, xmm7
+    vpsllq       xmm7, xmm2, 23
+    vpsrlq       xmm8, xmm2, 41
+    vpsllq       xmm11, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm3, xmm5, xmm7, 150
+    vpxorq       xmm5, xmm8, xmm11
+    vpternlogq   xmm4, xmm6, xmm9, 150
+    vpslldq      xmm6, xmm5, 8
+    vpxorq       xmm3, xmm3, xmm6
+    vpalignr     xmm5, xmm10, xmm5, 8
+    vpternlogq   xmm4, xmm2, xmm5, 150
+    vgf2p8affineqb xmm2, xmm4, xmm13, 0
+    vgf2p8affineqb xmm4, xmm4, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm4
+    vpunpckhbw   xmm2, xmm2, xmm4
+    vgf2p8affineqb xmm4, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm6, xmm4, xmm3
+    vpunpckhbw   xmm3, xmm4, xmm3
+    vpsllq       xmm4, xmm2, 23
+    vpsrlq       xmm7, xmm2, 41
+    vpsllq       xmm8, xmm2, 33
+    vpsrlq       xmm2, xmm2, 31
+    vpxorq       xmm7, xmm7, xmm8
+    vpsrldq      xmm8, xmm7, 8
+    vpternlogq   xmm5, xmm2, xmm8, 150
+    vpsllq       xmm2, xmm5, 23
+    vpsrlq       xmm8, xmm5, 41
+    vpsllq       xmm9, xmm5, 33
+    vpsrlq       xmm5, xmm5, 31
+    vpxorq       xmm8, xmm8, xmm9
+    vpternlogq   xmm3, xmm4, xmm5, 150
+    vpslldq      xmm4, xmm8, 8
+    vpternlogq   xmm6, xmm2, xmm4, 150
+    vpalignr     xmm2, xmm7, xmm8, 8
+    vpxorq       xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm6, xmm0, 0
+    vpclmulqdq   xmm4, xmm6, xmm0, 1
+    vpclmulqdq   xmm5, xmm6, xmm0, 16
+    vpclmulqdq   xmm7, xmm6, xmm0, 17
+    vpxorq       xmm4, xmm4, xmm5
+    vpclmulqdq   xmm5, xmm2, xmm1, 0
+    vpclmulqdq   xmm8, xmm2, xmm1, 1
+    vpclmulqdq   xmm9, xmm2, xmm1, 16
+    vpclmulqdq   xmm10, xmm2, xmm1, 17
+    vpxorq       xmm8, xmm8, xmm9
+    vpxorq       xmm2, xmm6, xmm2
     vpxorq       xmm0, xmm0, xmm1
     vpclmulqdq   xmm1, xmm2, xmm0, 0
-    vpclmulqdq   xmm3, xmm2, xmm0, 1
+    vpclmulqdq   xmm6, xmm2, xmm0, 1
     vpclmulqdq   xmm9, xmm2, xmm0, 16
     vpclmulqdq   xmm0, xmm2, xmm0, 17
-    vpxorq       xmm2, xmm7, xmm6
-    vpternlogq   xmm1, xmm4, xmm2, 150
-    vpternlogq   xmm3, xmm9, xmm5, 150
-    vpxorq       xmm3, xmm3, xmm8
+    vpxorq       xmm2, xmm7, xmm5
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpternlogq   xmm6, xmm9, xmm4, 150
+    vpxorq       xmm5, xmm6, xmm8
     vpternlogq   xmm0, xmm10, xmm2, 150
-    vpslldq      xmm2, xmm5, 8
-    vpalignr     xmm5, xmm3, xmm5, 8
-    vpalignr     xmm3, xmm8, xmm3, 8
+    vpslldq      xmm2, xmm4, 8
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpalignr     xmm5, xmm8, xmm5, 8
     vpsrldq      xmm6, xmm8, 8
     vpxorq       xmm6, xmm10, xmm6
     vpsllq       xmm7, xmm6, 23
@@ -4519,16 +4692,16 @@ kg_gf2m233_inv_avx512:
     vpsllq       xmm9, xmm6, 33
     vpsrlq       xmm6, xmm6, 31
     vpxorq       xmm8, xmm8, xmm9
-    vpternlogq   xmm0, xmm3, xmm6, 150
-    vpsrldq      xmm3, xmm8, 8
-    vpxorq       xmm0, xmm0, xmm3
-    vpsllq       xmm3, xmm0, 23
+    vpternlogq   xmm0, xmm5, xmm6, 150
+    vpsrldq      xmm5, xmm8, 8
+    vpxorq       xmm0, xmm0, xmm5
+    vpsllq       xmm5, xmm0, 23
     vpsrlq       xmm6, xmm0, 41
     vpsllq       xmm9, xmm0, 33
     vpsrlq       xmm0, xmm0, 31
-    vpternlogq   xmm2, xmm4, xmm3, 150
+    vpternlogq   xmm2, xmm3, xmm5, 150
     vpxorq       xmm3, xmm6, xmm9
-    vpternlogq   xmm1, xmm5, xmm7, 150
+    vpternlogq   xmm1, xmm4, xmm7, 150
     vpslldq      xmm4, xmm3, 8
     vpxorq       xmm2, xmm2, xmm4
     vpalignr     xmm3, xmm8, xmm3, 8
@@ -5994,32 +6167,36 @@ kg_gf2m233_inv_avx512:
     vpxorq       xmm1, xmm1, xmm4
     vpalignr     xmm3, xmm8, xmm3, 8
     vpternlogq   xmm2, xmm0, xmm3, 150
-    vpclmulqdq   xmm0, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpsllq       xmm4, xmm0, 23
+    vgf2p8affineqb xmm0, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm3, xmm0, xmm2
+    vpunpckhbw   xmm0, xmm0, xmm2
+    vgf2p8affineqb xmm2, xmm1, xmm13, 0
+    vgf2p8affineqb xmm1, xmm1, xmm14, 0
+    vpunpcklbw   xmm4, xmm2, xmm1
+    vpunpckhbw   xmm1, xmm2, xmm1
+    vpsllq       xmm2, xmm0, 23
     vpsrlq       xmm5, xmm0, 41
     vpsllq       xmm6, xmm0, 33
     vpsrlq       xmm0, xmm0, 31
     vpxorq       xmm5, xmm5, xmm6
     vpsrldq      xmm6, xmm5, 8
-    vpternlogq   xmm2, xmm0, xmm6, 150
-    vpsllq       xmm0, xmm2, 23
-    vpsrlq       xmm6, xmm2, 41
-    vpsllq       xmm7, xmm2, 33
-    vpsrlq       xmm2, xmm2, 31
+    vpternlogq   xmm3, xmm0, xmm6, 150
+    vpsllq       xmm0, xmm3, 23
+    vpsrlq       xmm6, xmm3, 41
+    vpsllq       xmm7, xmm3, 33
+    vpsrlq       xmm3, xmm3, 31
     vpxorq       xmm6, xmm6, xmm7
-    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpternlogq   xmm1, xmm2, xmm3, 150
     vpslldq      xmm2, xmm6, 8
-    vpternlogq   xmm1, xmm0, xmm2, 150
+    vpternlogq   xmm4, xmm0, xmm2, 150
     vpalignr     xmm0, xmm5, xmm6, 8
-    vpxorq       xmm0, xmm3, xmm0
-    vpsrlq       xmm2, xmm0, 41
-    vpsllq       xmm3, xmm2, 10
+    vpxorq       xmm0, xmm1, xmm0
+    vpsrlq       xmm1, xmm0, 41
+    vpsllq       xmm2, xmm1, 10
     vpandq       xmm0, xmm0, [rel gf2m_mask_ffffffffffffffff_1ffffffffff]
-    vpunpckhqdq  xmm2, xmm2, xmm3
-    vpxorq       xmm1, xmm1, xmm2
+    vpunpckhqdq  xmm1, xmm1, xmm2
+    vpxorq       xmm1, xmm4, xmm1
     vmovdqu64    [rdi], xmm1
     vmovdqu64    [rdi + 16], xmm0
     vzeroupper

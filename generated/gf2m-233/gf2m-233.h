@@ -96,7 +96,7 @@ void kg_gf2m233_mul_avx512(uint64_t *out, const uint64_t *a, const uint64_t *b);
  *   ensures: out = a^2 mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_SQR_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_SQR_A_LEN), in, 8-byte aligned
@@ -123,7 +123,7 @@ void kg_gf2m233_mul_lazy_avx512(uint64_t *out, const uint64_t *a, const uint64_t
  *   ensures: out ≡ a^2 (mod f): 4 little-endian uint64 limbs, any 256 bits (lazy form: degree < 256, the element is its remainder mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512F, AVX512VL, GFNI (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_SQR_LAZY_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_SQR_LAZY_A_LEN), in, 8-byte aligned
@@ -205,7 +205,7 @@ void kg_gf2m233_reduce_gpr_avx512(uint64_t *out, const uint64_t *c);
  *   ensures: out = a^(2^2) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_MSQR2_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_MSQR2_A_LEN), in, 8-byte aligned
@@ -218,7 +218,7 @@ void kg_gf2m233_msqr2_avx512(uint64_t *out, const uint64_t *a);
  *   ensures: out = a^(2^4) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_MSQR4_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_MSQR4_A_LEN), in, 8-byte aligned
@@ -231,7 +231,7 @@ void kg_gf2m233_msqr4_avx512(uint64_t *out, const uint64_t *a);
  *   ensures: out = a^(2^8) mod f: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_MSQR8_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_MSQR8_A_LEN), in, 8-byte aligned
@@ -258,7 +258,7 @@ void kg_gf2m233_msqr16_avx512(uint64_t *out, const uint64_t *a);
  *   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 233 (fully reduced mod f)
  *   out may be the same buffer as st (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 16 x uint64_t (KG_GF2M233_LADDER_STEP_OUT_LEN), out, 8-byte aligned
  *   st: 16 x uint64_t (KG_GF2M233_LADDER_STEP_ST_LEN), in, 8-byte aligned
@@ -275,7 +275,7 @@ void kg_gf2m233_ladder_step_avx512(uint64_t *out, const uint64_t *st, const uint
  *   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 233 (fully reduced mod f)
  *   out may be the same buffer as st (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 16 x uint64_t (KG_GF2M233_LADDER_STEP2_OUT_LEN), out, 8-byte aligned
  *   st: 16 x uint64_t (KG_GF2M233_LADDER_STEP2_ST_LEN), in, 8-byte aligned
@@ -291,7 +291,7 @@ void kg_gf2m233_ladder_step2_avx512(uint64_t *out, const uint64_t *st, const uin
  *   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 4 little-endian uint64 limbs, degree < 233 (fully reduced mod f)
  *   out may be the same buffer as any input (all inputs are read before out is written)
  *   f = x^233 + x^74 + 1; limbs 8-byte aligned; constant time
- *   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+ *   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   out: 4 x uint64_t (KG_GF2M233_INV_OUT_LEN), out, 8-byte aligned
  *   a: 4 x uint64_t (KG_GF2M233_INV_A_LEN), in, 8-byte aligned

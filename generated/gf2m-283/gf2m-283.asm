@@ -18,6 +18,7 @@
 ; x^37(f - x^283) chunk 0: 0x2142000000000 (one carry-less product per word)
 ; reduced form: the lazy form with its 37 bits above x^283 folded once more (gf2m_freeze)
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
+; EVEX kernels square without carry-less products: vgf2p8affineqb spreads each byte's nibbles to every other bit and vpunpcklbw/vpunpckhbw interleave them (needs GFNI)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
 ; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
@@ -65,6 +66,26 @@ gf2m_mask_ffffffffffffffff_0:
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000
+
+; spreads each byte's high nibble
+align 32
+gf2m_spread_high:
+    dq 0x1000200040008000, 0x1000200040008000
+
+; spreads each byte's high nibble
+align 32
+gf2m_spread_high_x2:
+    dq 0x1000200040008000, 0x1000200040008000, 0x1000200040008000, 0x1000200040008000
+
+; spreads each byte's low nibble
+align 32
+gf2m_spread_low:
+    dq 0x0100020004000800, 0x0100020004000800
+
+; spreads each byte's low nibble
+align 32
+gf2m_spread_low_x2:
+    dq 0x0100020004000800, 0x0100020004000800, 0x0100020004000800, 0x0100020004000800
 
 ; a -> a^(2^141) mod f: columns x^j -> x^(j 2^141), pre-rotated by lane
 align 32
@@ -2144,7 +2165,7 @@ kg_gf2m283_mul_avx512:
 ;   ensures: out = a^2 mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
@@ -2155,38 +2176,44 @@ kg_gf2m283_sqr_avx512:
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vgf2p8affineqb xmm3, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
     lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
-    vpclmulqdq   xmm5, xmm2, [rax - 128], 0
+    vpclmulqdq   xmm3, xmm2, [rax - 128], 0
     vpclmulqdq   xmm2, xmm2, [rax - 128], 1
-    vpclmulqdq   xmm6, xmm3, [rax - 128], 0
-    vpclmulqdq   xmm3, xmm3, [rax - 128], 1
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm5, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, [rax - 128], 0
+    vpclmulqdq   xmm6, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rax - 128], 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm7, 150
-    vpalignr     xmm2, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm3, xmm2, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm4
-    vmovq        qword [rdi + 32], xmm2
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vmovdqu64    [rdi], xmm2
+    vmovdqu64    [rdi + 16], xmm0
+    vmovq        qword [rdi + 32], xmm1
     ret
 .end:
 
@@ -2292,7 +2319,7 @@ kg_gf2m283_mul_lazy_avx512:
 ;   ensures: out ≡ a^2 (mod f): 5 little-endian uint64 limbs, any 320 bits (lazy form: degree < 320, the element is its remainder mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
@@ -2303,30 +2330,36 @@ kg_gf2m283_sqr_lazy_avx512:
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vgf2p8affineqb xmm3, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
     lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
-    vpclmulqdq   xmm5, xmm2, [rax - 128], 0
+    vpclmulqdq   xmm3, xmm2, [rax - 128], 0
     vpclmulqdq   xmm2, xmm2, [rax - 128], 1
-    vpclmulqdq   xmm6, xmm3, [rax - 128], 0
-    vpclmulqdq   xmm3, xmm3, [rax - 128], 1
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm5, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, [rax - 128], 0
+    vpclmulqdq   xmm6, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, [rax - 128], 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm7, 150
-    vpalignr     xmm2, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm3, xmm2, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm4
-    vmovq        qword [rdi + 32], xmm2
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vmovdqu64    [rdi], xmm5
+    vmovdqu64    [rdi + 16], xmm0
+    vmovq        qword [rdi + 32], xmm1
     ret
 .end:
 
@@ -2809,77 +2842,91 @@ kg_gf2m283_reduce_gpr_avx512:
 ;   ensures: out = a^(2^2) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-8}, flags
+;   clobbers: zmm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_msqr2_avx512.end - kg_gf2m283_msqr2_avx512)
 align 32
 kg_gf2m283_msqr2_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm8, [rel gf2m_g_2142000000000]    ; held in a register: read 10 times
+    vmovdqu64    xmm9, [rel gf2m_spread_low]         ; held in a register: read 6 times
+    vmovdqu64    xmm10, [rel gf2m_spread_high]       ; held in a register: read 6 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm2, xmm8, 0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpclmulqdq   xmm6, xmm3, xmm8, 0
-    vpclmulqdq   xmm3, xmm3, xmm8, 1
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm5, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm7, 150
-    vpalignr     xmm2, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm3, xmm2, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpclmulqdq   xmm6, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 27
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm1, xmm8, 0
+    vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpclmulqdq   xmm6, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm1, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm2, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm3, 8
+    vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm1, xmm0, 27
     vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
+    vpsllq       xmm4, xmm1, 7
     vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
+    vpandq       xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
     vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm4
-    vmovq        qword [rdi + 32], xmm2
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm1, xmm5, xmm3
+    vmovdqu64    [rdi], xmm1
+    vmovdqu64    [rdi + 16], xmm2
+    vmovq        qword [rdi + 32], xmm0
     ret
 .end:
 
@@ -2891,133 +2938,159 @@ kg_gf2m283_msqr2_avx512:
 ;   ensures: out = a^(2^4) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-8}, flags
+;   clobbers: zmm{0-10}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_msqr4_avx512.end - kg_gf2m283_msqr4_avx512)
 align 32
 kg_gf2m283_msqr4_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm8, [rel gf2m_g_2142000000000]    ; held in a register: read 20 times
+    vmovdqu64    xmm9, [rel gf2m_spread_low]         ; held in a register: read 12 times
+    vmovdqu64    xmm10, [rel gf2m_spread_high]       ; held in a register: read 12 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm2, xmm8, 0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpclmulqdq   xmm6, xmm3, xmm8, 0
-    vpclmulqdq   xmm3, xmm3, xmm8, 1
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm5, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm7, 150
-    vpalignr     xmm2, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm3, xmm2, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpclmulqdq   xmm6, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm1, xmm8, 0
+    vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpclmulqdq   xmm6, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm1, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm2, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm3, 8
+    vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm1, xmm0, 27
+    vpsllq       xmm3, xmm1, 12
+    vpsllq       xmm4, xmm1, 7
+    vpsllq       xmm6, xmm1, 5
+    vpandq       xmm0, xmm0, [rel gf2m_mask_7ffffff_0]
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm1, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vpclmulqdq   xmm3, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
     vpclmulqdq   xmm6, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpxorq       xmm0, xmm4, xmm0
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm0, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm0, xmm2, 27
+    vpsllq       xmm3, xmm0, 12
+    vpsllq       xmm4, xmm0, 7
+    vpsllq       xmm6, xmm0, 5
     vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm3, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpclmulqdq   xmm6, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm4
-    vmovq        qword [rdi + 32], xmm2
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vmovdqu64    [rdi], xmm2
+    vmovdqu64    [rdi + 16], xmm0
+    vmovq        qword [rdi + 32], xmm1
     ret
 .end:
 
@@ -3029,247 +3102,297 @@ kg_gf2m283_msqr4_avx512:
 ;   ensures: out = a^(2^8) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-10}, flags
+;   clobbers: zmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_msqr8_avx512.end - kg_gf2m283_msqr8_avx512)
 align 32
 kg_gf2m283_msqr8_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm8, [rel gf2m_g_2142000000000]    ; held in a register: read 40 times
-    vmovdqu64    xmm9, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 8 times
-    vmovdqu64    xmm10, [rel gf2m_mask_7ffffff_0]    ; held in a register: read 8 times
+    vmovdqu64    xmm9, [rel gf2m_spread_low]         ; held in a register: read 24 times
+    vmovdqu64    xmm10, [rel gf2m_spread_high]       ; held in a register: read 24 times
+    vmovdqu64    xmm11, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 8 times
+    vmovdqu64    xmm12, [rel gf2m_mask_7ffffff_0]    ; held in a register: read 8 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm2, xmm8, 0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpclmulqdq   xmm6, xmm3, xmm8, 0
-    vpclmulqdq   xmm3, xmm3, xmm8, 1
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm5, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm7, 150
-    vpalignr     xmm2, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm3, xmm2, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpclmulqdq   xmm6, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, xmm11, 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, xmm12
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm1, xmm8, 0
+    vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpclmulqdq   xmm6, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm1, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm2, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm3, 8
+    vpternlogq   xmm0, xmm1, xmm11, 40
+    vpsrlq       xmm1, xmm0, 27
+    vpsllq       xmm3, xmm1, 12
+    vpsllq       xmm4, xmm1, 7
+    vpsllq       xmm6, xmm1, 5
+    vpandq       xmm0, xmm0, xmm12
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm1, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vpclmulqdq   xmm3, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
     vpclmulqdq   xmm6, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpxorq       xmm0, xmm4, xmm0
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm0, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm0, xmm11, 40
+    vpsrlq       xmm0, xmm2, 27
+    vpsllq       xmm3, xmm0, 12
+    vpsllq       xmm4, xmm0, 7
+    vpsllq       xmm6, xmm0, 5
+    vpandq       xmm2, xmm2, xmm12
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm3, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm2, xmm8, 0
+    vpclmulqdq   xmm2, xmm2, xmm8, 1
+    vpclmulqdq   xmm6, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, xmm11, 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, xmm12
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm1, xmm8, 0
+    vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpclmulqdq   xmm6, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm1, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm2, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm3, 8
+    vpternlogq   xmm0, xmm1, xmm11, 40
+    vpsrlq       xmm1, xmm0, 27
+    vpsllq       xmm3, xmm1, 12
+    vpsllq       xmm4, xmm1, 7
+    vpsllq       xmm6, xmm1, 5
+    vpandq       xmm0, xmm0, xmm12
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm1, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vpclmulqdq   xmm3, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
     vpclmulqdq   xmm6, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpxorq       xmm0, xmm4, xmm0
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm0, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm0, xmm11, 40
+    vpsrlq       xmm0, xmm2, 27
+    vpsllq       xmm3, xmm0, 12
+    vpsllq       xmm4, xmm0, 7
+    vpsllq       xmm6, xmm0, 5
+    vpandq       xmm2, xmm2, xmm12
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm3, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpclmulqdq   xmm6, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, xmm11, 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, xmm12
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpclmulqdq   xmm6, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm1, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm2, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm3, 8
+    vpternlogq   xmm0, xmm1, xmm11, 40
+    vpsrlq       xmm1, xmm0, 27
     vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
+    vpsllq       xmm4, xmm1, 7
     vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
+    vpandq       xmm0, xmm0, xmm12
     vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm4
-    vmovq        qword [rdi + 32], xmm2
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm1, xmm5, xmm3
+    vmovdqu64    [rdi], xmm1
+    vmovdqu64    [rdi + 16], xmm2
+    vmovq        qword [rdi + 32], xmm0
     ret
 .end:
 
@@ -3281,471 +3404,569 @@ kg_gf2m283_msqr8_avx512:
 ;   ensures: out = a^(2^16) mod f: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-10}, flags
+;   clobbers: zmm{0-12}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_msqr16_avx512.end - kg_gf2m283_msqr16_avx512)
 align 32
 kg_gf2m283_msqr16_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm8, [rel gf2m_g_2142000000000]    ; held in a register: read 80 times
-    vmovdqu64    xmm9, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 16 times
-    vmovdqu64    xmm10, [rel gf2m_mask_7ffffff_0]    ; held in a register: read 16 times
+    vmovdqu64    xmm9, [rel gf2m_spread_low]         ; held in a register: read 48 times
+    vmovdqu64    xmm10, [rel gf2m_spread_high]       ; held in a register: read 48 times
+    vmovdqu64    xmm11, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 16 times
+    vmovdqu64    xmm12, [rel gf2m_mask_7ffffff_0]    ; held in a register: read 16 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm2, xmm8, 0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpclmulqdq   xmm6, xmm3, xmm8, 0
-    vpclmulqdq   xmm3, xmm3, xmm8, 1
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm5, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm2, xmm7, 150
-    vpalignr     xmm2, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm3, xmm2, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpclmulqdq   xmm6, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, xmm11, 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, xmm12
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm1, xmm8, 0
+    vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpclmulqdq   xmm6, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm1, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm2, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm3, 8
+    vpternlogq   xmm0, xmm1, xmm11, 40
+    vpsrlq       xmm1, xmm0, 27
+    vpsllq       xmm3, xmm1, 12
+    vpsllq       xmm4, xmm1, 7
+    vpsllq       xmm6, xmm1, 5
+    vpandq       xmm0, xmm0, xmm12
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm1, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vpclmulqdq   xmm3, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
     vpclmulqdq   xmm6, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpxorq       xmm0, xmm4, xmm0
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm0, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm0, xmm11, 40
+    vpsrlq       xmm0, xmm2, 27
+    vpsllq       xmm3, xmm0, 12
+    vpsllq       xmm4, xmm0, 7
+    vpsllq       xmm6, xmm0, 5
+    vpandq       xmm2, xmm2, xmm12
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm3, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm2, xmm8, 0
+    vpclmulqdq   xmm2, xmm2, xmm8, 1
+    vpclmulqdq   xmm6, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, xmm11, 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, xmm12
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm1, xmm8, 0
+    vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpclmulqdq   xmm6, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm1, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm2, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm3, 8
+    vpternlogq   xmm0, xmm1, xmm11, 40
+    vpsrlq       xmm1, xmm0, 27
+    vpsllq       xmm3, xmm1, 12
+    vpsllq       xmm4, xmm1, 7
+    vpsllq       xmm6, xmm1, 5
+    vpandq       xmm0, xmm0, xmm12
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm1, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vpclmulqdq   xmm3, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
     vpclmulqdq   xmm6, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpxorq       xmm0, xmm4, xmm0
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm0, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm0, xmm11, 40
+    vpsrlq       xmm0, xmm2, 27
+    vpsllq       xmm3, xmm0, 12
+    vpsllq       xmm4, xmm0, 7
+    vpsllq       xmm6, xmm0, 5
+    vpandq       xmm2, xmm2, xmm12
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm3, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm2, xmm8, 0
+    vpclmulqdq   xmm2, xmm2, xmm8, 1
+    vpclmulqdq   xmm6, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, xmm11, 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, xmm12
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm1, xmm8, 0
+    vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpclmulqdq   xmm6, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm1, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm2, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm3, 8
+    vpternlogq   xmm0, xmm1, xmm11, 40
+    vpsrlq       xmm1, xmm0, 27
+    vpsllq       xmm3, xmm1, 12
+    vpsllq       xmm4, xmm1, 7
+    vpsllq       xmm6, xmm1, 5
+    vpandq       xmm0, xmm0, xmm12
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm1, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vpclmulqdq   xmm3, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
     vpclmulqdq   xmm6, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpxorq       xmm0, xmm4, xmm0
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm0, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm0, xmm11, 40
+    vpsrlq       xmm0, xmm2, 27
+    vpsllq       xmm3, xmm0, 12
+    vpsllq       xmm4, xmm0, 7
+    vpsllq       xmm6, xmm0, 5
+    vpandq       xmm2, xmm2, xmm12
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm3, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm2, xmm8, 0
+    vpclmulqdq   xmm2, xmm2, xmm8, 1
+    vpclmulqdq   xmm6, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, xmm11, 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, xmm12
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm1, xmm8, 0
+    vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpclmulqdq   xmm6, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm1, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm2, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm3, 8
+    vpternlogq   xmm0, xmm1, xmm11, 40
+    vpsrlq       xmm1, xmm0, 27
+    vpsllq       xmm3, xmm1, 12
+    vpsllq       xmm4, xmm1, 7
+    vpsllq       xmm6, xmm1, 5
+    vpandq       xmm0, xmm0, xmm12
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm1, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vpclmulqdq   xmm3, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
     vpclmulqdq   xmm6, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpxorq       xmm0, xmm4, xmm0
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm0, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm0, xmm11, 40
+    vpsrlq       xmm0, xmm2, 27
+    vpsllq       xmm3, xmm0, 12
+    vpsllq       xmm4, xmm0, 7
+    vpsllq       xmm6, xmm0, 5
+    vpandq       xmm2, xmm2, xmm12
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm3, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm2, xmm8, 0
+    vpclmulqdq   xmm2, xmm2, xmm8, 1
+    vpclmulqdq   xmm6, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, xmm11, 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, xmm12
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vpclmulqdq   xmm3, xmm1, xmm8, 0
+    vpclmulqdq   xmm1, xmm1, xmm8, 1
+    vpclmulqdq   xmm6, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm1, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
+    vpslldq      xmm7, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm2, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm3, 8
+    vpternlogq   xmm0, xmm1, xmm11, 40
+    vpsrlq       xmm1, xmm0, 27
+    vpsllq       xmm3, xmm1, 12
+    vpsllq       xmm4, xmm1, 7
+    vpsllq       xmm6, xmm1, 5
+    vpandq       xmm0, xmm0, xmm12
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm1, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm2
+    vpunpckhbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vpclmulqdq   xmm3, xmm0, xmm8, 0
+    vpclmulqdq   xmm0, xmm0, xmm8, 1
     vpclmulqdq   xmm6, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpxorq       xmm0, xmm4, xmm0
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm0, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm0, xmm11, 40
+    vpsrlq       xmm0, xmm2, 27
+    vpsllq       xmm3, xmm0, 12
+    vpsllq       xmm4, xmm0, 7
+    vpsllq       xmm6, xmm0, 5
+    vpandq       xmm2, xmm2, xmm12
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm3, xmm4, xmm0, 150
+    vpxorq       xmm0, xmm5, xmm3
+    vgf2p8affineqb xmm3, xmm2, xmm9, 0
+    vgf2p8affineqb xmm2, xmm2, xmm10, 0
+    vpunpcklbw   xmm2, xmm3, xmm2
+    vgf2p8affineqb xmm3, xmm1, xmm9, 0
+    vgf2p8affineqb xmm1, xmm1, xmm10, 0
+    vpunpcklbw   xmm4, xmm3, xmm1
+    vpunpckhbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, xmm9, 0
+    vgf2p8affineqb xmm0, xmm0, xmm10, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm2, xmm8, 0
     vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
+    vpclmulqdq   xmm6, xmm1, xmm8, 0
     vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
+    vpxorq       xmm2, xmm4, xmm2
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm2, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm8, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm8, 0
-    vpclmulqdq   xmm1, xmm1, xmm8, 1
-    vpclmulqdq   xmm6, xmm2, xmm8, 0
-    vpclmulqdq   xmm2, xmm2, xmm8, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm8, 0
-    vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm9, 40
-    vpsrlq       xmm1, xmm2, 27
-    vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
-    vpsllq       xmm6, xmm1, 5
-    vpandq       xmm2, xmm2, xmm10
-    vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm4
-    vmovq        qword [rdi + 32], xmm2
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm3, 8
+    vpternlogq   xmm1, xmm2, xmm11, 40
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm3, xmm2, 12
+    vpsllq       xmm4, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
+    vpandq       xmm1, xmm1, xmm12
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm3, xmm4, xmm2, 150
+    vpxorq       xmm2, xmm5, xmm3
+    vmovdqu64    [rdi], xmm2
+    vmovdqu64    [rdi + 16], xmm0
+    vmovq        qword [rdi + 32], xmm1
     ret
 .end:
 
@@ -3758,7 +3979,7 @@ kg_gf2m283_msqr16_avx512:
 ;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 283 (fully reduced mod f)
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
@@ -3944,109 +4165,127 @@ kg_gf2m283_ladder_step_avx512:
     vpternlogq   xmm14, xmm2, xmm7, 150
     vpsrldq      xmm2, xmm4, 8
     vpternlogq   xmm2, xmm22, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm4, xmm17, xmm17, 17
-    vpclmulqdq   xmm7, xmm17, xmm17, 0
-    vpclmulqdq   xmm8, xmm16, xmm16, 17
-    vpclmulqdq   xmm10, xmm16, xmm16, 0
-    vpclmulqdq   xmm13, xmm0, [rax - 128], 0
+    vgf2p8affineqb xmm4, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm17, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm7, xmm17, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm4, xmm7
+    vpunpckhbw   xmm4, xmm4, xmm7
+    vgf2p8affineqb xmm7, xmm16, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm10, xmm16, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm13, xmm7, xmm10
+    vpunpckhbw   xmm7, xmm7, xmm10
+    vpclmulqdq   xmm10, xmm0, [rax - 128], 0
     vpclmulqdq   xmm0, xmm0, [rax - 128], 1
     vpclmulqdq   xmm15, xmm4, [rax - 128], 0
     vpclmulqdq   xmm4, xmm4, [rax - 128], 1
-    vpxorq       xmm0, xmm7, xmm0
-    vpsrldq      xmm7, xmm13, 8
-    vpxorq       xmm7, xmm0, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, [rax - 128], 0
+    vpxorq       xmm0, xmm8, xmm0
+    vpsrldq      xmm8, xmm10, 8
+    vpxorq       xmm8, xmm0, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, [rax - 128], 0
     vpslldq      xmm16, xmm15, 8
-    vpternlogq   xmm10, xmm7, xmm16, 150
-    vpalignr     xmm7, xmm13, xmm15, 8
-    vpternlogq   xmm8, xmm4, xmm7, 150
-    vpsrldq      xmm4, xmm13, 8
+    vpternlogq   xmm13, xmm8, xmm16, 150
+    vpalignr     xmm8, xmm10, xmm15, 8
+    vpternlogq   xmm7, xmm4, xmm8, 150
+    vpsrldq      xmm4, xmm10, 8
     vpternlogq   xmm4, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm1, xmm1, 0
-    vpclmulqdq   xmm1, xmm19, xmm19, 17
-    vpclmulqdq   xmm7, xmm19, xmm19, 0
-    vpclmulqdq   xmm13, xmm18, xmm18, 17
-    vpclmulqdq   xmm15, xmm18, xmm18, 0
-    vpclmulqdq   xmm16, xmm0, [rax - 128], 0
+    vgf2p8affineqb xmm0, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm0, xmm1
+    vgf2p8affineqb xmm1, xmm19, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm8, xmm19, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm10, xmm1, xmm8
+    vpunpckhbw   xmm1, xmm1, xmm8
+    vgf2p8affineqb xmm8, xmm18, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm15, xmm18, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm16, xmm8, xmm15
+    vpunpckhbw   xmm8, xmm8, xmm15
+    vpclmulqdq   xmm15, xmm0, [rax - 128], 0
     vpclmulqdq   xmm0, xmm0, [rax - 128], 1
     vpclmulqdq   xmm17, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
-    vpxorq       xmm0, xmm7, xmm0
-    vpsrldq      xmm7, xmm16, 8
-    vpxorq       xmm7, xmm0, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, [rax - 128], 0
+    vpxorq       xmm0, xmm10, xmm0
+    vpsrldq      xmm10, xmm15, 8
+    vpxorq       xmm10, xmm0, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm10, xmm10, [rax - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm15, xmm7, xmm18, 150
-    vpalignr     xmm7, xmm16, xmm17, 8
-    vpternlogq   xmm13, xmm1, xmm7, 150
-    vpsrldq      xmm1, xmm16, 8
+    vpternlogq   xmm16, xmm10, xmm18, 150
+    vpalignr     xmm10, xmm15, xmm17, 8
+    vpternlogq   xmm8, xmm1, xmm10, 150
+    vpsrldq      xmm1, xmm15, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
     vpxorq       xmm0, xmm6, xmm3
-    vpxorq       xmm7, xmm9, xmm14
-    vpxorq       xmm16, xmm5, xmm2
-    vpclmulqdq   xmm16, xmm16, xmm16, 0
-    vpclmulqdq   xmm17, xmm7, xmm7, 17
-    vpclmulqdq   xmm7, xmm7, xmm7, 0
-    vpclmulqdq   xmm18, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm19, xmm16, [rax - 128], 0
-    vpclmulqdq   xmm16, xmm16, [rax - 128], 1
-    vpclmulqdq   xmm20, xmm17, [rax - 128], 0
-    vpclmulqdq   xmm17, xmm17, [rax - 128], 1
-    vpxorq       xmm7, xmm7, xmm16
-    vpsrldq      xmm16, xmm19, 8
-    vpxorq       xmm16, xmm7, xmm16
-    vpsrldq      xmm16, xmm16, 8
-    vpclmulqdq   xmm16, xmm16, [rax - 128], 0
+    vpxorq       xmm10, xmm9, xmm14
+    vpxorq       xmm15, xmm5, xmm2
+    vgf2p8affineqb xmm17, xmm15, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm15, xmm15, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm15, xmm17, xmm15
+    vgf2p8affineqb xmm17, xmm10, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm10, xmm10, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm18, xmm17, xmm10
+    vpunpckhbw   xmm10, xmm17, xmm10
+    vgf2p8affineqb xmm17, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm19, xmm17, xmm0
+    vpunpckhbw   xmm0, xmm17, xmm0
+    vpclmulqdq   xmm17, xmm15, [rax - 128], 0
+    vpclmulqdq   xmm15, xmm15, [rax - 128], 1
+    vpclmulqdq   xmm20, xmm10, [rax - 128], 0
+    vpclmulqdq   xmm10, xmm10, [rax - 128], 1
+    vpxorq       xmm15, xmm18, xmm15
+    vpsrldq      xmm18, xmm17, 8
+    vpxorq       xmm18, xmm15, xmm18
+    vpsrldq      xmm18, xmm18, 8
+    vpclmulqdq   xmm18, xmm18, [rax - 128], 0
     vpslldq      xmm21, xmm20, 8
-    vpternlogq   xmm0, xmm16, xmm21, 150
-    vpalignr     xmm16, xmm19, xmm20, 8
-    vpternlogq   xmm18, xmm17, xmm16, 150
-    vpsrldq      xmm16, xmm19, 8
-    vpternlogq   xmm16, xmm7, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm7, xmm10, xmm15, 0
-    vpclmulqdq   xmm17, xmm10, xmm15, 17
-    vpshufd      xmm19, xmm10, 78
-    vpxorq       xmm19, xmm10, xmm19
-    vpshufd      xmm20, xmm15, 78
-    vpxorq       xmm20, xmm15, xmm20
-    vpclmulqdq   xmm21, xmm19, xmm20, 0
-    vpclmulqdq   xmm22, xmm10, xmm13, 0
-    vpclmulqdq   xmm23, xmm10, xmm13, 17
-    vpshufd      xmm24, xmm13, 78
-    vpxorq       xmm24, xmm13, xmm24
-    vpclmulqdq   xmm19, xmm19, xmm24, 0
-    vpclmulqdq   xmm25, xmm10, xmm1, 0
-    vpclmulqdq   xmm26, xmm10, xmm1, 1
-    vpclmulqdq   xmm27, xmm8, xmm15, 0
-    vpclmulqdq   xmm28, xmm8, xmm15, 17
-    vpshufd      xmm29, xmm8, 78
-    vpxorq       xmm29, xmm8, xmm29
+    vpternlogq   xmm19, xmm18, xmm21, 150
+    vpalignr     xmm18, xmm17, xmm20, 8
+    vpternlogq   xmm0, xmm10, xmm18, 150
+    vpsrldq      xmm10, xmm17, 8
+    vpternlogq   xmm10, xmm15, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpclmulqdq   xmm15, xmm13, xmm16, 0
+    vpclmulqdq   xmm17, xmm13, xmm16, 17
+    vpshufd      xmm18, xmm13, 78
+    vpxorq       xmm18, xmm13, xmm18
+    vpshufd      xmm20, xmm16, 78
+    vpxorq       xmm20, xmm16, xmm20
+    vpclmulqdq   xmm21, xmm18, xmm20, 0
+    vpclmulqdq   xmm22, xmm13, xmm8, 0
+    vpclmulqdq   xmm23, xmm13, xmm8, 17
+    vpshufd      xmm24, xmm8, 78
+    vpxorq       xmm24, xmm8, xmm24
+    vpclmulqdq   xmm18, xmm18, xmm24, 0
+    vpclmulqdq   xmm25, xmm13, xmm1, 0
+    vpclmulqdq   xmm26, xmm13, xmm1, 1
+    vpclmulqdq   xmm27, xmm7, xmm16, 0
+    vpclmulqdq   xmm28, xmm7, xmm16, 17
+    vpshufd      xmm29, xmm7, 78
+    vpxorq       xmm29, xmm7, xmm29
     vpclmulqdq   xmm20, xmm29, xmm20, 0
-    vpclmulqdq   xmm30, xmm8, xmm13, 0
-    vpclmulqdq   xmm31, xmm8, xmm13, 17
+    vpclmulqdq   xmm30, xmm7, xmm8, 0
+    vpclmulqdq   xmm31, xmm7, xmm8, 17
     vpclmulqdq   xmm24, xmm29, xmm24, 0
-    vpclmulqdq   xmm29, xmm8, xmm1, 0
+    vpclmulqdq   xmm29, xmm7, xmm1, 0
     vmovdqa64    [rsp + 256], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm8, xmm1, 1
+    vpclmulqdq   xmm5, xmm7, xmm1, 1
     vmovdqa64    [rsp + 320], xmm9                   ; spill
-    vpclmulqdq   xmm9, xmm4, xmm15, 0
+    vpclmulqdq   xmm9, xmm4, xmm16, 0
     vmovdqa64    [rsp + 384], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm4, xmm15, 16
+    vpclmulqdq   xmm2, xmm4, xmm16, 16
     vmovdqa64    [rsp + 448], xmm14                  ; spill
-    vpclmulqdq   xmm14, xmm4, xmm13, 0
+    vpclmulqdq   xmm14, xmm4, xmm8, 0
     vmovdqa64    [rsp + 512], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm4, xmm13, 16
+    vpclmulqdq   xmm3, xmm4, xmm8, 16
     vmovdqa64    [rsp + 576], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm4, xmm1, 0
     vpxorq       xmm22, xmm22, xmm27
     vpxorq       xmm23, xmm23, xmm28
-    vpternlogq   xmm21, xmm7, xmm17, 150
-    vpternlogq   xmm19, xmm20, xmm22, 150
-    vpxorq       xmm19, xmm19, xmm23
+    vpternlogq   xmm21, xmm15, xmm17, 150
+    vpternlogq   xmm18, xmm20, xmm22, 150
+    vpxorq       xmm18, xmm18, xmm23
     vpxorq       xmm20, xmm23, xmm30
     vpternlogq   xmm25, xmm9, xmm20, 150
     vpxorq       xmm9, xmm24, xmm30
@@ -4055,9 +4294,9 @@ kg_gf2m283_ladder_step_avx512:
     vpternlogq   xmm29, xmm14, xmm31, 150
     vpxorq       xmm3, xmm5, xmm3
     vpslldq      xmm5, xmm21, 8
-    vpalignr     xmm9, xmm19, xmm21, 8
+    vpalignr     xmm9, xmm18, xmm21, 8
     vpternlogq   xmm9, xmm17, xmm22, 150
-    vpalignr     xmm14, xmm2, xmm19, 8
+    vpalignr     xmm14, xmm2, xmm18, 8
     vpalignr     xmm2, xmm3, xmm2, 8
     vpxorq       xmm2, xmm29, xmm2
     vpsrldq      xmm3, xmm3, 8
@@ -4071,161 +4310,167 @@ kg_gf2m283_ladder_step_avx512:
     vpxorq       xmm3, xmm25, xmm3
     vpsrldq      xmm3, xmm3, 8
     vpclmulqdq   xmm3, xmm3, [rax - 128], 0
-    vpternlogq   xmm5, xmm7, xmm3, 150
+    vpternlogq   xmm5, xmm15, xmm3, 150
     vpslldq      xmm3, xmm17, 8
-    vpalignr     xmm7, xmm6, xmm17, 8
-    vpternlogq   xmm9, xmm2, xmm7, 150
+    vpalignr     xmm14, xmm6, xmm17, 8
+    vpternlogq   xmm9, xmm2, xmm14, 150
     vpsrldq      xmm2, xmm6, 8
     vpternlogq   xmm2, xmm25, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm6, xmm11, xmm15, 0
-    vpclmulqdq   xmm7, xmm11, xmm15, 17
-    vpshufd      xmm14, xmm11, 78
-    vpxorq       xmm14, xmm11, xmm14
-    vpshufd      xmm17, xmm15, 78
-    vpxorq       xmm17, xmm15, xmm17
-    vpclmulqdq   xmm19, xmm14, xmm17, 0
-    vpclmulqdq   xmm20, xmm11, xmm13, 0
-    vpclmulqdq   xmm21, xmm11, xmm13, 17
-    vpshufd      xmm22, xmm13, 78
-    vpxorq       xmm22, xmm13, xmm22
-    vpclmulqdq   xmm14, xmm14, xmm22, 0
+    vpclmulqdq   xmm6, xmm11, xmm16, 0
+    vpclmulqdq   xmm14, xmm11, xmm16, 17
+    vpshufd      xmm15, xmm11, 78
+    vpxorq       xmm15, xmm11, xmm15
+    vpshufd      xmm17, xmm16, 78
+    vpxorq       xmm17, xmm16, xmm17
+    vpclmulqdq   xmm18, xmm15, xmm17, 0
+    vpclmulqdq   xmm20, xmm11, xmm8, 0
+    vpclmulqdq   xmm21, xmm11, xmm8, 17
+    vpshufd      xmm22, xmm8, 78
+    vpxorq       xmm22, xmm8, xmm22
+    vpclmulqdq   xmm15, xmm15, xmm22, 0
     vpclmulqdq   xmm23, xmm11, xmm1, 0
     vpclmulqdq   xmm11, xmm11, xmm1, 1
-    vpclmulqdq   xmm24, xmm12, xmm15, 0
-    vpclmulqdq   xmm25, xmm12, xmm15, 17
+    vpclmulqdq   xmm24, xmm12, xmm16, 0
+    vpclmulqdq   xmm25, xmm12, xmm16, 17
     vpshufd      xmm26, xmm12, 78
     vpxorq       xmm26, xmm12, xmm26
     vpclmulqdq   xmm17, xmm26, xmm17, 0
-    vpclmulqdq   xmm27, xmm12, xmm13, 0
-    vpclmulqdq   xmm28, xmm12, xmm13, 17
+    vpclmulqdq   xmm27, xmm12, xmm8, 0
+    vpclmulqdq   xmm28, xmm12, xmm8, 17
     vpclmulqdq   xmm22, xmm26, xmm22, 0
     vpclmulqdq   xmm26, xmm12, xmm1, 0
     vpclmulqdq   xmm12, xmm12, xmm1, 1
     vmovdqa64    xmm29, [rsp + 192]                  ; reload
-    vpclmulqdq   xmm30, xmm29, xmm15, 0
-    vpclmulqdq   xmm15, xmm29, xmm15, 16
-    vpclmulqdq   xmm31, xmm29, xmm13, 0
-    vpclmulqdq   xmm13, xmm29, xmm13, 16
+    vpclmulqdq   xmm30, xmm29, xmm16, 0
+    vpclmulqdq   xmm16, xmm29, xmm16, 16
+    vpclmulqdq   xmm31, xmm29, xmm8, 0
+    vpclmulqdq   xmm8, xmm29, xmm8, 16
     vpclmulqdq   xmm1, xmm29, xmm1, 0
     vpxorq       xmm20, xmm20, xmm24
     vpxorq       xmm21, xmm21, xmm25
-    vpternlogq   xmm19, xmm6, xmm7, 150
-    vpternlogq   xmm14, xmm17, xmm20, 150
-    vpxorq       xmm14, xmm14, xmm21
+    vpternlogq   xmm18, xmm6, xmm14, 150
+    vpternlogq   xmm15, xmm17, xmm20, 150
+    vpxorq       xmm15, xmm15, xmm21
     vpxorq       xmm17, xmm21, xmm27
     vpternlogq   xmm23, xmm30, xmm17, 150
     vpxorq       xmm17, xmm22, xmm27
-    vpternlogq   xmm11, xmm15, xmm17, 150
+    vpternlogq   xmm11, xmm16, xmm17, 150
     vpxorq       xmm11, xmm11, xmm28
     vpternlogq   xmm26, xmm31, xmm28, 150
-    vpxorq       xmm12, xmm12, xmm13
-    vpslldq      xmm13, xmm19, 8
-    vpalignr     xmm15, xmm14, xmm19, 8
-    vpternlogq   xmm15, xmm7, xmm20, 150
-    vpalignr     xmm7, xmm11, xmm14, 8
-    vpalignr     xmm11, xmm12, xmm11, 8
+    vpxorq       xmm8, xmm12, xmm8
+    vpslldq      xmm12, xmm18, 8
+    vpalignr     xmm16, xmm15, xmm18, 8
+    vpternlogq   xmm16, xmm14, xmm20, 150
+    vpalignr     xmm14, xmm11, xmm15, 8
+    vpalignr     xmm11, xmm8, xmm11, 8
     vpxorq       xmm11, xmm26, xmm11
-    vpsrldq      xmm12, xmm12, 8
-    vpxorq       xmm1, xmm1, xmm12
-    vpclmulqdq   xmm12, xmm1, [rax - 128], 0
+    vpsrldq      xmm8, xmm8, 8
+    vpxorq       xmm1, xmm1, xmm8
+    vpclmulqdq   xmm8, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
-    vpclmulqdq   xmm14, xmm11, [rax - 128], 0
+    vpclmulqdq   xmm15, xmm11, [rax - 128], 0
     vpclmulqdq   xmm11, xmm11, [rax - 128], 1
-    vpternlogq   xmm23, xmm7, xmm1, 150
-    vpsrldq      xmm1, xmm12, 8
+    vpternlogq   xmm23, xmm14, xmm1, 150
+    vpsrldq      xmm1, xmm8, 8
     vpxorq       xmm1, xmm23, xmm1
     vpsrldq      xmm1, xmm1, 8
     vpclmulqdq   xmm1, xmm1, [rax - 128], 0
-    vpternlogq   xmm13, xmm6, xmm1, 150
-    vpslldq      xmm1, xmm14, 8
-    vpalignr     xmm6, xmm12, xmm14, 8
-    vpternlogq   xmm15, xmm11, xmm6, 150
-    vpsrldq      xmm6, xmm12, 8
+    vpternlogq   xmm12, xmm6, xmm1, 150
+    vpslldq      xmm1, xmm15, 8
+    vpalignr     xmm6, xmm8, xmm15, 8
+    vpternlogq   xmm16, xmm11, xmm6, 150
+    vpsrldq      xmm6, xmm8, 8
     vpternlogq   xmm6, xmm23, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpternlogq   xmm13, xmm1, xmm10, 150
-    vpxorq       xmm1, xmm8, xmm15
+    vpternlogq   xmm12, xmm1, xmm13, 150
+    vpxorq       xmm1, xmm7, xmm16
     vpxorq       xmm4, xmm4, xmm6
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm6, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm7, xmm13, xmm13, 17
-    vpclmulqdq   xmm8, xmm13, xmm13, 0
-    vpclmulqdq   xmm10, xmm4, [rax - 128], 0
+    vgf2p8affineqb xmm6, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm4, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm6, xmm4
+    vgf2p8affineqb xmm6, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm6, xmm1
+    vpunpckhbw   xmm1, xmm6, xmm1
+    vgf2p8affineqb xmm6, xmm12, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm8, xmm12, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm11, xmm6, xmm8
+    vpunpckhbw   xmm6, xmm6, xmm8
+    vpclmulqdq   xmm8, xmm4, [rax - 128], 0
     vpclmulqdq   xmm4, xmm4, [rax - 128], 1
-    vpclmulqdq   xmm11, xmm6, [rax - 128], 0
-    vpclmulqdq   xmm6, xmm6, [rax - 128], 1
-    vpxorq       xmm1, xmm1, xmm4
-    vpsrldq      xmm4, xmm10, 8
-    vpxorq       xmm4, xmm1, xmm4
-    vpsrldq      xmm4, xmm4, 8
-    vpclmulqdq   xmm4, xmm4, [rax - 128], 0
-    vpslldq      xmm12, xmm11, 8
-    vpternlogq   xmm8, xmm4, xmm12, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm6, xmm4, 150
-    vpsrldq      xmm4, xmm10, 8
-    vpternlogq   xmm4, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqa64    xmm1, [rsp + 128]                   ; reload
-    vpclmulqdq   xmm6, xmm1, xmm0, 0
-    vpclmulqdq   xmm10, xmm1, xmm0, 17
-    vpshufd      xmm11, xmm1, 78
-    vpxorq       xmm11, xmm1, xmm11
-    vpshufd      xmm12, xmm0, 78
-    vpxorq       xmm12, xmm0, xmm12
-    vpclmulqdq   xmm13, xmm11, xmm12, 0
-    vpclmulqdq   xmm14, xmm1, xmm18, 0
-    vpclmulqdq   xmm15, xmm1, xmm18, 17
-    vpshufd      xmm17, xmm18, 78
-    vpxorq       xmm17, xmm18, xmm17
-    vpclmulqdq   xmm11, xmm11, xmm17, 0
-    vpclmulqdq   xmm19, xmm1, xmm16, 0
-    vpclmulqdq   xmm1, xmm1, xmm16, 1
+    vpclmulqdq   xmm12, xmm1, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm1, [rax - 128], 1
+    vpxorq       xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm8, 8
+    vpxorq       xmm7, xmm4, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rax - 128], 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm11, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm8, xmm12, 8
+    vpternlogq   xmm6, xmm1, xmm7, 150
+    vpsrldq      xmm1, xmm8, 8
+    vpternlogq   xmm1, xmm4, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vmovdqa64    xmm4, [rsp + 128]                   ; reload
+    vpclmulqdq   xmm7, xmm4, xmm19, 0
+    vpclmulqdq   xmm8, xmm4, xmm19, 17
+    vpshufd      xmm12, xmm4, 78
+    vpxorq       xmm12, xmm4, xmm12
+    vpshufd      xmm13, xmm19, 78
+    vpxorq       xmm13, xmm19, xmm13
+    vpclmulqdq   xmm14, xmm12, xmm13, 0
+    vpclmulqdq   xmm15, xmm4, xmm0, 0
+    vpclmulqdq   xmm16, xmm4, xmm0, 17
+    vpshufd      xmm17, xmm0, 78
+    vpxorq       xmm17, xmm0, xmm17
+    vpclmulqdq   xmm12, xmm12, xmm17, 0
+    vpclmulqdq   xmm18, xmm4, xmm10, 0
+    vpclmulqdq   xmm4, xmm4, xmm10, 1
     vmovdqa64    xmm20, [rsp + 64]                   ; reload
-    vpclmulqdq   xmm21, xmm20, xmm0, 0
-    vpclmulqdq   xmm22, xmm20, xmm0, 17
+    vpclmulqdq   xmm21, xmm20, xmm19, 0
+    vpclmulqdq   xmm22, xmm20, xmm19, 17
     vpshufd      xmm23, xmm20, 78
     vpxorq       xmm23, xmm20, xmm23
-    vpclmulqdq   xmm12, xmm23, xmm12, 0
-    vpclmulqdq   xmm24, xmm20, xmm18, 0
-    vpclmulqdq   xmm25, xmm20, xmm18, 17
+    vpclmulqdq   xmm13, xmm23, xmm13, 0
+    vpclmulqdq   xmm24, xmm20, xmm0, 0
+    vpclmulqdq   xmm25, xmm20, xmm0, 17
     vpclmulqdq   xmm17, xmm23, xmm17, 0
-    vpclmulqdq   xmm23, xmm20, xmm16, 0
-    vpclmulqdq   xmm20, xmm20, xmm16, 1
+    vpclmulqdq   xmm23, xmm20, xmm10, 0
+    vpclmulqdq   xmm20, xmm20, xmm10, 1
     vmovdqa64    xmm26, [rsp]                        ; reload
-    vpclmulqdq   xmm27, xmm26, xmm0, 0
-    vpclmulqdq   xmm28, xmm26, xmm0, 16
-    vpclmulqdq   xmm29, xmm26, xmm18, 0
-    vpclmulqdq   xmm30, xmm26, xmm18, 16
-    vpclmulqdq   xmm26, xmm26, xmm16, 0
-    vpxorq       xmm14, xmm14, xmm21
-    vpxorq       xmm15, xmm15, xmm22
-    vpternlogq   xmm13, xmm6, xmm10, 150
-    vpternlogq   xmm11, xmm12, xmm14, 150
-    vpxorq       xmm12, xmm15, xmm24
-    vpternlogq   xmm19, xmm27, xmm12, 150
-    vpxorq       xmm12, xmm17, xmm24
-    vpternlogq   xmm1, xmm28, xmm12, 150
+    vpclmulqdq   xmm27, xmm26, xmm19, 0
+    vpclmulqdq   xmm28, xmm26, xmm19, 16
+    vpclmulqdq   xmm29, xmm26, xmm0, 0
+    vpclmulqdq   xmm30, xmm26, xmm0, 16
+    vpclmulqdq   xmm26, xmm26, xmm10, 0
+    vpxorq       xmm15, xmm15, xmm21
+    vpxorq       xmm16, xmm16, xmm22
+    vpternlogq   xmm14, xmm7, xmm8, 150
+    vpternlogq   xmm12, xmm13, xmm15, 150
+    vpxorq       xmm13, xmm16, xmm24
+    vpternlogq   xmm18, xmm27, xmm13, 150
+    vpxorq       xmm13, xmm17, xmm24
+    vpternlogq   xmm4, xmm28, xmm13, 150
     vpternlogq   xmm23, xmm29, xmm25, 150
-    vmovdqa64    xmm12, [rsp + 576]                  ; reload
-    vpclmulqdq   xmm17, xmm12, [rsp + 512], 0
-    vpclmulqdq   xmm21, xmm12, [rsp + 512], 17
-    vpshufd      xmm22, xmm12, 78
-    vpxorq       xmm22, xmm12, xmm22
+    vmovdqa64    xmm13, [rsp + 576]                  ; reload
+    vpclmulqdq   xmm17, xmm13, [rsp + 512], 0
+    vpclmulqdq   xmm21, xmm13, [rsp + 512], 17
+    vpshufd      xmm22, xmm13, 78
+    vpxorq       xmm22, xmm13, xmm22
     vpshufd      xmm24, [rsp + 512], 78
     vmovdqa64    xmm27, [rsp + 512]                  ; reload
     vpxorq       xmm24, xmm27, xmm24
     vpclmulqdq   xmm28, xmm22, xmm24, 0
-    vpclmulqdq   xmm29, xmm12, [rsp + 448], 0
-    vpclmulqdq   xmm31, xmm12, [rsp + 448], 17
-    vmovdqa64    [rsp], xmm18                        ; spill
-    vpshufd      xmm18, [rsp + 448], 78
-    vmovdqa64    [rsp + 64], xmm0                    ; spill
-    vmovdqa64    xmm0, [rsp + 448]                   ; reload
-    vpxorq       xmm18, xmm0, xmm18
-    vpclmulqdq   xmm22, xmm22, xmm18, 0
-    vmovdqa64    [rsp + 128], xmm16                  ; spill
-    vpclmulqdq   xmm16, xmm12, [rsp + 384], 0
-    vpclmulqdq   xmm12, xmm12, [rsp + 384], 1
+    vpclmulqdq   xmm29, xmm13, [rsp + 448], 0
+    vpclmulqdq   xmm31, xmm13, [rsp + 448], 17
+    vmovdqa64    [rsp], xmm0                         ; spill
+    vpshufd      xmm0, [rsp + 448], 78
+    vmovdqa64    [rsp + 64], xmm19                   ; spill
+    vmovdqa64    xmm19, [rsp + 448]                  ; reload
+    vpxorq       xmm0, xmm19, xmm0
+    vpclmulqdq   xmm22, xmm22, xmm0, 0
+    vmovdqa64    [rsp + 128], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm13, [rsp + 384], 0
+    vpclmulqdq   xmm13, xmm13, [rsp + 384], 1
     vmovdqa64    [rsp + 576], xmm9                   ; spill
     vmovdqa64    xmm9, [rsp + 320]                   ; reload
     vmovdqa64    [rsp + 192], xmm3                   ; spill
@@ -4236,74 +4481,74 @@ kg_gf2m283_ladder_step_avx512:
     vpshufd      xmm2, xmm9, 78
     vpxorq       xmm2, xmm9, xmm2
     vpclmulqdq   xmm24, xmm2, xmm24, 0
-    vmovdqa64    [rsp + 768], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm9, xmm0, 0
-    vmovdqa64    [rsp + 832], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm9, xmm0, 17
-    vpclmulqdq   xmm2, xmm2, xmm18, 0
-    vpclmulqdq   xmm18, xmm9, [rsp + 384], 0
+    vmovdqa64    [rsp + 768], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm9, xmm19, 0
+    vmovdqa64    [rsp + 832], xmm11                  ; spill
+    vpclmulqdq   xmm11, xmm9, xmm19, 17
+    vpclmulqdq   xmm0, xmm2, xmm0, 0
+    vpclmulqdq   xmm2, xmm9, [rsp + 384], 0
     vpclmulqdq   xmm9, xmm9, [rsp + 384], 1
-    vmovdqa64    [rsp + 320], xmm4                   ; spill
-    vmovdqa64    xmm4, [rsp + 256]                   ; reload
+    vmovdqa64    [rsp + 320], xmm1                   ; spill
+    vmovdqa64    xmm1, [rsp + 256]                   ; reload
     vmovdqa64    [rsp + 896], xmm26                  ; spill
-    vpclmulqdq   xmm26, xmm4, xmm27, 0
-    vpclmulqdq   xmm27, xmm4, xmm27, 16
+    vpclmulqdq   xmm26, xmm1, xmm27, 0
+    vpclmulqdq   xmm27, xmm1, xmm27, 16
     vmovdqa64    [rsp + 512], xmm23                  ; spill
-    vpclmulqdq   xmm23, xmm4, xmm0, 0
-    vpclmulqdq   xmm0, xmm4, xmm0, 16
-    vpclmulqdq   xmm4, xmm4, [rsp + 384], 0
+    vpclmulqdq   xmm23, xmm1, xmm19, 0
+    vpclmulqdq   xmm19, xmm1, xmm19, 16
+    vpclmulqdq   xmm1, xmm1, [rsp + 384], 0
     vpxorq       xmm3, xmm29, xmm3
     vpxorq       xmm5, xmm31, xmm5
     vpternlogq   xmm28, xmm17, xmm21, 150
     vpxorq       xmm21, xmm21, xmm3
     vpternlogq   xmm22, xmm24, xmm3, 150
     vpxorq       xmm3, xmm22, xmm5
-    vpxorq       xmm5, xmm5, xmm7
-    vpternlogq   xmm16, xmm26, xmm5, 150
-    vpxorq       xmm2, xmm2, xmm7
-    vpternlogq   xmm12, xmm27, xmm2, 150
-    vpxorq       xmm2, xmm12, xmm8
-    vpternlogq   xmm18, xmm23, xmm8, 150
-    vpxorq       xmm0, xmm9, xmm0
-    vpxorq       xmm5, xmm13, xmm28
-    vpternlogq   xmm21, xmm10, xmm14, 150
-    vpternlogq   xmm11, xmm15, xmm3, 150
-    vpternlogq   xmm1, xmm25, xmm2, 150
-    vpternlogq   xmm20, xmm30, xmm0, 150
-    vpslldq      xmm0, xmm5, 8
-    vpternlogq   xmm0, xmm6, xmm17, 150
-    vpalignr     xmm2, xmm11, xmm5, 8
-    vpalignr     xmm3, xmm1, xmm11, 8
-    vpternlogq   xmm19, xmm16, xmm3, 150
-    vpalignr     xmm1, xmm20, xmm1, 8
-    vmovdqa64    xmm3, [rsp + 512]                   ; reload
-    vpternlogq   xmm3, xmm18, xmm1, 150
-    vpsrldq      xmm1, xmm20, 8
-    vmovdqa64    xmm5, [rsp + 896]                   ; reload
-    vpternlogq   xmm5, xmm4, xmm1, 150
-    vpclmulqdq   xmm1, xmm5, [rax - 128], 0
-    vpclmulqdq   xmm4, xmm5, [rax - 128], 1
-    vpclmulqdq   xmm5, xmm3, [rax - 128], 0
-    vpclmulqdq   xmm3, xmm3, [rax - 128], 1
-    vpxorq       xmm4, xmm19, xmm4
+    vpxorq       xmm5, xmm5, xmm6
+    vpternlogq   xmm10, xmm26, xmm5, 150
+    vpxorq       xmm0, xmm0, xmm6
+    vpternlogq   xmm13, xmm27, xmm0, 150
+    vpxorq       xmm0, xmm13, xmm11
+    vpternlogq   xmm2, xmm23, xmm11, 150
+    vpxorq       xmm5, xmm9, xmm19
+    vpxorq       xmm6, xmm14, xmm28
+    vpternlogq   xmm21, xmm8, xmm15, 150
+    vpternlogq   xmm12, xmm16, xmm3, 150
+    vpternlogq   xmm4, xmm25, xmm0, 150
+    vpternlogq   xmm20, xmm30, xmm5, 150
+    vpslldq      xmm0, xmm6, 8
+    vpternlogq   xmm0, xmm7, xmm17, 150
+    vpalignr     xmm3, xmm12, xmm6, 8
+    vpalignr     xmm5, xmm4, xmm12, 8
+    vpternlogq   xmm18, xmm10, xmm5, 150
+    vpalignr     xmm4, xmm20, xmm4, 8
+    vmovdqa64    xmm5, [rsp + 512]                   ; reload
+    vpternlogq   xmm5, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm20, 8
+    vmovdqa64    xmm4, [rsp + 896]                   ; reload
+    vpternlogq   xmm4, xmm1, xmm2, 150
+    vpclmulqdq   xmm1, xmm4, [rax - 128], 0
+    vpclmulqdq   xmm2, xmm4, [rax - 128], 1
+    vpclmulqdq   xmm4, xmm5, [rax - 128], 0
+    vpclmulqdq   xmm5, xmm5, [rax - 128], 1
+    vpxorq       xmm2, xmm18, xmm2
     vpsrldq      xmm6, xmm1, 8
-    vpxorq       xmm6, xmm4, xmm6
+    vpxorq       xmm6, xmm2, xmm6
     vpsrldq      xmm6, xmm6, 8
     vpclmulqdq   xmm6, xmm6, [rax - 128], 0
-    vpternlogq   xmm21, xmm2, xmm3, 150
-    vpslldq      xmm2, xmm5, 8
-    vpternlogq   xmm0, xmm6, xmm2, 150
-    vpalignr     xmm2, xmm1, xmm5, 8
-    vpxorq       xmm2, xmm21, xmm2
+    vpternlogq   xmm21, xmm3, xmm5, 150
+    vpslldq      xmm3, xmm4, 8
+    vpternlogq   xmm0, xmm6, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm4, 8
+    vpxorq       xmm3, xmm21, xmm3
     vpsrldq      xmm1, xmm1, 8
-    vpternlogq   xmm1, xmm4, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqa64    xmm3, [rsp + 320]                   ; reload
-    vpsrlq       xmm4, xmm3, 27
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vmovdqa64    xmm2, [rsp + 320]                   ; reload
+    vpsrlq       xmm4, xmm2, 27
     vpsllq       xmm5, xmm4, 12
     vpsllq       xmm6, xmm4, 7
     vpsllq       xmm7, xmm4, 5
     lea          rax, [rel gf2m_mask_7ffffff_0 + 128] ; addresses gf2m_mask_7ffffff_0 near byte 0
-    vpandq       xmm3, xmm3, [rax - 128]
+    vpandq       xmm2, xmm2, [rax - 128]
     vpxorq       xmm4, xmm7, xmm4
     vpternlogq   xmm5, xmm6, xmm4, 150
     vmovdqa64    xmm4, [rsp + 832]                   ; reload
@@ -4311,13 +4556,13 @@ kg_gf2m283_ladder_step_avx512:
     vmovdqu64    [rdi], xmm4
     vmovdqa64    xmm4, [rsp + 768]                   ; reload
     vmovdqu64    [rdi + 16], xmm4
-    vmovq        qword [rdi + 32], xmm3
-    vmovdqa64    xmm3, [rsp + 704]                   ; reload
-    vpsrlq       xmm4, xmm3, 27
+    vmovq        qword [rdi + 32], xmm2
+    vmovdqa64    xmm2, [rsp + 704]                   ; reload
+    vpsrlq       xmm4, xmm2, 27
     vpsllq       xmm5, xmm4, 12
     vpsllq       xmm6, xmm4, 7
     vpsllq       xmm7, xmm4, 5
-    vpandq       xmm3, xmm3, [rax - 128]
+    vpandq       xmm2, xmm2, [rax - 128]
     vpxorq       xmm4, xmm7, xmm4
     vpternlogq   xmm5, xmm6, xmm4, 150
     vmovdqa64    xmm4, [rsp + 640]                   ; reload
@@ -4326,17 +4571,17 @@ kg_gf2m283_ladder_step_avx512:
     vmovdqu64    [rdi + 40], xmm4
     vmovdqa64    xmm4, [rsp + 576]                   ; reload
     vmovdqu64    [rdi + 56], xmm4
-    vmovq        qword [rdi + 72], xmm3
-    vpsrlq       xmm3, xmm1, 27
-    vpsllq       xmm4, xmm3, 12
-    vpsllq       xmm5, xmm3, 7
-    vpsllq       xmm6, xmm3, 5
+    vmovq        qword [rdi + 72], xmm2
+    vpsrlq       xmm2, xmm1, 27
+    vpsllq       xmm4, xmm2, 12
+    vpsllq       xmm5, xmm2, 7
+    vpsllq       xmm6, xmm2, 5
     vpandq       xmm1, xmm1, [rax - 128]
-    vpxorq       xmm3, xmm6, xmm3
-    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm4, xmm5, xmm2, 150
     vpxorq       xmm0, xmm0, xmm4
     vmovdqu64    [rdi + 80], xmm0
-    vmovdqu64    [rdi + 96], xmm2
+    vmovdqu64    [rdi + 96], xmm3
     vmovq        qword [rdi + 112], xmm1
     vmovdqa64    xmm0, [rsp + 128]                   ; reload
     vpsrlq       xmm1, xmm0, 27
@@ -4366,7 +4611,7 @@ kg_gf2m283_ladder_step_avx512:
 ;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 283 (fully reduced mod f)
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
@@ -4489,48 +4734,53 @@ kg_gf2m283_ladder_step2_avx512:
     vpalignr     ymm6, ymm5, ymm10, 8
     vpternlogq   ymm7, ymm3, ymm6, 150
     vpsrldq      ymm3, ymm5, 8
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0_x2 + 128] ; addresses gf2m_mask_ffffffffffffffff_0_x2 near byte 0
-    vpternlogq   ymm3, ymm23, [rax - 128], 40
-    vpclmulqdq   ymm2, ymm2, ymm2, 0
-    vpclmulqdq   ymm5, ymm1, ymm1, 17
-    vpclmulqdq   ymm1, ymm1, ymm1, 0
-    vpclmulqdq   ymm6, ymm0, ymm0, 17
-    vpclmulqdq   ymm0, ymm0, ymm0, 0
-    vpclmulqdq   ymm8, ymm2, ymm31, 0
+    vpternlogq   ymm3, ymm23, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vgf2p8affineqb ymm5, ymm2, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm2, ymm2, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm2, ymm5, ymm2
+    vgf2p8affineqb ymm5, ymm1, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm1, ymm1, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm6, ymm5, ymm1
+    vpunpckhbw   ymm1, ymm5, ymm1
+    vgf2p8affineqb ymm5, ymm0, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm0, ymm0, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm8, ymm5, ymm0
+    vpunpckhbw   ymm0, ymm5, ymm0
+    vpclmulqdq   ymm5, ymm2, ymm31, 0
     vpclmulqdq   ymm2, ymm2, ymm31, 1
-    vpclmulqdq   ymm9, ymm5, ymm31, 0
-    vpclmulqdq   ymm5, ymm5, ymm31, 1
-    vpxorq       ymm1, ymm1, ymm2
-    vpsrldq      ymm2, ymm8, 8
-    vpxorq       ymm2, ymm1, ymm2
-    vpsrldq      ymm2, ymm2, 8
-    vpclmulqdq   ymm2, ymm2, ymm31, 0
+    vpclmulqdq   ymm9, ymm1, ymm31, 0
+    vpclmulqdq   ymm1, ymm1, ymm31, 1
+    vpxorq       ymm2, ymm6, ymm2
+    vpsrldq      ymm6, ymm5, 8
+    vpxorq       ymm6, ymm2, ymm6
+    vpsrldq      ymm6, ymm6, 8
+    vpclmulqdq   ymm6, ymm6, ymm31, 0
     vpslldq      ymm10, ymm9, 8
-    vpternlogq   ymm0, ymm2, ymm10, 150
-    vpalignr     ymm2, ymm8, ymm9, 8
-    vpternlogq   ymm6, ymm5, ymm2, 150
-    vpsrldq      ymm2, ymm8, 8
-    vpternlogq   ymm2, ymm1, [rax - 128], 40
-    vinserti64x2 ymm1, ymm0, xmm15, 1
-    vinserti64x2 ymm5, ymm6, xmm16, 1
-    vinserti64x2 ymm8, ymm2, xmm17, 1
-    vshufi64x2   ymm9, ymm0, ymm0, 3
-    vshufi64x2   ymm10, ymm6, ymm6, 3
-    vshufi64x2   ymm11, ymm2, ymm2, 3
-    vpclmulqdq   ymm15, ymm1, ymm9, 0
-    vpclmulqdq   ymm16, ymm1, ymm9, 17
-    vpshufd      ymm17, ymm1, 78
-    vpxorq       ymm17, ymm1, ymm17
+    vpternlogq   ymm8, ymm6, ymm10, 150
+    vpalignr     ymm6, ymm5, ymm9, 8
+    vpternlogq   ymm0, ymm1, ymm6, 150
+    vpsrldq      ymm1, ymm5, 8
+    vpternlogq   ymm1, ymm2, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vinserti64x2 ymm2, ymm8, xmm15, 1
+    vinserti64x2 ymm5, ymm0, xmm16, 1
+    vinserti64x2 ymm6, ymm1, xmm17, 1
+    vshufi64x2   ymm9, ymm8, ymm8, 3
+    vshufi64x2   ymm10, ymm0, ymm0, 3
+    vshufi64x2   ymm11, ymm1, ymm1, 3
+    vpclmulqdq   ymm15, ymm2, ymm9, 0
+    vpclmulqdq   ymm16, ymm2, ymm9, 17
+    vpshufd      ymm17, ymm2, 78
+    vpxorq       ymm17, ymm2, ymm17
     vpshufd      ymm18, ymm9, 78
     vpxorq       ymm18, ymm9, ymm18
     vpclmulqdq   ymm19, ymm17, ymm18, 0
-    vpclmulqdq   ymm20, ymm1, ymm10, 0
-    vpclmulqdq   ymm21, ymm1, ymm10, 17
+    vpclmulqdq   ymm20, ymm2, ymm10, 0
+    vpclmulqdq   ymm21, ymm2, ymm10, 17
     vpshufd      ymm22, ymm10, 78
     vpxorq       ymm22, ymm10, ymm22
     vpclmulqdq   ymm17, ymm17, ymm22, 0
-    vpclmulqdq   ymm23, ymm1, ymm11, 0
-    vpclmulqdq   ymm1, ymm1, ymm11, 1
+    vpclmulqdq   ymm23, ymm2, ymm11, 0
+    vpclmulqdq   ymm2, ymm2, ymm11, 1
     vpclmulqdq   ymm24, ymm5, ymm9, 0
     vpclmulqdq   ymm25, ymm5, ymm9, 17
     vpshufd      ymm26, ymm5, 78
@@ -4541,11 +4791,11 @@ kg_gf2m283_ladder_step2_avx512:
     vpclmulqdq   ymm22, ymm26, ymm22, 0
     vpclmulqdq   ymm26, ymm5, ymm11, 0
     vpclmulqdq   ymm5, ymm5, ymm11, 1
-    vpclmulqdq   ymm29, ymm8, ymm9, 0
-    vpclmulqdq   ymm9, ymm8, ymm9, 16
-    vpclmulqdq   ymm30, ymm8, ymm10, 0
-    vpclmulqdq   ymm10, ymm8, ymm10, 16
-    vpclmulqdq   ymm8, ymm8, ymm11, 0
+    vpclmulqdq   ymm29, ymm6, ymm9, 0
+    vpclmulqdq   ymm9, ymm6, ymm9, 16
+    vpclmulqdq   ymm30, ymm6, ymm10, 0
+    vpclmulqdq   ymm10, ymm6, ymm10, 16
+    vpclmulqdq   ymm6, ymm6, ymm11, 0
     vpxorq       ymm11, ymm20, ymm24
     vpxorq       ymm20, ymm21, ymm25
     vpternlogq   ymm19, ymm15, ymm16, 150
@@ -4554,83 +4804,89 @@ kg_gf2m283_ladder_step2_avx512:
     vpxorq       ymm18, ymm20, ymm27
     vpternlogq   ymm23, ymm29, ymm18, 150
     vpxorq       ymm18, ymm22, ymm27
-    vpternlogq   ymm1, ymm9, ymm18, 150
-    vpxorq       ymm1, ymm1, ymm28
+    vpternlogq   ymm2, ymm9, ymm18, 150
+    vpxorq       ymm2, ymm2, ymm28
     vpternlogq   ymm26, ymm30, ymm28, 150
     vpxorq       ymm5, ymm5, ymm10
     vpslldq      ymm9, ymm19, 8
     vpalignr     ymm10, ymm17, ymm19, 8
     vpternlogq   ymm10, ymm16, ymm11, 150
-    vpalignr     ymm11, ymm1, ymm17, 8
-    vpalignr     ymm1, ymm5, ymm1, 8
-    vpxorq       ymm1, ymm26, ymm1
+    vpalignr     ymm11, ymm2, ymm17, 8
+    vpalignr     ymm2, ymm5, ymm2, 8
+    vpxorq       ymm2, ymm26, ymm2
     vpsrldq      ymm5, ymm5, 8
-    vpxorq       ymm5, ymm8, ymm5
-    vpclmulqdq   ymm8, ymm5, ymm31, 0
+    vpxorq       ymm5, ymm6, ymm5
+    vpclmulqdq   ymm6, ymm5, ymm31, 0
     vpclmulqdq   ymm5, ymm5, ymm31, 1
-    vpclmulqdq   ymm16, ymm1, ymm31, 0
-    vpclmulqdq   ymm1, ymm1, ymm31, 1
+    vpclmulqdq   ymm16, ymm2, ymm31, 0
+    vpclmulqdq   ymm2, ymm2, ymm31, 1
     vpternlogq   ymm23, ymm11, ymm5, 150
-    vpsrldq      ymm5, ymm8, 8
+    vpsrldq      ymm5, ymm6, 8
     vpxorq       ymm5, ymm23, ymm5
     vpsrldq      ymm5, ymm5, 8
     vpclmulqdq   ymm5, ymm5, ymm31, 0
     vpternlogq   ymm9, ymm15, ymm5, 150
     vpslldq      ymm5, ymm16, 8
     vpxorq       ymm5, ymm9, ymm5
-    vpalignr     ymm9, ymm8, ymm16, 8
-    vpternlogq   ymm10, ymm1, ymm9, 150
-    vpsrldq      ymm1, ymm8, 8
-    vpternlogq   ymm1, ymm23, [rax - 128], 40
-    vshufi64x2   ymm8, ymm4, ymm5, 2
-    vshufi64x2   ymm0, ymm4, ymm0, 1
-    vpxorq       ymm0, ymm8, ymm0
+    vpalignr     ymm9, ymm6, ymm16, 8
+    vpternlogq   ymm10, ymm2, ymm9, 150
+    vpsrldq      ymm2, ymm6, 8
+    vpternlogq   ymm2, ymm23, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vshufi64x2   ymm6, ymm4, ymm5, 2
+    vshufi64x2   ymm8, ymm4, ymm8, 1
+    vpxorq       ymm6, ymm6, ymm8
     vshufi64x2   ymm8, ymm7, ymm10, 2
-    vshufi64x2   ymm6, ymm7, ymm6, 1
-    vpxorq       ymm6, ymm8, ymm6
-    vshufi64x2   ymm8, ymm3, ymm1, 2
-    vshufi64x2   ymm2, ymm3, ymm2, 1
-    vpxorq       ymm2, ymm8, ymm2
-    vpclmulqdq   ymm2, ymm2, ymm2, 0
-    vpclmulqdq   ymm8, ymm6, ymm6, 17
-    vpclmulqdq   ymm6, ymm6, ymm6, 0
-    vpclmulqdq   ymm9, ymm0, ymm0, 17
-    vpclmulqdq   ymm0, ymm0, ymm0, 0
-    vpclmulqdq   ymm11, ymm2, ymm31, 0
-    vpclmulqdq   ymm2, ymm2, ymm31, 1
-    vpclmulqdq   ymm15, ymm8, ymm31, 0
-    vpclmulqdq   ymm8, ymm8, ymm31, 1
-    vpxorq       ymm2, ymm6, ymm2
-    vpsrldq      ymm6, ymm11, 8
-    vpxorq       ymm6, ymm2, ymm6
-    vpsrldq      ymm6, ymm6, 8
-    vpclmulqdq   ymm6, ymm6, ymm31, 0
+    vshufi64x2   ymm0, ymm7, ymm0, 1
+    vpxorq       ymm0, ymm8, ymm0
+    vshufi64x2   ymm8, ymm3, ymm2, 2
+    vshufi64x2   ymm1, ymm3, ymm1, 1
+    vpxorq       ymm1, ymm8, ymm1
+    vgf2p8affineqb ymm8, ymm1, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm1, ymm1, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm1, ymm8, ymm1
+    vgf2p8affineqb ymm8, ymm0, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm0, ymm0, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm9, ymm8, ymm0
+    vpunpckhbw   ymm0, ymm8, ymm0
+    vgf2p8affineqb ymm8, ymm6, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm6, ymm6, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm11, ymm8, ymm6
+    vpunpckhbw   ymm6, ymm8, ymm6
+    vpclmulqdq   ymm8, ymm1, ymm31, 0
+    vpclmulqdq   ymm1, ymm1, ymm31, 1
+    vpclmulqdq   ymm15, ymm0, ymm31, 0
+    vpclmulqdq   ymm0, ymm0, ymm31, 1
+    vpxorq       ymm1, ymm9, ymm1
+    vpsrldq      ymm9, ymm8, 8
+    vpxorq       ymm9, ymm1, ymm9
+    vpsrldq      ymm9, ymm9, 8
+    vpclmulqdq   ymm9, ymm9, ymm31, 0
     vpslldq      ymm16, ymm15, 8
-    vpternlogq   ymm0, ymm6, ymm16, 150
-    vpalignr     ymm6, ymm11, ymm15, 8
-    vpternlogq   ymm9, ymm8, ymm6, 150
-    vpsrldq      ymm6, ymm11, 8
-    vpternlogq   ymm6, ymm2, [rax - 128], 40
-    vinserti64x2 ymm2, ymm4, xmm12, 1
+    vpternlogq   ymm11, ymm9, ymm16, 150
+    vpalignr     ymm9, ymm8, ymm15, 8
+    vpternlogq   ymm6, ymm0, ymm9, 150
+    vpsrldq      ymm0, ymm8, 8
+    vpternlogq   ymm0, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vinserti64x2 ymm1, ymm4, xmm12, 1
     vinserti64x2 ymm8, ymm7, xmm13, 1
-    vinserti64x2 ymm11, ymm3, xmm14, 1
-    vshufi64x2   ymm4, ymm4, ymm0, 1
-    vshufi64x2   ymm7, ymm7, ymm9, 1
-    vshufi64x2   ymm3, ymm3, ymm6, 1
-    vpclmulqdq   ymm12, ymm2, ymm4, 0
-    vpclmulqdq   ymm13, ymm2, ymm4, 17
-    vpshufd      ymm14, ymm2, 78
-    vpxorq       ymm14, ymm2, ymm14
+    vinserti64x2 ymm9, ymm3, xmm14, 1
+    vshufi64x2   ymm4, ymm4, ymm11, 1
+    vshufi64x2   ymm7, ymm7, ymm6, 1
+    vshufi64x2   ymm3, ymm3, ymm0, 1
+    vpclmulqdq   ymm12, ymm1, ymm4, 0
+    vpclmulqdq   ymm13, ymm1, ymm4, 17
+    vpshufd      ymm14, ymm1, 78
+    vpxorq       ymm14, ymm1, ymm14
     vpshufd      ymm15, ymm4, 78
     vpxorq       ymm15, ymm4, ymm15
     vpclmulqdq   ymm16, ymm14, ymm15, 0
-    vpclmulqdq   ymm17, ymm2, ymm7, 0
-    vpclmulqdq   ymm18, ymm2, ymm7, 17
+    vpclmulqdq   ymm17, ymm1, ymm7, 0
+    vpclmulqdq   ymm18, ymm1, ymm7, 17
     vpshufd      ymm19, ymm7, 78
     vpxorq       ymm19, ymm7, ymm19
     vpclmulqdq   ymm14, ymm14, ymm19, 0
-    vpclmulqdq   ymm20, ymm2, ymm3, 0
-    vpclmulqdq   ymm2, ymm2, ymm3, 1
+    vpclmulqdq   ymm20, ymm1, ymm3, 0
+    vpclmulqdq   ymm1, ymm1, ymm3, 1
     vpclmulqdq   ymm21, ymm8, ymm4, 0
     vpclmulqdq   ymm22, ymm8, ymm4, 17
     vpshufd      ymm23, ymm8, 78
@@ -4641,22 +4897,22 @@ kg_gf2m283_ladder_step2_avx512:
     vpclmulqdq   ymm19, ymm23, ymm19, 0
     vpclmulqdq   ymm23, ymm8, ymm3, 0
     vpclmulqdq   ymm8, ymm8, ymm3, 1
-    vpclmulqdq   ymm26, ymm11, ymm4, 0
-    vpclmulqdq   ymm4, ymm11, ymm4, 16
-    vpclmulqdq   ymm27, ymm11, ymm7, 0
-    vpclmulqdq   ymm7, ymm11, ymm7, 16
-    vpclmulqdq   ymm3, ymm11, ymm3, 0
-    vpxorq       ymm11, ymm17, ymm21
+    vpclmulqdq   ymm26, ymm9, ymm4, 0
+    vpclmulqdq   ymm4, ymm9, ymm4, 16
+    vpclmulqdq   ymm27, ymm9, ymm7, 0
+    vpclmulqdq   ymm7, ymm9, ymm7, 16
+    vpclmulqdq   ymm3, ymm9, ymm3, 0
+    vpxorq       ymm9, ymm17, ymm21
     vpxorq       ymm17, ymm18, ymm22
     vpternlogq   ymm16, ymm12, ymm13, 150
-    vpxorq       ymm13, ymm13, ymm11
-    vpternlogq   ymm14, ymm15, ymm11, 150
-    vpxorq       ymm11, ymm14, ymm17
+    vpxorq       ymm13, ymm13, ymm9
+    vpternlogq   ymm14, ymm15, ymm9, 150
+    vpxorq       ymm9, ymm14, ymm17
     vpxorq       ymm14, ymm17, ymm24
     vpternlogq   ymm20, ymm26, ymm14, 150
     vpxorq       ymm14, ymm19, ymm24
-    vpternlogq   ymm2, ymm4, ymm14, 150
-    vpxorq       ymm2, ymm2, ymm25
+    vpternlogq   ymm1, ymm4, ymm14, 150
+    vpxorq       ymm1, ymm1, ymm25
     vpternlogq   ymm23, ymm27, ymm25, 150
     vpxorq       ymm4, ymm8, ymm7
     vextracti64x2 xmm7, ymm12, 0
@@ -4666,14 +4922,14 @@ kg_gf2m283_ladder_step2_avx512:
     vpxorq       xmm12, xmm12, xmm14
     vextracti64x2 xmm14, ymm13, 0
     vextracti64x2 xmm13, ymm13, 1
-    vextracti64x2 xmm15, ymm11, 0
-    vextracti64x2 xmm11, ymm11, 1
-    vpxorq       xmm11, xmm15, xmm11
+    vextracti64x2 xmm15, ymm9, 0
+    vextracti64x2 xmm9, ymm9, 1
+    vpxorq       xmm9, xmm15, xmm9
     vextracti64x2 xmm15, ymm20, 0
     vextracti64x2 xmm16, ymm20, 1
-    vextracti64x2 xmm17, ymm2, 0
-    vextracti64x2 xmm2, ymm2, 1
-    vpxorq       xmm2, xmm17, xmm2
+    vextracti64x2 xmm17, ymm1, 0
+    vextracti64x2 xmm1, ymm1, 1
+    vpxorq       xmm1, xmm17, xmm1
     vextracti64x2 xmm17, ymm23, 0
     vextracti64x2 xmm18, ymm23, 1
     vextracti64x2 xmm19, ymm4, 0
@@ -4683,75 +4939,75 @@ kg_gf2m283_ladder_step2_avx512:
     vextracti64x2 xmm3, ymm3, 1
     vpslldq      xmm20, xmm12, 8
     vpternlogq   xmm7, xmm8, xmm20, 150
-    vpalignr     xmm8, xmm11, xmm12, 8
+    vpalignr     xmm8, xmm9, xmm12, 8
     vpternlogq   xmm14, xmm13, xmm8, 150
-    vpalignr     xmm8, xmm2, xmm11, 8
+    vpalignr     xmm8, xmm1, xmm9, 8
     vpternlogq   xmm15, xmm16, xmm8, 150
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpternlogq   xmm17, xmm18, xmm2, 150
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm19, xmm3, xmm2, 150
+    vpalignr     xmm1, xmm4, xmm1, 8
+    vpternlogq   xmm17, xmm18, xmm1, 150
+    vpsrldq      xmm1, xmm4, 8
+    vpternlogq   xmm19, xmm3, xmm1, 150
     lea          rax, [rel gf2m_g_2142000000000 + 128] ; addresses gf2m_g_2142000000000 near byte 0
-    vpclmulqdq   xmm2, xmm19, [rax - 128], 0
+    vpclmulqdq   xmm1, xmm19, [rax - 128], 0
     vpclmulqdq   xmm3, xmm19, [rax - 128], 1
     vpclmulqdq   xmm4, xmm17, [rax - 128], 0
     vpclmulqdq   xmm8, xmm17, [rax - 128], 1
     vpxorq       xmm3, xmm15, xmm3
-    vpsrldq      xmm11, xmm2, 8
-    vpxorq       xmm11, xmm3, xmm11
-    vpsrldq      xmm11, xmm11, 8
-    vpclmulqdq   xmm11, xmm11, [rax - 128], 0
+    vpsrldq      xmm9, xmm1, 8
+    vpxorq       xmm9, xmm3, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rax - 128], 0
     vpslldq      xmm12, xmm4, 8
-    vpternlogq   xmm7, xmm11, xmm12, 150
-    vpalignr     xmm4, xmm2, xmm4, 8
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpalignr     xmm4, xmm1, xmm4, 8
     vpternlogq   xmm14, xmm8, xmm4, 150
-    vpsrldq      xmm2, xmm2, 8
-    vpternlogq   xmm2, xmm3, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       ymm3, ymm6, 27
+    vpsrldq      xmm1, xmm1, 8
+    vpternlogq   xmm1, xmm3, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       ymm3, ymm0, 27
     vpsllq       ymm4, ymm3, 12
     vpsllq       ymm8, ymm3, 7
-    vpsllq       ymm11, ymm3, 5
-    vpandq       ymm6, ymm6, [rel gf2m_mask_7ffffff_0_x2]
-    vpxorq       ymm3, ymm11, ymm3
+    vpsllq       ymm9, ymm3, 5
+    vpandq       ymm0, ymm0, [rel gf2m_mask_7ffffff_0_x2]
+    vpxorq       ymm3, ymm9, ymm3
     vpternlogq   ymm4, ymm8, ymm3, 150
-    vpxorq       ymm0, ymm0, ymm4
-    vpsrlq       ymm3, ymm1, 27
-    vpsllq       ymm4, ymm3, 12
-    vpsllq       ymm8, ymm3, 7
-    vpsllq       ymm11, ymm3, 5
-    vpandq       ymm1, ymm1, [rel gf2m_mask_7ffffff_0_x2]
-    vpxorq       ymm3, ymm11, ymm3
-    vpternlogq   ymm4, ymm8, ymm3, 150
-    vpxorq       ymm3, ymm5, ymm4
-    vpsrlq       xmm4, xmm2, 27
-    vpsllq       xmm5, xmm4, 12
-    vpsllq       xmm8, xmm4, 7
-    vpsllq       xmm11, xmm4, 5
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
-    vpxorq       xmm4, xmm11, xmm4
-    vpternlogq   xmm5, xmm8, xmm4, 150
-    vpxorq       xmm4, xmm7, xmm5
-    vextracti64x2 xmm5, ymm0, 1
-    vextracti64x2 xmm7, ymm9, 1
+    vpxorq       ymm3, ymm11, ymm4
+    vpsrlq       ymm4, ymm2, 27
+    vpsllq       ymm8, ymm4, 12
+    vpsllq       ymm9, ymm4, 7
+    vpsllq       ymm11, ymm4, 5
+    vpandq       ymm2, ymm2, [rel gf2m_mask_7ffffff_0_x2]
+    vpxorq       ymm4, ymm11, ymm4
+    vpternlogq   ymm8, ymm9, ymm4, 150
+    vpxorq       ymm4, ymm5, ymm8
+    vpsrlq       xmm5, xmm1, 27
+    vpsllq       xmm8, xmm5, 12
+    vpsllq       xmm9, xmm5, 7
+    vpsllq       xmm11, xmm5, 5
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffff_0]
+    vpxorq       xmm5, xmm11, xmm5
+    vpternlogq   xmm8, xmm9, xmm5, 150
+    vpxorq       xmm5, xmm7, xmm8
+    vextracti64x2 xmm7, ymm3, 1
     vextracti64x2 xmm8, ymm6, 1
-    vextracti64x2 xmm3, ymm3, 0
+    vextracti64x2 xmm9, ymm0, 1
+    vextracti64x2 xmm4, ymm4, 0
     vextracti64x2 xmm10, ymm10, 0
-    vextracti64x2 xmm1, ymm1, 0
-    vextracti64x2 xmm0, ymm0, 0
-    vextracti64x2 xmm9, ymm9, 0
+    vextracti64x2 xmm2, ymm2, 0
+    vextracti64x2 xmm3, ymm3, 0
     vextracti64x2 xmm6, ymm6, 0
-    vmovdqu64    [rdi], xmm5
-    vmovdqu64    [rdi + 16], xmm7
-    vmovq        qword [rdi + 32], xmm8
-    vmovdqu64    [rdi + 40], xmm3
+    vextracti64x2 xmm0, ymm0, 0
+    vmovdqu64    [rdi], xmm7
+    vmovdqu64    [rdi + 16], xmm8
+    vmovq        qword [rdi + 32], xmm9
+    vmovdqu64    [rdi + 40], xmm4
     vmovdqu64    [rdi + 56], xmm10
-    vmovq        qword [rdi + 72], xmm1
-    vmovdqu64    [rdi + 80], xmm4
+    vmovq        qword [rdi + 72], xmm2
+    vmovdqu64    [rdi + 80], xmm5
     vmovdqu64    [rdi + 96], xmm14
-    vmovq        qword [rdi + 112], xmm2
-    vmovdqu64    [rdi + 120], xmm0
-    vmovdqu64    [rdi + 136], xmm9
-    vmovq        qword [rdi + 152], xmm6
+    vmovq        qword [rdi + 112], xmm1
+    vmovdqu64    [rdi + 120], xmm3
+    vmovdqu64    [rdi + 136], xmm6
+    vmovq        qword [rdi + 152], xmm0
     vzeroupper
     ret
 .end:
@@ -4764,65 +5020,73 @@ kg_gf2m283_ladder_step2_avx512:
 ;   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 5 little-endian uint64 limbs, degree < 283 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^283 + x^12 + x^7 + x^5 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-27}, k1, rax, rcx, r11, flags
-;   loops: 7 x 20 and 16 x 20 instructions (repeated groups rolled: 4038 instructions run, 3859 written)
+;   clobbers: zmm{0-29}, k1, rax, rcx, r11, flags
+;   loops: 7 x 26 and 16 x 26 instructions (repeated groups rolled: 4256 instructions run, 3951 written)
 ; ---------------------------------------------------------------------------
 global kg_gf2m283_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_inv_avx512.end - kg_gf2m283_inv_avx512)
 align 32
 kg_gf2m283_inv_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm25, [rel gf2m_g_2142000000000]   ; held in a register: read 235 times
-    vmovdqu64    xmm26, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 47 times
-    vmovdqu64    ymm27, [rel gf2m_zero4]             ; held in a register: read 6 times
+    vmovdqu64    xmm26, [rel gf2m_spread_low]        ; held in a register: read 108 times
+    vmovdqu64    xmm27, [rel gf2m_spread_high]       ; held in a register: read 108 times
+    vmovdqu64    xmm28, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 47 times
+    vmovdqu64    ymm29, [rel gf2m_zero4]             ; held in a register: read 6 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovq        xmm2, qword [rsi + 32]
-    vpclmulqdq   xmm3, xmm2, xmm2, 0
-    vpclmulqdq   xmm4, xmm1, xmm1, 17
-    vpclmulqdq   xmm5, xmm1, xmm1, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm7, xmm0, xmm0, 0
-    vpclmulqdq   xmm8, xmm3, xmm25, 0
+    vgf2p8affineqb xmm3, xmm2, xmm26, 0
+    vgf2p8affineqb xmm4, xmm2, xmm27, 0
+    vpunpcklbw   xmm3, xmm3, xmm4
+    vgf2p8affineqb xmm4, xmm1, xmm26, 0
+    vgf2p8affineqb xmm5, xmm1, xmm27, 0
+    vpunpcklbw   xmm6, xmm4, xmm5
+    vpunpckhbw   xmm4, xmm4, xmm5
+    vgf2p8affineqb xmm5, xmm0, xmm26, 0
+    vgf2p8affineqb xmm7, xmm0, xmm27, 0
+    vpunpcklbw   xmm8, xmm5, xmm7
+    vpunpckhbw   xmm5, xmm5, xmm7
+    vpclmulqdq   xmm7, xmm3, xmm25, 0
     vpclmulqdq   xmm3, xmm3, xmm25, 1
     vpclmulqdq   xmm9, xmm4, xmm25, 0
     vpclmulqdq   xmm4, xmm4, xmm25, 1
-    vpxorq       xmm3, xmm5, xmm3
-    vpsrldq      xmm5, xmm8, 8
-    vpxorq       xmm5, xmm3, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm25, 0
+    vpxorq       xmm3, xmm6, xmm3
+    vpsrldq      xmm6, xmm7, 8
+    vpxorq       xmm6, xmm3, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpclmulqdq   xmm6, xmm6, xmm25, 0
     vpslldq      xmm10, xmm9, 8
-    vpternlogq   xmm7, xmm5, xmm10, 150
-    vpalignr     xmm5, xmm8, xmm9, 8
-    vpternlogq   xmm6, xmm4, xmm5, 150
-    vpsrldq      xmm4, xmm8, 8
-    vpternlogq   xmm4, xmm3, xmm26, 40
-    vpclmulqdq   xmm3, xmm7, xmm0, 0
-    vpclmulqdq   xmm5, xmm7, xmm0, 17
-    vpshufd      xmm8, xmm7, 78
-    vpxorq       xmm8, xmm7, xmm8
+    vpternlogq   xmm8, xmm6, xmm10, 150
+    vpalignr     xmm6, xmm7, xmm9, 8
+    vpternlogq   xmm5, xmm4, xmm6, 150
+    vpsrldq      xmm4, xmm7, 8
+    vpternlogq   xmm4, xmm3, xmm28, 40
+    vpclmulqdq   xmm3, xmm8, xmm0, 0
+    vpclmulqdq   xmm6, xmm8, xmm0, 17
+    vpshufd      xmm7, xmm8, 78
+    vpxorq       xmm7, xmm8, xmm7
     vpshufd      xmm9, xmm0, 78
     vpxorq       xmm9, xmm0, xmm9
-    vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm7, xmm1, 0
-    vpclmulqdq   xmm12, xmm7, xmm1, 17
+    vpclmulqdq   xmm10, xmm7, xmm9, 0
+    vpclmulqdq   xmm11, xmm8, xmm1, 0
+    vpclmulqdq   xmm12, xmm8, xmm1, 17
     vpshufd      xmm13, xmm1, 78
     vpxorq       xmm13, xmm1, xmm13
-    vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm7, xmm2, 0
-    vpclmulqdq   xmm7, xmm7, xmm2, 1
-    vpclmulqdq   xmm15, xmm6, xmm0, 0
-    vpclmulqdq   xmm16, xmm6, xmm0, 17
-    vpshufd      xmm17, xmm6, 78
-    vpxorq       xmm17, xmm6, xmm17
+    vpclmulqdq   xmm7, xmm7, xmm13, 0
+    vpclmulqdq   xmm14, xmm8, xmm2, 0
+    vpclmulqdq   xmm8, xmm8, xmm2, 1
+    vpclmulqdq   xmm15, xmm5, xmm0, 0
+    vpclmulqdq   xmm16, xmm5, xmm0, 17
+    vpshufd      xmm17, xmm5, 78
+    vpxorq       xmm17, xmm5, xmm17
     vpclmulqdq   xmm9, xmm17, xmm9, 0
-    vpclmulqdq   xmm18, xmm6, xmm1, 0
-    vpclmulqdq   xmm19, xmm6, xmm1, 17
+    vpclmulqdq   xmm18, xmm5, xmm1, 0
+    vpclmulqdq   xmm19, xmm5, xmm1, 17
     vpclmulqdq   xmm13, xmm17, xmm13, 0
-    vpclmulqdq   xmm17, xmm6, xmm2, 0
-    vpclmulqdq   xmm6, xmm6, xmm2, 1
+    vpclmulqdq   xmm17, xmm5, xmm2, 0
+    vpclmulqdq   xmm5, xmm5, xmm2, 1
     vpclmulqdq   xmm20, xmm4, xmm0, 0
     vpclmulqdq   xmm21, xmm4, xmm0, 16
     vpclmulqdq   xmm22, xmm4, xmm1, 0
@@ -4830,104 +5094,116 @@ kg_gf2m283_inv_avx512:
     vpclmulqdq   xmm4, xmm4, xmm2, 0
     vpxorq       xmm11, xmm11, xmm15
     vpxorq       xmm12, xmm12, xmm16
-    vpternlogq   xmm10, xmm3, xmm5, 150
-    vpternlogq   xmm8, xmm9, xmm11, 150
-    vpxorq       xmm8, xmm8, xmm12
+    vpternlogq   xmm10, xmm3, xmm6, 150
+    vpternlogq   xmm7, xmm9, xmm11, 150
+    vpxorq       xmm7, xmm7, xmm12
     vpxorq       xmm9, xmm12, xmm18
     vpternlogq   xmm14, xmm20, xmm9, 150
     vpxorq       xmm9, xmm13, xmm18
-    vpternlogq   xmm7, xmm21, xmm9, 150
-    vpxorq       xmm7, xmm7, xmm19
+    vpternlogq   xmm8, xmm21, xmm9, 150
+    vpxorq       xmm8, xmm8, xmm19
     vpternlogq   xmm17, xmm22, xmm19, 150
-    vpxorq       xmm6, xmm6, xmm23
+    vpxorq       xmm5, xmm5, xmm23
     vpslldq      xmm9, xmm10, 8
-    vpalignr     xmm10, xmm8, xmm10, 8
-    vpternlogq   xmm10, xmm5, xmm11, 150
-    vpalignr     xmm5, xmm7, xmm8, 8
-    vpalignr     xmm7, xmm6, xmm7, 8
+    vpalignr     xmm10, xmm7, xmm10, 8
+    vpternlogq   xmm10, xmm6, xmm11, 150
+    vpalignr     xmm6, xmm8, xmm7, 8
+    vpalignr     xmm7, xmm5, xmm8, 8
     vpxorq       xmm7, xmm17, xmm7
-    vpsrldq      xmm6, xmm6, 8
-    vpxorq       xmm4, xmm4, xmm6
-    vpclmulqdq   xmm6, xmm4, xmm25, 0
+    vpsrldq      xmm5, xmm5, 8
+    vpxorq       xmm4, xmm4, xmm5
+    vpclmulqdq   xmm5, xmm4, xmm25, 0
     vpclmulqdq   xmm4, xmm4, xmm25, 1
     vpclmulqdq   xmm8, xmm7, xmm25, 0
     vpclmulqdq   xmm7, xmm7, xmm25, 1
-    vpternlogq   xmm14, xmm5, xmm4, 150
-    vpsrldq      xmm4, xmm6, 8
+    vpternlogq   xmm14, xmm6, xmm4, 150
+    vpsrldq      xmm4, xmm5, 8
     vpxorq       xmm4, xmm14, xmm4
     vpsrldq      xmm4, xmm4, 8
     vpclmulqdq   xmm4, xmm4, xmm25, 0
     vpternlogq   xmm9, xmm3, xmm4, 150
     vpslldq      xmm3, xmm8, 8
     vpxorq       xmm3, xmm9, xmm3
-    vpalignr     xmm4, xmm6, xmm8, 8
+    vpalignr     xmm4, xmm5, xmm8, 8
     vpternlogq   xmm10, xmm7, xmm4, 150
-    vpsrldq      xmm4, xmm6, 8
-    vpternlogq   xmm4, xmm14, xmm26, 40
-    vpclmulqdq   xmm5, xmm4, xmm4, 0
-    vpclmulqdq   xmm6, xmm10, xmm10, 17
-    vpclmulqdq   xmm7, xmm10, xmm10, 0
-    vpclmulqdq   xmm8, xmm3, xmm3, 17
-    vpclmulqdq   xmm9, xmm3, xmm3, 0
-    vpclmulqdq   xmm11, xmm5, xmm25, 0
+    vpsrldq      xmm4, xmm5, 8
+    vpternlogq   xmm4, xmm14, xmm28, 40
+    vgf2p8affineqb xmm5, xmm4, xmm26, 0
+    vgf2p8affineqb xmm6, xmm4, xmm27, 0
+    vpunpcklbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm10, xmm26, 0
+    vgf2p8affineqb xmm7, xmm10, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm3, xmm26, 0
+    vgf2p8affineqb xmm9, xmm3, xmm27, 0
+    vpunpcklbw   xmm11, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
     vpclmulqdq   xmm12, xmm6, xmm25, 0
     vpclmulqdq   xmm6, xmm6, xmm25, 1
-    vpxorq       xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm11, 8
-    vpxorq       xmm7, xmm5, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, xmm25, 0
+    vpxorq       xmm5, xmm8, xmm5
+    vpsrldq      xmm8, xmm9, 8
+    vpxorq       xmm8, xmm5, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, xmm25, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm9, xmm7, xmm13, 150
-    vpalignr     xmm7, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm11, 8
-    vpternlogq   xmm6, xmm5, xmm26, 40
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpclmulqdq   xmm11, xmm5, xmm25, 0
+    vpternlogq   xmm11, xmm8, xmm13, 150
+    vpalignr     xmm8, xmm9, xmm12, 8
+    vpternlogq   xmm7, xmm6, xmm8, 150
+    vpsrldq      xmm6, xmm9, 8
+    vpternlogq   xmm6, xmm5, xmm28, 40
+    vgf2p8affineqb xmm5, xmm6, xmm26, 0
+    vgf2p8affineqb xmm6, xmm6, xmm27, 0
+    vpunpcklbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm7, xmm26, 0
+    vgf2p8affineqb xmm7, xmm7, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm11, xmm26, 0
+    vgf2p8affineqb xmm9, xmm11, xmm27, 0
+    vpunpcklbw   xmm11, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
     vpclmulqdq   xmm12, xmm6, xmm25, 0
     vpclmulqdq   xmm6, xmm6, xmm25, 1
-    vpxorq       xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm11, 8
-    vpxorq       xmm7, xmm5, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, xmm25, 0
+    vpxorq       xmm5, xmm8, xmm5
+    vpsrldq      xmm8, xmm9, 8
+    vpxorq       xmm8, xmm5, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, xmm25, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm9, xmm7, xmm13, 150
-    vpalignr     xmm7, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm11, 8
-    vpternlogq   xmm6, xmm5, xmm26, 40
-    vpclmulqdq   xmm5, xmm9, xmm3, 0
-    vpclmulqdq   xmm7, xmm9, xmm3, 17
-    vpshufd      xmm11, xmm9, 78
-    vpxorq       xmm11, xmm9, xmm11
+    vpternlogq   xmm11, xmm8, xmm13, 150
+    vpalignr     xmm8, xmm9, xmm12, 8
+    vpternlogq   xmm7, xmm6, xmm8, 150
+    vpsrldq      xmm6, xmm9, 8
+    vpternlogq   xmm6, xmm5, xmm28, 40
+    vpclmulqdq   xmm5, xmm11, xmm3, 0
+    vpclmulqdq   xmm8, xmm11, xmm3, 17
+    vpshufd      xmm9, xmm11, 78
+    vpxorq       xmm9, xmm11, xmm9
     vpshufd      xmm12, xmm3, 78
     vpxorq       xmm12, xmm3, xmm12
-    vpclmulqdq   xmm13, xmm11, xmm12, 0
-    vpclmulqdq   xmm14, xmm9, xmm10, 0
-    vpclmulqdq   xmm15, xmm9, xmm10, 17
+    vpclmulqdq   xmm13, xmm9, xmm12, 0
+    vpclmulqdq   xmm14, xmm11, xmm10, 0
+    vpclmulqdq   xmm15, xmm11, xmm10, 17
     vpshufd      xmm16, xmm10, 78
     vpxorq       xmm16, xmm10, xmm16
-    vpclmulqdq   xmm11, xmm11, xmm16, 0
-    vpclmulqdq   xmm17, xmm9, xmm4, 0
-    vpclmulqdq   xmm9, xmm9, xmm4, 1
-    vpclmulqdq   xmm18, xmm8, xmm3, 0
-    vpclmulqdq   xmm19, xmm8, xmm3, 17
-    vpshufd      xmm20, xmm8, 78
-    vpxorq       xmm20, xmm8, xmm20
+    vpclmulqdq   xmm9, xmm9, xmm16, 0
+    vpclmulqdq   xmm17, xmm11, xmm4, 0
+    vpclmulqdq   xmm11, xmm11, xmm4, 1
+    vpclmulqdq   xmm18, xmm7, xmm3, 0
+    vpclmulqdq   xmm19, xmm7, xmm3, 17
+    vpshufd      xmm20, xmm7, 78
+    vpxorq       xmm20, xmm7, xmm20
     vpclmulqdq   xmm12, xmm20, xmm12, 0
-    vpclmulqdq   xmm21, xmm8, xmm10, 0
-    vpclmulqdq   xmm22, xmm8, xmm10, 17
+    vpclmulqdq   xmm21, xmm7, xmm10, 0
+    vpclmulqdq   xmm22, xmm7, xmm10, 17
     vpclmulqdq   xmm16, xmm20, xmm16, 0
-    vpclmulqdq   xmm20, xmm8, xmm4, 0
-    vpclmulqdq   xmm8, xmm8, xmm4, 1
+    vpclmulqdq   xmm20, xmm7, xmm4, 0
+    vpclmulqdq   xmm7, xmm7, xmm4, 1
     vpclmulqdq   xmm23, xmm6, xmm3, 0
     vpclmulqdq   xmm3, xmm6, xmm3, 16
     vpclmulqdq   xmm24, xmm6, xmm10, 0
@@ -4935,23 +5211,23 @@ kg_gf2m283_inv_avx512:
     vpclmulqdq   xmm4, xmm6, xmm4, 0
     vpxorq       xmm6, xmm14, xmm18
     vpxorq       xmm14, xmm15, xmm19
-    vpternlogq   xmm13, xmm5, xmm7, 150
-    vpternlogq   xmm11, xmm12, xmm6, 150
-    vpxorq       xmm11, xmm11, xmm14
+    vpternlogq   xmm13, xmm5, xmm8, 150
+    vpternlogq   xmm9, xmm12, xmm6, 150
+    vpxorq       xmm9, xmm9, xmm14
     vpxorq       xmm12, xmm14, xmm21
     vpternlogq   xmm17, xmm23, xmm12, 150
     vpxorq       xmm12, xmm16, xmm21
-    vpternlogq   xmm9, xmm3, xmm12, 150
-    vpxorq       xmm3, xmm9, xmm22
+    vpternlogq   xmm11, xmm3, xmm12, 150
+    vpxorq       xmm3, xmm11, xmm22
     vpternlogq   xmm20, xmm24, xmm22, 150
-    vpxorq       xmm8, xmm8, xmm10
-    vpslldq      xmm9, xmm13, 8
-    vpalignr     xmm10, xmm11, xmm13, 8
-    vpternlogq   xmm10, xmm7, xmm6, 150
-    vpalignr     xmm6, xmm3, xmm11, 8
-    vpalignr     xmm3, xmm8, xmm3, 8
+    vpxorq       xmm7, xmm7, xmm10
+    vpslldq      xmm10, xmm13, 8
+    vpalignr     xmm11, xmm9, xmm13, 8
+    vpternlogq   xmm11, xmm8, xmm6, 150
+    vpalignr     xmm6, xmm3, xmm9, 8
+    vpalignr     xmm3, xmm7, xmm3, 8
     vpxorq       xmm3, xmm20, xmm3
-    vpsrldq      xmm7, xmm8, 8
+    vpsrldq      xmm7, xmm7, 8
     vpxorq       xmm4, xmm4, xmm7
     vpclmulqdq   xmm7, xmm4, xmm25, 0
     vpclmulqdq   xmm4, xmm4, xmm25, 1
@@ -4962,141 +5238,165 @@ kg_gf2m283_inv_avx512:
     vpxorq       xmm4, xmm17, xmm4
     vpsrldq      xmm4, xmm4, 8
     vpclmulqdq   xmm4, xmm4, xmm25, 0
-    vpternlogq   xmm9, xmm5, xmm4, 150
+    vpternlogq   xmm10, xmm5, xmm4, 150
     vpslldq      xmm4, xmm8, 8
-    vpxorq       xmm4, xmm9, xmm4
+    vpxorq       xmm4, xmm10, xmm4
     vpalignr     xmm5, xmm7, xmm8, 8
-    vpternlogq   xmm10, xmm3, xmm5, 150
+    vpternlogq   xmm11, xmm3, xmm5, 150
     vpsrldq      xmm3, xmm7, 8
-    vpternlogq   xmm3, xmm17, xmm26, 40
-    vpclmulqdq   xmm5, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm10, xmm10, 17
-    vpclmulqdq   xmm7, xmm10, xmm10, 0
-    vpclmulqdq   xmm8, xmm4, xmm4, 17
-    vpclmulqdq   xmm9, xmm4, xmm4, 0
-    vpclmulqdq   xmm11, xmm5, xmm25, 0
+    vpternlogq   xmm3, xmm17, xmm28, 40
+    vgf2p8affineqb xmm5, xmm3, xmm26, 0
+    vgf2p8affineqb xmm6, xmm3, xmm27, 0
+    vpunpcklbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm11, xmm26, 0
+    vgf2p8affineqb xmm7, xmm11, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm4, xmm26, 0
+    vgf2p8affineqb xmm9, xmm4, xmm27, 0
+    vpunpcklbw   xmm10, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
     vpclmulqdq   xmm12, xmm6, xmm25, 0
     vpclmulqdq   xmm6, xmm6, xmm25, 1
-    vpxorq       xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm11, 8
-    vpxorq       xmm7, xmm5, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, xmm25, 0
+    vpxorq       xmm5, xmm8, xmm5
+    vpsrldq      xmm8, xmm9, 8
+    vpxorq       xmm8, xmm5, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, xmm25, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm9, xmm7, xmm13, 150
-    vpalignr     xmm7, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm11, 8
-    vpternlogq   xmm6, xmm5, xmm26, 40
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpclmulqdq   xmm11, xmm5, xmm25, 0
+    vpternlogq   xmm10, xmm8, xmm13, 150
+    vpalignr     xmm8, xmm9, xmm12, 8
+    vpternlogq   xmm7, xmm6, xmm8, 150
+    vpsrldq      xmm6, xmm9, 8
+    vpternlogq   xmm6, xmm5, xmm28, 40
+    vgf2p8affineqb xmm5, xmm6, xmm26, 0
+    vgf2p8affineqb xmm6, xmm6, xmm27, 0
+    vpunpcklbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm7, xmm26, 0
+    vgf2p8affineqb xmm7, xmm7, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm10, xmm26, 0
+    vgf2p8affineqb xmm9, xmm10, xmm27, 0
+    vpunpcklbw   xmm10, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
     vpclmulqdq   xmm12, xmm6, xmm25, 0
     vpclmulqdq   xmm6, xmm6, xmm25, 1
-    vpxorq       xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm11, 8
-    vpxorq       xmm7, xmm5, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, xmm25, 0
+    vpxorq       xmm5, xmm8, xmm5
+    vpsrldq      xmm8, xmm9, 8
+    vpxorq       xmm8, xmm5, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, xmm25, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm9, xmm7, xmm13, 150
-    vpalignr     xmm7, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm11, 8
-    vpternlogq   xmm6, xmm5, xmm26, 40
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpclmulqdq   xmm11, xmm5, xmm25, 0
+    vpternlogq   xmm10, xmm8, xmm13, 150
+    vpalignr     xmm8, xmm9, xmm12, 8
+    vpternlogq   xmm7, xmm6, xmm8, 150
+    vpsrldq      xmm6, xmm9, 8
+    vpternlogq   xmm6, xmm5, xmm28, 40
+    vgf2p8affineqb xmm5, xmm6, xmm26, 0
+    vgf2p8affineqb xmm6, xmm6, xmm27, 0
+    vpunpcklbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm7, xmm26, 0
+    vgf2p8affineqb xmm7, xmm7, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm10, xmm26, 0
+    vgf2p8affineqb xmm9, xmm10, xmm27, 0
+    vpunpcklbw   xmm10, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
     vpclmulqdq   xmm12, xmm6, xmm25, 0
     vpclmulqdq   xmm6, xmm6, xmm25, 1
-    vpxorq       xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm11, 8
-    vpxorq       xmm7, xmm5, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, xmm25, 0
+    vpxorq       xmm5, xmm8, xmm5
+    vpsrldq      xmm8, xmm9, 8
+    vpxorq       xmm8, xmm5, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, xmm25, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm9, xmm7, xmm13, 150
-    vpalignr     xmm7, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm11, 8
-    vpternlogq   xmm6, xmm5, xmm26, 40
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpclmulqdq   xmm11, xmm5, xmm25, 0
+    vpternlogq   xmm10, xmm8, xmm13, 150
+    vpalignr     xmm8, xmm9, xmm12, 8
+    vpternlogq   xmm7, xmm6, xmm8, 150
+    vpsrldq      xmm6, xmm9, 8
+    vpternlogq   xmm6, xmm5, xmm28, 40
+    vgf2p8affineqb xmm5, xmm6, xmm26, 0
+    vgf2p8affineqb xmm6, xmm6, xmm27, 0
+    vpunpcklbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm7, xmm26, 0
+    vgf2p8affineqb xmm7, xmm7, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm10, xmm26, 0
+    vgf2p8affineqb xmm9, xmm10, xmm27, 0
+    vpunpcklbw   xmm10, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
     vpclmulqdq   xmm12, xmm6, xmm25, 0
     vpclmulqdq   xmm6, xmm6, xmm25, 1
-    vpxorq       xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm11, 8
-    vpxorq       xmm7, xmm5, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, xmm25, 0
+    vpxorq       xmm5, xmm8, xmm5
+    vpsrldq      xmm8, xmm9, 8
+    vpxorq       xmm8, xmm5, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, xmm25, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm9, xmm7, xmm13, 150
-    vpalignr     xmm7, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm11, 8
-    vpternlogq   xmm6, xmm5, xmm26, 40
-    vpclmulqdq   xmm5, xmm9, xmm4, 0
-    vpclmulqdq   xmm7, xmm9, xmm4, 17
-    vpshufd      xmm11, xmm9, 78
-    vpxorq       xmm11, xmm9, xmm11
+    vpternlogq   xmm10, xmm8, xmm13, 150
+    vpalignr     xmm8, xmm9, xmm12, 8
+    vpternlogq   xmm7, xmm6, xmm8, 150
+    vpsrldq      xmm6, xmm9, 8
+    vpternlogq   xmm6, xmm5, xmm28, 40
+    vpclmulqdq   xmm5, xmm10, xmm4, 0
+    vpclmulqdq   xmm8, xmm10, xmm4, 17
+    vpshufd      xmm9, xmm10, 78
+    vpxorq       xmm9, xmm10, xmm9
     vpshufd      xmm12, xmm4, 78
     vpxorq       xmm12, xmm4, xmm12
-    vpclmulqdq   xmm13, xmm11, xmm12, 0
-    vpclmulqdq   xmm14, xmm9, xmm10, 0
-    vpclmulqdq   xmm15, xmm9, xmm10, 17
-    vpshufd      xmm16, xmm10, 78
-    vpxorq       xmm16, xmm10, xmm16
-    vpclmulqdq   xmm11, xmm11, xmm16, 0
-    vpclmulqdq   xmm17, xmm9, xmm3, 0
-    vpclmulqdq   xmm9, xmm9, xmm3, 1
-    vpclmulqdq   xmm18, xmm8, xmm4, 0
-    vpclmulqdq   xmm19, xmm8, xmm4, 17
-    vpshufd      xmm20, xmm8, 78
-    vpxorq       xmm20, xmm8, xmm20
+    vpclmulqdq   xmm13, xmm9, xmm12, 0
+    vpclmulqdq   xmm14, xmm10, xmm11, 0
+    vpclmulqdq   xmm15, xmm10, xmm11, 17
+    vpshufd      xmm16, xmm11, 78
+    vpxorq       xmm16, xmm11, xmm16
+    vpclmulqdq   xmm9, xmm9, xmm16, 0
+    vpclmulqdq   xmm17, xmm10, xmm3, 0
+    vpclmulqdq   xmm10, xmm10, xmm3, 1
+    vpclmulqdq   xmm18, xmm7, xmm4, 0
+    vpclmulqdq   xmm19, xmm7, xmm4, 17
+    vpshufd      xmm20, xmm7, 78
+    vpxorq       xmm20, xmm7, xmm20
     vpclmulqdq   xmm12, xmm20, xmm12, 0
-    vpclmulqdq   xmm21, xmm8, xmm10, 0
-    vpclmulqdq   xmm22, xmm8, xmm10, 17
+    vpclmulqdq   xmm21, xmm7, xmm11, 0
+    vpclmulqdq   xmm22, xmm7, xmm11, 17
     vpclmulqdq   xmm16, xmm20, xmm16, 0
-    vpclmulqdq   xmm20, xmm8, xmm3, 0
-    vpclmulqdq   xmm8, xmm8, xmm3, 1
+    vpclmulqdq   xmm20, xmm7, xmm3, 0
+    vpclmulqdq   xmm7, xmm7, xmm3, 1
     vpclmulqdq   xmm23, xmm6, xmm4, 0
     vpclmulqdq   xmm4, xmm6, xmm4, 16
-    vpclmulqdq   xmm24, xmm6, xmm10, 0
-    vpclmulqdq   xmm10, xmm6, xmm10, 16
+    vpclmulqdq   xmm24, xmm6, xmm11, 0
+    vpclmulqdq   xmm11, xmm6, xmm11, 16
     vpclmulqdq   xmm3, xmm6, xmm3, 0
     vpxorq       xmm6, xmm14, xmm18
     vpxorq       xmm14, xmm15, xmm19
-    vpternlogq   xmm13, xmm5, xmm7, 150
-    vpternlogq   xmm11, xmm12, xmm6, 150
-    vpxorq       xmm11, xmm11, xmm14
+    vpternlogq   xmm13, xmm5, xmm8, 150
+    vpternlogq   xmm9, xmm12, xmm6, 150
+    vpxorq       xmm9, xmm9, xmm14
     vpxorq       xmm12, xmm14, xmm21
     vpternlogq   xmm17, xmm23, xmm12, 150
     vpxorq       xmm12, xmm16, xmm21
-    vpternlogq   xmm9, xmm4, xmm12, 150
-    vpxorq       xmm4, xmm9, xmm22
+    vpternlogq   xmm10, xmm4, xmm12, 150
+    vpxorq       xmm4, xmm10, xmm22
     vpternlogq   xmm20, xmm24, xmm22, 150
-    vpxorq       xmm8, xmm8, xmm10
-    vpslldq      xmm9, xmm13, 8
-    vpalignr     xmm10, xmm11, xmm13, 8
-    vpternlogq   xmm10, xmm7, xmm6, 150
-    vpalignr     xmm6, xmm4, xmm11, 8
-    vpalignr     xmm4, xmm8, xmm4, 8
+    vpxorq       xmm7, xmm7, xmm11
+    vpslldq      xmm10, xmm13, 8
+    vpalignr     xmm11, xmm9, xmm13, 8
+    vpternlogq   xmm11, xmm8, xmm6, 150
+    vpalignr     xmm6, xmm4, xmm9, 8
+    vpalignr     xmm4, xmm7, xmm4, 8
     vpxorq       xmm4, xmm20, xmm4
-    vpsrldq      xmm7, xmm8, 8
+    vpsrldq      xmm7, xmm7, 8
     vpxorq       xmm3, xmm3, xmm7
     vpclmulqdq   xmm7, xmm3, xmm25, 0
     vpclmulqdq   xmm3, xmm3, xmm25, 1
@@ -5107,105 +5407,117 @@ kg_gf2m283_inv_avx512:
     vpxorq       xmm3, xmm17, xmm3
     vpsrldq      xmm3, xmm3, 8
     vpclmulqdq   xmm3, xmm3, xmm25, 0
-    vpternlogq   xmm9, xmm5, xmm3, 150
+    vpternlogq   xmm10, xmm5, xmm3, 150
     vpslldq      xmm3, xmm8, 8
-    vpxorq       xmm3, xmm9, xmm3
+    vpxorq       xmm3, xmm10, xmm3
     vpalignr     xmm5, xmm7, xmm8, 8
-    vpternlogq   xmm10, xmm4, xmm5, 150
+    vpternlogq   xmm11, xmm4, xmm5, 150
     vpsrldq      xmm4, xmm7, 8
-    vpternlogq   xmm4, xmm17, xmm26, 40
-    vpclmulqdq   xmm5, xmm4, xmm4, 0
-    vpclmulqdq   xmm6, xmm10, xmm10, 17
-    vpclmulqdq   xmm7, xmm10, xmm10, 0
-    vpclmulqdq   xmm8, xmm3, xmm3, 17
-    vpclmulqdq   xmm9, xmm3, xmm3, 0
+    vpternlogq   xmm4, xmm17, xmm28, 40
+    vgf2p8affineqb xmm5, xmm4, xmm26, 0
+    vgf2p8affineqb xmm6, xmm4, xmm27, 0
+    vpunpcklbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm11, xmm26, 0
+    vgf2p8affineqb xmm7, xmm11, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm3, xmm26, 0
+    vgf2p8affineqb xmm9, xmm3, xmm27, 0
     mov          rax, 7
     .repeat1:
-    vpclmulqdq   xmm11, xmm5, xmm25, 0
+    vpunpcklbw   xmm10, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
     vpclmulqdq   xmm12, xmm6, xmm25, 0
     vpclmulqdq   xmm6, xmm6, xmm25, 1
-    vpxorq       xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm11, 8
-    vpxorq       xmm7, xmm5, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, xmm25, 0
+    vpxorq       xmm5, xmm8, xmm5
+    vpsrldq      xmm8, xmm9, 8
+    vpxorq       xmm8, xmm5, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, xmm25, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm9, xmm7, xmm13, 150
-    vpalignr     xmm7, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm11, 8
-    vpternlogq   xmm6, xmm5, xmm26, 40
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpternlogq   xmm10, xmm8, xmm13, 150
+    vpalignr     xmm8, xmm9, xmm12, 8
+    vpternlogq   xmm7, xmm6, xmm8, 150
+    vpsrldq      xmm6, xmm9, 8
+    vpternlogq   xmm6, xmm5, xmm28, 40
+    vgf2p8affineqb xmm5, xmm6, xmm26, 0
+    vgf2p8affineqb xmm6, xmm6, xmm27, 0
+    vpunpcklbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm7, xmm26, 0
+    vgf2p8affineqb xmm7, xmm7, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm10, xmm26, 0
+    vgf2p8affineqb xmm9, xmm10, xmm27, 0
     dec          rax
     jnz          .repeat1
-    vpclmulqdq   xmm11, xmm5, xmm25, 0
+    vpunpcklbw   xmm10, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
     vpclmulqdq   xmm12, xmm6, xmm25, 0
     vpclmulqdq   xmm6, xmm6, xmm25, 1
-    vpxorq       xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm11, 8
-    vpxorq       xmm7, xmm5, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, xmm25, 0
+    vpxorq       xmm5, xmm8, xmm5
+    vpsrldq      xmm8, xmm9, 8
+    vpxorq       xmm8, xmm5, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, xmm25, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm9, xmm7, xmm13, 150
-    vpalignr     xmm7, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm11, 8
-    vpternlogq   xmm6, xmm5, xmm26, 40
-    vpclmulqdq   xmm5, xmm9, xmm3, 0
-    vpclmulqdq   xmm7, xmm9, xmm3, 17
-    vpshufd      xmm11, xmm9, 78
-    vpxorq       xmm11, xmm9, xmm11
+    vpternlogq   xmm10, xmm8, xmm13, 150
+    vpalignr     xmm8, xmm9, xmm12, 8
+    vpternlogq   xmm7, xmm6, xmm8, 150
+    vpsrldq      xmm6, xmm9, 8
+    vpternlogq   xmm6, xmm5, xmm28, 40
+    vpclmulqdq   xmm5, xmm10, xmm3, 0
+    vpclmulqdq   xmm8, xmm10, xmm3, 17
+    vpshufd      xmm9, xmm10, 78
+    vpxorq       xmm9, xmm10, xmm9
     vpshufd      xmm12, xmm3, 78
     vpxorq       xmm12, xmm3, xmm12
-    vpclmulqdq   xmm13, xmm11, xmm12, 0
-    vpclmulqdq   xmm14, xmm9, xmm10, 0
-    vpclmulqdq   xmm15, xmm9, xmm10, 17
-    vpshufd      xmm16, xmm10, 78
-    vpxorq       xmm16, xmm10, xmm16
-    vpclmulqdq   xmm11, xmm11, xmm16, 0
-    vpclmulqdq   xmm17, xmm9, xmm4, 0
-    vpclmulqdq   xmm9, xmm9, xmm4, 1
-    vpclmulqdq   xmm18, xmm8, xmm3, 0
-    vpclmulqdq   xmm19, xmm8, xmm3, 17
-    vpshufd      xmm20, xmm8, 78
-    vpxorq       xmm20, xmm8, xmm20
+    vpclmulqdq   xmm13, xmm9, xmm12, 0
+    vpclmulqdq   xmm14, xmm10, xmm11, 0
+    vpclmulqdq   xmm15, xmm10, xmm11, 17
+    vpshufd      xmm16, xmm11, 78
+    vpxorq       xmm16, xmm11, xmm16
+    vpclmulqdq   xmm9, xmm9, xmm16, 0
+    vpclmulqdq   xmm17, xmm10, xmm4, 0
+    vpclmulqdq   xmm10, xmm10, xmm4, 1
+    vpclmulqdq   xmm18, xmm7, xmm3, 0
+    vpclmulqdq   xmm19, xmm7, xmm3, 17
+    vpshufd      xmm20, xmm7, 78
+    vpxorq       xmm20, xmm7, xmm20
     vpclmulqdq   xmm12, xmm20, xmm12, 0
-    vpclmulqdq   xmm21, xmm8, xmm10, 0
-    vpclmulqdq   xmm22, xmm8, xmm10, 17
+    vpclmulqdq   xmm21, xmm7, xmm11, 0
+    vpclmulqdq   xmm22, xmm7, xmm11, 17
     vpclmulqdq   xmm16, xmm20, xmm16, 0
-    vpclmulqdq   xmm20, xmm8, xmm4, 0
-    vpclmulqdq   xmm8, xmm8, xmm4, 1
+    vpclmulqdq   xmm20, xmm7, xmm4, 0
+    vpclmulqdq   xmm7, xmm7, xmm4, 1
     vpclmulqdq   xmm23, xmm6, xmm3, 0
     vpclmulqdq   xmm3, xmm6, xmm3, 16
-    vpclmulqdq   xmm24, xmm6, xmm10, 0
-    vpclmulqdq   xmm10, xmm6, xmm10, 16
+    vpclmulqdq   xmm24, xmm6, xmm11, 0
+    vpclmulqdq   xmm11, xmm6, xmm11, 16
     vpclmulqdq   xmm4, xmm6, xmm4, 0
     vpxorq       xmm6, xmm14, xmm18
     vpxorq       xmm14, xmm15, xmm19
-    vpternlogq   xmm13, xmm5, xmm7, 150
-    vpternlogq   xmm11, xmm12, xmm6, 150
-    vpxorq       xmm11, xmm11, xmm14
+    vpternlogq   xmm13, xmm5, xmm8, 150
+    vpternlogq   xmm9, xmm12, xmm6, 150
+    vpxorq       xmm9, xmm9, xmm14
     vpxorq       xmm12, xmm14, xmm21
     vpternlogq   xmm17, xmm23, xmm12, 150
     vpxorq       xmm12, xmm16, xmm21
-    vpternlogq   xmm9, xmm3, xmm12, 150
-    vpxorq       xmm3, xmm9, xmm22
+    vpternlogq   xmm10, xmm3, xmm12, 150
+    vpxorq       xmm3, xmm10, xmm22
     vpternlogq   xmm20, xmm24, xmm22, 150
-    vpxorq       xmm8, xmm8, xmm10
-    vpslldq      xmm9, xmm13, 8
-    vpalignr     xmm10, xmm11, xmm13, 8
-    vpternlogq   xmm10, xmm7, xmm6, 150
-    vpalignr     xmm6, xmm3, xmm11, 8
-    vpalignr     xmm3, xmm8, xmm3, 8
+    vpxorq       xmm7, xmm7, xmm11
+    vpslldq      xmm10, xmm13, 8
+    vpalignr     xmm11, xmm9, xmm13, 8
+    vpternlogq   xmm11, xmm8, xmm6, 150
+    vpalignr     xmm6, xmm3, xmm9, 8
+    vpalignr     xmm3, xmm7, xmm3, 8
     vpxorq       xmm3, xmm20, xmm3
-    vpsrldq      xmm7, xmm8, 8
+    vpsrldq      xmm7, xmm7, 8
     vpxorq       xmm4, xmm4, xmm7
     vpclmulqdq   xmm7, xmm4, xmm25, 0
     vpclmulqdq   xmm4, xmm4, xmm25, 1
@@ -5216,57 +5528,63 @@ kg_gf2m283_inv_avx512:
     vpxorq       xmm4, xmm17, xmm4
     vpsrldq      xmm4, xmm4, 8
     vpclmulqdq   xmm4, xmm4, xmm25, 0
-    vpternlogq   xmm9, xmm5, xmm4, 150
+    vpternlogq   xmm10, xmm5, xmm4, 150
     vpslldq      xmm4, xmm8, 8
-    vpxorq       xmm4, xmm9, xmm4
+    vpxorq       xmm4, xmm10, xmm4
     vpalignr     xmm5, xmm7, xmm8, 8
-    vpternlogq   xmm10, xmm3, xmm5, 150
+    vpternlogq   xmm11, xmm3, xmm5, 150
     vpsrldq      xmm3, xmm7, 8
-    vpternlogq   xmm3, xmm17, xmm26, 40
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm10, xmm10, 17
-    vpclmulqdq   xmm6, xmm10, xmm10, 0
-    vpclmulqdq   xmm7, xmm4, xmm4, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm8, xmm3, xmm25, 0
+    vpternlogq   xmm3, xmm17, xmm28, 40
+    vgf2p8affineqb xmm5, xmm3, xmm26, 0
+    vgf2p8affineqb xmm3, xmm3, xmm27, 0
+    vpunpcklbw   xmm3, xmm5, xmm3
+    vgf2p8affineqb xmm5, xmm11, xmm26, 0
+    vgf2p8affineqb xmm6, xmm11, xmm27, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm4, xmm26, 0
+    vgf2p8affineqb xmm4, xmm4, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm4
+    vpunpckhbw   xmm4, xmm6, xmm4
+    vpclmulqdq   xmm6, xmm3, xmm25, 0
     vpclmulqdq   xmm3, xmm3, xmm25, 1
     vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
-    vpxorq       xmm3, xmm6, xmm3
-    vpsrldq      xmm6, xmm8, 8
-    vpxorq       xmm6, xmm3, xmm6
-    vpsrldq      xmm6, xmm6, 8
-    vpclmulqdq   xmm6, xmm6, xmm25, 0
+    vpxorq       xmm3, xmm7, xmm3
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm3, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm25, 0
     vpslldq      xmm10, xmm9, 8
-    vpternlogq   xmm4, xmm6, xmm10, 150
-    vpalignr     xmm6, xmm8, xmm9, 8
-    vpternlogq   xmm7, xmm5, xmm6, 150
-    vpsrldq      xmm5, xmm8, 8
-    vpternlogq   xmm5, xmm3, xmm26, 40
-    vpclmulqdq   xmm3, xmm4, xmm0, 0
-    vpclmulqdq   xmm6, xmm4, xmm0, 17
-    vpshufd      xmm8, xmm4, 78
-    vpxorq       xmm8, xmm4, xmm8
+    vpternlogq   xmm8, xmm7, xmm10, 150
+    vpalignr     xmm7, xmm6, xmm9, 8
+    vpternlogq   xmm4, xmm5, xmm7, 150
+    vpsrldq      xmm5, xmm6, 8
+    vpternlogq   xmm5, xmm3, xmm28, 40
+    vpclmulqdq   xmm3, xmm8, xmm0, 0
+    vpclmulqdq   xmm6, xmm8, xmm0, 17
+    vpshufd      xmm7, xmm8, 78
+    vpxorq       xmm7, xmm8, xmm7
     vpshufd      xmm9, xmm0, 78
     vpxorq       xmm9, xmm0, xmm9
-    vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm4, xmm1, 0
-    vpclmulqdq   xmm12, xmm4, xmm1, 17
+    vpclmulqdq   xmm10, xmm7, xmm9, 0
+    vpclmulqdq   xmm11, xmm8, xmm1, 0
+    vpclmulqdq   xmm12, xmm8, xmm1, 17
     vpshufd      xmm13, xmm1, 78
     vpxorq       xmm13, xmm1, xmm13
-    vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm4, xmm2, 0
-    vpclmulqdq   xmm4, xmm4, xmm2, 1
-    vpclmulqdq   xmm15, xmm7, xmm0, 0
-    vpclmulqdq   xmm16, xmm7, xmm0, 17
-    vpshufd      xmm17, xmm7, 78
-    vpxorq       xmm17, xmm7, xmm17
+    vpclmulqdq   xmm7, xmm7, xmm13, 0
+    vpclmulqdq   xmm14, xmm8, xmm2, 0
+    vpclmulqdq   xmm8, xmm8, xmm2, 1
+    vpclmulqdq   xmm15, xmm4, xmm0, 0
+    vpclmulqdq   xmm16, xmm4, xmm0, 17
+    vpshufd      xmm17, xmm4, 78
+    vpxorq       xmm17, xmm4, xmm17
     vpclmulqdq   xmm9, xmm17, xmm9, 0
-    vpclmulqdq   xmm18, xmm7, xmm1, 0
-    vpclmulqdq   xmm19, xmm7, xmm1, 17
+    vpclmulqdq   xmm18, xmm4, xmm1, 0
+    vpclmulqdq   xmm19, xmm4, xmm1, 17
     vpclmulqdq   xmm13, xmm17, xmm13, 0
-    vpclmulqdq   xmm17, xmm7, xmm2, 0
-    vpclmulqdq   xmm7, xmm7, xmm2, 1
+    vpclmulqdq   xmm17, xmm4, xmm2, 0
+    vpclmulqdq   xmm4, xmm4, xmm2, 1
     vpclmulqdq   xmm20, xmm5, xmm0, 0
     vpclmulqdq   xmm21, xmm5, xmm0, 16
     vpclmulqdq   xmm22, xmm5, xmm1, 0
@@ -5275,107 +5593,119 @@ kg_gf2m283_inv_avx512:
     vpxorq       xmm11, xmm11, xmm15
     vpxorq       xmm12, xmm12, xmm16
     vpternlogq   xmm10, xmm3, xmm6, 150
-    vpternlogq   xmm8, xmm9, xmm11, 150
-    vpxorq       xmm8, xmm8, xmm12
+    vpternlogq   xmm7, xmm9, xmm11, 150
+    vpxorq       xmm7, xmm7, xmm12
     vpxorq       xmm9, xmm12, xmm18
     vpternlogq   xmm14, xmm20, xmm9, 150
     vpxorq       xmm9, xmm13, xmm18
-    vpternlogq   xmm4, xmm21, xmm9, 150
-    vpxorq       xmm4, xmm4, xmm19
+    vpternlogq   xmm8, xmm21, xmm9, 150
+    vpxorq       xmm8, xmm8, xmm19
     vpternlogq   xmm17, xmm22, xmm19, 150
-    vpxorq       xmm7, xmm7, xmm23
+    vpxorq       xmm4, xmm4, xmm23
     vpslldq      xmm9, xmm10, 8
-    vpalignr     xmm10, xmm8, xmm10, 8
+    vpalignr     xmm10, xmm7, xmm10, 8
     vpternlogq   xmm10, xmm6, xmm11, 150
-    vpalignr     xmm6, xmm4, xmm8, 8
-    vpalignr     xmm4, xmm7, xmm4, 8
-    vpxorq       xmm4, xmm17, xmm4
-    vpsrldq      xmm7, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm7
-    vpclmulqdq   xmm7, xmm5, xmm25, 0
-    vpclmulqdq   xmm5, xmm5, xmm25, 1
-    vpclmulqdq   xmm8, xmm4, xmm25, 0
+    vpalignr     xmm6, xmm8, xmm7, 8
+    vpalignr     xmm7, xmm4, xmm8, 8
+    vpxorq       xmm7, xmm17, xmm7
+    vpsrldq      xmm4, xmm4, 8
+    vpxorq       xmm4, xmm5, xmm4
+    vpclmulqdq   xmm5, xmm4, xmm25, 0
     vpclmulqdq   xmm4, xmm4, xmm25, 1
-    vpternlogq   xmm14, xmm6, xmm5, 150
-    vpsrldq      xmm5, xmm7, 8
-    vpxorq       xmm5, xmm14, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm25, 0
-    vpternlogq   xmm9, xmm3, xmm5, 150
+    vpclmulqdq   xmm8, xmm7, xmm25, 0
+    vpclmulqdq   xmm7, xmm7, xmm25, 1
+    vpternlogq   xmm14, xmm6, xmm4, 150
+    vpsrldq      xmm4, xmm5, 8
+    vpxorq       xmm4, xmm14, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm25, 0
+    vpternlogq   xmm9, xmm3, xmm4, 150
     vpslldq      xmm3, xmm8, 8
     vpxorq       xmm3, xmm9, xmm3
-    vpalignr     xmm5, xmm7, xmm8, 8
-    vpternlogq   xmm10, xmm4, xmm5, 150
-    vpsrldq      xmm4, xmm7, 8
-    vpternlogq   xmm4, xmm14, xmm26, 40
-    vpclmulqdq   xmm5, xmm4, xmm4, 0
-    vpclmulqdq   xmm6, xmm10, xmm10, 17
-    vpclmulqdq   xmm7, xmm10, xmm10, 0
-    vpclmulqdq   xmm8, xmm3, xmm3, 17
-    vpclmulqdq   xmm9, xmm3, xmm3, 0
+    vpalignr     xmm4, xmm5, xmm8, 8
+    vpternlogq   xmm10, xmm7, xmm4, 150
+    vpsrldq      xmm4, xmm5, 8
+    vpternlogq   xmm4, xmm14, xmm28, 40
+    vgf2p8affineqb xmm5, xmm4, xmm26, 0
+    vgf2p8affineqb xmm6, xmm4, xmm27, 0
+    vpunpcklbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm10, xmm26, 0
+    vgf2p8affineqb xmm7, xmm10, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm3, xmm26, 0
+    vgf2p8affineqb xmm9, xmm3, xmm27, 0
     mov          rax, 16
     .repeat2:
-    vpclmulqdq   xmm11, xmm5, xmm25, 0
+    vpunpcklbw   xmm11, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
     vpclmulqdq   xmm12, xmm6, xmm25, 0
     vpclmulqdq   xmm6, xmm6, xmm25, 1
-    vpxorq       xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm11, 8
-    vpxorq       xmm7, xmm5, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, xmm25, 0
+    vpxorq       xmm5, xmm8, xmm5
+    vpsrldq      xmm8, xmm9, 8
+    vpxorq       xmm8, xmm5, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, xmm25, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm9, xmm7, xmm13, 150
-    vpalignr     xmm7, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm11, 8
-    vpternlogq   xmm6, xmm5, xmm26, 40
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
+    vpternlogq   xmm11, xmm8, xmm13, 150
+    vpalignr     xmm8, xmm9, xmm12, 8
+    vpternlogq   xmm7, xmm6, xmm8, 150
+    vpsrldq      xmm6, xmm9, 8
+    vpternlogq   xmm6, xmm5, xmm28, 40
+    vgf2p8affineqb xmm5, xmm6, xmm26, 0
+    vgf2p8affineqb xmm6, xmm6, xmm27, 0
+    vpunpcklbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm7, xmm26, 0
+    vgf2p8affineqb xmm7, xmm7, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm11, xmm26, 0
+    vgf2p8affineqb xmm9, xmm11, xmm27, 0
     dec          rax
     jnz          .repeat2
-    vpclmulqdq   xmm11, xmm5, xmm25, 0
+    vpunpcklbw   xmm11, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
     vpclmulqdq   xmm12, xmm6, xmm25, 0
     vpclmulqdq   xmm6, xmm6, xmm25, 1
-    vpxorq       xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm11, 8
-    vpxorq       xmm7, xmm5, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, xmm25, 0
+    vpxorq       xmm5, xmm8, xmm5
+    vpsrldq      xmm8, xmm9, 8
+    vpxorq       xmm8, xmm5, xmm8
+    vpsrldq      xmm8, xmm8, 8
+    vpclmulqdq   xmm8, xmm8, xmm25, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm9, xmm7, xmm13, 150
-    vpalignr     xmm7, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm11, 8
-    vpternlogq   xmm6, xmm5, xmm26, 40
-    vpclmulqdq   xmm5, xmm9, xmm3, 0
-    vpclmulqdq   xmm7, xmm9, xmm3, 17
-    vpshufd      xmm11, xmm9, 78
-    vpxorq       xmm11, xmm9, xmm11
+    vpternlogq   xmm11, xmm8, xmm13, 150
+    vpalignr     xmm8, xmm9, xmm12, 8
+    vpternlogq   xmm7, xmm6, xmm8, 150
+    vpsrldq      xmm6, xmm9, 8
+    vpternlogq   xmm6, xmm5, xmm28, 40
+    vpclmulqdq   xmm5, xmm11, xmm3, 0
+    vpclmulqdq   xmm8, xmm11, xmm3, 17
+    vpshufd      xmm9, xmm11, 78
+    vpxorq       xmm9, xmm11, xmm9
     vpshufd      xmm12, xmm3, 78
     vpxorq       xmm12, xmm3, xmm12
-    vpclmulqdq   xmm13, xmm11, xmm12, 0
-    vpclmulqdq   xmm14, xmm9, xmm10, 0
-    vpclmulqdq   xmm15, xmm9, xmm10, 17
+    vpclmulqdq   xmm13, xmm9, xmm12, 0
+    vpclmulqdq   xmm14, xmm11, xmm10, 0
+    vpclmulqdq   xmm15, xmm11, xmm10, 17
     vpshufd      xmm16, xmm10, 78
     vpxorq       xmm16, xmm10, xmm16
-    vpclmulqdq   xmm11, xmm11, xmm16, 0
-    vpclmulqdq   xmm17, xmm9, xmm4, 0
-    vpclmulqdq   xmm9, xmm9, xmm4, 1
-    vpclmulqdq   xmm18, xmm8, xmm3, 0
-    vpclmulqdq   xmm19, xmm8, xmm3, 17
-    vpshufd      xmm20, xmm8, 78
-    vpxorq       xmm20, xmm8, xmm20
+    vpclmulqdq   xmm9, xmm9, xmm16, 0
+    vpclmulqdq   xmm17, xmm11, xmm4, 0
+    vpclmulqdq   xmm11, xmm11, xmm4, 1
+    vpclmulqdq   xmm18, xmm7, xmm3, 0
+    vpclmulqdq   xmm19, xmm7, xmm3, 17
+    vpshufd      xmm20, xmm7, 78
+    vpxorq       xmm20, xmm7, xmm20
     vpclmulqdq   xmm12, xmm20, xmm12, 0
-    vpclmulqdq   xmm21, xmm8, xmm10, 0
-    vpclmulqdq   xmm22, xmm8, xmm10, 17
+    vpclmulqdq   xmm21, xmm7, xmm10, 0
+    vpclmulqdq   xmm22, xmm7, xmm10, 17
     vpclmulqdq   xmm16, xmm20, xmm16, 0
-    vpclmulqdq   xmm20, xmm8, xmm4, 0
-    vpclmulqdq   xmm8, xmm8, xmm4, 1
+    vpclmulqdq   xmm20, xmm7, xmm4, 0
+    vpclmulqdq   xmm7, xmm7, xmm4, 1
     vpclmulqdq   xmm23, xmm6, xmm3, 0
     vpclmulqdq   xmm3, xmm6, xmm3, 16
     vpclmulqdq   xmm24, xmm6, xmm10, 0
@@ -5383,23 +5713,23 @@ kg_gf2m283_inv_avx512:
     vpclmulqdq   xmm4, xmm6, xmm4, 0
     vpxorq       xmm6, xmm14, xmm18
     vpxorq       xmm14, xmm15, xmm19
-    vpternlogq   xmm13, xmm5, xmm7, 150
-    vpternlogq   xmm11, xmm12, xmm6, 150
-    vpxorq       xmm11, xmm11, xmm14
+    vpternlogq   xmm13, xmm5, xmm8, 150
+    vpternlogq   xmm9, xmm12, xmm6, 150
+    vpxorq       xmm9, xmm9, xmm14
     vpxorq       xmm12, xmm14, xmm21
     vpternlogq   xmm17, xmm23, xmm12, 150
     vpxorq       xmm12, xmm16, xmm21
-    vpternlogq   xmm9, xmm3, xmm12, 150
-    vpxorq       xmm3, xmm9, xmm22
+    vpternlogq   xmm11, xmm3, xmm12, 150
+    vpxorq       xmm3, xmm11, xmm22
     vpternlogq   xmm20, xmm24, xmm22, 150
-    vpxorq       xmm8, xmm8, xmm10
-    vpslldq      xmm9, xmm13, 8
-    vpalignr     xmm10, xmm11, xmm13, 8
-    vpternlogq   xmm10, xmm7, xmm6, 150
-    vpalignr     xmm6, xmm3, xmm11, 8
-    vpalignr     xmm3, xmm8, xmm3, 8
+    vpxorq       xmm7, xmm7, xmm10
+    vpslldq      xmm10, xmm13, 8
+    vpalignr     xmm11, xmm9, xmm13, 8
+    vpternlogq   xmm11, xmm8, xmm6, 150
+    vpalignr     xmm6, xmm3, xmm9, 8
+    vpalignr     xmm3, xmm7, xmm3, 8
     vpxorq       xmm3, xmm20, xmm3
-    vpsrldq      xmm7, xmm8, 8
+    vpsrldq      xmm7, xmm7, 8
     vpxorq       xmm4, xmm4, xmm7
     vpclmulqdq   xmm7, xmm4, xmm25, 0
     vpclmulqdq   xmm4, xmm4, xmm25, 1
@@ -5410,57 +5740,63 @@ kg_gf2m283_inv_avx512:
     vpxorq       xmm4, xmm17, xmm4
     vpsrldq      xmm4, xmm4, 8
     vpclmulqdq   xmm4, xmm4, xmm25, 0
-    vpternlogq   xmm9, xmm5, xmm4, 150
+    vpternlogq   xmm10, xmm5, xmm4, 150
     vpslldq      xmm4, xmm8, 8
-    vpxorq       xmm4, xmm9, xmm4
+    vpxorq       xmm4, xmm10, xmm4
     vpalignr     xmm5, xmm7, xmm8, 8
-    vpternlogq   xmm10, xmm3, xmm5, 150
+    vpternlogq   xmm11, xmm3, xmm5, 150
     vpsrldq      xmm3, xmm7, 8
-    vpternlogq   xmm3, xmm17, xmm26, 40
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm10, xmm10, 17
-    vpclmulqdq   xmm6, xmm10, xmm10, 0
-    vpclmulqdq   xmm7, xmm4, xmm4, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm8, xmm3, xmm25, 0
+    vpternlogq   xmm3, xmm17, xmm28, 40
+    vgf2p8affineqb xmm5, xmm3, xmm26, 0
+    vgf2p8affineqb xmm3, xmm3, xmm27, 0
+    vpunpcklbw   xmm3, xmm5, xmm3
+    vgf2p8affineqb xmm5, xmm11, xmm26, 0
+    vgf2p8affineqb xmm6, xmm11, xmm27, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm4, xmm26, 0
+    vgf2p8affineqb xmm4, xmm4, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm4
+    vpunpckhbw   xmm4, xmm6, xmm4
+    vpclmulqdq   xmm6, xmm3, xmm25, 0
     vpclmulqdq   xmm3, xmm3, xmm25, 1
     vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
-    vpxorq       xmm3, xmm6, xmm3
-    vpsrldq      xmm6, xmm8, 8
-    vpxorq       xmm6, xmm3, xmm6
-    vpsrldq      xmm6, xmm6, 8
-    vpclmulqdq   xmm6, xmm6, xmm25, 0
+    vpxorq       xmm3, xmm7, xmm3
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm3, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm25, 0
     vpslldq      xmm10, xmm9, 8
-    vpternlogq   xmm4, xmm6, xmm10, 150
-    vpalignr     xmm6, xmm8, xmm9, 8
-    vpternlogq   xmm7, xmm5, xmm6, 150
-    vpsrldq      xmm5, xmm8, 8
-    vpternlogq   xmm5, xmm3, xmm26, 40
-    vpclmulqdq   xmm3, xmm4, xmm0, 0
-    vpclmulqdq   xmm6, xmm4, xmm0, 17
-    vpshufd      xmm8, xmm4, 78
-    vpxorq       xmm8, xmm4, xmm8
+    vpternlogq   xmm8, xmm7, xmm10, 150
+    vpalignr     xmm7, xmm6, xmm9, 8
+    vpternlogq   xmm4, xmm5, xmm7, 150
+    vpsrldq      xmm5, xmm6, 8
+    vpternlogq   xmm5, xmm3, xmm28, 40
+    vpclmulqdq   xmm3, xmm8, xmm0, 0
+    vpclmulqdq   xmm6, xmm8, xmm0, 17
+    vpshufd      xmm7, xmm8, 78
+    vpxorq       xmm7, xmm8, xmm7
     vpshufd      xmm9, xmm0, 78
     vpxorq       xmm9, xmm0, xmm9
-    vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm4, xmm1, 0
-    vpclmulqdq   xmm12, xmm4, xmm1, 17
+    vpclmulqdq   xmm10, xmm7, xmm9, 0
+    vpclmulqdq   xmm11, xmm8, xmm1, 0
+    vpclmulqdq   xmm12, xmm8, xmm1, 17
     vpshufd      xmm13, xmm1, 78
     vpxorq       xmm13, xmm1, xmm13
-    vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm4, xmm2, 0
-    vpclmulqdq   xmm4, xmm4, xmm2, 1
-    vpclmulqdq   xmm15, xmm7, xmm0, 0
-    vpclmulqdq   xmm16, xmm7, xmm0, 17
-    vpshufd      xmm17, xmm7, 78
-    vpxorq       xmm17, xmm7, xmm17
+    vpclmulqdq   xmm7, xmm7, xmm13, 0
+    vpclmulqdq   xmm14, xmm8, xmm2, 0
+    vpclmulqdq   xmm8, xmm8, xmm2, 1
+    vpclmulqdq   xmm15, xmm4, xmm0, 0
+    vpclmulqdq   xmm16, xmm4, xmm0, 17
+    vpshufd      xmm17, xmm4, 78
+    vpxorq       xmm17, xmm4, xmm17
     vpclmulqdq   xmm9, xmm17, xmm9, 0
-    vpclmulqdq   xmm18, xmm7, xmm1, 0
-    vpclmulqdq   xmm19, xmm7, xmm1, 17
+    vpclmulqdq   xmm18, xmm4, xmm1, 0
+    vpclmulqdq   xmm19, xmm4, xmm1, 17
     vpclmulqdq   xmm13, xmm17, xmm13, 0
-    vpclmulqdq   xmm17, xmm7, xmm2, 0
-    vpclmulqdq   xmm7, xmm7, xmm2, 1
+    vpclmulqdq   xmm17, xmm4, xmm2, 0
+    vpclmulqdq   xmm4, xmm4, xmm2, 1
     vpclmulqdq   xmm20, xmm5, xmm0, 0
     vpclmulqdq   xmm21, xmm5, xmm0, 16
     vpclmulqdq   xmm22, xmm5, xmm1, 0
@@ -5469,39 +5805,39 @@ kg_gf2m283_inv_avx512:
     vpxorq       xmm11, xmm11, xmm15
     vpxorq       xmm12, xmm12, xmm16
     vpternlogq   xmm10, xmm3, xmm6, 150
-    vpternlogq   xmm8, xmm9, xmm11, 150
-    vpxorq       xmm8, xmm8, xmm12
+    vpternlogq   xmm7, xmm9, xmm11, 150
+    vpxorq       xmm7, xmm7, xmm12
     vpxorq       xmm9, xmm12, xmm18
     vpternlogq   xmm14, xmm20, xmm9, 150
     vpxorq       xmm9, xmm13, xmm18
-    vpternlogq   xmm4, xmm21, xmm9, 150
-    vpxorq       xmm4, xmm4, xmm19
+    vpternlogq   xmm8, xmm21, xmm9, 150
+    vpxorq       xmm8, xmm8, xmm19
     vpternlogq   xmm17, xmm22, xmm19, 150
-    vpxorq       xmm7, xmm7, xmm23
+    vpxorq       xmm4, xmm4, xmm23
     vpslldq      xmm9, xmm10, 8
-    vpalignr     xmm10, xmm8, xmm10, 8
+    vpalignr     xmm10, xmm7, xmm10, 8
     vpternlogq   xmm10, xmm6, xmm11, 150
-    vpalignr     xmm6, xmm4, xmm8, 8
-    vpalignr     xmm4, xmm7, xmm4, 8
-    vpxorq       xmm4, xmm17, xmm4
-    vpsrldq      xmm7, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm7
-    vpclmulqdq   xmm7, xmm5, xmm25, 0
-    vpclmulqdq   xmm5, xmm5, xmm25, 1
-    vpclmulqdq   xmm8, xmm4, xmm25, 0
+    vpalignr     xmm6, xmm8, xmm7, 8
+    vpalignr     xmm7, xmm4, xmm8, 8
+    vpxorq       xmm7, xmm17, xmm7
+    vpsrldq      xmm4, xmm4, 8
+    vpxorq       xmm4, xmm5, xmm4
+    vpclmulqdq   xmm5, xmm4, xmm25, 0
     vpclmulqdq   xmm4, xmm4, xmm25, 1
-    vpternlogq   xmm14, xmm6, xmm5, 150
-    vpsrldq      xmm5, xmm7, 8
-    vpxorq       xmm5, xmm14, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm25, 0
-    vpternlogq   xmm9, xmm3, xmm5, 150
+    vpclmulqdq   xmm8, xmm7, xmm25, 0
+    vpclmulqdq   xmm7, xmm7, xmm25, 1
+    vpternlogq   xmm14, xmm6, xmm4, 150
+    vpsrldq      xmm4, xmm5, 8
+    vpxorq       xmm4, xmm14, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm25, 0
+    vpternlogq   xmm9, xmm3, xmm4, 150
     vpslldq      xmm3, xmm8, 8
     vpxorq       xmm3, xmm9, xmm3
-    vpalignr     xmm5, xmm7, xmm8, 8
-    vpternlogq   xmm10, xmm4, xmm5, 150
-    vpsrldq      xmm4, xmm7, 8
-    vpternlogq   xmm4, xmm14, xmm26, 40
+    vpalignr     xmm4, xmm5, xmm8, 8
+    vpternlogq   xmm10, xmm7, xmm4, 150
+    vpsrldq      xmm4, xmm5, 8
+    vpternlogq   xmm4, xmm14, xmm28, 40
     vpsrlq       xmm5, xmm4, 27
     vpsllq       xmm6, xmm5, 12
     vpsllq       xmm7, xmm5, 7
@@ -5532,10 +5868,10 @@ kg_gf2m283_inv_avx512:
     vpblendmd    ymm6{k1}, ymm9, ymm6
     mov          r11d, 48
     kmovd        k1, r11d
-    vpblendmd    ymm6{k1}, ymm6, ymm27
+    vpblendmd    ymm6{k1}, ymm6, ymm29
     mov          r11d, 192
     kmovd        k1, r11d
-    vpblendmd    ymm6{k1}, ymm6, ymm27
+    vpblendmd    ymm6{k1}, ymm6, ymm29
     vpsllq       ymm7, ymm5, 63
     vpsraq       ymm7, ymm7, 63
     vpsllq       ymm8, ymm5, 62
@@ -6519,7 +6855,7 @@ kg_gf2m283_inv_avx512:
     vpalignr     xmm6, xmm5, xmm9, 8
     vpternlogq   xmm10, xmm3, xmm6, 150
     vpsrldq      xmm3, xmm5, 8
-    vpternlogq   xmm3, xmm17, xmm26, 40
+    vpternlogq   xmm3, xmm17, xmm28, 40
     vpsrlq       xmm5, xmm3, 27
     vpsllq       xmm6, xmm5, 12
     vpsllq       xmm7, xmm5, 7
@@ -6550,10 +6886,10 @@ kg_gf2m283_inv_avx512:
     vpblendmd    ymm6{k1}, ymm9, ymm6
     mov          r11d, 48
     kmovd        k1, r11d
-    vpblendmd    ymm6{k1}, ymm6, ymm27
+    vpblendmd    ymm6{k1}, ymm6, ymm29
     mov          r11d, 192
     kmovd        k1, r11d
-    vpblendmd    ymm6{k1}, ymm6, ymm27
+    vpblendmd    ymm6{k1}, ymm6, ymm29
     vpsllq       ymm7, ymm5, 63
     vpsraq       ymm7, ymm7, 63
     vpsllq       ymm8, ymm5, 62
@@ -7537,51 +7873,57 @@ kg_gf2m283_inv_avx512:
     vpalignr     xmm6, xmm5, xmm9, 8
     vpternlogq   xmm10, xmm4, xmm6, 150
     vpsrldq      xmm4, xmm5, 8
-    vpternlogq   xmm4, xmm17, xmm26, 40
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm10, xmm10, 17
-    vpclmulqdq   xmm6, xmm10, xmm10, 0
-    vpclmulqdq   xmm7, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm8, xmm4, xmm25, 0
+    vpternlogq   xmm4, xmm17, xmm28, 40
+    vgf2p8affineqb xmm5, xmm4, xmm26, 0
+    vgf2p8affineqb xmm4, xmm4, xmm27, 0
+    vpunpcklbw   xmm4, xmm5, xmm4
+    vgf2p8affineqb xmm5, xmm10, xmm26, 0
+    vgf2p8affineqb xmm6, xmm10, xmm27, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm3, xmm26, 0
+    vgf2p8affineqb xmm3, xmm3, xmm27, 0
+    vpunpcklbw   xmm8, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vpclmulqdq   xmm6, xmm4, xmm25, 0
     vpclmulqdq   xmm4, xmm4, xmm25, 1
     vpclmulqdq   xmm9, xmm5, xmm25, 0
     vpclmulqdq   xmm5, xmm5, xmm25, 1
-    vpxorq       xmm4, xmm6, xmm4
-    vpsrldq      xmm6, xmm8, 8
-    vpxorq       xmm6, xmm4, xmm6
-    vpsrldq      xmm6, xmm6, 8
-    vpclmulqdq   xmm6, xmm6, xmm25, 0
+    vpxorq       xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm4, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm25, 0
     vpslldq      xmm10, xmm9, 8
-    vpternlogq   xmm3, xmm6, xmm10, 150
-    vpalignr     xmm6, xmm8, xmm9, 8
-    vpternlogq   xmm7, xmm5, xmm6, 150
-    vpsrldq      xmm5, xmm8, 8
-    vpternlogq   xmm5, xmm4, xmm26, 40
-    vpclmulqdq   xmm4, xmm3, xmm0, 0
-    vpclmulqdq   xmm6, xmm3, xmm0, 17
-    vpshufd      xmm8, xmm3, 78
-    vpxorq       xmm8, xmm3, xmm8
+    vpternlogq   xmm8, xmm7, xmm10, 150
+    vpalignr     xmm7, xmm6, xmm9, 8
+    vpternlogq   xmm3, xmm5, xmm7, 150
+    vpsrldq      xmm5, xmm6, 8
+    vpternlogq   xmm5, xmm4, xmm28, 40
+    vpclmulqdq   xmm4, xmm8, xmm0, 0
+    vpclmulqdq   xmm6, xmm8, xmm0, 17
+    vpshufd      xmm7, xmm8, 78
+    vpxorq       xmm7, xmm8, xmm7
     vpshufd      xmm9, xmm0, 78
     vpxorq       xmm9, xmm0, xmm9
-    vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm3, xmm1, 0
-    vpclmulqdq   xmm12, xmm3, xmm1, 17
+    vpclmulqdq   xmm10, xmm7, xmm9, 0
+    vpclmulqdq   xmm11, xmm8, xmm1, 0
+    vpclmulqdq   xmm12, xmm8, xmm1, 17
     vpshufd      xmm13, xmm1, 78
     vpxorq       xmm13, xmm1, xmm13
-    vpclmulqdq   xmm8, xmm8, xmm13, 0
-    vpclmulqdq   xmm14, xmm3, xmm2, 0
-    vpclmulqdq   xmm3, xmm3, xmm2, 1
-    vpclmulqdq   xmm15, xmm7, xmm0, 0
-    vpclmulqdq   xmm16, xmm7, xmm0, 17
-    vpshufd      xmm17, xmm7, 78
-    vpxorq       xmm17, xmm7, xmm17
+    vpclmulqdq   xmm7, xmm7, xmm13, 0
+    vpclmulqdq   xmm14, xmm8, xmm2, 0
+    vpclmulqdq   xmm8, xmm8, xmm2, 1
+    vpclmulqdq   xmm15, xmm3, xmm0, 0
+    vpclmulqdq   xmm16, xmm3, xmm0, 17
+    vpshufd      xmm17, xmm3, 78
+    vpxorq       xmm17, xmm3, xmm17
     vpclmulqdq   xmm9, xmm17, xmm9, 0
-    vpclmulqdq   xmm18, xmm7, xmm1, 0
-    vpclmulqdq   xmm19, xmm7, xmm1, 17
+    vpclmulqdq   xmm18, xmm3, xmm1, 0
+    vpclmulqdq   xmm19, xmm3, xmm1, 17
     vpclmulqdq   xmm13, xmm17, xmm13, 0
-    vpclmulqdq   xmm17, xmm7, xmm2, 0
-    vpclmulqdq   xmm7, xmm7, xmm2, 1
+    vpclmulqdq   xmm17, xmm3, xmm2, 0
+    vpclmulqdq   xmm3, xmm3, xmm2, 1
     vpclmulqdq   xmm20, xmm5, xmm0, 0
     vpclmulqdq   xmm0, xmm5, xmm0, 16
     vpclmulqdq   xmm21, xmm5, xmm1, 0
@@ -7590,19 +7932,19 @@ kg_gf2m283_inv_avx512:
     vpxorq       xmm5, xmm11, xmm15
     vpxorq       xmm11, xmm12, xmm16
     vpternlogq   xmm10, xmm4, xmm6, 150
-    vpternlogq   xmm8, xmm9, xmm5, 150
-    vpxorq       xmm8, xmm8, xmm11
+    vpternlogq   xmm7, xmm9, xmm5, 150
+    vpxorq       xmm7, xmm7, xmm11
     vpxorq       xmm9, xmm11, xmm18
     vpternlogq   xmm14, xmm20, xmm9, 150
     vpxorq       xmm9, xmm13, xmm18
-    vpternlogq   xmm3, xmm0, xmm9, 150
-    vpxorq       xmm0, xmm3, xmm19
+    vpternlogq   xmm8, xmm0, xmm9, 150
+    vpxorq       xmm0, xmm8, xmm19
     vpternlogq   xmm17, xmm21, xmm19, 150
-    vpxorq       xmm1, xmm7, xmm1
+    vpxorq       xmm1, xmm3, xmm1
     vpslldq      xmm3, xmm10, 8
-    vpalignr     xmm7, xmm8, xmm10, 8
-    vpternlogq   xmm7, xmm6, xmm5, 150
-    vpalignr     xmm5, xmm0, xmm8, 8
+    vpalignr     xmm8, xmm7, xmm10, 8
+    vpternlogq   xmm8, xmm6, xmm5, 150
+    vpalignr     xmm5, xmm0, xmm7, 8
     vpalignr     xmm0, xmm1, xmm0, 8
     vpxorq       xmm0, xmm17, xmm0
     vpsrldq      xmm1, xmm1, 8
@@ -7620,9 +7962,9 @@ kg_gf2m283_inv_avx512:
     vpslldq      xmm1, xmm6, 8
     vpxorq       xmm1, xmm3, xmm1
     vpalignr     xmm3, xmm2, xmm6, 8
-    vpternlogq   xmm7, xmm0, xmm3, 150
+    vpternlogq   xmm8, xmm0, xmm3, 150
     vpsrldq      xmm0, xmm2, 8
-    vpternlogq   xmm0, xmm14, xmm26, 40
+    vpternlogq   xmm0, xmm14, xmm28, 40
     vpsrlq       xmm2, xmm0, 27
     vpsllq       xmm3, xmm2, 12
     vpsllq       xmm4, xmm2, 7
@@ -7634,8 +7976,8 @@ kg_gf2m283_inv_avx512:
     vpbroadcastq ymm3, xmm2
     vpsrldq      xmm2, xmm2, 8
     vpbroadcastq ymm2, xmm2
-    vpbroadcastq ymm4, xmm7
-    vpsrldq      xmm5, xmm7, 8
+    vpbroadcastq ymm4, xmm8
+    vpsrldq      xmm5, xmm8, 8
     vpbroadcastq ymm5, xmm5
     vpbroadcastq ymm6, xmm6
     mov          r11d, 12
@@ -7653,18 +7995,18 @@ kg_gf2m283_inv_avx512:
     vpblendmd    ymm3{k1}, ymm6, ymm3
     mov          r11d, 48
     kmovd        k1, r11d
-    vpblendmd    ymm3{k1}, ymm3, ymm27
+    vpblendmd    ymm3{k1}, ymm3, ymm29
     mov          r11d, 192
     kmovd        k1, r11d
-    vpblendmd    ymm3{k1}, ymm3, ymm27
+    vpblendmd    ymm3{k1}, ymm3, ymm29
     vpsllq       ymm4, ymm2, 63
     vpsraq       ymm4, ymm4, 63
     vpsllq       ymm5, ymm2, 62
     vpsraq       ymm5, ymm5, 63
     vpandq       ymm6, ymm5, [rel gf2m_sq141_map + 224]
     vpternlogq   ymm6, ymm4, [rel gf2m_sq141_map], 120
-    vpandq       ymm8, ymm5, [rel gf2m_sq141_map + 256]
-    vpternlogq   ymm8, ymm4, [rel gf2m_sq141_map + 32], 120
+    vpandq       ymm7, ymm5, [rel gf2m_sq141_map + 256]
+    vpternlogq   ymm7, ymm4, [rel gf2m_sq141_map + 32], 120
     vpandq       ymm9, ymm5, [rel gf2m_sq141_map + 288]
     vpternlogq   ymm9, ymm4, [rel gf2m_sq141_map + 64], 120
     vpandq       ymm10, ymm5, [rel gf2m_sq141_map + 320]
@@ -7679,7 +8021,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 608]     ; addresses gf2m_sq141_map near byte 480
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpandq       ymm14, ymm4, [rcx]
@@ -7691,7 +8033,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 864]     ; addresses gf2m_sq141_map near byte 736
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7702,7 +8044,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 1120]    ; addresses gf2m_sq141_map near byte 992
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7713,7 +8055,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 1376]    ; addresses gf2m_sq141_map near byte 1248
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7724,7 +8066,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 1632]    ; addresses gf2m_sq141_map near byte 1504
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7735,7 +8077,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 1888]    ; addresses gf2m_sq141_map near byte 1760
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7746,7 +8088,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 2144]    ; addresses gf2m_sq141_map near byte 2016
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7757,7 +8099,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 2400]    ; addresses gf2m_sq141_map near byte 2272
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7768,7 +8110,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 2656]    ; addresses gf2m_sq141_map near byte 2528
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7779,7 +8121,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 2912]    ; addresses gf2m_sq141_map near byte 2784
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7790,7 +8132,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 3168]    ; addresses gf2m_sq141_map near byte 3040
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7801,7 +8143,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 3424]    ; addresses gf2m_sq141_map near byte 3296
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7812,7 +8154,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 3680]    ; addresses gf2m_sq141_map near byte 3552
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7823,7 +8165,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 3936]    ; addresses gf2m_sq141_map near byte 3808
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7834,7 +8176,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 4192]    ; addresses gf2m_sq141_map near byte 4064
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7845,7 +8187,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 4448]    ; addresses gf2m_sq141_map near byte 4320
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7856,7 +8198,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 4704]    ; addresses gf2m_sq141_map near byte 4576
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7867,7 +8209,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 4960]    ; addresses gf2m_sq141_map near byte 4832
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7878,7 +8220,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 5216]    ; addresses gf2m_sq141_map near byte 5088
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7889,7 +8231,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 5472]    ; addresses gf2m_sq141_map near byte 5344
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7900,7 +8242,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 5728]    ; addresses gf2m_sq141_map near byte 5600
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7911,7 +8253,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 5984]    ; addresses gf2m_sq141_map near byte 5856
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7922,7 +8264,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 6240]    ; addresses gf2m_sq141_map near byte 6112
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7933,7 +8275,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 6496]    ; addresses gf2m_sq141_map near byte 6368
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7944,7 +8286,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 6752]    ; addresses gf2m_sq141_map near byte 6624
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7955,7 +8297,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 7008]    ; addresses gf2m_sq141_map near byte 6880
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7966,7 +8308,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 7264]    ; addresses gf2m_sq141_map near byte 7136
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7977,7 +8319,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 7520]    ; addresses gf2m_sq141_map near byte 7392
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7988,7 +8330,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 7776]    ; addresses gf2m_sq141_map near byte 7648
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -7999,7 +8341,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 8032]    ; addresses gf2m_sq141_map near byte 7904
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8010,7 +8352,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 8288]    ; addresses gf2m_sq141_map near byte 8160
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8021,7 +8363,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 8544]    ; addresses gf2m_sq141_map near byte 8416
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8032,7 +8374,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 8800]    ; addresses gf2m_sq141_map near byte 8672
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8043,7 +8385,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 9056]    ; addresses gf2m_sq141_map near byte 8928
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8054,7 +8396,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 9312]    ; addresses gf2m_sq141_map near byte 9184
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8065,7 +8407,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 9568]    ; addresses gf2m_sq141_map near byte 9440
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8076,7 +8418,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 9824]    ; addresses gf2m_sq141_map near byte 9696
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8087,7 +8429,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 10080]   ; addresses gf2m_sq141_map near byte 9952
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8098,7 +8440,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 10336]   ; addresses gf2m_sq141_map near byte 10208
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8109,7 +8451,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 10592]   ; addresses gf2m_sq141_map near byte 10464
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8120,7 +8462,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 10848]   ; addresses gf2m_sq141_map near byte 10720
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8131,7 +8473,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 11104]   ; addresses gf2m_sq141_map near byte 10976
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8142,7 +8484,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 11360]   ; addresses gf2m_sq141_map near byte 11232
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8153,7 +8495,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 11616]   ; addresses gf2m_sq141_map near byte 11488
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8164,7 +8506,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 11872]   ; addresses gf2m_sq141_map near byte 11744
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8175,7 +8517,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 12128]   ; addresses gf2m_sq141_map near byte 12000
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8186,7 +8528,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 12384]   ; addresses gf2m_sq141_map near byte 12256
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8197,7 +8539,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 12640]   ; addresses gf2m_sq141_map near byte 12512
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8208,7 +8550,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 12896]   ; addresses gf2m_sq141_map near byte 12768
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8219,7 +8561,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 13152]   ; addresses gf2m_sq141_map near byte 13024
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8230,7 +8572,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 13408]   ; addresses gf2m_sq141_map near byte 13280
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8241,7 +8583,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 13664]   ; addresses gf2m_sq141_map near byte 13536
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8252,7 +8594,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 13920]   ; addresses gf2m_sq141_map near byte 13792
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8263,7 +8605,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 14176]   ; addresses gf2m_sq141_map near byte 14048
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8274,7 +8616,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 14432]   ; addresses gf2m_sq141_map near byte 14304
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8285,7 +8627,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 14688]   ; addresses gf2m_sq141_map near byte 14560
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8296,7 +8638,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 14944]   ; addresses gf2m_sq141_map near byte 14816
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8307,7 +8649,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 15200]   ; addresses gf2m_sq141_map near byte 15072
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8318,7 +8660,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 15456]   ; addresses gf2m_sq141_map near byte 15328
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8329,7 +8671,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 15712]   ; addresses gf2m_sq141_map near byte 15584
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8340,7 +8682,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm4, ymm4, 63
     lea          rcx, [rel gf2m_sq141_map + 15968]   ; addresses gf2m_sq141_map near byte 15840
     vpternlogq   ymm6, ymm4, [rcx - 128], 120
-    vpternlogq   ymm8, ymm4, [rcx - 96], 120
+    vpternlogq   ymm7, ymm4, [rcx - 96], 120
     vpternlogq   ymm9, ymm4, [rcx - 64], 120
     vpternlogq   ymm10, ymm4, [rcx - 32], 120
     vpternlogq   ymm14, ymm4, [rcx], 120
@@ -8350,7 +8692,7 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq141_map + 16224]   ; addresses gf2m_sq141_map near byte 16096
     vpternlogq   ymm6, ymm2, [rcx - 128], 120
-    vpternlogq   ymm8, ymm2, [rcx - 96], 120
+    vpternlogq   ymm7, ymm2, [rcx - 96], 120
     vpternlogq   ymm9, ymm2, [rcx - 64], 120
     vpternlogq   ymm10, ymm2, [rcx - 32], 120
     vpternlogq   ymm14, ymm2, [rcx], 120
@@ -8361,14 +8703,14 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq141_map + 16480]   ; addresses gf2m_sq141_map near byte 16352
     vpternlogq   ymm6, ymm2, [rcx - 128], 120
-    vpternlogq   ymm8, ymm2, [rcx - 96], 120
+    vpternlogq   ymm7, ymm2, [rcx - 96], 120
     vpternlogq   ymm9, ymm2, [rcx - 64], 120
     vpternlogq   ymm10, ymm2, [rcx - 32], 120
     vpternlogq   ymm14, ymm2, [rcx], 120
     vpsllq       ymm2, ymm3, 62
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx + 32], 120
-    vpternlogq   ymm8, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 64], 120
     vpternlogq   ymm9, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 16736]   ; addresses gf2m_sq141_map near byte 16608
     vpternlogq   ymm10, ymm2, [rcx - 128], 120
@@ -8376,7 +8718,7 @@ kg_gf2m283_inv_avx512:
     vpsllq       ymm2, ymm3, 61
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx - 64], 120
-    vpternlogq   ymm8, ymm2, [rcx - 32], 120
+    vpternlogq   ymm7, ymm2, [rcx - 32], 120
     vpternlogq   ymm9, ymm2, [rcx], 120
     vpternlogq   ymm10, ymm2, [rcx + 32], 120
     vpternlogq   ymm14, ymm2, [rcx + 64], 120
@@ -8384,14 +8726,14 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 16992]   ; addresses gf2m_sq141_map near byte 16864
-    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm7, ymm2, [rcx - 128], 120
     vpternlogq   ymm9, ymm2, [rcx - 96], 120
     vpternlogq   ymm10, ymm2, [rcx - 64], 120
     vpternlogq   ymm14, ymm2, [rcx - 32], 120
     vpsllq       ymm2, ymm3, 59
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx], 120
-    vpternlogq   ymm8, ymm2, [rcx + 32], 120
+    vpternlogq   ymm7, ymm2, [rcx + 32], 120
     vpternlogq   ymm9, ymm2, [rcx + 64], 120
     vpternlogq   ymm10, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 17248]   ; addresses gf2m_sq141_map near byte 17120
@@ -8399,14 +8741,14 @@ kg_gf2m283_inv_avx512:
     vpsllq       ymm2, ymm3, 58
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx - 96], 120
-    vpternlogq   ymm8, ymm2, [rcx - 64], 120
+    vpternlogq   ymm7, ymm2, [rcx - 64], 120
     vpternlogq   ymm9, ymm2, [rcx - 32], 120
     vpternlogq   ymm10, ymm2, [rcx], 120
     vpternlogq   ymm14, ymm2, [rcx + 32], 120
     vpsllq       ymm2, ymm3, 57
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx + 64], 120
-    vpternlogq   ymm8, ymm2, [rcx + 96], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 17504]   ; addresses gf2m_sq141_map near byte 17376
     vpternlogq   ymm9, ymm2, [rcx - 128], 120
     vpternlogq   ymm10, ymm2, [rcx - 96], 120
@@ -8414,7 +8756,7 @@ kg_gf2m283_inv_avx512:
     vpsllq       ymm2, ymm3, 56
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx - 32], 120
-    vpternlogq   ymm8, ymm2, [rcx], 120
+    vpternlogq   ymm7, ymm2, [rcx], 120
     vpternlogq   ymm9, ymm2, [rcx + 32], 120
     vpternlogq   ymm10, ymm2, [rcx + 64], 120
     vpternlogq   ymm14, ymm2, [rcx + 96], 120
@@ -8422,14 +8764,14 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq141_map + 17760]   ; addresses gf2m_sq141_map near byte 17632
     vpternlogq   ymm6, ymm2, [rcx - 128], 120
-    vpternlogq   ymm8, ymm2, [rcx - 96], 120
+    vpternlogq   ymm7, ymm2, [rcx - 96], 120
     vpternlogq   ymm9, ymm2, [rcx - 64], 120
     vpternlogq   ymm10, ymm2, [rcx - 32], 120
     vpternlogq   ymm14, ymm2, [rcx], 120
     vpsllq       ymm2, ymm3, 54
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx + 32], 120
-    vpternlogq   ymm8, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 64], 120
     vpternlogq   ymm9, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 18016]   ; addresses gf2m_sq141_map near byte 17888
     vpternlogq   ymm10, ymm2, [rcx - 128], 120
@@ -8437,7 +8779,7 @@ kg_gf2m283_inv_avx512:
     vpsllq       ymm2, ymm3, 53
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx - 64], 120
-    vpternlogq   ymm8, ymm2, [rcx - 32], 120
+    vpternlogq   ymm7, ymm2, [rcx - 32], 120
     vpternlogq   ymm9, ymm2, [rcx], 120
     vpternlogq   ymm10, ymm2, [rcx + 32], 120
     vpternlogq   ymm14, ymm2, [rcx + 64], 120
@@ -8445,14 +8787,14 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 18272]   ; addresses gf2m_sq141_map near byte 18144
-    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm7, ymm2, [rcx - 128], 120
     vpternlogq   ymm9, ymm2, [rcx - 96], 120
     vpternlogq   ymm10, ymm2, [rcx - 64], 120
     vpternlogq   ymm14, ymm2, [rcx - 32], 120
     vpsllq       ymm2, ymm3, 51
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx], 120
-    vpternlogq   ymm8, ymm2, [rcx + 32], 120
+    vpternlogq   ymm7, ymm2, [rcx + 32], 120
     vpternlogq   ymm9, ymm2, [rcx + 64], 120
     vpternlogq   ymm10, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 18528]   ; addresses gf2m_sq141_map near byte 18400
@@ -8460,14 +8802,14 @@ kg_gf2m283_inv_avx512:
     vpsllq       ymm2, ymm3, 50
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx - 96], 120
-    vpternlogq   ymm8, ymm2, [rcx - 64], 120
+    vpternlogq   ymm7, ymm2, [rcx - 64], 120
     vpternlogq   ymm9, ymm2, [rcx - 32], 120
     vpternlogq   ymm10, ymm2, [rcx], 120
     vpternlogq   ymm14, ymm2, [rcx + 32], 120
     vpsllq       ymm2, ymm3, 49
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx + 64], 120
-    vpternlogq   ymm8, ymm2, [rcx + 96], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 18784]   ; addresses gf2m_sq141_map near byte 18656
     vpternlogq   ymm9, ymm2, [rcx - 128], 120
     vpternlogq   ymm10, ymm2, [rcx - 96], 120
@@ -8475,7 +8817,7 @@ kg_gf2m283_inv_avx512:
     vpsllq       ymm2, ymm3, 48
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx - 32], 120
-    vpternlogq   ymm8, ymm2, [rcx], 120
+    vpternlogq   ymm7, ymm2, [rcx], 120
     vpternlogq   ymm9, ymm2, [rcx + 32], 120
     vpternlogq   ymm10, ymm2, [rcx + 64], 120
     vpternlogq   ymm14, ymm2, [rcx + 96], 120
@@ -8483,14 +8825,14 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq141_map + 19040]   ; addresses gf2m_sq141_map near byte 18912
     vpternlogq   ymm6, ymm2, [rcx - 128], 120
-    vpternlogq   ymm8, ymm2, [rcx - 96], 120
+    vpternlogq   ymm7, ymm2, [rcx - 96], 120
     vpternlogq   ymm9, ymm2, [rcx - 64], 120
     vpternlogq   ymm10, ymm2, [rcx - 32], 120
     vpternlogq   ymm14, ymm2, [rcx], 120
     vpsllq       ymm2, ymm3, 46
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx + 32], 120
-    vpternlogq   ymm8, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 64], 120
     vpternlogq   ymm9, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 19296]   ; addresses gf2m_sq141_map near byte 19168
     vpternlogq   ymm10, ymm2, [rcx - 128], 120
@@ -8498,7 +8840,7 @@ kg_gf2m283_inv_avx512:
     vpsllq       ymm2, ymm3, 45
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx - 64], 120
-    vpternlogq   ymm8, ymm2, [rcx - 32], 120
+    vpternlogq   ymm7, ymm2, [rcx - 32], 120
     vpternlogq   ymm9, ymm2, [rcx], 120
     vpternlogq   ymm10, ymm2, [rcx + 32], 120
     vpternlogq   ymm14, ymm2, [rcx + 64], 120
@@ -8506,14 +8848,14 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 19552]   ; addresses gf2m_sq141_map near byte 19424
-    vpternlogq   ymm8, ymm2, [rcx - 128], 120
+    vpternlogq   ymm7, ymm2, [rcx - 128], 120
     vpternlogq   ymm9, ymm2, [rcx - 96], 120
     vpternlogq   ymm10, ymm2, [rcx - 64], 120
     vpternlogq   ymm14, ymm2, [rcx - 32], 120
     vpsllq       ymm2, ymm3, 43
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx], 120
-    vpternlogq   ymm8, ymm2, [rcx + 32], 120
+    vpternlogq   ymm7, ymm2, [rcx + 32], 120
     vpternlogq   ymm9, ymm2, [rcx + 64], 120
     vpternlogq   ymm10, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 19808]   ; addresses gf2m_sq141_map near byte 19680
@@ -8521,14 +8863,14 @@ kg_gf2m283_inv_avx512:
     vpsllq       ymm2, ymm3, 42
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx - 96], 120
-    vpternlogq   ymm8, ymm2, [rcx - 64], 120
+    vpternlogq   ymm7, ymm2, [rcx - 64], 120
     vpternlogq   ymm9, ymm2, [rcx - 32], 120
     vpternlogq   ymm10, ymm2, [rcx], 120
     vpternlogq   ymm14, ymm2, [rcx + 32], 120
     vpsllq       ymm2, ymm3, 41
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx + 64], 120
-    vpternlogq   ymm8, ymm2, [rcx + 96], 120
+    vpternlogq   ymm7, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 20064]   ; addresses gf2m_sq141_map near byte 19936
     vpternlogq   ymm9, ymm2, [rcx - 128], 120
     vpternlogq   ymm10, ymm2, [rcx - 96], 120
@@ -8536,7 +8878,7 @@ kg_gf2m283_inv_avx512:
     vpsllq       ymm2, ymm3, 40
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx - 32], 120
-    vpternlogq   ymm8, ymm2, [rcx], 120
+    vpternlogq   ymm7, ymm2, [rcx], 120
     vpternlogq   ymm9, ymm2, [rcx + 32], 120
     vpternlogq   ymm10, ymm2, [rcx + 64], 120
     vpternlogq   ymm14, ymm2, [rcx + 96], 120
@@ -8544,14 +8886,14 @@ kg_gf2m283_inv_avx512:
     vpsraq       ymm2, ymm2, 63
     lea          rcx, [rel gf2m_sq141_map + 20320]   ; addresses gf2m_sq141_map near byte 20192
     vpternlogq   ymm6, ymm2, [rcx - 128], 120
-    vpternlogq   ymm8, ymm2, [rcx - 96], 120
+    vpternlogq   ymm7, ymm2, [rcx - 96], 120
     vpternlogq   ymm9, ymm2, [rcx - 64], 120
     vpternlogq   ymm10, ymm2, [rcx - 32], 120
     vpternlogq   ymm14, ymm2, [rcx], 120
     vpsllq       ymm2, ymm3, 38
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx + 32], 120
-    vpternlogq   ymm8, ymm2, [rcx + 64], 120
+    vpternlogq   ymm7, ymm2, [rcx + 64], 120
     vpternlogq   ymm9, ymm2, [rcx + 96], 120
     lea          rcx, [rel gf2m_sq141_map + 20576]   ; addresses gf2m_sq141_map near byte 20448
     vpternlogq   ymm10, ymm2, [rcx - 128], 120
@@ -8559,11 +8901,11 @@ kg_gf2m283_inv_avx512:
     vpsllq       ymm2, ymm3, 37
     vpsraq       ymm2, ymm2, 63
     vpternlogq   ymm6, ymm2, [rcx - 64], 120
-    vpternlogq   ymm8, ymm2, [rcx - 32], 120
+    vpternlogq   ymm7, ymm2, [rcx - 32], 120
     vpternlogq   ymm9, ymm2, [rcx], 120
     vpternlogq   ymm10, ymm2, [rcx + 32], 120
     vpternlogq   ymm14, ymm2, [rcx + 64], 120
-    vpermq       ymm2, ymm8, 147
+    vpermq       ymm2, ymm7, 147
     vpermq       ymm3, ymm9, 78
     vpermq       ymm4, ymm10, 57
     vpternlogq   ymm6, ymm2, ymm3, 150
@@ -8578,16 +8920,16 @@ kg_gf2m283_inv_avx512:
     vextracti64x2 xmm4, ymm4, 0
     vpclmulqdq   xmm5, xmm3, xmm1, 0
     vpclmulqdq   xmm6, xmm3, xmm1, 17
-    vpshufd      xmm8, xmm3, 78
-    vpxorq       xmm8, xmm3, xmm8
+    vpshufd      xmm7, xmm3, 78
+    vpxorq       xmm7, xmm3, xmm7
     vpshufd      xmm9, xmm1, 78
     vpxorq       xmm9, xmm1, xmm9
-    vpclmulqdq   xmm10, xmm8, xmm9, 0
-    vpclmulqdq   xmm11, xmm3, xmm7, 0
-    vpclmulqdq   xmm12, xmm3, xmm7, 17
-    vpshufd      xmm13, xmm7, 78
-    vpxorq       xmm13, xmm7, xmm13
-    vpclmulqdq   xmm8, xmm8, xmm13, 0
+    vpclmulqdq   xmm10, xmm7, xmm9, 0
+    vpclmulqdq   xmm11, xmm3, xmm8, 0
+    vpclmulqdq   xmm12, xmm3, xmm8, 17
+    vpshufd      xmm13, xmm8, 78
+    vpxorq       xmm13, xmm8, xmm13
+    vpclmulqdq   xmm7, xmm7, xmm13, 0
     vpclmulqdq   xmm14, xmm3, xmm0, 0
     vpclmulqdq   xmm3, xmm3, xmm0, 1
     vpclmulqdq   xmm15, xmm2, xmm1, 0
@@ -8595,32 +8937,32 @@ kg_gf2m283_inv_avx512:
     vpshufd      xmm17, xmm2, 78
     vpxorq       xmm17, xmm2, xmm17
     vpclmulqdq   xmm9, xmm17, xmm9, 0
-    vpclmulqdq   xmm18, xmm2, xmm7, 0
-    vpclmulqdq   xmm19, xmm2, xmm7, 17
+    vpclmulqdq   xmm18, xmm2, xmm8, 0
+    vpclmulqdq   xmm19, xmm2, xmm8, 17
     vpclmulqdq   xmm13, xmm17, xmm13, 0
     vpclmulqdq   xmm17, xmm2, xmm0, 0
     vpclmulqdq   xmm2, xmm2, xmm0, 1
     vpclmulqdq   xmm20, xmm4, xmm1, 0
     vpclmulqdq   xmm1, xmm4, xmm1, 16
-    vpclmulqdq   xmm21, xmm4, xmm7, 0
-    vpclmulqdq   xmm7, xmm4, xmm7, 16
+    vpclmulqdq   xmm21, xmm4, xmm8, 0
+    vpclmulqdq   xmm8, xmm4, xmm8, 16
     vpclmulqdq   xmm0, xmm4, xmm0, 0
     vpxorq       xmm4, xmm11, xmm15
     vpxorq       xmm11, xmm12, xmm16
     vpternlogq   xmm10, xmm5, xmm6, 150
-    vpternlogq   xmm8, xmm9, xmm4, 150
-    vpxorq       xmm8, xmm8, xmm11
+    vpternlogq   xmm7, xmm9, xmm4, 150
+    vpxorq       xmm7, xmm7, xmm11
     vpxorq       xmm9, xmm11, xmm18
     vpternlogq   xmm14, xmm20, xmm9, 150
     vpxorq       xmm9, xmm13, xmm18
     vpternlogq   xmm3, xmm1, xmm9, 150
     vpxorq       xmm1, xmm3, xmm19
     vpternlogq   xmm17, xmm21, xmm19, 150
-    vpxorq       xmm2, xmm2, xmm7
+    vpxorq       xmm2, xmm2, xmm8
     vpslldq      xmm3, xmm10, 8
-    vpalignr     xmm7, xmm8, xmm10, 8
-    vpternlogq   xmm7, xmm6, xmm4, 150
-    vpalignr     xmm4, xmm1, xmm8, 8
+    vpalignr     xmm8, xmm7, xmm10, 8
+    vpternlogq   xmm8, xmm6, xmm4, 150
+    vpalignr     xmm4, xmm1, xmm7, 8
     vpalignr     xmm1, xmm2, xmm1, 8
     vpxorq       xmm1, xmm17, xmm1
     vpsrldq      xmm2, xmm2, 8
@@ -8638,39 +8980,45 @@ kg_gf2m283_inv_avx512:
     vpslldq      xmm0, xmm6, 8
     vpxorq       xmm0, xmm3, xmm0
     vpalignr     xmm3, xmm2, xmm6, 8
-    vpternlogq   xmm7, xmm1, xmm3, 150
+    vpternlogq   xmm8, xmm1, xmm3, 150
     vpsrldq      xmm1, xmm2, 8
-    vpternlogq   xmm1, xmm14, xmm26, 40
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm7, xmm7, 17
-    vpclmulqdq   xmm3, xmm7, xmm7, 0
-    vpclmulqdq   xmm4, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm5, xmm1, xmm25, 0
+    vpternlogq   xmm1, xmm14, xmm28, 40
+    vgf2p8affineqb xmm2, xmm1, xmm26, 0
+    vgf2p8affineqb xmm1, xmm1, xmm27, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm8, xmm26, 0
+    vgf2p8affineqb xmm3, xmm8, xmm27, 0
+    vpunpcklbw   xmm4, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm26, 0
+    vgf2p8affineqb xmm0, xmm0, xmm27, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vpclmulqdq   xmm3, xmm1, xmm25, 0
     vpclmulqdq   xmm1, xmm1, xmm25, 1
     vpclmulqdq   xmm6, xmm2, xmm25, 0
     vpclmulqdq   xmm2, xmm2, xmm25, 1
-    vpxorq       xmm1, xmm3, xmm1
-    vpsrldq      xmm3, xmm5, 8
-    vpxorq       xmm3, xmm1, xmm3
-    vpsrldq      xmm3, xmm3, 8
-    vpclmulqdq   xmm3, xmm3, xmm25, 0
+    vpxorq       xmm1, xmm4, xmm1
+    vpsrldq      xmm4, xmm3, 8
+    vpxorq       xmm4, xmm1, xmm4
+    vpsrldq      xmm4, xmm4, 8
+    vpclmulqdq   xmm4, xmm4, xmm25, 0
     vpslldq      xmm7, xmm6, 8
-    vpternlogq   xmm0, xmm3, xmm7, 150
-    vpalignr     xmm3, xmm5, xmm6, 8
-    vpternlogq   xmm4, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm5, 8
-    vpternlogq   xmm2, xmm1, xmm26, 40
+    vpternlogq   xmm5, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm3, xmm6, 8
+    vpternlogq   xmm0, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm3, 8
+    vpternlogq   xmm2, xmm1, xmm28, 40
     vpsrlq       xmm1, xmm2, 27
     vpsllq       xmm3, xmm1, 12
-    vpsllq       xmm5, xmm1, 7
+    vpsllq       xmm4, xmm1, 7
     vpsllq       xmm6, xmm1, 5
     vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffff_0]
     vpxorq       xmm1, xmm6, xmm1
-    vpternlogq   xmm3, xmm5, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm4
+    vpternlogq   xmm3, xmm4, xmm1, 150
+    vpxorq       xmm1, xmm5, xmm3
+    vmovdqu64    [rdi], xmm1
+    vmovdqu64    [rdi + 16], xmm0
     vmovq        qword [rdi + 32], xmm2
     vzeroupper
     ret

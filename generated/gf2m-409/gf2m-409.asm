@@ -19,6 +19,7 @@
 ; x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
 ; reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
+; EVEX kernels square without carry-less products: vgf2p8affineqb spreads each byte's nibbles to every other bit and vpunpcklbw/vpunpckhbw interleave them (needs GFNI)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
 ; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
@@ -66,6 +67,26 @@ gf2m_mask_ffffffffffffffff_0:
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000
+
+; spreads each byte's high nibble
+align 32
+gf2m_spread_high:
+    dq 0x1000200040008000, 0x1000200040008000
+
+; spreads each byte's high nibble
+align 32
+gf2m_spread_high_x2:
+    dq 0x1000200040008000, 0x1000200040008000, 0x1000200040008000, 0x1000200040008000
+
+; spreads each byte's low nibble
+align 32
+gf2m_spread_low:
+    dq 0x0100020004000800, 0x0100020004000800
+
+; spreads each byte's low nibble
+align 32
+gf2m_spread_low_x2:
+    dq 0x0100020004000800, 0x0100020004000800, 0x0100020004000800, 0x0100020004000800
 
 ; a -> a^(2^102) mod f: columns x^j -> x^(j 2^102), pre-rotated by lane
 align 32
@@ -3349,7 +3370,7 @@ kg_gf2m409_mul_avx512:
 ;   ensures: out = a^2 mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-12}, flags
 ; ---------------------------------------------------------------------------
@@ -3361,44 +3382,52 @@ kg_gf2m409_sqr_avx512:
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
+    vgf2p8affineqb xmm4, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm3, xmm3, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm5, xmm4, xmm2
+    vpunpckhbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm6, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vpandq       xmm4, xmm1, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm4, 8
+    vpshrdq      xmm4, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm5, xmm1, 8
+    vpshrdq      xmm9, xmm1, xmm8, 25
+    vpandq       xmm10, xmm2, [rel gf2m_mask_0_fffffffff8000000]
     vpalignr     xmm11, xmm3, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
+    vpalignr     xmm11, xmm3, xmm2, 8
     vpshrdq      xmm12, xmm11, xmm3, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm4, xmm10, 150
+    vpshrdq      xmm4, xmm8, xmm5, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm5, xmm5, xmm8, 25
     vpsrldq      xmm9, xmm3, 8
     vpshrdq      xmm10, xmm3, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm2, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpternlogq   xmm0, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm6, xmm4, xmm2, 150
     vpshrdq      xmm2, xmm11, xmm3, 2
     vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm2, xmm5, xmm3, 150
-    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm6
-    vmovdqu64    [rdi + 32], xmm1
-    vmovq        qword [rdi + 48], xmm2
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpandq       xmm1, xmm2, [rel gf2m_mask_1ffffff_0]
+    vmovdqu64    [rdi], xmm7
+    vmovdqu64    [rdi + 16], xmm0
+    vmovdqu64    [rdi + 32], xmm6
+    vmovq        qword [rdi + 48], xmm1
     ret
 .end:
 
@@ -3588,7 +3617,7 @@ kg_gf2m409_mul_lazy_avx512:
 ;   ensures: out ≡ a^2 (mod f): 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-15}, flags
 ; ---------------------------------------------------------------------------
@@ -3600,52 +3629,60 @@ kg_gf2m409_sqr_lazy_avx512:
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpsllq       xmm7, xmm3, 39
+    vgf2p8affineqb xmm4, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm3, xmm3, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm5, xmm4, xmm2
+    vpunpckhbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm6, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vpsllq       xmm4, xmm3, 39
     vpsrlq       xmm8, xmm3, 25
     vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpsllq       xmm10, xmm4, 39
-    vpsrlq       xmm11, xmm4, 25
-    vpsllq       xmm12, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm13, xmm3, 8
-    vpxorq       xmm2, xmm2, xmm13
-    vpsllq       xmm13, xmm2, 39
-    vpsrlq       xmm14, xmm2, 25
-    vpsllq       xmm15, xmm2, 62
+    vpsllq       xmm10, xmm2, 39
+    vpsrlq       xmm11, xmm2, 25
+    vpsllq       xmm12, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm5, xmm8, xmm9, 150
-    vpalignr     xmm3, xmm3, xmm4, 8
-    vpxorq       xmm3, xmm5, xmm3
+    vpsrldq      xmm13, xmm3, 8
+    vpxorq       xmm5, xmm5, xmm13
+    vpsllq       xmm13, xmm5, 39
+    vpsrlq       xmm14, xmm5, 25
+    vpsllq       xmm15, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
+    vpxorq       xmm2, xmm4, xmm2
+    vpternlogq   xmm1, xmm8, xmm9, 150
+    vpalignr     xmm3, xmm3, xmm2, 8
+    vpxorq       xmm3, xmm1, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm7, xmm3, 39
+    vpsllq       xmm4, xmm3, 39
     vpsrlq       xmm8, xmm3, 25
     vpsllq       xmm9, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
     vpternlogq   xmm13, xmm8, xmm9, 150
     vpxorq       xmm3, xmm15, xmm3
-    vpternlogq   xmm6, xmm14, xmm3, 150
-    vpxorq       xmm2, xmm10, xmm2
-    vpternlogq   xmm1, xmm11, xmm12, 150
-    vpslldq      xmm3, xmm13, 8
-    vpternlogq   xmm0, xmm7, xmm3, 150
-    vpalignr     xmm3, xmm2, xmm13, 8
+    vpternlogq   xmm0, xmm14, xmm3, 150
+    vpxorq       xmm3, xmm10, xmm5
+    vpternlogq   xmm6, xmm11, xmm12, 150
+    vpslldq      xmm5, xmm13, 8
+    vpternlogq   xmm7, xmm4, xmm5, 150
+    vpalignr     xmm4, xmm3, xmm13, 8
+    vpxorq       xmm0, xmm0, xmm4
+    vpalignr     xmm3, xmm2, xmm3, 8
     vpxorq       xmm3, xmm6, xmm3
-    vpalignr     xmm2, xmm4, xmm2, 8
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm4, 8
-    vpternlogq   xmm2, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm3
-    vmovdqu64    [rdi + 32], xmm1
+    vpsrldq      xmm2, xmm2, 8
+    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vmovdqu64    [rdi], xmm7
+    vmovdqu64    [rdi + 16], xmm0
+    vmovdqu64    [rdi + 32], xmm3
     vmovq        qword [rdi + 48], xmm2
     ret
 .end:
@@ -4313,90 +4350,108 @@ kg_gf2m409_reduce_gpr_avx512:
 ;   ensures: out = a^(2^2) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-12}, flags
+;   clobbers: zmm{0-14}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr2_avx512.end - kg_gf2m409_msqr2_avx512)
 align 32
 kg_gf2m409_msqr2_avx512:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm13, [rel gf2m_spread_low]        ; held in a register: read 8 times
+    vmovdqu64    xmm14, [rel gf2m_spread_high]       ; held in a register: read 8 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
+    vgf2p8affineqb xmm4, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm4, xmm2
+    vpunpckhbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, xmm13, 0
+    vgf2p8affineqb xmm1, xmm1, xmm14, 0
+    vpunpcklbw   xmm6, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm7, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vpandq       xmm4, xmm1, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm4, 8
+    vpshrdq      xmm4, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm5, xmm1, 8
+    vpshrdq      xmm9, xmm1, xmm8, 25
+    vpandq       xmm10, xmm2, [rel gf2m_mask_0_fffffffff8000000]
     vpalignr     xmm11, xmm3, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
+    vpalignr     xmm11, xmm3, xmm2, 8
     vpshrdq      xmm12, xmm11, xmm3, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm4, xmm10, 150
+    vpshrdq      xmm4, xmm8, xmm5, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm5, xmm5, xmm8, 25
     vpsrldq      xmm9, xmm3, 8
     vpshrdq      xmm10, xmm3, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm2, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpternlogq   xmm0, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm6, xmm4, xmm2, 150
     vpshrdq      xmm2, xmm11, xmm3, 2
     vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm2, xmm5, xmm3, 150
-    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm1, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm3, [rel gf2m_mask_0_fffffffff8000000]
-    vpalignr     xmm11, xmm2, xmm10, 8
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpandq       xmm1, xmm2, [rel gf2m_mask_1ffffff_0]
+    vgf2p8affineqb xmm2, xmm1, xmm13, 0
+    vgf2p8affineqb xmm1, xmm1, xmm14, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm6, xmm13, 0
+    vgf2p8affineqb xmm3, xmm6, xmm14, 0
+    vpunpcklbw   xmm4, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm0, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm0, 8
+    vpshrdq      xmm9, xmm0, xmm8, 25
+    vpandq       xmm10, xmm2, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm1, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm2, xmm3, 8
-    vpshrdq      xmm12, xmm11, xmm2, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm3, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm2, 8
-    vpshrdq      xmm10, xmm2, xmm9, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm2, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm1, xmm8, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm11, 25
-    vpternlogq   xmm5, xmm1, xmm3, 150
-    vpshrdq      xmm1, xmm11, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm9, 25
-    vpternlogq   xmm1, xmm4, xmm2, 150
-    vpandq       xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm6
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm0, xmm1, 150
+    vpandq       xmm0, xmm2, [rel gf2m_mask_1ffffff_0]
+    vmovdqu64    [rdi], xmm7
+    vmovdqu64    [rdi + 16], xmm3
     vmovdqu64    [rdi + 32], xmm5
-    vmovq        qword [rdi + 48], xmm1
+    vmovq        qword [rdi + 48], xmm0
     ret
 .end:
 
@@ -4408,158 +4463,192 @@ kg_gf2m409_msqr2_avx512:
 ;   ensures: out = a^(2^4) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-12}, flags
+;   clobbers: zmm{0-14}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr4_avx512.end - kg_gf2m409_msqr4_avx512)
 align 32
 kg_gf2m409_msqr4_avx512:
     endbr64                                          ; an indirect-branch target under CET
+    vmovdqu64    xmm13, [rel gf2m_spread_low]        ; held in a register: read 16 times
+    vmovdqu64    xmm14, [rel gf2m_spread_high]       ; held in a register: read 16 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, [rel gf2m_mask_0_fffffffff8000000]
+    vgf2p8affineqb xmm4, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm4, xmm2
+    vpunpckhbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, xmm13, 0
+    vgf2p8affineqb xmm1, xmm1, xmm14, 0
+    vpunpcklbw   xmm6, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm7, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vpandq       xmm4, xmm1, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm4, 8
+    vpshrdq      xmm4, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm5, xmm1, 8
+    vpshrdq      xmm9, xmm1, xmm8, 25
+    vpandq       xmm10, xmm2, [rel gf2m_mask_0_fffffffff8000000]
     vpalignr     xmm11, xmm3, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
+    vpalignr     xmm11, xmm3, xmm2, 8
     vpshrdq      xmm12, xmm11, xmm3, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm4, xmm10, 150
+    vpshrdq      xmm4, xmm8, xmm5, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm5, xmm5, xmm8, 25
     vpsrldq      xmm9, xmm3, 8
     vpshrdq      xmm10, xmm3, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm2, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpternlogq   xmm0, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm6, xmm4, xmm2, 150
     vpshrdq      xmm2, xmm11, xmm3, 2
     vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm2, xmm5, xmm3, 150
-    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpandq       xmm1, xmm2, [rel gf2m_mask_1ffffff_0]
+    vgf2p8affineqb xmm2, xmm1, xmm13, 0
+    vgf2p8affineqb xmm1, xmm1, xmm14, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm6, xmm13, 0
+    vgf2p8affineqb xmm3, xmm6, xmm14, 0
+    vpunpcklbw   xmm4, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm0, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm0, 8
+    vpshrdq      xmm9, xmm0, xmm8, 25
+    vpandq       xmm10, xmm2, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm1, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm2, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm0, xmm1, 150
+    vpandq       xmm0, xmm2, [rel gf2m_mask_1ffffff_0]
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm0, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
     vpalignr     xmm8, xmm1, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm3, [rel gf2m_mask_0_fffffffff8000000]
-    vpalignr     xmm11, xmm2, xmm10, 8
-    vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm2, xmm3, 8
-    vpshrdq      xmm12, xmm11, xmm2, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm3, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm2, 8
-    vpshrdq      xmm10, xmm2, xmm9, 4
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm1, xmm8, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm11, 25
-    vpternlogq   xmm5, xmm1, xmm3, 150
-    vpshrdq      xmm1, xmm11, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm9, 25
-    vpternlogq   xmm1, xmm4, xmm2, 150
-    vpandq       xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, [rel gf2m_mask_0_fffffffff8000000]
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, [rel gf2m_mask_1ffffff_0]
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, [rel gf2m_mask_0_fffffffff8000000]
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff]
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, [rel gf2m_mask_0_fffffffff8000000]
-    vpalignr     xmm11, xmm1, xmm10, 8
-    vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
-    vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, [rel gf2m_mask_1ffffff_0]
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm6
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, [rel gf2m_mask_1ffffff_0]
+    vmovdqu64    [rdi], xmm7
+    vmovdqu64    [rdi + 16], xmm3
     vmovdqu64    [rdi + 32], xmm5
-    vmovq        qword [rdi + 48], xmm1
+    vmovq        qword [rdi + 48], xmm0
     ret
 .end:
 
@@ -4571,297 +4660,363 @@ kg_gf2m409_msqr4_avx512:
 ;   ensures: out = a^(2^8) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-15}, flags
+;   clobbers: zmm{0-17}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr8_avx512.end - kg_gf2m409_msqr8_avx512)
 align 32
 kg_gf2m409_msqr8_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    xmm13, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff] ; held in a register: read 8 times
-    vmovdqu64    xmm14, [rel gf2m_mask_0_fffffffff8000000] ; held in a register: read 8 times
-    vmovdqu64    xmm15, [rel gf2m_mask_1ffffff_0]    ; held in a register: read 8 times
+    vmovdqu64    xmm13, [rel gf2m_spread_low]        ; held in a register: read 32 times
+    vmovdqu64    xmm14, [rel gf2m_spread_high]       ; held in a register: read 32 times
+    vmovdqu64    xmm15, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff] ; held in a register: read 8 times
+    vmovdqu64    xmm16, [rel gf2m_mask_0_fffffffff8000000] ; held in a register: read 8 times
+    vmovdqu64    xmm17, [rel gf2m_mask_1ffffff_0]    ; held in a register: read 8 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
+    vgf2p8affineqb xmm4, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm4, xmm2
+    vpunpckhbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, xmm13, 0
+    vgf2p8affineqb xmm1, xmm1, xmm14, 0
+    vpunpcklbw   xmm6, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm7, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vpandq       xmm4, xmm1, xmm15
+    vpslldq      xmm8, xmm4, 8
+    vpshrdq      xmm4, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm5, xmm1, 8
+    vpshrdq      xmm9, xmm1, xmm8, 25
+    vpandq       xmm10, xmm2, xmm16
     vpalignr     xmm11, xmm3, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
+    vpalignr     xmm11, xmm3, xmm2, 8
     vpshrdq      xmm12, xmm11, xmm3, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm4, xmm10, 150
+    vpshrdq      xmm4, xmm8, xmm5, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm5, xmm5, xmm8, 25
     vpsrldq      xmm9, xmm3, 8
     vpshrdq      xmm10, xmm3, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm2, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpternlogq   xmm0, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm6, xmm4, xmm2, 150
     vpshrdq      xmm2, xmm11, xmm3, 2
     vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm2, xmm5, xmm3, 150
-    vpandq       xmm2, xmm2, xmm15
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpandq       xmm1, xmm2, xmm17
+    vgf2p8affineqb xmm2, xmm1, xmm13, 0
+    vgf2p8affineqb xmm1, xmm1, xmm14, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm6, xmm13, 0
+    vgf2p8affineqb xmm3, xmm6, xmm14, 0
+    vpunpcklbw   xmm4, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm0, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm0, 8
+    vpshrdq      xmm9, xmm0, xmm8, 25
+    vpandq       xmm10, xmm2, xmm16
+    vpalignr     xmm11, xmm1, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm2, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm0, xmm1, 150
+    vpandq       xmm0, xmm2, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
     vpalignr     xmm8, xmm1, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm3, xmm14
-    vpalignr     xmm11, xmm2, xmm10, 8
-    vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm2, xmm3, 8
-    vpshrdq      xmm12, xmm11, xmm2, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm3, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm2, 8
-    vpshrdq      xmm10, xmm2, xmm9, 4
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm1, xmm8, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm11, 25
-    vpternlogq   xmm5, xmm1, xmm3, 150
-    vpshrdq      xmm1, xmm11, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm9, 25
-    vpternlogq   xmm1, xmm4, xmm2, 150
-    vpandq       xmm1, xmm1, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
-    vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
-    vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm6
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vmovdqu64    [rdi], xmm7
+    vmovdqu64    [rdi + 16], xmm3
     vmovdqu64    [rdi + 32], xmm5
-    vmovq        qword [rdi + 48], xmm1
+    vmovq        qword [rdi + 48], xmm0
     ret
 .end:
 
@@ -4873,569 +5028,699 @@ kg_gf2m409_msqr8_avx512:
 ;   ensures: out = a^(2^16) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-15}, flags
+;   clobbers: zmm{0-17}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr16_avx512.end - kg_gf2m409_msqr16_avx512)
 align 32
 kg_gf2m409_msqr16_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    xmm13, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff] ; held in a register: read 16 times
-    vmovdqu64    xmm14, [rel gf2m_mask_0_fffffffff8000000] ; held in a register: read 16 times
-    vmovdqu64    xmm15, [rel gf2m_mask_1ffffff_0]    ; held in a register: read 16 times
+    vmovdqu64    xmm13, [rel gf2m_spread_low]        ; held in a register: read 64 times
+    vmovdqu64    xmm14, [rel gf2m_spread_high]       ; held in a register: read 64 times
+    vmovdqu64    xmm15, [rel gf2m_mask_fffffffffe000000_ffffffffffffffff] ; held in a register: read 16 times
+    vmovdqu64    xmm16, [rel gf2m_mask_0_fffffffff8000000] ; held in a register: read 16 times
+    vmovdqu64    xmm17, [rel gf2m_mask_1ffffff_0]    ; held in a register: read 16 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm4, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm5, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm2, xmm5, 8
-    vpshrdq      xmm9, xmm5, xmm8, 25
-    vpandq       xmm10, xmm4, xmm14
+    vgf2p8affineqb xmm4, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm2, xmm13, 0
+    vgf2p8affineqb xmm2, xmm2, xmm14, 0
+    vpunpcklbw   xmm5, xmm4, xmm2
+    vpunpckhbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, xmm13, 0
+    vgf2p8affineqb xmm1, xmm1, xmm14, 0
+    vpunpcklbw   xmm6, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm7, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vpandq       xmm4, xmm1, xmm15
+    vpslldq      xmm8, xmm4, 8
+    vpshrdq      xmm4, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm5, xmm1, 8
+    vpshrdq      xmm9, xmm1, xmm8, 25
+    vpandq       xmm10, xmm2, xmm16
     vpalignr     xmm11, xmm3, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm3, xmm4, 8
+    vpalignr     xmm11, xmm3, xmm2, 8
     vpshrdq      xmm12, xmm11, xmm3, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm2, 2
-    vpalignr     xmm8, xmm4, xmm2, 8
-    vpshrdq      xmm2, xmm2, xmm8, 25
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm4, xmm10, 150
+    vpshrdq      xmm4, xmm8, xmm5, 2
+    vpalignr     xmm8, xmm2, xmm5, 8
+    vpshrdq      xmm5, xmm5, xmm8, 25
     vpsrldq      xmm9, xmm3, 8
     vpshrdq      xmm10, xmm3, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm2, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm2, xmm8, xmm4, 2
-    vpshrdq      xmm4, xmm4, xmm11, 25
-    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpternlogq   xmm0, xmm4, xmm5, 150
+    vpternlogq   xmm0, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm6, xmm4, xmm2, 150
     vpshrdq      xmm2, xmm11, xmm3, 2
     vpshrdq      xmm3, xmm3, xmm9, 25
-    vpternlogq   xmm2, xmm5, xmm3, 150
-    vpandq       xmm2, xmm2, xmm15
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm3, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
+    vpternlogq   xmm2, xmm1, xmm3, 150
+    vpandq       xmm1, xmm2, xmm17
+    vgf2p8affineqb xmm2, xmm1, xmm13, 0
+    vgf2p8affineqb xmm1, xmm1, xmm14, 0
+    vpunpcklbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm6, xmm13, 0
+    vgf2p8affineqb xmm3, xmm6, xmm14, 0
+    vpunpcklbw   xmm4, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm5, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm0, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm0, 8
+    vpshrdq      xmm9, xmm0, xmm8, 25
+    vpandq       xmm10, xmm2, xmm16
+    vpalignr     xmm11, xmm1, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm1, xmm2, 8
+    vpshrdq      xmm12, xmm11, xmm1, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm2, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm1, 8
+    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpsrlq       xmm12, xmm9, 27
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm2, 2
+    vpshrdq      xmm2, xmm2, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm2, 150
+    vpshrdq      xmm2, xmm11, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm9, 25
+    vpternlogq   xmm2, xmm0, xmm1, 150
+    vpandq       xmm0, xmm2, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
+    vpshrdq      xmm10, xmm10, xmm11, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
     vpalignr     xmm8, xmm1, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm3, xmm14
-    vpalignr     xmm11, xmm2, xmm10, 8
-    vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm2, xmm3, 8
-    vpshrdq      xmm12, xmm11, xmm2, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm1, 2
-    vpalignr     xmm8, xmm3, xmm1, 8
-    vpshrdq      xmm1, xmm1, xmm8, 25
-    vpsrldq      xmm9, xmm2, 8
-    vpshrdq      xmm10, xmm2, xmm9, 4
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm1, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm1, xmm8, xmm3, 2
-    vpshrdq      xmm3, xmm3, xmm11, 25
-    vpternlogq   xmm5, xmm1, xmm3, 150
-    vpshrdq      xmm1, xmm11, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm9, 25
-    vpternlogq   xmm1, xmm4, xmm2, 150
-    vpandq       xmm1, xmm1, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vgf2p8affineqb xmm1, xmm0, xmm13, 0
+    vgf2p8affineqb xmm0, xmm0, xmm14, 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm5, xmm13, 0
+    vgf2p8affineqb xmm2, xmm5, xmm14, 0
+    vpunpcklbw   xmm4, xmm1, xmm2
+    vpunpckhbw   xmm1, xmm1, xmm2
+    vgf2p8affineqb xmm2, xmm3, xmm13, 0
+    vgf2p8affineqb xmm3, xmm3, xmm14, 0
+    vpunpcklbw   xmm5, xmm2, xmm3
+    vpunpckhbw   xmm2, xmm2, xmm3
+    vgf2p8affineqb xmm3, xmm7, xmm13, 0
+    vgf2p8affineqb xmm6, xmm7, xmm14, 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vpandq       xmm6, xmm2, xmm15
+    vpslldq      xmm8, xmm6, 8
+    vpshrdq      xmm6, xmm8, xmm6, 2
+    vpalignr     xmm8, xmm4, xmm2, 8
+    vpshrdq      xmm9, xmm2, xmm8, 25
+    vpandq       xmm10, xmm1, xmm16
+    vpalignr     xmm11, xmm0, xmm10, 8
     vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
+    vpalignr     xmm11, xmm0, xmm1, 8
+    vpshrdq      xmm12, xmm11, xmm0, 27
+    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm6, xmm10, 150
+    vpshrdq      xmm6, xmm8, xmm4, 2
+    vpalignr     xmm8, xmm1, xmm4, 8
+    vpshrdq      xmm4, xmm4, xmm8, 25
+    vpsrldq      xmm9, xmm0, 8
+    vpshrdq      xmm10, xmm0, xmm9, 4
     vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm5, xmm5, 17
-    vpclmulqdq   xmm3, xmm5, xmm5, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm5, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpandq       xmm7, xmm4, xmm13
-    vpslldq      xmm8, xmm7, 8
-    vpshrdq      xmm7, xmm8, xmm7, 2
-    vpalignr     xmm8, xmm3, xmm4, 8
-    vpshrdq      xmm9, xmm4, xmm8, 25
-    vpandq       xmm10, xmm2, xmm14
-    vpalignr     xmm11, xmm1, xmm10, 8
-    vpshrdq      xmm10, xmm10, xmm11, 4
-    vpalignr     xmm11, xmm1, xmm2, 8
-    vpshrdq      xmm12, xmm11, xmm1, 27
-    vpternlogq   xmm0, xmm9, xmm12, 150
-    vpternlogq   xmm0, xmm7, xmm10, 150
-    vpshrdq      xmm7, xmm8, xmm3, 2
-    vpalignr     xmm8, xmm2, xmm3, 8
-    vpshrdq      xmm3, xmm3, xmm8, 25
-    vpsrldq      xmm9, xmm1, 8
-    vpshrdq      xmm10, xmm1, xmm9, 4
-    vpsrlq       xmm12, xmm9, 27
-    vpternlogq   xmm6, xmm7, xmm3, 150
-    vpternlogq   xmm6, xmm10, xmm12, 150
-    vpshrdq      xmm3, xmm8, xmm2, 2
-    vpshrdq      xmm2, xmm2, xmm11, 25
-    vpternlogq   xmm5, xmm3, xmm2, 150
-    vpshrdq      xmm2, xmm11, xmm1, 2
-    vpshrdq      xmm1, xmm1, xmm9, 25
-    vpternlogq   xmm2, xmm4, xmm1, 150
-    vpandq       xmm1, xmm2, xmm15
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm6
+    vpternlogq   xmm3, xmm6, xmm4, 150
+    vpternlogq   xmm3, xmm10, xmm12, 150
+    vpshrdq      xmm4, xmm8, xmm1, 2
+    vpshrdq      xmm1, xmm1, xmm11, 25
+    vpternlogq   xmm5, xmm4, xmm1, 150
+    vpshrdq      xmm1, xmm11, xmm0, 2
+    vpshrdq      xmm0, xmm0, xmm9, 25
+    vpternlogq   xmm1, xmm2, xmm0, 150
+    vpandq       xmm0, xmm1, xmm17
+    vmovdqu64    [rdi], xmm7
+    vmovdqu64    [rdi + 16], xmm3
     vmovdqu64    [rdi + 32], xmm5
-    vmovq        qword [rdi + 48], xmm1
+    vmovq        qword [rdi + 48], xmm0
     ret
 .end:
 
@@ -5448,7 +5733,7 @@ kg_gf2m409_msqr16_avx512:
 ;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
@@ -5670,8 +5955,7 @@ kg_gf2m409_ladder_step_avx512:
     vpalignr     xmm1, xmm0, xmm1, 8
     vpxorq       xmm1, xmm8, xmm1
     vpsrldq      xmm0, xmm0, 8
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
-    vpternlogq   xmm0, xmm7, [rax - 128], 40
+    vpternlogq   xmm0, xmm7, [rel gf2m_mask_ffffffffffffffff_0], 40
     vpclmulqdq   xmm7, xmm2, xmm23, 0
     vpclmulqdq   xmm8, xmm2, xmm23, 17
     vpshufd      xmm10, xmm2, 78
@@ -5818,163 +6102,188 @@ kg_gf2m409_ladder_step_avx512:
     vpalignr     xmm3, xmm2, xmm3, 8
     vpxorq       xmm3, xmm12, xmm3
     vpsrldq      xmm2, xmm2, 8
-    vpternlogq   xmm2, xmm4, [rax - 128], 40
+    vpternlogq   xmm2, xmm4, [rel gf2m_mask_ffffffffffffffff_0], 40
     vmovdqa64    xmm4, [rsp + 768]                   ; reload
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
+    vgf2p8affineqb xmm8, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm4, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm8, xmm4
     vmovdqa64    xmm8, [rsp + 704]                   ; reload
-    vpclmulqdq   xmm10, xmm8, xmm8, 17
-    vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vmovdqa64    xmm11, [rsp + 640]                  ; reload
-    vpclmulqdq   xmm12, xmm11, xmm11, 17
-    vpclmulqdq   xmm11, xmm11, xmm11, 0
-    vmovdqa64    xmm13, [rsp + 576]                  ; reload
-    vpclmulqdq   xmm14, xmm13, xmm13, 17
-    vpclmulqdq   xmm13, xmm13, xmm13, 0
-    vpsllq       xmm15, xmm4, 39
+    vgf2p8affineqb xmm10, xmm8, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm8, xmm8, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm11, xmm10, xmm8
+    vpunpckhbw   xmm8, xmm10, xmm8
+    vmovdqa64    xmm10, [rsp + 640]                  ; reload
+    vgf2p8affineqb xmm12, xmm10, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm10, xmm10, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm13, xmm12, xmm10
+    vpunpckhbw   xmm10, xmm12, xmm10
+    vmovdqa64    xmm12, [rsp + 576]                  ; reload
+    vgf2p8affineqb xmm14, xmm12, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm12, xmm12, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm15, xmm14, xmm12
+    vpunpckhbw   xmm12, xmm14, xmm12
+    vpsllq       xmm14, xmm4, 39
     vpsrlq       xmm16, xmm4, 25
     vpsllq       xmm17, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
-    vpsllq       xmm18, xmm10, 39
-    vpsrlq       xmm19, xmm10, 25
-    vpsllq       xmm20, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpsrldq      xmm21, xmm4, 8
-    vpxorq       xmm8, xmm8, xmm21
-    vpsllq       xmm21, xmm8, 39
-    vpsrlq       xmm22, xmm8, 25
-    vpsllq       xmm26, xmm8, 62
+    vpsllq       xmm18, xmm8, 39
+    vpsrlq       xmm19, xmm8, 25
+    vpsllq       xmm20, xmm8, 62
     vpsrlq       xmm8, xmm8, 2
-    vpxorq       xmm10, xmm15, xmm10
-    vpternlogq   xmm12, xmm16, xmm17, 150
-    vpalignr     xmm4, xmm4, xmm10, 8
-    vpxorq       xmm4, xmm12, xmm4
+    vpsrldq      xmm21, xmm4, 8
+    vpxorq       xmm11, xmm11, xmm21
+    vpsllq       xmm21, xmm11, 39
+    vpsrlq       xmm22, xmm11, 25
+    vpsllq       xmm26, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpxorq       xmm8, xmm14, xmm8
+    vpternlogq   xmm10, xmm16, xmm17, 150
+    vpalignr     xmm4, xmm4, xmm8, 8
+    vpxorq       xmm4, xmm10, xmm4
     vpsrldq      xmm4, xmm4, 8
-    vpsllq       xmm15, xmm4, 39
+    vpsllq       xmm14, xmm4, 39
     vpsrlq       xmm16, xmm4, 25
     vpsllq       xmm17, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
     vpxorq       xmm4, xmm26, xmm4
-    vpternlogq   xmm14, xmm22, xmm4, 150
-    vpxorq       xmm4, xmm18, xmm8
-    vpternlogq   xmm11, xmm19, xmm20, 150
-    vpslldq      xmm8, xmm21, 8
-    vpternlogq   xmm13, xmm15, xmm8, 150
-    vpalignr     xmm8, xmm4, xmm21, 8
-    vpxorq       xmm8, xmm14, xmm8
-    vpalignr     xmm4, xmm10, xmm4, 8
-    vpxorq       xmm4, xmm11, xmm4
-    vpsrldq      xmm10, xmm10, 8
-    vpternlogq   xmm10, xmm12, [rax - 128], 40
-    vmovdqa64    xmm11, [rsp + 512]                  ; reload
-    vpclmulqdq   xmm11, xmm11, xmm11, 0
-    vpclmulqdq   xmm12, xmm25, xmm25, 17
-    vpclmulqdq   xmm14, xmm25, xmm25, 0
-    vpclmulqdq   xmm15, xmm24, xmm24, 17
-    vpclmulqdq   xmm16, xmm24, xmm24, 0
-    vpclmulqdq   xmm17, xmm23, xmm23, 17
-    vpclmulqdq   xmm18, xmm23, xmm23, 0
-    vpsllq       xmm19, xmm11, 39
-    vpsrlq       xmm20, xmm11, 25
-    vpsllq       xmm21, xmm11, 62
-    vpsrlq       xmm11, xmm11, 2
+    vpternlogq   xmm12, xmm22, xmm4, 150
+    vpxorq       xmm4, xmm18, xmm11
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm11, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm11, 150
+    vpalignr     xmm11, xmm4, xmm21, 8
+    vpxorq       xmm11, xmm12, xmm11
+    vpalignr     xmm4, xmm8, xmm4, 8
+    vpxorq       xmm4, xmm13, xmm4
+    vpsrldq      xmm8, xmm8, 8
+    vpternlogq   xmm8, xmm10, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vmovdqa64    xmm10, [rsp + 512]                  ; reload
+    vgf2p8affineqb xmm12, xmm10, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm10, xmm10, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm10, xmm12, xmm10
+    vgf2p8affineqb xmm12, xmm25, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm13, xmm25, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm14, xmm12, xmm13
+    vpunpckhbw   xmm12, xmm12, xmm13
+    vgf2p8affineqb xmm13, xmm24, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm16, xmm24, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm17, xmm13, xmm16
+    vpunpckhbw   xmm13, xmm13, xmm16
+    vgf2p8affineqb xmm16, xmm23, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm18, xmm23, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm19, xmm16, xmm18
+    vpunpckhbw   xmm16, xmm16, xmm18
+    vpsllq       xmm18, xmm10, 39
+    vpsrlq       xmm20, xmm10, 25
+    vpsllq       xmm21, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
     vpsllq       xmm22, xmm12, 39
     vpsrlq       xmm23, xmm12, 25
     vpsllq       xmm24, xmm12, 62
     vpsrlq       xmm12, xmm12, 2
-    vpsrldq      xmm25, xmm11, 8
+    vpsrldq      xmm25, xmm10, 8
     vpxorq       xmm14, xmm14, xmm25
     vpsllq       xmm25, xmm14, 39
     vpsrlq       xmm26, xmm14, 25
     vpsllq       xmm27, xmm14, 62
     vpsrlq       xmm14, xmm14, 2
-    vpxorq       xmm12, xmm19, xmm12
-    vpternlogq   xmm15, xmm20, xmm21, 150
-    vpalignr     xmm11, xmm11, xmm12, 8
-    vpxorq       xmm11, xmm15, xmm11
-    vpsrldq      xmm11, xmm11, 8
-    vpsllq       xmm19, xmm11, 39
-    vpsrlq       xmm20, xmm11, 25
-    vpsllq       xmm21, xmm11, 62
-    vpsrlq       xmm11, xmm11, 2
+    vpxorq       xmm12, xmm18, xmm12
+    vpternlogq   xmm13, xmm20, xmm21, 150
+    vpalignr     xmm10, xmm10, xmm12, 8
+    vpxorq       xmm10, xmm13, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpsllq       xmm18, xmm10, 39
+    vpsrlq       xmm20, xmm10, 25
+    vpsllq       xmm21, xmm10, 62
+    vpsrlq       xmm10, xmm10, 2
     vpternlogq   xmm25, xmm20, xmm21, 150
-    vpxorq       xmm11, xmm27, xmm11
-    vpternlogq   xmm17, xmm26, xmm11, 150
-    vpxorq       xmm11, xmm22, xmm14
-    vpternlogq   xmm16, xmm23, xmm24, 150
+    vpxorq       xmm10, xmm27, xmm10
+    vpternlogq   xmm16, xmm26, xmm10, 150
+    vpxorq       xmm10, xmm22, xmm14
+    vpternlogq   xmm17, xmm23, xmm24, 150
     vpslldq      xmm14, xmm25, 8
-    vpternlogq   xmm18, xmm19, xmm14, 150
-    vpalignr     xmm14, xmm11, xmm25, 8
-    vpxorq       xmm14, xmm17, xmm14
-    vpalignr     xmm11, xmm12, xmm11, 8
-    vpxorq       xmm11, xmm16, xmm11
+    vpternlogq   xmm19, xmm18, xmm14, 150
+    vpalignr     xmm14, xmm10, xmm25, 8
+    vpxorq       xmm14, xmm16, xmm14
+    vpalignr     xmm10, xmm12, xmm10, 8
+    vpxorq       xmm10, xmm17, xmm10
     vpsrldq      xmm12, xmm12, 8
-    vpternlogq   xmm12, xmm15, [rax - 128], 40
-    vpxorq       xmm15, xmm6, xmm5
+    vpternlogq   xmm12, xmm13, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpxorq       xmm13, xmm6, xmm5
     vpxorq       xmm16, xmm9, xmm7
     vpxorq       xmm17, xmm1, xmm3
-    vpxorq       xmm19, xmm0, xmm2
-    vpclmulqdq   xmm19, xmm19, xmm19, 0
-    vpclmulqdq   xmm20, xmm17, xmm17, 17
-    vpclmulqdq   xmm17, xmm17, xmm17, 0
-    vpclmulqdq   xmm21, xmm16, xmm16, 17
-    vpclmulqdq   xmm16, xmm16, xmm16, 0
-    vpclmulqdq   xmm22, xmm15, xmm15, 17
-    vpclmulqdq   xmm15, xmm15, xmm15, 0
-    vpsllq       xmm23, xmm19, 39
-    vpsrlq       xmm24, xmm19, 25
-    vpsllq       xmm25, xmm19, 62
-    vpsrlq       xmm19, xmm19, 2
-    vpsllq       xmm26, xmm20, 39
-    vpsrlq       xmm27, xmm20, 25
-    vpsllq       xmm28, xmm20, 62
-    vpsrlq       xmm20, xmm20, 2
-    vpsrldq      xmm29, xmm19, 8
-    vpxorq       xmm17, xmm17, xmm29
-    vpsllq       xmm29, xmm17, 39
-    vpsrlq       xmm30, xmm17, 25
-    vpsllq       xmm31, xmm17, 62
+    vpxorq       xmm18, xmm0, xmm2
+    vgf2p8affineqb xmm20, xmm18, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm18, xmm18, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm18, xmm20, xmm18
+    vgf2p8affineqb xmm20, xmm17, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm17, xmm17, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm21, xmm20, xmm17
+    vpunpckhbw   xmm17, xmm20, xmm17
+    vgf2p8affineqb xmm20, xmm16, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm16, xmm16, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm22, xmm20, xmm16
+    vpunpckhbw   xmm16, xmm20, xmm16
+    vgf2p8affineqb xmm20, xmm13, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm13, xmm13, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm23, xmm20, xmm13
+    vpunpckhbw   xmm13, xmm20, xmm13
+    vpsllq       xmm20, xmm18, 39
+    vpsrlq       xmm24, xmm18, 25
+    vpsllq       xmm25, xmm18, 62
+    vpsrlq       xmm18, xmm18, 2
+    vpsllq       xmm26, xmm17, 39
+    vpsrlq       xmm27, xmm17, 25
+    vpsllq       xmm28, xmm17, 62
     vpsrlq       xmm17, xmm17, 2
-    vpxorq       xmm20, xmm23, xmm20
-    vpternlogq   xmm21, xmm24, xmm25, 150
-    vpalignr     xmm19, xmm19, xmm20, 8
-    vpxorq       xmm19, xmm21, xmm19
-    vpsrldq      xmm19, xmm19, 8
-    vpsllq       xmm23, xmm19, 39
-    vpsrlq       xmm24, xmm19, 25
-    vpsllq       xmm25, xmm19, 62
-    vpsrlq       xmm19, xmm19, 2
+    vpsrldq      xmm29, xmm18, 8
+    vpxorq       xmm21, xmm21, xmm29
+    vpsllq       xmm29, xmm21, 39
+    vpsrlq       xmm30, xmm21, 25
+    vpsllq       xmm31, xmm21, 62
+    vpsrlq       xmm21, xmm21, 2
+    vpxorq       xmm17, xmm20, xmm17
+    vpternlogq   xmm16, xmm24, xmm25, 150
+    vpalignr     xmm18, xmm18, xmm17, 8
+    vpxorq       xmm18, xmm16, xmm18
+    vpsrldq      xmm18, xmm18, 8
+    vpsllq       xmm20, xmm18, 39
+    vpsrlq       xmm24, xmm18, 25
+    vpsllq       xmm25, xmm18, 62
+    vpsrlq       xmm18, xmm18, 2
     vpternlogq   xmm29, xmm24, xmm25, 150
-    vpxorq       xmm19, xmm31, xmm19
-    vpternlogq   xmm22, xmm30, xmm19, 150
-    vpxorq       xmm17, xmm26, xmm17
-    vpternlogq   xmm16, xmm27, xmm28, 150
-    vpslldq      xmm19, xmm29, 8
-    vpternlogq   xmm15, xmm23, xmm19, 150
-    vpalignr     xmm19, xmm17, xmm29, 8
-    vpxorq       xmm19, xmm22, xmm19
-    vpalignr     xmm17, xmm20, xmm17, 8
-    vpxorq       xmm16, xmm16, xmm17
-    vpsrldq      xmm17, xmm20, 8
-    vpternlogq   xmm17, xmm21, [rax - 128], 40
-    vpclmulqdq   xmm20, xmm13, xmm18, 0
-    vpclmulqdq   xmm21, xmm13, xmm18, 17
-    vpshufd      xmm22, xmm13, 78
-    vpxorq       xmm22, xmm13, xmm22
-    vpshufd      xmm23, xmm18, 78
-    vpxorq       xmm23, xmm18, xmm23
-    vpclmulqdq   xmm22, xmm22, xmm23, 0
-    vpternlogq   xmm22, xmm20, xmm21, 150
-    vpclmulqdq   xmm23, xmm8, xmm14, 0
-    vpclmulqdq   xmm24, xmm8, xmm14, 17
-    vpshufd      xmm25, xmm8, 78
-    vpxorq       xmm25, xmm8, xmm25
+    vpxorq       xmm18, xmm31, xmm18
+    vpternlogq   xmm13, xmm30, xmm18, 150
+    vpxorq       xmm18, xmm26, xmm21
+    vpternlogq   xmm22, xmm27, xmm28, 150
+    vpslldq      xmm21, xmm29, 8
+    vpternlogq   xmm23, xmm20, xmm21, 150
+    vpalignr     xmm20, xmm18, xmm29, 8
+    vpxorq       xmm13, xmm13, xmm20
+    vpalignr     xmm18, xmm17, xmm18, 8
+    vpxorq       xmm18, xmm22, xmm18
+    vpsrldq      xmm17, xmm17, 8
+    lea          rax, [rel gf2m_mask_ffffffffffffffff_0 + 128] ; addresses gf2m_mask_ffffffffffffffff_0 near byte 0
+    vpternlogq   xmm17, xmm16, [rax - 128], 40
+    vpclmulqdq   xmm16, xmm15, xmm19, 0
+    vpclmulqdq   xmm20, xmm15, xmm19, 17
+    vpshufd      xmm21, xmm15, 78
+    vpxorq       xmm21, xmm15, xmm21
+    vpshufd      xmm22, xmm19, 78
+    vpxorq       xmm22, xmm19, xmm22
+    vpclmulqdq   xmm21, xmm21, xmm22, 0
+    vpternlogq   xmm21, xmm16, xmm20, 150
+    vpclmulqdq   xmm22, xmm11, xmm14, 0
+    vpclmulqdq   xmm24, xmm11, xmm14, 17
+    vpshufd      xmm25, xmm11, 78
+    vpxorq       xmm25, xmm11, xmm25
     vpshufd      xmm26, xmm14, 78
     vpxorq       xmm26, xmm14, xmm26
     vpclmulqdq   xmm25, xmm25, xmm26, 0
-    vpternlogq   xmm25, xmm23, xmm24, 150
-    vpxorq       xmm26, xmm13, xmm8
-    vpxorq       xmm27, xmm18, xmm14
+    vpternlogq   xmm25, xmm22, xmm24, 150
+    vpxorq       xmm26, xmm15, xmm11
+    vpxorq       xmm27, xmm19, xmm14
     vpclmulqdq   xmm28, xmm26, xmm27, 0
     vpclmulqdq   xmm29, xmm26, xmm27, 17
     vpshufd      xmm30, xmm26, 78
@@ -5983,24 +6292,24 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm27, xmm27, xmm30
     vpclmulqdq   xmm26, xmm26, xmm27, 0
     vpternlogq   xmm26, xmm28, xmm29, 150
-    vpxorq       xmm21, xmm21, xmm23
-    vpxorq       xmm23, xmm20, xmm28
-    vpxorq       xmm23, xmm23, xmm21
-    vpternlogq   xmm26, xmm22, xmm25, 150
+    vpxorq       xmm20, xmm20, xmm22
+    vpxorq       xmm22, xmm16, xmm28
+    vpxorq       xmm22, xmm22, xmm20
+    vpternlogq   xmm26, xmm21, xmm25, 150
     vpxorq       xmm27, xmm29, xmm24
-    vpclmulqdq   xmm28, xmm4, xmm11, 0
-    vpclmulqdq   xmm29, xmm4, xmm11, 17
+    vpclmulqdq   xmm28, xmm4, xmm10, 0
+    vpclmulqdq   xmm29, xmm4, xmm10, 17
     vpshufd      xmm30, xmm4, 78
     vpxorq       xmm30, xmm4, xmm30
-    vpshufd      xmm31, xmm11, 78
-    vpxorq       xmm31, xmm11, xmm31
+    vpshufd      xmm31, xmm10, 78
+    vpxorq       xmm31, xmm10, xmm31
     vpclmulqdq   xmm30, xmm30, xmm31, 0
     vpternlogq   xmm30, xmm28, xmm29, 150
-    vpclmulqdq   xmm31, xmm10, xmm12, 0
+    vpclmulqdq   xmm31, xmm8, xmm12, 0
     vmovdqa64    [rsp + 512], xmm0                   ; spill
-    vpxorq       xmm0, xmm4, xmm10
+    vpxorq       xmm0, xmm4, xmm8
     vmovdqa64    [rsp + 576], xmm2                   ; spill
-    vpxorq       xmm2, xmm11, xmm12
+    vpxorq       xmm2, xmm10, xmm12
     vmovdqa64    [rsp + 640], xmm1                   ; spill
     vpclmulqdq   xmm1, xmm0, xmm2, 0
     vmovdqa64    [rsp + 704], xmm3                   ; spill
@@ -6016,9 +6325,9 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm1, xmm28, xmm1
     vpxorq       xmm0, xmm30, xmm0
     vpxorq       xmm3, xmm3, xmm2
-    vpxorq       xmm7, xmm13, xmm4
-    vpxorq       xmm29, xmm8, xmm10
-    vpxorq       xmm31, xmm18, xmm11
+    vpxorq       xmm7, xmm15, xmm4
+    vpxorq       xmm29, xmm11, xmm8
+    vpxorq       xmm31, xmm19, xmm10
     vmovdqa64    [rsp + 832], xmm9                   ; spill
     vpxorq       xmm9, xmm14, xmm12
     vmovdqa64    [rsp + 896], xmm5                   ; spill
@@ -6028,56 +6337,56 @@ kg_gf2m409_ladder_step_avx512:
     vmovdqa64    [rsp + 1024], xmm17                 ; spill
     vpshufd      xmm17, xmm7, 78
     vpxorq       xmm17, xmm7, xmm17
-    vmovdqa64    [rsp + 1088], xmm16                 ; spill
-    vpshufd      xmm16, xmm31, 78
-    vpxorq       xmm16, xmm31, xmm16
-    vpclmulqdq   xmm16, xmm17, xmm16, 0
-    vpternlogq   xmm16, xmm5, xmm6, 150
-    vpclmulqdq   xmm17, xmm29, xmm9, 0
-    vmovdqa64    [rsp + 1152], xmm19                 ; spill
-    vpclmulqdq   xmm19, xmm29, xmm9, 17
-    vmovdqa64    [rsp + 1216], xmm15                 ; spill
-    vpshufd      xmm15, xmm29, 78
-    vpxorq       xmm15, xmm29, xmm15
-    vmovdqa64    [rsp + 1280], xmm10                 ; spill
-    vpshufd      xmm10, xmm9, 78
-    vpxorq       xmm10, xmm9, xmm10
-    vpclmulqdq   xmm10, xmm15, xmm10, 0
-    vpternlogq   xmm10, xmm17, xmm19, 150
+    vmovdqa64    [rsp + 1088], xmm18                 ; spill
+    vpshufd      xmm18, xmm31, 78
+    vpxorq       xmm18, xmm31, xmm18
+    vpclmulqdq   xmm17, xmm17, xmm18, 0
+    vpternlogq   xmm17, xmm5, xmm6, 150
+    vpclmulqdq   xmm18, xmm29, xmm9, 0
+    vmovdqa64    [rsp + 1152], xmm13                 ; spill
+    vpclmulqdq   xmm13, xmm29, xmm9, 17
+    vmovdqa64    [rsp + 1216], xmm23                 ; spill
+    vpshufd      xmm23, xmm29, 78
+    vpxorq       xmm23, xmm29, xmm23
+    vmovdqa64    [rsp + 1280], xmm8                  ; spill
+    vpshufd      xmm8, xmm9, 78
+    vpxorq       xmm8, xmm9, xmm8
+    vpclmulqdq   xmm8, xmm23, xmm8, 0
+    vpternlogq   xmm8, xmm18, xmm13, 150
     vpxorq       xmm7, xmm7, xmm29
     vpxorq       xmm9, xmm31, xmm9
-    vpclmulqdq   xmm15, xmm7, xmm9, 0
+    vpclmulqdq   xmm23, xmm7, xmm9, 0
     vpclmulqdq   xmm29, xmm7, xmm9, 17
     vpshufd      xmm31, xmm7, 78
     vpxorq       xmm7, xmm7, xmm31
     vpshufd      xmm31, xmm9, 78
     vpxorq       xmm9, xmm9, xmm31
     vpclmulqdq   xmm7, xmm7, xmm9, 0
-    vpternlogq   xmm7, xmm15, xmm29, 150
-    vpxorq       xmm6, xmm6, xmm17
-    vpxorq       xmm9, xmm5, xmm15
-    vpternlogq   xmm7, xmm16, xmm10, 150
-    vpxorq       xmm15, xmm29, xmm19
-    vpternlogq   xmm27, xmm21, xmm28, 150
-    vpxorq       xmm17, xmm25, xmm30
+    vpternlogq   xmm7, xmm23, xmm29, 150
+    vpxorq       xmm6, xmm6, xmm18
+    vpxorq       xmm9, xmm5, xmm23
+    vpternlogq   xmm7, xmm17, xmm8, 150
+    vpxorq       xmm18, xmm29, xmm13
+    vpternlogq   xmm27, xmm20, xmm28, 150
+    vpxorq       xmm20, xmm25, xmm30
     vpternlogq   xmm1, xmm2, xmm24, 150
-    vpxorq       xmm2, xmm20, xmm5
-    vpxorq       xmm5, xmm22, xmm16
-    vpxorq       xmm5, xmm5, xmm17
-    vpternlogq   xmm9, xmm6, xmm23, 150
+    vpxorq       xmm2, xmm16, xmm5
+    vpxorq       xmm5, xmm21, xmm17
+    vpxorq       xmm5, xmm5, xmm20
+    vpternlogq   xmm9, xmm6, xmm22, 150
     vpternlogq   xmm7, xmm26, xmm0, 150
-    vpternlogq   xmm15, xmm6, xmm3, 150
-    vpxorq       xmm6, xmm10, xmm17
-    vpslldq      xmm10, xmm22, 8
-    vpalignr     xmm16, xmm26, xmm22, 8
-    vpalignr     xmm17, xmm5, xmm26, 8
-    vpternlogq   xmm2, xmm27, xmm17, 150
+    vpternlogq   xmm18, xmm6, xmm3, 150
+    vpxorq       xmm6, xmm8, xmm20
+    vpslldq      xmm8, xmm21, 8
+    vpalignr     xmm17, xmm26, xmm21, 8
+    vpalignr     xmm20, xmm5, xmm26, 8
+    vpternlogq   xmm2, xmm27, xmm20, 150
     vpalignr     xmm5, xmm7, xmm5, 8
     vpternlogq   xmm9, xmm1, xmm5, 150
     vpalignr     xmm5, xmm6, xmm7, 8
-    vpternlogq   xmm15, xmm27, xmm5, 150
+    vpternlogq   xmm18, xmm27, xmm5, 150
     vpalignr     xmm5, xmm0, xmm6, 8
-    vpternlogq   xmm5, xmm19, xmm1, 150
+    vpternlogq   xmm5, xmm13, xmm1, 150
     vpsrldq      xmm0, xmm0, 8
     vpxorq       xmm0, xmm3, xmm0
     vpsllq       xmm1, xmm0, 39
@@ -6085,15 +6394,15 @@ kg_gf2m409_ladder_step_avx512:
     vpsllq       xmm6, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpsllq       xmm7, xmm5, 39
-    vpsrlq       xmm17, xmm5, 25
-    vpsllq       xmm19, xmm5, 62
+    vpsrlq       xmm13, xmm5, 25
+    vpsllq       xmm20, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
     vpsrldq      xmm21, xmm0, 8
-    vpxorq       xmm15, xmm15, xmm21
-    vpsllq       xmm21, xmm15, 39
-    vpsrlq       xmm22, xmm15, 25
-    vpsllq       xmm24, xmm15, 62
-    vpsrlq       xmm15, xmm15, 2
+    vpxorq       xmm18, xmm18, xmm21
+    vpsllq       xmm21, xmm18, 39
+    vpsrlq       xmm23, xmm18, 25
+    vpsllq       xmm24, xmm18, 62
+    vpsrlq       xmm18, xmm18, 2
     vpxorq       xmm1, xmm1, xmm5
     vpternlogq   xmm9, xmm3, xmm6, 150
     vpalignr     xmm0, xmm0, xmm1, 8
@@ -6103,12 +6412,12 @@ kg_gf2m409_ladder_step_avx512:
     vpsrlq       xmm5, xmm0, 25
     vpsllq       xmm6, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
-    vpternlogq   xmm10, xmm20, xmm3, 150
+    vpternlogq   xmm8, xmm16, xmm3, 150
     vpternlogq   xmm21, xmm5, xmm6, 150
-    vpternlogq   xmm16, xmm23, xmm22, 150
-    vpternlogq   xmm24, xmm0, xmm16, 150
-    vpxorq       xmm0, xmm7, xmm15
-    vpternlogq   xmm2, xmm17, xmm19, 150
+    vpternlogq   xmm17, xmm22, xmm23, 150
+    vpternlogq   xmm24, xmm0, xmm17, 150
+    vpxorq       xmm0, xmm7, xmm18
+    vpternlogq   xmm2, xmm13, xmm20, 150
     vpslldq      xmm3, xmm21, 8
     vpalignr     xmm5, xmm0, xmm21, 8
     vpxorq       xmm5, xmm24, xmm5
@@ -6117,25 +6426,25 @@ kg_gf2m409_ladder_step_avx512:
     vpsrldq      xmm1, xmm1, 8
     vpternlogq   xmm1, xmm9, [rax - 128], 40
     vmovdqa64    xmm2, [rsp + 448]                   ; reload
-    vpclmulqdq   xmm6, xmm2, xmm18, 0
-    vpclmulqdq   xmm7, xmm2, xmm18, 17
+    vpclmulqdq   xmm6, xmm2, xmm19, 0
+    vpclmulqdq   xmm7, xmm2, xmm19, 17
     vpshufd      xmm9, xmm2, 78
     vpxorq       xmm9, xmm2, xmm9
-    vpshufd      xmm15, xmm18, 78
-    vpxorq       xmm15, xmm18, xmm15
-    vpclmulqdq   xmm9, xmm9, xmm15, 0
+    vpshufd      xmm13, xmm19, 78
+    vpxorq       xmm13, xmm19, xmm13
+    vpclmulqdq   xmm9, xmm9, xmm13, 0
     vpternlogq   xmm9, xmm6, xmm7, 150
-    vmovdqa64    xmm15, [rsp + 384]                  ; reload
-    vpclmulqdq   xmm16, xmm15, xmm14, 0
-    vpclmulqdq   xmm17, xmm15, xmm14, 17
-    vpshufd      xmm19, xmm15, 78
-    vpxorq       xmm19, xmm15, xmm19
+    vmovdqa64    xmm13, [rsp + 384]                  ; reload
+    vpclmulqdq   xmm16, xmm13, xmm14, 0
+    vpclmulqdq   xmm17, xmm13, xmm14, 17
+    vpshufd      xmm18, xmm13, 78
+    vpxorq       xmm18, xmm13, xmm18
     vpshufd      xmm20, xmm14, 78
     vpxorq       xmm20, xmm14, xmm20
-    vpclmulqdq   xmm19, xmm19, xmm20, 0
-    vpternlogq   xmm19, xmm16, xmm17, 150
-    vpxorq       xmm20, xmm2, xmm15
-    vpxorq       xmm21, xmm18, xmm14
+    vpclmulqdq   xmm18, xmm18, xmm20, 0
+    vpternlogq   xmm18, xmm16, xmm17, 150
+    vpxorq       xmm20, xmm2, xmm13
+    vpxorq       xmm21, xmm19, xmm14
     vpclmulqdq   xmm22, xmm20, xmm21, 0
     vpclmulqdq   xmm23, xmm20, xmm21, 17
     vpshufd      xmm24, xmm20, 78
@@ -6147,21 +6456,21 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm7, xmm7, xmm16
     vpxorq       xmm16, xmm6, xmm22
     vpxorq       xmm16, xmm16, xmm7
-    vpternlogq   xmm20, xmm9, xmm19, 150
+    vpternlogq   xmm20, xmm9, xmm18, 150
     vpxorq       xmm21, xmm23, xmm17
     vmovdqa64    xmm22, [rsp + 320]                  ; reload
-    vpclmulqdq   xmm23, xmm22, xmm11, 0
-    vpclmulqdq   xmm24, xmm22, xmm11, 17
+    vpclmulqdq   xmm23, xmm22, xmm10, 0
+    vpclmulqdq   xmm24, xmm22, xmm10, 17
     vpshufd      xmm25, xmm22, 78
     vpxorq       xmm25, xmm22, xmm25
-    vpshufd      xmm26, xmm11, 78
-    vpxorq       xmm26, xmm11, xmm26
+    vpshufd      xmm26, xmm10, 78
+    vpxorq       xmm26, xmm10, xmm26
     vpclmulqdq   xmm25, xmm25, xmm26, 0
     vpternlogq   xmm25, xmm23, xmm24, 150
     vmovdqa64    xmm26, [rsp + 256]                  ; reload
     vpclmulqdq   xmm27, xmm26, xmm12, 0
     vpxorq       xmm28, xmm22, xmm26
-    vpxorq       xmm29, xmm11, xmm12
+    vpxorq       xmm29, xmm10, xmm12
     vpclmulqdq   xmm30, xmm28, xmm29, 0
     vpclmulqdq   xmm31, xmm28, xmm29, 17
     vmovdqa64    [rsp + 1344], xmm0                  ; spill
@@ -6176,57 +6485,57 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm0, xmm25, xmm0
     vpxorq       xmm28, xmm31, xmm24
     vpxorq       xmm2, xmm2, xmm22
-    vpxorq       xmm15, xmm15, xmm26
-    vpxorq       xmm11, xmm18, xmm11
+    vpxorq       xmm13, xmm13, xmm26
+    vpxorq       xmm10, xmm19, xmm10
     vpxorq       xmm12, xmm14, xmm12
-    vpclmulqdq   xmm14, xmm2, xmm11, 0
-    vpclmulqdq   xmm18, xmm2, xmm11, 17
+    vpclmulqdq   xmm14, xmm2, xmm10, 0
+    vpclmulqdq   xmm19, xmm2, xmm10, 17
     vpshufd      xmm22, xmm2, 78
     vpxorq       xmm22, xmm2, xmm22
-    vpshufd      xmm26, xmm11, 78
-    vpxorq       xmm26, xmm11, xmm26
+    vpshufd      xmm26, xmm10, 78
+    vpxorq       xmm26, xmm10, xmm26
     vpclmulqdq   xmm22, xmm22, xmm26, 0
-    vpternlogq   xmm22, xmm14, xmm18, 150
-    vpclmulqdq   xmm26, xmm15, xmm12, 0
-    vpclmulqdq   xmm29, xmm15, xmm12, 17
-    vpshufd      xmm30, xmm15, 78
-    vpxorq       xmm30, xmm15, xmm30
+    vpternlogq   xmm22, xmm14, xmm19, 150
+    vpclmulqdq   xmm26, xmm13, xmm12, 0
+    vpclmulqdq   xmm29, xmm13, xmm12, 17
+    vpshufd      xmm30, xmm13, 78
+    vpxorq       xmm30, xmm13, xmm30
     vpshufd      xmm31, xmm12, 78
     vpxorq       xmm31, xmm12, xmm31
     vpclmulqdq   xmm30, xmm30, xmm31, 0
     vpternlogq   xmm30, xmm26, xmm29, 150
-    vpxorq       xmm2, xmm2, xmm15
-    vpxorq       xmm11, xmm11, xmm12
-    vpclmulqdq   xmm12, xmm2, xmm11, 0
-    vpclmulqdq   xmm15, xmm2, xmm11, 17
+    vpxorq       xmm2, xmm2, xmm13
+    vpxorq       xmm10, xmm10, xmm12
+    vpclmulqdq   xmm12, xmm2, xmm10, 0
+    vpclmulqdq   xmm13, xmm2, xmm10, 17
     vpshufd      xmm31, xmm2, 78
     vpxorq       xmm2, xmm2, xmm31
-    vpshufd      xmm31, xmm11, 78
-    vpxorq       xmm11, xmm11, xmm31
-    vpclmulqdq   xmm2, xmm2, xmm11, 0
-    vpternlogq   xmm2, xmm12, xmm15, 150
-    vpxorq       xmm11, xmm18, xmm26
+    vpshufd      xmm31, xmm10, 78
+    vpxorq       xmm10, xmm10, xmm31
+    vpclmulqdq   xmm2, xmm2, xmm10, 0
+    vpternlogq   xmm2, xmm12, xmm13, 150
+    vpxorq       xmm10, xmm19, xmm26
     vpxorq       xmm12, xmm14, xmm12
     vpternlogq   xmm2, xmm22, xmm30, 150
-    vpxorq       xmm15, xmm15, xmm29
+    vpxorq       xmm13, xmm13, xmm29
     vpternlogq   xmm21, xmm7, xmm23, 150
-    vpxorq       xmm7, xmm19, xmm25
+    vpxorq       xmm7, xmm18, xmm25
     vpternlogq   xmm27, xmm24, xmm17, 150
     vpxorq       xmm14, xmm6, xmm14
     vpxorq       xmm17, xmm9, xmm22
     vpxorq       xmm17, xmm17, xmm7
-    vpternlogq   xmm12, xmm11, xmm16, 150
+    vpternlogq   xmm12, xmm10, xmm16, 150
     vpternlogq   xmm2, xmm20, xmm0, 150
-    vpternlogq   xmm15, xmm11, xmm28, 150
+    vpternlogq   xmm13, xmm10, xmm28, 150
     vpxorq       xmm7, xmm30, xmm7
-    vpslldq      xmm11, xmm9, 8
+    vpslldq      xmm10, xmm9, 8
     vpalignr     xmm9, xmm20, xmm9, 8
     vpalignr     xmm18, xmm17, xmm20, 8
     vpternlogq   xmm14, xmm21, xmm18, 150
     vpalignr     xmm17, xmm2, xmm17, 8
     vpternlogq   xmm12, xmm27, xmm17, 150
     vpalignr     xmm2, xmm7, xmm2, 8
-    vpternlogq   xmm15, xmm21, xmm2, 150
+    vpternlogq   xmm13, xmm21, xmm2, 150
     vpalignr     xmm2, xmm0, xmm7, 8
     vpternlogq   xmm2, xmm29, xmm27, 150
     vpsrldq      xmm0, xmm0, 8
@@ -6240,11 +6549,11 @@ kg_gf2m409_ladder_step_avx512:
     vpsllq       xmm21, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm22, xmm0, 8
-    vpxorq       xmm15, xmm15, xmm22
-    vpsllq       xmm22, xmm15, 39
-    vpsrlq       xmm23, xmm15, 25
-    vpsllq       xmm24, xmm15, 62
-    vpsrlq       xmm15, xmm15, 2
+    vpxorq       xmm13, xmm13, xmm22
+    vpsllq       xmm22, xmm13, 39
+    vpsrlq       xmm23, xmm13, 25
+    vpsllq       xmm24, xmm13, 62
+    vpsrlq       xmm13, xmm13, 2
     vpxorq       xmm2, xmm7, xmm2
     vpternlogq   xmm12, xmm17, xmm18, 150
     vpalignr     xmm0, xmm0, xmm2, 8
@@ -6254,30 +6563,38 @@ kg_gf2m409_ladder_step_avx512:
     vpsrlq       xmm17, xmm0, 25
     vpsllq       xmm18, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
-    vpternlogq   xmm11, xmm6, xmm7, 150
+    vpternlogq   xmm10, xmm6, xmm7, 150
     vpternlogq   xmm22, xmm17, xmm18, 150
     vpternlogq   xmm9, xmm16, xmm23, 150
     vpternlogq   xmm24, xmm0, xmm9, 150
-    vpxorq       xmm0, xmm19, xmm15
+    vpxorq       xmm0, xmm19, xmm13
     vpternlogq   xmm14, xmm20, xmm21, 150
     vpslldq      xmm6, xmm22, 8
     vpalignr     xmm7, xmm0, xmm22, 8
     vpalignr     xmm0, xmm2, xmm0, 8
     vpsrldq      xmm2, xmm2, 8
     vpternlogq   xmm2, xmm12, [rax - 128], 40
-    vpternlogq   xmm11, xmm6, xmm13, 150
-    vpternlogq   xmm24, xmm7, xmm8, 150
+    vpternlogq   xmm10, xmm6, xmm15, 150
+    vpternlogq   xmm24, xmm7, xmm11, 150
     vpternlogq   xmm14, xmm0, xmm4, 150
     vmovdqa64    xmm0, [rsp + 1280]                  ; reload
     vpxorq       xmm0, xmm0, xmm2
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm2, xmm14, xmm14, 17
-    vpclmulqdq   xmm4, xmm14, xmm14, 0
-    vpclmulqdq   xmm6, xmm24, xmm24, 17
-    vpclmulqdq   xmm7, xmm24, xmm24, 0
-    vpclmulqdq   xmm8, xmm11, xmm11, 17
-    vpclmulqdq   xmm9, xmm11, xmm11, 0
-    vpsllq       xmm11, xmm0, 39
+    vgf2p8affineqb xmm2, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm2, xmm0
+    vgf2p8affineqb xmm2, xmm14, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm4, xmm14, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm6, xmm2, xmm4
+    vpunpckhbw   xmm2, xmm2, xmm4
+    vgf2p8affineqb xmm4, xmm24, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm7, xmm24, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm4, xmm7
+    vpunpckhbw   xmm4, xmm4, xmm7
+    vgf2p8affineqb xmm7, xmm10, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm10, xmm10, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm11, xmm7, xmm10
+    vpunpckhbw   xmm7, xmm7, xmm10
+    vpsllq       xmm10, xmm0, 39
     vpsrlq       xmm12, xmm0, 25
     vpsllq       xmm13, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
@@ -6286,43 +6603,43 @@ kg_gf2m409_ladder_step_avx512:
     vpsllq       xmm16, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm17, xmm0, 8
-    vpxorq       xmm4, xmm4, xmm17
-    vpsllq       xmm17, xmm4, 39
-    vpsrlq       xmm18, xmm4, 25
-    vpsllq       xmm19, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpxorq       xmm2, xmm11, xmm2
-    vpternlogq   xmm6, xmm12, xmm13, 150
+    vpxorq       xmm6, xmm6, xmm17
+    vpsllq       xmm17, xmm6, 39
+    vpsrlq       xmm18, xmm6, 25
+    vpsllq       xmm19, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
+    vpxorq       xmm2, xmm10, xmm2
+    vpternlogq   xmm4, xmm12, xmm13, 150
     vpalignr     xmm0, xmm0, xmm2, 8
-    vpxorq       xmm0, xmm6, xmm0
+    vpxorq       xmm0, xmm4, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm11, xmm0, 39
+    vpsllq       xmm10, xmm0, 39
     vpsrlq       xmm12, xmm0, 25
     vpsllq       xmm13, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpternlogq   xmm17, xmm12, xmm13, 150
     vpxorq       xmm0, xmm19, xmm0
-    vpternlogq   xmm8, xmm18, xmm0, 150
-    vpxorq       xmm0, xmm14, xmm4
-    vpternlogq   xmm7, xmm15, xmm16, 150
-    vpslldq      xmm4, xmm17, 8
-    vpternlogq   xmm9, xmm11, xmm4, 150
-    vpalignr     xmm4, xmm0, xmm17, 8
-    vpxorq       xmm4, xmm8, xmm4
+    vpternlogq   xmm7, xmm18, xmm0, 150
+    vpxorq       xmm0, xmm14, xmm6
+    vpternlogq   xmm9, xmm15, xmm16, 150
+    vpslldq      xmm6, xmm17, 8
+    vpternlogq   xmm11, xmm10, xmm6, 150
+    vpalignr     xmm6, xmm0, xmm17, 8
+    vpxorq       xmm6, xmm7, xmm6
     vpalignr     xmm0, xmm2, xmm0, 8
-    vpxorq       xmm0, xmm7, xmm0
+    vpxorq       xmm0, xmm9, xmm0
     vpsrldq      xmm2, xmm2, 8
-    vpternlogq   xmm2, xmm6, [rax - 128], 40
-    vmovdqa64    xmm6, [rsp + 192]                   ; reload
-    vpclmulqdq   xmm7, xmm6, [rsp + 1216], 0
-    vpclmulqdq   xmm8, xmm6, [rsp + 1216], 17
-    vpshufd      xmm11, xmm6, 78
-    vpxorq       xmm11, xmm6, xmm11
+    vpternlogq   xmm2, xmm4, [rax - 128], 40
+    vmovdqa64    xmm4, [rsp + 192]                   ; reload
+    vpclmulqdq   xmm7, xmm4, [rsp + 1216], 0
+    vpclmulqdq   xmm9, xmm4, [rsp + 1216], 17
+    vpshufd      xmm10, xmm4, 78
+    vpxorq       xmm10, xmm4, xmm10
     vpshufd      xmm12, [rsp + 1216], 78
     vmovdqa64    xmm13, [rsp + 1216]                 ; reload
     vpxorq       xmm12, xmm13, xmm12
-    vpclmulqdq   xmm11, xmm11, xmm12, 0
-    vpternlogq   xmm11, xmm7, xmm8, 150
+    vpclmulqdq   xmm10, xmm10, xmm12, 0
+    vpternlogq   xmm10, xmm7, xmm9, 150
     vmovdqa64    xmm12, [rsp + 128]                  ; reload
     vpclmulqdq   xmm14, xmm12, [rsp + 1152], 0
     vpclmulqdq   xmm15, xmm12, [rsp + 1152], 17
@@ -6333,7 +6650,7 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm17, xmm18, xmm17
     vpclmulqdq   xmm16, xmm16, xmm17, 0
     vpternlogq   xmm16, xmm14, xmm15, 150
-    vpxorq       xmm17, xmm6, xmm12
+    vpxorq       xmm17, xmm4, xmm12
     vpxorq       xmm19, xmm13, xmm18
     vpclmulqdq   xmm20, xmm17, xmm19, 0
     vpclmulqdq   xmm21, xmm17, xmm19, 17
@@ -6343,10 +6660,10 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm19, xmm19, xmm22
     vpclmulqdq   xmm17, xmm17, xmm19, 0
     vpternlogq   xmm17, xmm20, xmm21, 150
-    vpxorq       xmm8, xmm8, xmm14
+    vpxorq       xmm9, xmm9, xmm14
     vpxorq       xmm14, xmm7, xmm20
-    vpxorq       xmm14, xmm14, xmm8
-    vpternlogq   xmm17, xmm11, xmm16, 150
+    vpxorq       xmm14, xmm14, xmm9
+    vpternlogq   xmm17, xmm10, xmm16, 150
     vpxorq       xmm19, xmm21, xmm15
     vmovdqa64    xmm20, [rsp + 64]                   ; reload
     vpclmulqdq   xmm21, xmm20, [rsp + 1088], 0
@@ -6374,14 +6691,14 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm26, xmm21, xmm29
     vpxorq       xmm27, xmm23, xmm27
     vpxorq       xmm28, xmm30, xmm22
-    vpxorq       xmm6, xmm6, xmm20
+    vpxorq       xmm4, xmm4, xmm20
     vpxorq       xmm12, xmm12, xmm24
     vpxorq       xmm20, xmm13, xmm25
     vpxorq       xmm24, xmm18, [rsp + 1024]
-    vpclmulqdq   xmm29, xmm6, xmm20, 0
-    vpclmulqdq   xmm30, xmm6, xmm20, 17
-    vpshufd      xmm31, xmm6, 78
-    vpxorq       xmm31, xmm6, xmm31
+    vpclmulqdq   xmm29, xmm4, xmm20, 0
+    vpclmulqdq   xmm30, xmm4, xmm20, 17
+    vpshufd      xmm31, xmm4, 78
+    vpxorq       xmm31, xmm4, xmm31
     vpshufd      xmm25, xmm20, 78
     vpxorq       xmm25, xmm20, xmm25
     vpclmulqdq   xmm25, xmm31, xmm25, 0
@@ -6395,27 +6712,27 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm5, xmm24, xmm5
     vpclmulqdq   xmm5, xmm13, xmm5, 0
     vpternlogq   xmm5, xmm31, xmm18, 150
-    vpxorq       xmm6, xmm6, xmm12
+    vpxorq       xmm4, xmm4, xmm12
     vpxorq       xmm12, xmm20, xmm24
-    vpclmulqdq   xmm13, xmm6, xmm12, 0
-    vpclmulqdq   xmm20, xmm6, xmm12, 17
-    vpshufd      xmm24, xmm6, 78
-    vpxorq       xmm6, xmm6, xmm24
+    vpclmulqdq   xmm13, xmm4, xmm12, 0
+    vpclmulqdq   xmm20, xmm4, xmm12, 17
+    vpshufd      xmm24, xmm4, 78
+    vpxorq       xmm4, xmm4, xmm24
     vpshufd      xmm24, xmm12, 78
     vpxorq       xmm12, xmm12, xmm24
-    vpclmulqdq   xmm6, xmm6, xmm12, 0
-    vpternlogq   xmm6, xmm13, xmm20, 150
+    vpclmulqdq   xmm4, xmm4, xmm12, 0
+    vpternlogq   xmm4, xmm13, xmm20, 150
     vpxorq       xmm12, xmm30, xmm31
     vpxorq       xmm13, xmm29, xmm13
-    vpternlogq   xmm6, xmm25, xmm5, 150
+    vpternlogq   xmm4, xmm25, xmm5, 150
     vpxorq       xmm20, xmm20, xmm18
-    vpternlogq   xmm19, xmm8, xmm21, 150
-    vpxorq       xmm8, xmm16, xmm23
+    vpternlogq   xmm19, xmm9, xmm21, 150
+    vpxorq       xmm9, xmm16, xmm23
     vpternlogq   xmm26, xmm22, xmm15, 150
     vpxorq       xmm15, xmm7, xmm29
-    vpxorq       xmm16, xmm11, xmm25
+    vpxorq       xmm16, xmm10, xmm25
     vpternlogq   xmm13, xmm12, xmm14, 150
-    vpternlogq   xmm6, xmm17, xmm27, 150
+    vpternlogq   xmm4, xmm17, xmm27, 150
     vpternlogq   xmm20, xmm12, xmm28, 150
     vmovdqa64    xmm12, [rsp + 960]                  ; reload
     vpclmulqdq   xmm21, xmm12, [rsp + 896], 0
@@ -6434,30 +6751,30 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm31, xmm24, xmm31
     vmovdqa64    [rsp + 128], xmm3                   ; spill
     vpshufd      xmm3, [rsp + 768], 78
-    vmovdqa64    [rsp + 64], xmm10                   ; spill
-    vmovdqa64    xmm10, [rsp + 768]                  ; reload
-    vpxorq       xmm3, xmm10, xmm3
+    vmovdqa64    [rsp + 64], xmm8                    ; spill
+    vmovdqa64    xmm8, [rsp + 768]                   ; reload
+    vpxorq       xmm3, xmm8, xmm3
     vpclmulqdq   xmm3, xmm31, xmm3, 0
     vpternlogq   xmm3, xmm29, xmm30, 150
     vpxorq       xmm31, xmm12, xmm24
     vmovdqa64    [rsp + 192], xmm1                   ; spill
-    vpxorq       xmm1, xmm25, xmm10
+    vpxorq       xmm1, xmm25, xmm8
     vmovdqa64    [rsp + 1280], xmm0                  ; spill
     vpclmulqdq   xmm0, xmm31, xmm1, 0
-    vmovdqa64    [rsp + 256], xmm4                   ; spill
-    vpclmulqdq   xmm4, xmm31, xmm1, 17
-    vmovdqa64    [rsp + 384], xmm9                   ; spill
-    vpshufd      xmm9, xmm31, 78
-    vpxorq       xmm9, xmm31, xmm9
+    vmovdqa64    [rsp + 256], xmm6                   ; spill
+    vpclmulqdq   xmm6, xmm31, xmm1, 17
+    vmovdqa64    [rsp + 384], xmm11                  ; spill
+    vpshufd      xmm11, xmm31, 78
+    vpxorq       xmm11, xmm31, xmm11
     vpshufd      xmm31, xmm1, 78
     vpxorq       xmm1, xmm1, xmm31
-    vpclmulqdq   xmm1, xmm9, xmm1, 0
-    vpternlogq   xmm1, xmm0, xmm4, 150
-    vpxorq       xmm9, xmm22, xmm29
+    vpclmulqdq   xmm1, xmm11, xmm1, 0
+    vpternlogq   xmm1, xmm0, xmm6, 150
+    vpxorq       xmm11, xmm22, xmm29
     vpxorq       xmm0, xmm21, xmm0
-    vpxorq       xmm0, xmm0, xmm9
+    vpxorq       xmm0, xmm0, xmm11
     vpternlogq   xmm1, xmm23, xmm3, 150
-    vpxorq       xmm4, xmm4, xmm30
+    vpxorq       xmm6, xmm6, xmm30
     vmovdqa64    xmm22, [rsp + 640]                  ; reload
     vpclmulqdq   xmm29, xmm22, [rsp + 704], 0
     vpclmulqdq   xmm31, xmm22, [rsp + 704], 17
@@ -6482,21 +6799,21 @@ kg_gf2m409_ladder_step_avx512:
     vpclmulqdq   xmm5, xmm27, xmm18, 0
     vmovdqa64    [rsp + 1728], xmm20                 ; spill
     vpclmulqdq   xmm20, xmm27, xmm18, 17
-    vmovdqa64    [rsp + 1792], xmm6                  ; spill
-    vpshufd      xmm6, xmm27, 78
-    vpxorq       xmm6, xmm27, xmm6
+    vmovdqa64    [rsp + 1792], xmm4                  ; spill
+    vpshufd      xmm4, xmm27, 78
+    vpxorq       xmm4, xmm27, xmm4
     vpshufd      xmm27, xmm18, 78
     vpxorq       xmm18, xmm18, xmm27
-    vpclmulqdq   xmm6, xmm6, xmm18, 0
-    vpternlogq   xmm6, xmm5, xmm20, 150
+    vpclmulqdq   xmm4, xmm4, xmm18, 0
+    vpternlogq   xmm4, xmm5, xmm20, 150
     vpxorq       xmm7, xmm31, xmm7
     vpxorq       xmm5, xmm29, xmm5
-    vpxorq       xmm6, xmm2, xmm6
+    vpxorq       xmm4, xmm2, xmm4
     vpxorq       xmm18, xmm20, xmm7
     vpxorq       xmm12, xmm12, xmm22
     vpxorq       xmm20, xmm24, xmm28
     vpxorq       xmm14, xmm25, xmm14
-    vpxorq       xmm10, xmm10, [rsp + 576]
+    vpxorq       xmm8, xmm8, [rsp + 576]
     vpclmulqdq   xmm22, xmm12, xmm14, 0
     vpclmulqdq   xmm24, xmm12, xmm14, 17
     vpshufd      xmm25, xmm12, 78
@@ -6505,65 +6822,65 @@ kg_gf2m409_ladder_step_avx512:
     vpxorq       xmm27, xmm14, xmm27
     vpclmulqdq   xmm25, xmm25, xmm27, 0
     vpternlogq   xmm25, xmm22, xmm24, 150
-    vpclmulqdq   xmm27, xmm20, xmm10, 0
-    vpclmulqdq   xmm28, xmm20, xmm10, 17
+    vpclmulqdq   xmm27, xmm20, xmm8, 0
+    vpclmulqdq   xmm28, xmm20, xmm8, 17
     vpshufd      xmm31, xmm20, 78
     vpxorq       xmm31, xmm20, xmm31
     vmovdqa64    [rsp + 576], xmm13                  ; spill
-    vpshufd      xmm13, xmm10, 78
-    vpxorq       xmm13, xmm10, xmm13
+    vpshufd      xmm13, xmm8, 78
+    vpxorq       xmm13, xmm8, xmm13
     vpclmulqdq   xmm13, xmm31, xmm13, 0
     vpternlogq   xmm13, xmm27, xmm28, 150
     vpxorq       xmm12, xmm12, xmm20
-    vpxorq       xmm10, xmm14, xmm10
-    vpclmulqdq   xmm14, xmm12, xmm10, 0
-    vpclmulqdq   xmm20, xmm12, xmm10, 17
+    vpxorq       xmm8, xmm14, xmm8
+    vpclmulqdq   xmm14, xmm12, xmm8, 0
+    vpclmulqdq   xmm20, xmm12, xmm8, 17
     vpshufd      xmm31, xmm12, 78
     vpxorq       xmm12, xmm12, xmm31
-    vpshufd      xmm31, xmm10, 78
-    vpxorq       xmm10, xmm10, xmm31
-    vpclmulqdq   xmm10, xmm12, xmm10, 0
-    vpternlogq   xmm10, xmm14, xmm20, 150
+    vpshufd      xmm31, xmm8, 78
+    vpxorq       xmm8, xmm8, xmm31
+    vpclmulqdq   xmm8, xmm12, xmm8, 0
+    vpternlogq   xmm8, xmm14, xmm20, 150
     vpxorq       xmm12, xmm24, xmm27
     vpxorq       xmm14, xmm22, xmm14
-    vpternlogq   xmm10, xmm25, xmm13, 150
+    vpternlogq   xmm8, xmm25, xmm13, 150
     vpxorq       xmm20, xmm20, xmm28
-    vpternlogq   xmm4, xmm9, xmm29, 150
+    vpternlogq   xmm6, xmm11, xmm29, 150
     vpxorq       xmm2, xmm3, xmm2
     vpternlogq   xmm5, xmm7, xmm30, 150
     vpxorq       xmm3, xmm21, xmm22
-    vpxorq       xmm3, xmm3, xmm4
+    vpxorq       xmm3, xmm3, xmm6
     vpxorq       xmm7, xmm23, xmm25
     vpxorq       xmm7, xmm7, xmm2
     vpternlogq   xmm14, xmm12, xmm0, 150
-    vpxorq       xmm9, xmm14, xmm5
-    vpternlogq   xmm10, xmm1, xmm6, 150
+    vpxorq       xmm11, xmm14, xmm5
+    vpternlogq   xmm8, xmm1, xmm4, 150
     vpternlogq   xmm20, xmm12, xmm18, 150
-    vpxorq       xmm4, xmm20, xmm4
+    vpxorq       xmm6, xmm20, xmm6
     vpxorq       xmm2, xmm13, xmm2
     vpxorq       xmm5, xmm28, xmm5
-    vpxorq       xmm11, xmm11, xmm23
+    vpxorq       xmm10, xmm10, xmm23
     vpxorq       xmm1, xmm17, xmm1
     vpternlogq   xmm15, xmm19, xmm3, 150
-    vpternlogq   xmm16, xmm8, xmm7, 150
+    vpternlogq   xmm16, xmm9, xmm7, 150
     vmovdqa64    xmm3, [rsp + 576]                   ; reload
-    vpternlogq   xmm3, xmm26, xmm9, 150
+    vpternlogq   xmm3, xmm26, xmm11, 150
     vmovdqa64    xmm7, [rsp + 1792]                  ; reload
-    vpxorq       xmm7, xmm7, xmm10
-    vmovdqa64    xmm9, [rsp + 1728]                  ; reload
-    vpternlogq   xmm9, xmm19, xmm4, 150
-    vmovdqa64    xmm4, [rsp + 1664]                  ; reload
-    vpternlogq   xmm2, xmm4, xmm8, 150
-    vmovdqa64    xmm4, [rsp + 1600]                  ; reload
-    vpternlogq   xmm5, xmm4, xmm26, 150
-    vmovdqa64    xmm4, [rsp + 1536]                  ; reload
-    vpxorq       xmm4, xmm4, xmm6
-    vpslldq      xmm6, xmm11, 8
-    vmovdqa64    xmm8, [rsp + 1472]                  ; reload
-    vpternlogq   xmm6, xmm8, xmm21, 150
-    vpalignr     xmm8, xmm1, xmm11, 8
+    vpxorq       xmm7, xmm7, xmm8
+    vmovdqa64    xmm8, [rsp + 1728]                  ; reload
+    vpternlogq   xmm8, xmm19, xmm6, 150
+    vmovdqa64    xmm6, [rsp + 1664]                  ; reload
+    vpternlogq   xmm2, xmm6, xmm9, 150
+    vmovdqa64    xmm6, [rsp + 1600]                  ; reload
+    vpternlogq   xmm5, xmm6, xmm26, 150
+    vmovdqa64    xmm6, [rsp + 1536]                  ; reload
+    vpxorq       xmm4, xmm6, xmm4
+    vpslldq      xmm6, xmm10, 8
+    vmovdqa64    xmm9, [rsp + 1472]                  ; reload
+    vpternlogq   xmm6, xmm9, xmm21, 150
+    vpalignr     xmm9, xmm1, xmm10, 8
     vmovdqa64    xmm10, [rsp + 1408]                 ; reload
-    vpternlogq   xmm8, xmm10, xmm0, 150
+    vpternlogq   xmm9, xmm10, xmm0, 150
     vpalignr     xmm0, xmm16, xmm1, 8
     vpalignr     xmm1, xmm7, xmm16, 8
     vpalignr     xmm7, xmm2, xmm7, 8
@@ -6581,11 +6898,11 @@ kg_gf2m409_ladder_step_avx512:
     vpsllq       xmm14, xmm2, 62
     vpsrlq       xmm2, xmm2, 2
     vpsrldq      xmm16, xmm4, 8
-    vpternlogq   xmm9, xmm7, xmm16, 150
-    vpsllq       xmm7, xmm9, 39
-    vpsrlq       xmm16, xmm9, 25
-    vpsllq       xmm17, xmm9, 62
-    vpsrlq       xmm9, xmm9, 2
+    vpternlogq   xmm8, xmm7, xmm16, 150
+    vpsllq       xmm7, xmm8, 39
+    vpsrlq       xmm16, xmm8, 25
+    vpsllq       xmm17, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
     vpxorq       xmm2, xmm5, xmm2
     vpternlogq   xmm3, xmm1, xmm10, 150
     vpxorq       xmm1, xmm3, xmm11
@@ -6598,13 +6915,13 @@ kg_gf2m409_ladder_step_avx512:
     vpsrlq       xmm3, xmm3, 2
     vpternlogq   xmm7, xmm5, xmm10, 150
     vpxorq       xmm3, xmm17, xmm3
-    vpternlogq   xmm8, xmm16, xmm3, 150
-    vpxorq       xmm3, xmm12, xmm9
+    vpternlogq   xmm9, xmm16, xmm3, 150
+    vpxorq       xmm3, xmm12, xmm8
     vpternlogq   xmm15, xmm0, xmm13, 150
     vpslldq      xmm0, xmm7, 8
     vpternlogq   xmm6, xmm4, xmm0, 150
     vpalignr     xmm0, xmm3, xmm7, 8
-    vpxorq       xmm0, xmm8, xmm0
+    vpxorq       xmm0, xmm9, xmm0
     vpalignr     xmm3, xmm2, xmm3, 8
     vpternlogq   xmm15, xmm14, xmm3, 150
     vpsrldq      xmm2, xmm2, 8
@@ -6673,9 +6990,9 @@ kg_gf2m409_ladder_step_avx512:
 ;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-31}, rax, flags
+;   clobbers: zmm{0-31}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_ladder_step2_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step2_avx512.end - kg_gf2m409_ladder_step2_avx512)
 align 32
@@ -6902,76 +7219,83 @@ kg_gf2m409_ladder_step2_avx512:
     vpalignr     ymm7, ymm4, ymm7, 8
     vpxorq       ymm6, ymm6, ymm7
     vpsrldq      ymm4, ymm4, 8
-    lea          rax, [rel gf2m_mask_ffffffffffffffff_0_x2 + 128] ; addresses gf2m_mask_ffffffffffffffff_0_x2 near byte 0
-    vpternlogq   ymm4, ymm5, [rax - 128], 40
-    vpclmulqdq   ymm3, ymm3, ymm3, 0
-    vpclmulqdq   ymm5, ymm2, ymm2, 17
-    vpclmulqdq   ymm2, ymm2, ymm2, 0
-    vpclmulqdq   ymm7, ymm1, ymm1, 17
-    vpclmulqdq   ymm1, ymm1, ymm1, 0
-    vpclmulqdq   ymm10, ymm0, ymm0, 17
-    vpclmulqdq   ymm0, ymm0, ymm0, 0
-    vpsllq       ymm11, ymm3, 39
+    vpternlogq   ymm4, ymm5, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vgf2p8affineqb ymm5, ymm3, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm3, ymm3, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm3, ymm5, ymm3
+    vgf2p8affineqb ymm5, ymm2, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm2, ymm2, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm7, ymm5, ymm2
+    vpunpckhbw   ymm2, ymm5, ymm2
+    vgf2p8affineqb ymm5, ymm1, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm1, ymm1, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm10, ymm5, ymm1
+    vpunpckhbw   ymm1, ymm5, ymm1
+    vgf2p8affineqb ymm5, ymm0, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm0, ymm0, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm11, ymm5, ymm0
+    vpunpckhbw   ymm0, ymm5, ymm0
+    vpsllq       ymm5, ymm3, 39
     vpsrlq       ymm12, ymm3, 25
     vpsllq       ymm13, ymm3, 62
     vpsrlq       ymm3, ymm3, 2
-    vpsllq       ymm14, ymm5, 39
-    vpsrlq       ymm15, ymm5, 25
-    vpsllq       ymm16, ymm5, 62
-    vpsrlq       ymm5, ymm5, 2
-    vpsrldq      ymm17, ymm3, 8
-    vpxorq       ymm2, ymm2, ymm17
-    vpsllq       ymm17, ymm2, 39
-    vpsrlq       ymm18, ymm2, 25
-    vpsllq       ymm19, ymm2, 62
+    vpsllq       ymm14, ymm2, 39
+    vpsrlq       ymm15, ymm2, 25
+    vpsllq       ymm16, ymm2, 62
     vpsrlq       ymm2, ymm2, 2
-    vpxorq       ymm5, ymm11, ymm5
-    vpternlogq   ymm7, ymm12, ymm13, 150
-    vpalignr     ymm3, ymm3, ymm5, 8
-    vpxorq       ymm3, ymm7, ymm3
+    vpsrldq      ymm17, ymm3, 8
+    vpxorq       ymm7, ymm7, ymm17
+    vpsllq       ymm17, ymm7, 39
+    vpsrlq       ymm18, ymm7, 25
+    vpsllq       ymm19, ymm7, 62
+    vpsrlq       ymm7, ymm7, 2
+    vpxorq       ymm2, ymm5, ymm2
+    vpternlogq   ymm1, ymm12, ymm13, 150
+    vpalignr     ymm3, ymm3, ymm2, 8
+    vpxorq       ymm3, ymm1, ymm3
     vpsrldq      ymm3, ymm3, 8
-    vpsllq       ymm11, ymm3, 39
+    vpsllq       ymm5, ymm3, 39
     vpsrlq       ymm12, ymm3, 25
     vpsllq       ymm13, ymm3, 62
     vpsrlq       ymm3, ymm3, 2
     vpternlogq   ymm17, ymm12, ymm13, 150
     vpxorq       ymm3, ymm19, ymm3
-    vpternlogq   ymm10, ymm18, ymm3, 150
-    vpxorq       ymm2, ymm14, ymm2
-    vpternlogq   ymm1, ymm15, ymm16, 150
-    vpslldq      ymm3, ymm17, 8
-    vpternlogq   ymm0, ymm11, ymm3, 150
-    vpalignr     ymm3, ymm2, ymm17, 8
+    vpternlogq   ymm0, ymm18, ymm3, 150
+    vpxorq       ymm3, ymm14, ymm7
+    vpternlogq   ymm10, ymm15, ymm16, 150
+    vpslldq      ymm7, ymm17, 8
+    vpternlogq   ymm11, ymm5, ymm7, 150
+    vpalignr     ymm5, ymm3, ymm17, 8
+    vpxorq       ymm0, ymm0, ymm5
+    vpalignr     ymm3, ymm2, ymm3, 8
     vpxorq       ymm3, ymm10, ymm3
-    vpalignr     ymm2, ymm5, ymm2, 8
-    vpxorq       ymm1, ymm1, ymm2
-    vpsrldq      ymm2, ymm5, 8
-    vpternlogq   ymm2, ymm7, [rax - 128], 40
-    vinserti64x2 ymm5, ymm0, xmm20, 1
-    vinserti64x2 ymm7, ymm3, xmm21, 1
-    vinserti64x2 ymm10, ymm1, xmm22, 1
-    vinserti64x2 ymm11, ymm2, [rsp + 256], 1
-    vshufi64x2   ymm12, ymm0, ymm0, 3
-    vshufi64x2   ymm13, ymm3, ymm3, 3
-    vshufi64x2   ymm14, ymm1, ymm1, 3
+    vpsrldq      ymm2, ymm2, 8
+    vpternlogq   ymm2, ymm1, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vinserti64x2 ymm1, ymm11, xmm20, 1
+    vinserti64x2 ymm5, ymm0, xmm21, 1
+    vinserti64x2 ymm7, ymm3, xmm22, 1
+    vinserti64x2 ymm10, ymm2, [rsp + 256], 1
+    vshufi64x2   ymm12, ymm11, ymm11, 3
+    vshufi64x2   ymm13, ymm0, ymm0, 3
+    vshufi64x2   ymm14, ymm3, ymm3, 3
     vshufi64x2   ymm15, ymm2, ymm2, 3
-    vpclmulqdq   ymm16, ymm5, ymm12, 0
-    vpclmulqdq   ymm17, ymm5, ymm12, 17
-    vpshufd      ymm18, ymm5, 78
-    vpxorq       ymm18, ymm5, ymm18
+    vpclmulqdq   ymm16, ymm1, ymm12, 0
+    vpclmulqdq   ymm17, ymm1, ymm12, 17
+    vpshufd      ymm18, ymm1, 78
+    vpxorq       ymm18, ymm1, ymm18
     vpshufd      ymm19, ymm12, 78
     vpxorq       ymm19, ymm12, ymm19
     vpclmulqdq   ymm18, ymm18, ymm19, 0
     vpternlogq   ymm18, ymm16, ymm17, 150
-    vpclmulqdq   ymm19, ymm7, ymm13, 0
-    vpclmulqdq   ymm20, ymm7, ymm13, 17
-    vpshufd      ymm21, ymm7, 78
-    vpxorq       ymm21, ymm7, ymm21
+    vpclmulqdq   ymm19, ymm5, ymm13, 0
+    vpclmulqdq   ymm20, ymm5, ymm13, 17
+    vpshufd      ymm21, ymm5, 78
+    vpxorq       ymm21, ymm5, ymm21
     vpshufd      ymm22, ymm13, 78
     vpxorq       ymm22, ymm13, ymm22
     vpclmulqdq   ymm21, ymm21, ymm22, 0
     vpternlogq   ymm21, ymm19, ymm20, 150
-    vpxorq       ymm22, ymm5, ymm7
+    vpxorq       ymm22, ymm1, ymm5
     vpxorq       ymm23, ymm12, ymm13
     vpclmulqdq   ymm24, ymm22, ymm23, 0
     vpclmulqdq   ymm25, ymm22, ymm23, 17
@@ -6986,16 +7310,16 @@ kg_gf2m409_ladder_step2_avx512:
     vpxorq       ymm19, ymm19, ymm17
     vpternlogq   ymm22, ymm18, ymm21, 150
     vpxorq       ymm23, ymm25, ymm20
-    vpclmulqdq   ymm24, ymm10, ymm14, 0
-    vpclmulqdq   ymm25, ymm10, ymm14, 17
-    vpshufd      ymm26, ymm10, 78
-    vpxorq       ymm26, ymm10, ymm26
+    vpclmulqdq   ymm24, ymm7, ymm14, 0
+    vpclmulqdq   ymm25, ymm7, ymm14, 17
+    vpshufd      ymm26, ymm7, 78
+    vpxorq       ymm26, ymm7, ymm26
     vpshufd      ymm27, ymm14, 78
     vpxorq       ymm27, ymm14, ymm27
     vpclmulqdq   ymm26, ymm26, ymm27, 0
     vpternlogq   ymm26, ymm24, ymm25, 150
-    vpclmulqdq   ymm27, ymm11, ymm15, 0
-    vpxorq       ymm28, ymm10, ymm11
+    vpclmulqdq   ymm27, ymm10, ymm15, 0
+    vpxorq       ymm28, ymm7, ymm10
     vpxorq       ymm29, ymm14, ymm15
     vpclmulqdq   ymm30, ymm28, ymm29, 0
     vpclmulqdq   ymm31, ymm28, ymm29, 17
@@ -7010,179 +7334,187 @@ kg_gf2m409_ladder_step2_avx512:
     vpxorq       ymm27, ymm24, ymm30
     vpxorq       ymm2, ymm26, ymm2
     vpxorq       ymm28, ymm31, ymm25
+    vpxorq       ymm1, ymm1, ymm7
     vpxorq       ymm5, ymm5, ymm10
-    vpxorq       ymm7, ymm7, ymm11
-    vpxorq       ymm10, ymm12, ymm14
-    vpxorq       ymm11, ymm13, ymm15
-    vpclmulqdq   ymm12, ymm5, ymm10, 0
-    vpclmulqdq   ymm13, ymm5, ymm10, 17
-    vpshufd      ymm14, ymm5, 78
-    vpxorq       ymm14, ymm5, ymm14
-    vpshufd      ymm15, ymm10, 78
-    vpxorq       ymm15, ymm10, ymm15
+    vpxorq       ymm7, ymm12, ymm14
+    vpxorq       ymm10, ymm13, ymm15
+    vpclmulqdq   ymm12, ymm1, ymm7, 0
+    vpclmulqdq   ymm13, ymm1, ymm7, 17
+    vpshufd      ymm14, ymm1, 78
+    vpxorq       ymm14, ymm1, ymm14
+    vpshufd      ymm15, ymm7, 78
+    vpxorq       ymm15, ymm7, ymm15
     vpclmulqdq   ymm14, ymm14, ymm15, 0
     vpternlogq   ymm14, ymm12, ymm13, 150
-    vpclmulqdq   ymm15, ymm7, ymm11, 0
-    vpclmulqdq   ymm29, ymm7, ymm11, 17
-    vpshufd      ymm30, ymm7, 78
-    vpxorq       ymm30, ymm7, ymm30
-    vpshufd      ymm31, ymm11, 78
-    vpxorq       ymm31, ymm11, ymm31
+    vpclmulqdq   ymm15, ymm5, ymm10, 0
+    vpclmulqdq   ymm29, ymm5, ymm10, 17
+    vpshufd      ymm30, ymm5, 78
+    vpxorq       ymm30, ymm5, ymm30
+    vpshufd      ymm31, ymm10, 78
+    vpxorq       ymm31, ymm10, ymm31
     vpclmulqdq   ymm30, ymm30, ymm31, 0
     vpternlogq   ymm30, ymm15, ymm29, 150
-    vpxorq       ymm5, ymm5, ymm7
-    vpxorq       ymm7, ymm10, ymm11
-    vpclmulqdq   ymm10, ymm5, ymm7, 0
-    vpclmulqdq   ymm11, ymm5, ymm7, 17
+    vpxorq       ymm1, ymm1, ymm5
+    vpxorq       ymm5, ymm7, ymm10
+    vpclmulqdq   ymm7, ymm1, ymm5, 0
+    vpclmulqdq   ymm10, ymm1, ymm5, 17
+    vpshufd      ymm31, ymm1, 78
+    vpxorq       ymm1, ymm1, ymm31
     vpshufd      ymm31, ymm5, 78
     vpxorq       ymm5, ymm5, ymm31
-    vpshufd      ymm31, ymm7, 78
-    vpxorq       ymm7, ymm7, ymm31
-    vpclmulqdq   ymm5, ymm5, ymm7, 0
-    vpternlogq   ymm5, ymm10, ymm11, 150
-    vpxorq       ymm7, ymm13, ymm15
-    vpxorq       ymm10, ymm12, ymm10
-    vpternlogq   ymm5, ymm14, ymm30, 150
-    vpxorq       ymm11, ymm11, ymm29
+    vpclmulqdq   ymm1, ymm1, ymm5, 0
+    vpternlogq   ymm1, ymm7, ymm10, 150
+    vpxorq       ymm5, ymm13, ymm15
+    vpxorq       ymm7, ymm12, ymm7
+    vpternlogq   ymm1, ymm14, ymm30, 150
+    vpxorq       ymm10, ymm10, ymm29
     vpternlogq   ymm23, ymm17, ymm24, 150
     vpxorq       ymm13, ymm21, ymm26
     vpternlogq   ymm27, ymm25, ymm20, 150
     vpxorq       ymm12, ymm16, ymm12
     vpxorq       ymm14, ymm18, ymm14
     vpxorq       ymm14, ymm14, ymm13
-    vpternlogq   ymm10, ymm7, ymm19, 150
-    vpternlogq   ymm5, ymm22, ymm2, 150
-    vpternlogq   ymm11, ymm7, ymm28, 150
-    vpxorq       ymm7, ymm30, ymm13
+    vpternlogq   ymm7, ymm5, ymm19, 150
+    vpternlogq   ymm1, ymm22, ymm2, 150
+    vpternlogq   ymm10, ymm5, ymm28, 150
+    vpxorq       ymm5, ymm30, ymm13
     vpslldq      ymm13, ymm18, 8
     vpalignr     ymm15, ymm22, ymm18, 8
     vpalignr     ymm17, ymm14, ymm22, 8
     vpternlogq   ymm12, ymm23, ymm17, 150
-    vpalignr     ymm14, ymm5, ymm14, 8
-    vpternlogq   ymm10, ymm27, ymm14, 150
-    vpalignr     ymm5, ymm7, ymm5, 8
-    vpternlogq   ymm11, ymm23, ymm5, 150
-    vpalignr     ymm5, ymm2, ymm7, 8
-    vpternlogq   ymm5, ymm29, ymm27, 150
+    vpalignr     ymm14, ymm1, ymm14, 8
+    vpternlogq   ymm7, ymm27, ymm14, 150
+    vpalignr     ymm1, ymm5, ymm1, 8
+    vpternlogq   ymm10, ymm23, ymm1, 150
+    vpalignr     ymm1, ymm2, ymm5, 8
+    vpternlogq   ymm1, ymm29, ymm27, 150
     vpsrldq      ymm2, ymm2, 8
     vpxorq       ymm2, ymm28, ymm2
-    vpsllq       ymm7, ymm2, 39
+    vpsllq       ymm5, ymm2, 39
     vpsrlq       ymm14, ymm2, 25
     vpsllq       ymm17, ymm2, 62
     vpsrlq       ymm2, ymm2, 2
-    vpsllq       ymm18, ymm5, 39
-    vpsrlq       ymm20, ymm5, 25
-    vpsllq       ymm21, ymm5, 62
-    vpsrlq       ymm5, ymm5, 2
+    vpsllq       ymm18, ymm1, 39
+    vpsrlq       ymm20, ymm1, 25
+    vpsllq       ymm21, ymm1, 62
+    vpsrlq       ymm1, ymm1, 2
     vpsrldq      ymm22, ymm2, 8
-    vpxorq       ymm11, ymm11, ymm22
-    vpsllq       ymm22, ymm11, 39
-    vpsrlq       ymm23, ymm11, 25
-    vpsllq       ymm24, ymm11, 62
-    vpsrlq       ymm11, ymm11, 2
-    vpxorq       ymm5, ymm7, ymm5
-    vpternlogq   ymm10, ymm14, ymm17, 150
-    vpalignr     ymm2, ymm2, ymm5, 8
-    vpxorq       ymm2, ymm10, ymm2
+    vpxorq       ymm10, ymm10, ymm22
+    vpsllq       ymm22, ymm10, 39
+    vpsrlq       ymm23, ymm10, 25
+    vpsllq       ymm24, ymm10, 62
+    vpsrlq       ymm10, ymm10, 2
+    vpxorq       ymm1, ymm5, ymm1
+    vpternlogq   ymm7, ymm14, ymm17, 150
+    vpalignr     ymm2, ymm2, ymm1, 8
+    vpxorq       ymm2, ymm7, ymm2
     vpsrldq      ymm2, ymm2, 8
-    vpsllq       ymm7, ymm2, 39
+    vpsllq       ymm5, ymm2, 39
     vpsrlq       ymm14, ymm2, 25
     vpsllq       ymm17, ymm2, 62
     vpsrlq       ymm2, ymm2, 2
-    vpternlogq   ymm13, ymm16, ymm7, 150
+    vpternlogq   ymm13, ymm16, ymm5, 150
     vpternlogq   ymm22, ymm14, ymm17, 150
     vpternlogq   ymm15, ymm19, ymm23, 150
     vpternlogq   ymm24, ymm2, ymm15, 150
-    vpxorq       ymm2, ymm18, ymm11
+    vpxorq       ymm2, ymm18, ymm10
     vpternlogq   ymm12, ymm20, ymm21, 150
-    vpslldq      ymm7, ymm22, 8
-    vpxorq       ymm7, ymm13, ymm7
-    vpalignr     ymm11, ymm2, ymm22, 8
-    vpxorq       ymm11, ymm24, ymm11
-    vpalignr     ymm2, ymm5, ymm2, 8
+    vpslldq      ymm5, ymm22, 8
+    vpxorq       ymm5, ymm13, ymm5
+    vpalignr     ymm10, ymm2, ymm22, 8
+    vpxorq       ymm10, ymm24, ymm10
+    vpalignr     ymm2, ymm1, ymm2, 8
     vpxorq       ymm2, ymm12, ymm2
-    vpsrldq      ymm5, ymm5, 8
-    vpternlogq   ymm5, ymm10, [rax - 128], 40
-    vshufi64x2   ymm10, ymm8, ymm7, 2
-    vshufi64x2   ymm0, ymm8, ymm0, 1
-    vpxorq       ymm0, ymm10, ymm0
-    vshufi64x2   ymm10, ymm9, ymm11, 2
-    vshufi64x2   ymm3, ymm9, ymm3, 1
-    vpxorq       ymm3, ymm10, ymm3
-    vshufi64x2   ymm10, ymm6, ymm2, 2
-    vshufi64x2   ymm1, ymm6, ymm1, 1
-    vpxorq       ymm1, ymm10, ymm1
-    vshufi64x2   ymm10, ymm4, ymm5, 2
+    vpsrldq      ymm1, ymm1, 8
+    vpternlogq   ymm1, ymm7, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vshufi64x2   ymm7, ymm8, ymm5, 2
+    vshufi64x2   ymm11, ymm8, ymm11, 1
+    vpxorq       ymm7, ymm7, ymm11
+    vshufi64x2   ymm11, ymm9, ymm10, 2
+    vshufi64x2   ymm0, ymm9, ymm0, 1
+    vpxorq       ymm0, ymm11, ymm0
+    vshufi64x2   ymm11, ymm6, ymm2, 2
+    vshufi64x2   ymm3, ymm6, ymm3, 1
+    vpxorq       ymm3, ymm11, ymm3
+    vshufi64x2   ymm11, ymm4, ymm1, 2
     vshufi64x2   ymm12, ymm4, [rsp + 256], 1
-    vpxorq       ymm10, ymm10, ymm12
-    vpclmulqdq   ymm10, ymm10, ymm10, 0
-    vpclmulqdq   ymm12, ymm1, ymm1, 17
-    vpclmulqdq   ymm1, ymm1, ymm1, 0
-    vpclmulqdq   ymm13, ymm3, ymm3, 17
-    vpclmulqdq   ymm3, ymm3, ymm3, 0
-    vpclmulqdq   ymm14, ymm0, ymm0, 17
-    vpclmulqdq   ymm0, ymm0, ymm0, 0
-    vpsllq       ymm15, ymm10, 39
-    vpsrlq       ymm16, ymm10, 25
-    vpsllq       ymm17, ymm10, 62
-    vpsrlq       ymm10, ymm10, 2
-    vpsllq       ymm18, ymm12, 39
-    vpsrlq       ymm19, ymm12, 25
-    vpsllq       ymm20, ymm12, 62
-    vpsrlq       ymm12, ymm12, 2
-    vpsrldq      ymm21, ymm10, 8
-    vpxorq       ymm1, ymm1, ymm21
-    vpsllq       ymm21, ymm1, 39
-    vpsrlq       ymm22, ymm1, 25
-    vpsllq       ymm23, ymm1, 62
-    vpsrlq       ymm1, ymm1, 2
-    vpxorq       ymm12, ymm15, ymm12
-    vpternlogq   ymm13, ymm16, ymm17, 150
-    vpalignr     ymm10, ymm10, ymm12, 8
-    vpxorq       ymm10, ymm13, ymm10
-    vpsrldq      ymm10, ymm10, 8
-    vpsllq       ymm15, ymm10, 39
-    vpsrlq       ymm16, ymm10, 25
-    vpsllq       ymm17, ymm10, 62
-    vpsrlq       ymm10, ymm10, 2
+    vpxorq       ymm11, ymm11, ymm12
+    vgf2p8affineqb ymm12, ymm11, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm11, ymm11, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm11, ymm12, ymm11
+    vgf2p8affineqb ymm12, ymm3, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm3, ymm3, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm13, ymm12, ymm3
+    vpunpckhbw   ymm3, ymm12, ymm3
+    vgf2p8affineqb ymm12, ymm0, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm0, ymm0, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm14, ymm12, ymm0
+    vpunpckhbw   ymm0, ymm12, ymm0
+    vgf2p8affineqb ymm12, ymm7, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm7, ymm7, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm15, ymm12, ymm7
+    vpunpckhbw   ymm7, ymm12, ymm7
+    vpsllq       ymm12, ymm11, 39
+    vpsrlq       ymm16, ymm11, 25
+    vpsllq       ymm17, ymm11, 62
+    vpsrlq       ymm11, ymm11, 2
+    vpsllq       ymm18, ymm3, 39
+    vpsrlq       ymm19, ymm3, 25
+    vpsllq       ymm20, ymm3, 62
+    vpsrlq       ymm3, ymm3, 2
+    vpsrldq      ymm21, ymm11, 8
+    vpxorq       ymm13, ymm13, ymm21
+    vpsllq       ymm21, ymm13, 39
+    vpsrlq       ymm22, ymm13, 25
+    vpsllq       ymm23, ymm13, 62
+    vpsrlq       ymm13, ymm13, 2
+    vpxorq       ymm3, ymm12, ymm3
+    vpternlogq   ymm0, ymm16, ymm17, 150
+    vpalignr     ymm11, ymm11, ymm3, 8
+    vpxorq       ymm11, ymm0, ymm11
+    vpsrldq      ymm11, ymm11, 8
+    vpsllq       ymm12, ymm11, 39
+    vpsrlq       ymm16, ymm11, 25
+    vpsllq       ymm17, ymm11, 62
+    vpsrlq       ymm11, ymm11, 2
     vpternlogq   ymm21, ymm16, ymm17, 150
-    vpxorq       ymm10, ymm23, ymm10
-    vpternlogq   ymm14, ymm22, ymm10, 150
-    vpxorq       ymm1, ymm18, ymm1
-    vpternlogq   ymm3, ymm19, ymm20, 150
-    vpslldq      ymm10, ymm21, 8
-    vpternlogq   ymm0, ymm15, ymm10, 150
-    vpalignr     ymm10, ymm1, ymm21, 8
-    vpxorq       ymm10, ymm14, ymm10
-    vpalignr     ymm1, ymm12, ymm1, 8
-    vpxorq       ymm1, ymm3, ymm1
-    vpsrldq      ymm3, ymm12, 8
-    vpternlogq   ymm3, ymm13, [rax - 128], 40
-    vinserti64x2 ymm12, ymm8, [rsp + 192], 1
-    vinserti64x2 ymm13, ymm9, [rsp + 128], 1
-    vinserti64x2 ymm14, ymm6, [rsp + 64], 1
-    vinserti64x2 ymm15, ymm4, [rsp], 1
-    vshufi64x2   ymm8, ymm8, ymm0, 1
-    vshufi64x2   ymm9, ymm9, ymm10, 1
-    vshufi64x2   ymm6, ymm6, ymm1, 1
+    vpxorq       ymm11, ymm23, ymm11
+    vpternlogq   ymm7, ymm22, ymm11, 150
+    vpxorq       ymm11, ymm18, ymm13
+    vpternlogq   ymm14, ymm19, ymm20, 150
+    vpslldq      ymm13, ymm21, 8
+    vpternlogq   ymm15, ymm12, ymm13, 150
+    vpalignr     ymm12, ymm11, ymm21, 8
+    vpxorq       ymm7, ymm7, ymm12
+    vpalignr     ymm11, ymm3, ymm11, 8
+    vpxorq       ymm11, ymm14, ymm11
+    vpsrldq      ymm3, ymm3, 8
+    vpternlogq   ymm3, ymm0, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vinserti64x2 ymm0, ymm8, [rsp + 192], 1
+    vinserti64x2 ymm12, ymm9, [rsp + 128], 1
+    vinserti64x2 ymm13, ymm6, [rsp + 64], 1
+    vinserti64x2 ymm14, ymm4, [rsp], 1
+    vshufi64x2   ymm8, ymm8, ymm15, 1
+    vshufi64x2   ymm9, ymm9, ymm7, 1
+    vshufi64x2   ymm6, ymm6, ymm11, 1
     vshufi64x2   ymm4, ymm4, ymm3, 1
-    vpclmulqdq   ymm16, ymm12, ymm8, 0
-    vpclmulqdq   ymm17, ymm12, ymm8, 17
-    vpshufd      ymm18, ymm12, 78
-    vpxorq       ymm18, ymm12, ymm18
+    vpclmulqdq   ymm16, ymm0, ymm8, 0
+    vpclmulqdq   ymm17, ymm0, ymm8, 17
+    vpshufd      ymm18, ymm0, 78
+    vpxorq       ymm18, ymm0, ymm18
     vpshufd      ymm19, ymm8, 78
     vpxorq       ymm19, ymm8, ymm19
     vpclmulqdq   ymm18, ymm18, ymm19, 0
     vpternlogq   ymm18, ymm16, ymm17, 150
-    vpclmulqdq   ymm19, ymm13, ymm9, 0
-    vpclmulqdq   ymm20, ymm13, ymm9, 17
-    vpshufd      ymm21, ymm13, 78
-    vpxorq       ymm21, ymm13, ymm21
+    vpclmulqdq   ymm19, ymm12, ymm9, 0
+    vpclmulqdq   ymm20, ymm12, ymm9, 17
+    vpshufd      ymm21, ymm12, 78
+    vpxorq       ymm21, ymm12, ymm21
     vpshufd      ymm22, ymm9, 78
     vpxorq       ymm22, ymm9, ymm22
     vpclmulqdq   ymm21, ymm21, ymm22, 0
     vpternlogq   ymm21, ymm19, ymm20, 150
-    vpxorq       ymm22, ymm12, ymm13
+    vpxorq       ymm22, ymm0, ymm12
     vpxorq       ymm23, ymm8, ymm9
     vpclmulqdq   ymm24, ymm22, ymm23, 0
     vpclmulqdq   ymm25, ymm22, ymm23, 17
@@ -7197,16 +7529,16 @@ kg_gf2m409_ladder_step2_avx512:
     vpxorq       ymm19, ymm19, ymm17
     vpternlogq   ymm22, ymm18, ymm21, 150
     vpxorq       ymm23, ymm25, ymm20
-    vpclmulqdq   ymm24, ymm14, ymm6, 0
-    vpclmulqdq   ymm25, ymm14, ymm6, 17
-    vpshufd      ymm26, ymm14, 78
-    vpxorq       ymm26, ymm14, ymm26
+    vpclmulqdq   ymm24, ymm13, ymm6, 0
+    vpclmulqdq   ymm25, ymm13, ymm6, 17
+    vpshufd      ymm26, ymm13, 78
+    vpxorq       ymm26, ymm13, ymm26
     vpshufd      ymm27, ymm6, 78
     vpxorq       ymm27, ymm6, ymm27
     vpclmulqdq   ymm26, ymm26, ymm27, 0
     vpternlogq   ymm26, ymm24, ymm25, 150
-    vpclmulqdq   ymm27, ymm15, ymm4, 0
-    vpxorq       ymm28, ymm14, ymm15
+    vpclmulqdq   ymm27, ymm14, ymm4, 0
+    vpxorq       ymm28, ymm13, ymm14
     vpxorq       ymm29, ymm6, ymm4
     vpclmulqdq   ymm30, ymm28, ymm29, 0
     vpclmulqdq   ymm31, ymm28, ymm29, 17
@@ -7221,55 +7553,55 @@ kg_gf2m409_ladder_step2_avx512:
     vpxorq       ymm27, ymm24, ymm30
     vpxorq       ymm2, ymm26, ymm2
     vpxorq       ymm28, ymm31, ymm25
+    vpxorq       ymm0, ymm0, ymm13
     vpxorq       ymm12, ymm12, ymm14
-    vpxorq       ymm13, ymm13, ymm15
     vpxorq       ymm6, ymm8, ymm6
     vpxorq       ymm4, ymm9, ymm4
-    vpclmulqdq   ymm8, ymm12, ymm6, 0
-    vpclmulqdq   ymm9, ymm12, ymm6, 17
-    vpshufd      ymm14, ymm12, 78
-    vpxorq       ymm14, ymm12, ymm14
-    vpshufd      ymm15, ymm6, 78
-    vpxorq       ymm15, ymm6, ymm15
-    vpclmulqdq   ymm14, ymm14, ymm15, 0
-    vpternlogq   ymm14, ymm8, ymm9, 150
-    vpclmulqdq   ymm15, ymm13, ymm4, 0
-    vpclmulqdq   ymm29, ymm13, ymm4, 17
-    vpshufd      ymm30, ymm13, 78
-    vpxorq       ymm30, ymm13, ymm30
+    vpclmulqdq   ymm8, ymm0, ymm6, 0
+    vpclmulqdq   ymm9, ymm0, ymm6, 17
+    vpshufd      ymm13, ymm0, 78
+    vpxorq       ymm13, ymm0, ymm13
+    vpshufd      ymm14, ymm6, 78
+    vpxorq       ymm14, ymm6, ymm14
+    vpclmulqdq   ymm13, ymm13, ymm14, 0
+    vpternlogq   ymm13, ymm8, ymm9, 150
+    vpclmulqdq   ymm14, ymm12, ymm4, 0
+    vpclmulqdq   ymm29, ymm12, ymm4, 17
+    vpshufd      ymm30, ymm12, 78
+    vpxorq       ymm30, ymm12, ymm30
     vpshufd      ymm31, ymm4, 78
     vpxorq       ymm31, ymm4, ymm31
     vpclmulqdq   ymm30, ymm30, ymm31, 0
-    vpternlogq   ymm30, ymm15, ymm29, 150
-    vpxorq       ymm12, ymm12, ymm13
+    vpternlogq   ymm30, ymm14, ymm29, 150
+    vpxorq       ymm0, ymm0, ymm12
     vpxorq       ymm4, ymm6, ymm4
-    vpclmulqdq   ymm6, ymm12, ymm4, 0
-    vpclmulqdq   ymm13, ymm12, ymm4, 17
-    vpshufd      ymm31, ymm12, 78
-    vpxorq       ymm12, ymm12, ymm31
+    vpclmulqdq   ymm6, ymm0, ymm4, 0
+    vpclmulqdq   ymm12, ymm0, ymm4, 17
+    vpshufd      ymm31, ymm0, 78
+    vpxorq       ymm0, ymm0, ymm31
     vpshufd      ymm31, ymm4, 78
     vpxorq       ymm4, ymm4, ymm31
-    vpclmulqdq   ymm4, ymm12, ymm4, 0
-    vpternlogq   ymm4, ymm6, ymm13, 150
-    vpxorq       ymm9, ymm9, ymm15
+    vpclmulqdq   ymm0, ymm0, ymm4, 0
+    vpternlogq   ymm0, ymm6, ymm12, 150
+    vpxorq       ymm4, ymm9, ymm14
     vpxorq       ymm6, ymm8, ymm6
-    vpternlogq   ymm4, ymm14, ymm30, 150
-    vpxorq       ymm12, ymm13, ymm29
+    vpternlogq   ymm0, ymm13, ymm30, 150
+    vpxorq       ymm9, ymm12, ymm29
     vpternlogq   ymm23, ymm17, ymm24, 150
-    vpxorq       ymm13, ymm21, ymm26
+    vpxorq       ymm12, ymm21, ymm26
     vpternlogq   ymm27, ymm25, ymm20, 150
     vpxorq       ymm8, ymm16, ymm8
     vpxorq       ymm8, ymm8, ymm23
-    vpxorq       ymm14, ymm18, ymm14
-    vpxorq       ymm14, ymm14, ymm13
-    vpternlogq   ymm6, ymm9, ymm19, 150
+    vpxorq       ymm13, ymm18, ymm13
+    vpxorq       ymm13, ymm13, ymm12
+    vpternlogq   ymm6, ymm4, ymm19, 150
     vpxorq       ymm6, ymm6, ymm27
-    vpternlogq   ymm4, ymm22, ymm2, 150
-    vpternlogq   ymm12, ymm9, ymm28, 150
-    vpxorq       ymm9, ymm12, ymm23
-    vpxorq       ymm12, ymm30, ymm13
-    vpxorq       ymm13, ymm29, ymm27
-    vextracti64x2 xmm15, ymm16, 0
+    vpternlogq   ymm0, ymm22, ymm2, 150
+    vpternlogq   ymm9, ymm4, ymm28, 150
+    vpxorq       ymm4, ymm9, ymm23
+    vpxorq       ymm9, ymm30, ymm12
+    vpxorq       ymm12, ymm29, ymm27
+    vextracti64x2 xmm14, ymm16, 0
     vextracti64x2 xmm16, ymm16, 1
     vextracti64x2 xmm17, ymm18, 0
     vextracti64x2 xmm18, ymm18, 1
@@ -7281,119 +7613,119 @@ kg_gf2m409_ladder_step2_avx512:
     vpxorq       xmm20, xmm20, xmm21
     vextracti64x2 xmm21, ymm8, 0
     vextracti64x2 xmm8, ymm8, 1
-    vextracti64x2 xmm22, ymm14, 0
-    vextracti64x2 xmm14, ymm14, 1
-    vpxorq       xmm14, xmm22, xmm14
+    vextracti64x2 xmm22, ymm13, 0
+    vextracti64x2 xmm13, ymm13, 1
+    vpxorq       xmm13, xmm22, xmm13
     vextracti64x2 xmm22, ymm6, 0
     vextracti64x2 xmm6, ymm6, 1
+    vextracti64x2 xmm23, ymm0, 0
+    vextracti64x2 xmm0, ymm0, 1
+    vpxorq       xmm0, xmm23, xmm0
     vextracti64x2 xmm23, ymm4, 0
     vextracti64x2 xmm4, ymm4, 1
-    vpxorq       xmm4, xmm23, xmm4
-    vextracti64x2 xmm23, ymm9, 0
+    vextracti64x2 xmm24, ymm9, 0
     vextracti64x2 xmm9, ymm9, 1
+    vpxorq       xmm9, xmm24, xmm9
     vextracti64x2 xmm24, ymm12, 0
     vextracti64x2 xmm12, ymm12, 1
-    vpxorq       xmm12, xmm24, xmm12
-    vextracti64x2 xmm24, ymm13, 0
-    vextracti64x2 xmm13, ymm13, 1
     vextracti64x2 xmm25, ymm2, 0
     vextracti64x2 xmm2, ymm2, 1
     vpxorq       xmm2, xmm25, xmm2
     vextracti64x2 xmm25, ymm28, 0
     vextracti64x2 xmm26, ymm28, 1
     vpslldq      xmm27, xmm17, 8
-    vpternlogq   xmm15, xmm16, xmm27, 150
+    vpternlogq   xmm14, xmm16, xmm27, 150
     vpalignr     xmm16, xmm20, xmm17, 8
     vpternlogq   xmm18, xmm19, xmm16, 150
-    vpalignr     xmm16, xmm14, xmm20, 8
+    vpalignr     xmm16, xmm13, xmm20, 8
     vpternlogq   xmm21, xmm8, xmm16, 150
-    vpalignr     xmm8, xmm4, xmm14, 8
+    vpalignr     xmm8, xmm0, xmm13, 8
     vpternlogq   xmm22, xmm6, xmm8, 150
-    vpalignr     xmm4, xmm12, xmm4, 8
-    vpternlogq   xmm23, xmm9, xmm4, 150
-    vpalignr     xmm4, xmm2, xmm12, 8
-    vpternlogq   xmm24, xmm13, xmm4, 150
-    vpsrldq      xmm2, xmm2, 8
-    vpternlogq   xmm25, xmm26, xmm2, 150
-    vpsllq       xmm2, xmm25, 39
-    vpsrlq       xmm4, xmm25, 25
-    vpsllq       xmm6, xmm25, 62
-    vpsrlq       xmm8, xmm25, 2
-    vpsllq       xmm9, xmm24, 39
-    vpsrlq       xmm12, xmm24, 25
-    vpsllq       xmm13, xmm24, 62
-    vpsrlq       xmm14, xmm24, 2
-    vpsrldq      xmm16, xmm8, 8
+    vpalignr     xmm0, xmm9, xmm0, 8
+    vpternlogq   xmm23, xmm4, xmm0, 150
+    vpalignr     xmm0, xmm2, xmm9, 8
+    vpternlogq   xmm24, xmm12, xmm0, 150
+    vpsrldq      xmm0, xmm2, 8
+    vpternlogq   xmm25, xmm26, xmm0, 150
+    vpsllq       xmm0, xmm25, 39
+    vpsrlq       xmm2, xmm25, 25
+    vpsllq       xmm4, xmm25, 62
+    vpsrlq       xmm6, xmm25, 2
+    vpsllq       xmm8, xmm24, 39
+    vpsrlq       xmm9, xmm24, 25
+    vpsllq       xmm12, xmm24, 62
+    vpsrlq       xmm13, xmm24, 2
+    vpsrldq      xmm16, xmm6, 8
     vpxorq       xmm16, xmm23, xmm16
     vpsllq       xmm17, xmm16, 39
     vpsrlq       xmm19, xmm16, 25
     vpsllq       xmm20, xmm16, 62
     vpsrlq       xmm16, xmm16, 2
-    vpxorq       xmm2, xmm2, xmm14
-    vpternlogq   xmm22, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm8, xmm2, 8
-    vpxorq       xmm4, xmm22, xmm4
-    vpsrldq      xmm4, xmm4, 8
-    vpsllq       xmm6, xmm4, 39
-    vpsrlq       xmm8, xmm4, 25
-    vpsllq       xmm14, xmm4, 62
-    vpsrlq       xmm4, xmm4, 2
-    vpternlogq   xmm17, xmm8, xmm14, 150
-    vpxorq       xmm4, xmm20, xmm4
-    vpternlogq   xmm18, xmm19, xmm4, 150
-    vpxorq       xmm4, xmm9, xmm16
-    vpternlogq   xmm21, xmm12, xmm13, 150
-    vpslldq      xmm8, xmm17, 8
-    vpternlogq   xmm15, xmm6, xmm8, 150
-    vpalignr     xmm6, xmm4, xmm17, 8
-    vpxorq       xmm6, xmm18, xmm6
-    vpalignr     xmm4, xmm2, xmm4, 8
-    vpxorq       xmm4, xmm21, xmm4
+    vpxorq       xmm0, xmm0, xmm13
+    vpternlogq   xmm22, xmm2, xmm4, 150
+    vpalignr     xmm2, xmm6, xmm0, 8
+    vpxorq       xmm2, xmm22, xmm2
     vpsrldq      xmm2, xmm2, 8
-    vpternlogq   xmm2, xmm22, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       ymm8, ymm3, 25
-    vpsllq       ymm9, ymm8, 23
+    vpsllq       xmm4, xmm2, 39
+    vpsrlq       xmm6, xmm2, 25
+    vpsllq       xmm13, xmm2, 62
+    vpsrlq       xmm2, xmm2, 2
+    vpternlogq   xmm17, xmm6, xmm13, 150
+    vpxorq       xmm2, xmm20, xmm2
+    vpternlogq   xmm18, xmm19, xmm2, 150
+    vpxorq       xmm2, xmm8, xmm16
+    vpternlogq   xmm21, xmm9, xmm12, 150
+    vpslldq      xmm6, xmm17, 8
+    vpternlogq   xmm14, xmm4, xmm6, 150
+    vpalignr     xmm4, xmm2, xmm17, 8
+    vpxorq       xmm4, xmm18, xmm4
+    vpalignr     xmm2, xmm0, xmm2, 8
+    vpxorq       xmm2, xmm21, xmm2
+    vpsrldq      xmm0, xmm0, 8
+    vpternlogq   xmm0, xmm22, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       ymm6, ymm3, 25
+    vpsllq       ymm8, ymm6, 23
     vpandq       ymm3, ymm3, [rel gf2m_mask_1ffffff_0_x2]
-    vpunpcklqdq  ymm8, ymm8, ymm9
-    vpxorq       ymm0, ymm0, ymm8
-    vpsrlq       ymm8, ymm5, 25
+    vpunpcklqdq  ymm6, ymm6, ymm8
+    vpxorq       ymm6, ymm15, ymm6
+    vpsrlq       ymm8, ymm1, 25
     vpsllq       ymm9, ymm8, 23
-    vpandq       ymm5, ymm5, [rel gf2m_mask_1ffffff_0_x2]
+    vpandq       ymm1, ymm1, [rel gf2m_mask_1ffffff_0_x2]
     vpunpcklqdq  ymm8, ymm8, ymm9
-    vpxorq       ymm7, ymm7, ymm8
-    vpsrlq       xmm8, xmm2, 25
+    vpxorq       ymm5, ymm5, ymm8
+    vpsrlq       xmm8, xmm0, 25
     vpsllq       xmm9, xmm8, 23
-    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
+    vpandq       xmm0, xmm0, [rel gf2m_mask_1ffffff_0]
     vpunpcklqdq  xmm8, xmm8, xmm9
-    vpxorq       xmm8, xmm15, xmm8
-    vextracti64x2 xmm9, ymm0, 1
-    vextracti64x2 xmm12, ymm10, 1
-    vextracti64x2 xmm13, ymm1, 1
+    vpxorq       xmm8, xmm14, xmm8
+    vextracti64x2 xmm9, ymm6, 1
+    vextracti64x2 xmm12, ymm7, 1
+    vextracti64x2 xmm13, ymm11, 1
     vextracti64x2 xmm14, ymm3, 1
-    vextracti64x2 xmm7, ymm7, 0
-    vextracti64x2 xmm11, ymm11, 0
+    vextracti64x2 xmm5, ymm5, 0
+    vextracti64x2 xmm10, ymm10, 0
     vmovdqa64    ymm15, [rsp]                        ; reload
     vextracti64x2 xmm15, ymm15, 0
-    vextracti64x2 xmm5, ymm5, 0
-    vextracti64x2 xmm0, ymm0, 0
-    vextracti64x2 xmm10, ymm10, 0
     vextracti64x2 xmm1, ymm1, 0
+    vextracti64x2 xmm6, ymm6, 0
+    vextracti64x2 xmm7, ymm7, 0
+    vextracti64x2 xmm11, ymm11, 0
     vextracti64x2 xmm3, ymm3, 0
     vmovdqu64    [rdi], xmm9
     vmovdqu64    [rdi + 16], xmm12
     vmovdqu64    [rdi + 32], xmm13
     vmovq        qword [rdi + 48], xmm14
-    vmovdqu64    [rdi + 56], xmm7
-    vmovdqu64    [rdi + 72], xmm11
+    vmovdqu64    [rdi + 56], xmm5
+    vmovdqu64    [rdi + 72], xmm10
     vmovdqu64    [rdi + 88], xmm15
-    vmovq        qword [rdi + 104], xmm5
+    vmovq        qword [rdi + 104], xmm1
     vmovdqu64    [rdi + 112], xmm8
-    vmovdqu64    [rdi + 128], xmm6
-    vmovdqu64    [rdi + 144], xmm4
-    vmovq        qword [rdi + 160], xmm2
-    vmovdqu64    [rdi + 168], xmm0
-    vmovdqu64    [rdi + 184], xmm10
-    vmovdqu64    [rdi + 200], xmm1
+    vmovdqu64    [rdi + 128], xmm4
+    vmovdqu64    [rdi + 144], xmm2
+    vmovq        qword [rdi + 160], xmm0
+    vmovdqu64    [rdi + 168], xmm6
+    vmovdqu64    [rdi + 184], xmm7
+    vmovdqu64    [rdi + 200], xmm11
     vmovq        qword [rdi + 216], xmm3
     mov rsp, rbp
     pop rbp
@@ -7409,28 +7741,38 @@ kg_gf2m409_ladder_step2_avx512:
 ;   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-29}, k1, rax, rcx, r11, flags
-;   loops: 2 x 86 and 5 x 86 and 12 x 86 instructions (repeated groups rolled: 7766 instructions run, 6774 written)
+;   clobbers: zmm{0-31}, k1, rax, rcx, r11, flags
+;   loops: 2 x 102 and 5 x 102 and 12 x 102 instructions (repeated groups rolled: 8176 instructions run, 6928 written)
 ; ---------------------------------------------------------------------------
 global kg_gf2m409_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_inv_avx512.end - kg_gf2m409_inv_avx512)
 align 32
 kg_gf2m409_inv_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    xmm29, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 62 times
+    vmovdqu64    xmm29, [rel gf2m_spread_low]        ; held in a register: read 204 times
+    vmovdqu64    xmm30, [rel gf2m_spread_high]       ; held in a register: read 204 times
+    vmovdqu64    xmm31, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 62 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
     vmovq        xmm3, qword [rsi + 48]
-    vpclmulqdq   xmm4, xmm3, xmm3, 0
-    vpclmulqdq   xmm5, xmm2, xmm2, 17
-    vpclmulqdq   xmm6, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm1, xmm1, 17
-    vpclmulqdq   xmm8, xmm1, xmm1, 0
-    vpclmulqdq   xmm9, xmm0, xmm0, 17
-    vpclmulqdq   xmm10, xmm0, xmm0, 0
-    vpsllq       xmm11, xmm4, 39
+    vgf2p8affineqb xmm4, xmm3, xmm29, 0
+    vgf2p8affineqb xmm5, xmm3, xmm30, 0
+    vpunpcklbw   xmm4, xmm4, xmm5
+    vgf2p8affineqb xmm5, xmm2, xmm29, 0
+    vgf2p8affineqb xmm6, xmm2, xmm30, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm1, xmm29, 0
+    vgf2p8affineqb xmm8, xmm1, xmm30, 0
+    vpunpcklbw   xmm9, xmm6, xmm8
+    vpunpckhbw   xmm6, xmm6, xmm8
+    vgf2p8affineqb xmm8, xmm0, xmm29, 0
+    vgf2p8affineqb xmm10, xmm0, xmm30, 0
+    vpunpcklbw   xmm11, xmm8, xmm10
+    vpunpckhbw   xmm8, xmm8, xmm10
+    vpsllq       xmm10, xmm4, 39
     vpsrlq       xmm12, xmm4, 25
     vpsllq       xmm13, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
@@ -7439,50 +7781,50 @@ kg_gf2m409_inv_avx512:
     vpsllq       xmm16, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
     vpsrldq      xmm17, xmm4, 8
-    vpxorq       xmm6, xmm6, xmm17
-    vpsllq       xmm17, xmm6, 39
-    vpsrlq       xmm18, xmm6, 25
-    vpsllq       xmm19, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxorq       xmm5, xmm11, xmm5
-    vpternlogq   xmm7, xmm12, xmm13, 150
+    vpxorq       xmm7, xmm7, xmm17
+    vpsllq       xmm17, xmm7, 39
+    vpsrlq       xmm18, xmm7, 25
+    vpsllq       xmm19, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpxorq       xmm5, xmm10, xmm5
+    vpternlogq   xmm6, xmm12, xmm13, 150
     vpalignr     xmm4, xmm4, xmm5, 8
-    vpxorq       xmm4, xmm7, xmm4
+    vpxorq       xmm4, xmm6, xmm4
     vpsrldq      xmm4, xmm4, 8
-    vpsllq       xmm11, xmm4, 39
+    vpsllq       xmm10, xmm4, 39
     vpsrlq       xmm12, xmm4, 25
     vpsllq       xmm13, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpternlogq   xmm17, xmm12, xmm13, 150
     vpxorq       xmm4, xmm19, xmm4
-    vpternlogq   xmm9, xmm18, xmm4, 150
-    vpxorq       xmm4, xmm14, xmm6
-    vpternlogq   xmm8, xmm15, xmm16, 150
-    vpslldq      xmm6, xmm17, 8
-    vpternlogq   xmm10, xmm11, xmm6, 150
-    vpalignr     xmm6, xmm4, xmm17, 8
-    vpxorq       xmm6, xmm9, xmm6
+    vpternlogq   xmm8, xmm18, xmm4, 150
+    vpxorq       xmm4, xmm14, xmm7
+    vpternlogq   xmm9, xmm15, xmm16, 150
+    vpslldq      xmm7, xmm17, 8
+    vpternlogq   xmm11, xmm10, xmm7, 150
+    vpalignr     xmm7, xmm4, xmm17, 8
+    vpxorq       xmm7, xmm8, xmm7
     vpalignr     xmm4, xmm5, xmm4, 8
-    vpxorq       xmm4, xmm8, xmm4
+    vpxorq       xmm4, xmm9, xmm4
     vpsrldq      xmm5, xmm5, 8
-    vpternlogq   xmm5, xmm7, xmm29, 40
-    vpclmulqdq   xmm7, xmm10, xmm0, 0
-    vpclmulqdq   xmm8, xmm10, xmm0, 17
-    vpshufd      xmm9, xmm10, 78
-    vpxorq       xmm9, xmm10, xmm9
-    vpshufd      xmm11, xmm0, 78
-    vpxorq       xmm11, xmm0, xmm11
-    vpclmulqdq   xmm9, xmm9, xmm11, 0
-    vpternlogq   xmm9, xmm7, xmm8, 150
-    vpclmulqdq   xmm11, xmm6, xmm1, 0
-    vpclmulqdq   xmm12, xmm6, xmm1, 17
-    vpshufd      xmm13, xmm6, 78
-    vpxorq       xmm13, xmm6, xmm13
+    vpternlogq   xmm5, xmm6, xmm31, 40
+    vpclmulqdq   xmm6, xmm11, xmm0, 0
+    vpclmulqdq   xmm8, xmm11, xmm0, 17
+    vpshufd      xmm9, xmm11, 78
+    vpxorq       xmm9, xmm11, xmm9
+    vpshufd      xmm10, xmm0, 78
+    vpxorq       xmm10, xmm0, xmm10
+    vpclmulqdq   xmm9, xmm9, xmm10, 0
+    vpternlogq   xmm9, xmm6, xmm8, 150
+    vpclmulqdq   xmm10, xmm7, xmm1, 0
+    vpclmulqdq   xmm12, xmm7, xmm1, 17
+    vpshufd      xmm13, xmm7, 78
+    vpxorq       xmm13, xmm7, xmm13
     vpshufd      xmm14, xmm1, 78
     vpxorq       xmm14, xmm1, xmm14
     vpclmulqdq   xmm13, xmm13, xmm14, 0
-    vpternlogq   xmm13, xmm11, xmm12, 150
-    vpxorq       xmm14, xmm10, xmm6
+    vpternlogq   xmm13, xmm10, xmm12, 150
+    vpxorq       xmm14, xmm11, xmm7
     vpxorq       xmm15, xmm0, xmm1
     vpclmulqdq   xmm16, xmm14, xmm15, 0
     vpclmulqdq   xmm17, xmm14, xmm15, 17
@@ -7492,9 +7834,9 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm15, xmm15, xmm18
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpternlogq   xmm14, xmm16, xmm17, 150
-    vpxorq       xmm8, xmm8, xmm11
-    vpxorq       xmm11, xmm7, xmm16
-    vpxorq       xmm11, xmm11, xmm8
+    vpxorq       xmm8, xmm8, xmm10
+    vpxorq       xmm10, xmm6, xmm16
+    vpxorq       xmm10, xmm10, xmm8
     vpternlogq   xmm14, xmm9, xmm13, 150
     vpxorq       xmm15, xmm17, xmm12
     vpclmulqdq   xmm16, xmm4, xmm2, 0
@@ -7520,58 +7862,58 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm19, xmm16, xmm22
     vpxorq       xmm20, xmm18, xmm20
     vpxorq       xmm21, xmm23, xmm17
-    vpxorq       xmm4, xmm10, xmm4
-    vpxorq       xmm5, xmm6, xmm5
-    vpxorq       xmm6, xmm0, xmm2
-    vpxorq       xmm10, xmm1, xmm3
-    vpclmulqdq   xmm22, xmm4, xmm6, 0
-    vpclmulqdq   xmm23, xmm4, xmm6, 17
+    vpxorq       xmm4, xmm11, xmm4
+    vpxorq       xmm5, xmm7, xmm5
+    vpxorq       xmm7, xmm0, xmm2
+    vpxorq       xmm11, xmm1, xmm3
+    vpclmulqdq   xmm22, xmm4, xmm7, 0
+    vpclmulqdq   xmm23, xmm4, xmm7, 17
     vpshufd      xmm24, xmm4, 78
     vpxorq       xmm24, xmm4, xmm24
-    vpshufd      xmm25, xmm6, 78
-    vpxorq       xmm25, xmm6, xmm25
+    vpshufd      xmm25, xmm7, 78
+    vpxorq       xmm25, xmm7, xmm25
     vpclmulqdq   xmm24, xmm24, xmm25, 0
     vpternlogq   xmm24, xmm22, xmm23, 150
-    vpclmulqdq   xmm25, xmm5, xmm10, 0
-    vpclmulqdq   xmm26, xmm5, xmm10, 17
+    vpclmulqdq   xmm25, xmm5, xmm11, 0
+    vpclmulqdq   xmm26, xmm5, xmm11, 17
     vpshufd      xmm27, xmm5, 78
     vpxorq       xmm27, xmm5, xmm27
-    vpshufd      xmm28, xmm10, 78
-    vpxorq       xmm28, xmm10, xmm28
+    vpshufd      xmm28, xmm11, 78
+    vpxorq       xmm28, xmm11, xmm28
     vpclmulqdq   xmm27, xmm27, xmm28, 0
     vpternlogq   xmm27, xmm25, xmm26, 150
     vpxorq       xmm4, xmm4, xmm5
-    vpxorq       xmm5, xmm6, xmm10
-    vpclmulqdq   xmm6, xmm4, xmm5, 0
-    vpclmulqdq   xmm10, xmm4, xmm5, 17
+    vpxorq       xmm5, xmm7, xmm11
+    vpclmulqdq   xmm7, xmm4, xmm5, 0
+    vpclmulqdq   xmm11, xmm4, xmm5, 17
     vpshufd      xmm28, xmm4, 78
     vpxorq       xmm4, xmm4, xmm28
     vpshufd      xmm28, xmm5, 78
     vpxorq       xmm5, xmm5, xmm28
     vpclmulqdq   xmm4, xmm4, xmm5, 0
-    vpternlogq   xmm4, xmm6, xmm10, 150
+    vpternlogq   xmm4, xmm7, xmm11, 150
     vpxorq       xmm5, xmm23, xmm25
-    vpxorq       xmm6, xmm22, xmm6
+    vpxorq       xmm7, xmm22, xmm7
     vpternlogq   xmm4, xmm24, xmm27, 150
-    vpxorq       xmm10, xmm10, xmm26
+    vpxorq       xmm11, xmm11, xmm26
     vpternlogq   xmm15, xmm8, xmm16, 150
     vpxorq       xmm8, xmm13, xmm18
     vpternlogq   xmm19, xmm17, xmm12, 150
-    vpxorq       xmm12, xmm7, xmm22
+    vpxorq       xmm12, xmm6, xmm22
     vpxorq       xmm13, xmm9, xmm24
     vpxorq       xmm13, xmm13, xmm8
-    vpternlogq   xmm6, xmm5, xmm11, 150
+    vpternlogq   xmm7, xmm5, xmm10, 150
     vpternlogq   xmm4, xmm14, xmm20, 150
-    vpternlogq   xmm10, xmm5, xmm21, 150
+    vpternlogq   xmm11, xmm5, xmm21, 150
     vpxorq       xmm5, xmm27, xmm8
     vpslldq      xmm8, xmm9, 8
     vpalignr     xmm9, xmm14, xmm9, 8
     vpalignr     xmm14, xmm13, xmm14, 8
     vpternlogq   xmm12, xmm15, xmm14, 150
     vpalignr     xmm13, xmm4, xmm13, 8
-    vpternlogq   xmm6, xmm19, xmm13, 150
+    vpternlogq   xmm7, xmm19, xmm13, 150
     vpalignr     xmm4, xmm5, xmm4, 8
-    vpternlogq   xmm10, xmm15, xmm4, 150
+    vpternlogq   xmm11, xmm15, xmm4, 150
     vpalignr     xmm4, xmm20, xmm5, 8
     vpternlogq   xmm4, xmm26, xmm19, 150
     vpsrldq      xmm5, xmm20, 8
@@ -7585,94 +7927,102 @@ kg_gf2m409_inv_avx512:
     vpsllq       xmm18, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm19, xmm5, 8
-    vpxorq       xmm10, xmm10, xmm19
-    vpsllq       xmm19, xmm10, 39
-    vpsrlq       xmm20, xmm10, 25
-    vpsllq       xmm21, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
+    vpxorq       xmm11, xmm11, xmm19
+    vpsllq       xmm19, xmm11, 39
+    vpsrlq       xmm20, xmm11, 25
+    vpsllq       xmm21, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
     vpxorq       xmm4, xmm13, xmm4
-    vpternlogq   xmm6, xmm14, xmm15, 150
+    vpternlogq   xmm7, xmm14, xmm15, 150
     vpalignr     xmm5, xmm5, xmm4, 8
-    vpxorq       xmm5, xmm6, xmm5
+    vpxorq       xmm5, xmm7, xmm5
     vpsrldq      xmm5, xmm5, 8
     vpsllq       xmm13, xmm5, 39
     vpsrlq       xmm14, xmm5, 25
     vpsllq       xmm15, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
-    vpternlogq   xmm8, xmm7, xmm13, 150
+    vpternlogq   xmm8, xmm6, xmm13, 150
     vpternlogq   xmm19, xmm14, xmm15, 150
-    vpternlogq   xmm9, xmm11, xmm20, 150
+    vpternlogq   xmm9, xmm10, xmm20, 150
     vpternlogq   xmm21, xmm5, xmm9, 150
-    vpxorq       xmm5, xmm16, xmm10
+    vpxorq       xmm5, xmm16, xmm11
     vpternlogq   xmm12, xmm17, xmm18, 150
-    vpslldq      xmm7, xmm19, 8
-    vpxorq       xmm7, xmm8, xmm7
+    vpslldq      xmm6, xmm19, 8
+    vpxorq       xmm6, xmm8, xmm6
     vpalignr     xmm8, xmm5, xmm19, 8
     vpxorq       xmm8, xmm21, xmm8
     vpalignr     xmm5, xmm4, xmm5, 8
     vpxorq       xmm5, xmm12, xmm5
     vpsrldq      xmm4, xmm4, 8
-    vpternlogq   xmm4, xmm6, xmm29, 40
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm6, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpclmulqdq   xmm9, xmm8, xmm8, 17
-    vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vpclmulqdq   xmm10, xmm7, xmm7, 17
-    vpclmulqdq   xmm7, xmm7, xmm7, 0
-    vpsllq       xmm11, xmm4, 39
+    vpternlogq   xmm4, xmm7, xmm31, 40
+    vgf2p8affineqb xmm7, xmm4, xmm29, 0
+    vgf2p8affineqb xmm4, xmm4, xmm30, 0
+    vpunpcklbw   xmm4, xmm7, xmm4
+    vgf2p8affineqb xmm7, xmm5, xmm29, 0
+    vgf2p8affineqb xmm5, xmm5, xmm30, 0
+    vpunpcklbw   xmm9, xmm7, xmm5
+    vpunpckhbw   xmm5, xmm7, xmm5
+    vgf2p8affineqb xmm7, xmm8, xmm29, 0
+    vgf2p8affineqb xmm8, xmm8, xmm30, 0
+    vpunpcklbw   xmm10, xmm7, xmm8
+    vpunpckhbw   xmm7, xmm7, xmm8
+    vgf2p8affineqb xmm8, xmm6, xmm29, 0
+    vgf2p8affineqb xmm6, xmm6, xmm30, 0
+    vpunpcklbw   xmm11, xmm8, xmm6
+    vpunpckhbw   xmm6, xmm8, xmm6
+    vpsllq       xmm8, xmm4, 39
     vpsrlq       xmm12, xmm4, 25
     vpsllq       xmm13, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
-    vpsllq       xmm14, xmm6, 39
-    vpsrlq       xmm15, xmm6, 25
-    vpsllq       xmm16, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpsrldq      xmm17, xmm4, 8
-    vpxorq       xmm5, xmm5, xmm17
-    vpsllq       xmm17, xmm5, 39
-    vpsrlq       xmm18, xmm5, 25
-    vpsllq       xmm19, xmm5, 62
+    vpsllq       xmm14, xmm5, 39
+    vpsrlq       xmm15, xmm5, 25
+    vpsllq       xmm16, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
-    vpxorq       xmm6, xmm11, xmm6
-    vpternlogq   xmm9, xmm12, xmm13, 150
-    vpalignr     xmm4, xmm4, xmm6, 8
-    vpxorq       xmm4, xmm9, xmm4
+    vpsrldq      xmm17, xmm4, 8
+    vpxorq       xmm9, xmm9, xmm17
+    vpsllq       xmm17, xmm9, 39
+    vpsrlq       xmm18, xmm9, 25
+    vpsllq       xmm19, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
+    vpxorq       xmm5, xmm8, xmm5
+    vpternlogq   xmm7, xmm12, xmm13, 150
+    vpalignr     xmm4, xmm4, xmm5, 8
+    vpxorq       xmm4, xmm7, xmm4
     vpsrldq      xmm4, xmm4, 8
-    vpsllq       xmm11, xmm4, 39
+    vpsllq       xmm8, xmm4, 39
     vpsrlq       xmm12, xmm4, 25
     vpsllq       xmm13, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpternlogq   xmm17, xmm12, xmm13, 150
     vpxorq       xmm4, xmm19, xmm4
-    vpternlogq   xmm10, xmm18, xmm4, 150
-    vpxorq       xmm4, xmm14, xmm5
-    vpternlogq   xmm8, xmm15, xmm16, 150
-    vpslldq      xmm5, xmm17, 8
-    vpternlogq   xmm7, xmm11, xmm5, 150
-    vpalignr     xmm5, xmm4, xmm17, 8
-    vpxorq       xmm5, xmm10, xmm5
-    vpalignr     xmm4, xmm6, xmm4, 8
-    vpxorq       xmm4, xmm8, xmm4
-    vpsrldq      xmm6, xmm6, 8
-    vpternlogq   xmm6, xmm9, xmm29, 40
-    vpclmulqdq   xmm8, xmm7, xmm0, 0
-    vpclmulqdq   xmm9, xmm7, xmm0, 17
-    vpshufd      xmm10, xmm7, 78
-    vpxorq       xmm10, xmm7, xmm10
-    vpshufd      xmm11, xmm0, 78
-    vpxorq       xmm11, xmm0, xmm11
-    vpclmulqdq   xmm10, xmm10, xmm11, 0
-    vpternlogq   xmm10, xmm8, xmm9, 150
-    vpclmulqdq   xmm11, xmm5, xmm1, 0
-    vpclmulqdq   xmm12, xmm5, xmm1, 17
-    vpshufd      xmm13, xmm5, 78
-    vpxorq       xmm13, xmm5, xmm13
+    vpternlogq   xmm6, xmm18, xmm4, 150
+    vpxorq       xmm4, xmm14, xmm9
+    vpternlogq   xmm10, xmm15, xmm16, 150
+    vpslldq      xmm9, xmm17, 8
+    vpternlogq   xmm11, xmm8, xmm9, 150
+    vpalignr     xmm8, xmm4, xmm17, 8
+    vpxorq       xmm6, xmm6, xmm8
+    vpalignr     xmm4, xmm5, xmm4, 8
+    vpxorq       xmm4, xmm10, xmm4
+    vpsrldq      xmm5, xmm5, 8
+    vpternlogq   xmm5, xmm7, xmm31, 40
+    vpclmulqdq   xmm7, xmm11, xmm0, 0
+    vpclmulqdq   xmm8, xmm11, xmm0, 17
+    vpshufd      xmm9, xmm11, 78
+    vpxorq       xmm9, xmm11, xmm9
+    vpshufd      xmm10, xmm0, 78
+    vpxorq       xmm10, xmm0, xmm10
+    vpclmulqdq   xmm9, xmm9, xmm10, 0
+    vpternlogq   xmm9, xmm7, xmm8, 150
+    vpclmulqdq   xmm10, xmm6, xmm1, 0
+    vpclmulqdq   xmm12, xmm6, xmm1, 17
+    vpshufd      xmm13, xmm6, 78
+    vpxorq       xmm13, xmm6, xmm13
     vpshufd      xmm14, xmm1, 78
     vpxorq       xmm14, xmm1, xmm14
     vpclmulqdq   xmm13, xmm13, xmm14, 0
-    vpternlogq   xmm13, xmm11, xmm12, 150
-    vpxorq       xmm14, xmm7, xmm5
+    vpternlogq   xmm13, xmm10, xmm12, 150
+    vpxorq       xmm14, xmm11, xmm6
     vpxorq       xmm15, xmm0, xmm1
     vpclmulqdq   xmm16, xmm14, xmm15, 0
     vpclmulqdq   xmm17, xmm14, xmm15, 17
@@ -7682,10 +8032,10 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm15, xmm15, xmm18
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpternlogq   xmm14, xmm16, xmm17, 150
-    vpxorq       xmm9, xmm9, xmm11
-    vpxorq       xmm11, xmm8, xmm16
-    vpxorq       xmm11, xmm11, xmm9
-    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm8, xmm8, xmm10
+    vpxorq       xmm10, xmm7, xmm16
+    vpxorq       xmm10, xmm10, xmm8
+    vpternlogq   xmm14, xmm9, xmm13, 150
     vpxorq       xmm15, xmm17, xmm12
     vpclmulqdq   xmm16, xmm4, xmm2, 0
     vpclmulqdq   xmm17, xmm4, xmm2, 17
@@ -7695,8 +8045,8 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm19, xmm2, xmm19
     vpclmulqdq   xmm18, xmm18, xmm19, 0
     vpternlogq   xmm18, xmm16, xmm17, 150
-    vpclmulqdq   xmm19, xmm6, xmm3, 0
-    vpxorq       xmm20, xmm4, xmm6
+    vpclmulqdq   xmm19, xmm5, xmm3, 0
+    vpxorq       xmm20, xmm4, xmm5
     vpxorq       xmm21, xmm2, xmm3
     vpclmulqdq   xmm22, xmm20, xmm21, 0
     vpclmulqdq   xmm23, xmm20, xmm21, 17
@@ -7710,10 +8060,10 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm19, xmm16, xmm22
     vpxorq       xmm20, xmm18, xmm20
     vpxorq       xmm21, xmm23, xmm17
-    vpxorq       xmm4, xmm7, xmm4
-    vpxorq       xmm5, xmm5, xmm6
+    vpxorq       xmm4, xmm11, xmm4
+    vpxorq       xmm5, xmm6, xmm5
     vpxorq       xmm6, xmm0, xmm2
-    vpxorq       xmm7, xmm1, xmm3
+    vpxorq       xmm11, xmm1, xmm3
     vpclmulqdq   xmm22, xmm4, xmm6, 0
     vpclmulqdq   xmm23, xmm4, xmm6, 17
     vpshufd      xmm24, xmm4, 78
@@ -7722,46 +8072,46 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm25, xmm6, xmm25
     vpclmulqdq   xmm24, xmm24, xmm25, 0
     vpternlogq   xmm24, xmm22, xmm23, 150
-    vpclmulqdq   xmm25, xmm5, xmm7, 0
-    vpclmulqdq   xmm26, xmm5, xmm7, 17
+    vpclmulqdq   xmm25, xmm5, xmm11, 0
+    vpclmulqdq   xmm26, xmm5, xmm11, 17
     vpshufd      xmm27, xmm5, 78
     vpxorq       xmm27, xmm5, xmm27
-    vpshufd      xmm28, xmm7, 78
-    vpxorq       xmm28, xmm7, xmm28
+    vpshufd      xmm28, xmm11, 78
+    vpxorq       xmm28, xmm11, xmm28
     vpclmulqdq   xmm27, xmm27, xmm28, 0
     vpternlogq   xmm27, xmm25, xmm26, 150
     vpxorq       xmm4, xmm4, xmm5
-    vpxorq       xmm5, xmm6, xmm7
+    vpxorq       xmm5, xmm6, xmm11
     vpclmulqdq   xmm6, xmm4, xmm5, 0
-    vpclmulqdq   xmm7, xmm4, xmm5, 17
+    vpclmulqdq   xmm11, xmm4, xmm5, 17
     vpshufd      xmm28, xmm4, 78
     vpxorq       xmm4, xmm4, xmm28
     vpshufd      xmm28, xmm5, 78
     vpxorq       xmm5, xmm5, xmm28
     vpclmulqdq   xmm4, xmm4, xmm5, 0
-    vpternlogq   xmm4, xmm6, xmm7, 150
+    vpternlogq   xmm4, xmm6, xmm11, 150
     vpxorq       xmm5, xmm23, xmm25
     vpxorq       xmm6, xmm22, xmm6
     vpternlogq   xmm4, xmm24, xmm27, 150
-    vpxorq       xmm7, xmm7, xmm26
-    vpternlogq   xmm15, xmm9, xmm16, 150
-    vpxorq       xmm9, xmm13, xmm18
+    vpxorq       xmm11, xmm11, xmm26
+    vpternlogq   xmm15, xmm8, xmm16, 150
+    vpxorq       xmm8, xmm13, xmm18
     vpternlogq   xmm19, xmm17, xmm12, 150
-    vpxorq       xmm12, xmm8, xmm22
-    vpxorq       xmm13, xmm10, xmm24
-    vpxorq       xmm13, xmm13, xmm9
-    vpternlogq   xmm6, xmm5, xmm11, 150
+    vpxorq       xmm12, xmm7, xmm22
+    vpxorq       xmm13, xmm9, xmm24
+    vpxorq       xmm13, xmm13, xmm8
+    vpternlogq   xmm6, xmm5, xmm10, 150
     vpternlogq   xmm4, xmm14, xmm20, 150
-    vpternlogq   xmm7, xmm5, xmm21, 150
-    vpxorq       xmm5, xmm27, xmm9
-    vpslldq      xmm9, xmm10, 8
-    vpalignr     xmm10, xmm14, xmm10, 8
+    vpternlogq   xmm11, xmm5, xmm21, 150
+    vpxorq       xmm5, xmm27, xmm8
+    vpslldq      xmm8, xmm9, 8
+    vpalignr     xmm9, xmm14, xmm9, 8
     vpalignr     xmm14, xmm13, xmm14, 8
     vpternlogq   xmm12, xmm15, xmm14, 150
     vpalignr     xmm13, xmm4, xmm13, 8
     vpternlogq   xmm6, xmm19, xmm13, 150
     vpalignr     xmm4, xmm5, xmm4, 8
-    vpternlogq   xmm7, xmm15, xmm4, 150
+    vpternlogq   xmm11, xmm15, xmm4, 150
     vpalignr     xmm4, xmm20, xmm5, 8
     vpternlogq   xmm4, xmm26, xmm19, 150
     vpsrldq      xmm5, xmm20, 8
@@ -7775,11 +8125,11 @@ kg_gf2m409_inv_avx512:
     vpsllq       xmm18, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm19, xmm5, 8
-    vpxorq       xmm7, xmm7, xmm19
-    vpsllq       xmm19, xmm7, 39
-    vpsrlq       xmm20, xmm7, 25
-    vpsllq       xmm21, xmm7, 62
-    vpsrlq       xmm7, xmm7, 2
+    vpxorq       xmm11, xmm11, xmm19
+    vpsllq       xmm19, xmm11, 39
+    vpsrlq       xmm20, xmm11, 25
+    vpsllq       xmm21, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
     vpxorq       xmm4, xmm13, xmm4
     vpternlogq   xmm6, xmm14, xmm15, 150
     vpalignr     xmm5, xmm5, xmm4, 8
@@ -7789,28 +8139,36 @@ kg_gf2m409_inv_avx512:
     vpsrlq       xmm14, xmm5, 25
     vpsllq       xmm15, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
-    vpternlogq   xmm9, xmm8, xmm13, 150
+    vpternlogq   xmm8, xmm7, xmm13, 150
     vpternlogq   xmm19, xmm14, xmm15, 150
-    vpternlogq   xmm10, xmm11, xmm20, 150
-    vpternlogq   xmm21, xmm5, xmm10, 150
-    vpxorq       xmm5, xmm16, xmm7
+    vpternlogq   xmm9, xmm10, xmm20, 150
+    vpternlogq   xmm21, xmm5, xmm9, 150
+    vpxorq       xmm5, xmm16, xmm11
     vpternlogq   xmm12, xmm17, xmm18, 150
     vpslldq      xmm7, xmm19, 8
-    vpxorq       xmm7, xmm9, xmm7
+    vpxorq       xmm7, xmm8, xmm7
     vpalignr     xmm8, xmm5, xmm19, 8
     vpxorq       xmm8, xmm21, xmm8
     vpalignr     xmm5, xmm4, xmm5, 8
     vpxorq       xmm5, xmm12, xmm5
     vpsrldq      xmm4, xmm4, 8
-    vpternlogq   xmm4, xmm6, xmm29, 40
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm9, xmm5, xmm5, 17
-    vpclmulqdq   xmm10, xmm5, xmm5, 0
-    vpclmulqdq   xmm11, xmm8, xmm8, 17
-    vpclmulqdq   xmm12, xmm8, xmm8, 0
-    vpclmulqdq   xmm13, xmm7, xmm7, 17
-    vpclmulqdq   xmm14, xmm7, xmm7, 0
-    vpsllq       xmm15, xmm6, 39
+    vpternlogq   xmm4, xmm6, xmm31, 40
+    vgf2p8affineqb xmm6, xmm4, xmm29, 0
+    vgf2p8affineqb xmm9, xmm4, xmm30, 0
+    vpunpcklbw   xmm6, xmm6, xmm9
+    vgf2p8affineqb xmm9, xmm5, xmm29, 0
+    vgf2p8affineqb xmm10, xmm5, xmm30, 0
+    vpunpcklbw   xmm11, xmm9, xmm10
+    vpunpckhbw   xmm9, xmm9, xmm10
+    vgf2p8affineqb xmm10, xmm8, xmm29, 0
+    vgf2p8affineqb xmm12, xmm8, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm12
+    vpunpckhbw   xmm10, xmm10, xmm12
+    vgf2p8affineqb xmm12, xmm7, xmm29, 0
+    vgf2p8affineqb xmm14, xmm7, xmm30, 0
+    vpunpcklbw   xmm15, xmm12, xmm14
+    vpunpckhbw   xmm12, xmm12, xmm14
+    vpsllq       xmm14, xmm6, 39
     vpsrlq       xmm16, xmm6, 25
     vpsllq       xmm17, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
@@ -7819,136 +8177,152 @@ kg_gf2m409_inv_avx512:
     vpsllq       xmm20, xmm9, 62
     vpsrlq       xmm9, xmm9, 2
     vpsrldq      xmm21, xmm6, 8
-    vpxorq       xmm10, xmm10, xmm21
-    vpsllq       xmm21, xmm10, 39
-    vpsrlq       xmm22, xmm10, 25
-    vpsllq       xmm23, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpxorq       xmm9, xmm15, xmm9
-    vpternlogq   xmm11, xmm16, xmm17, 150
+    vpxorq       xmm11, xmm11, xmm21
+    vpsllq       xmm21, xmm11, 39
+    vpsrlq       xmm22, xmm11, 25
+    vpsllq       xmm23, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpxorq       xmm9, xmm14, xmm9
+    vpternlogq   xmm10, xmm16, xmm17, 150
     vpalignr     xmm6, xmm6, xmm9, 8
-    vpxorq       xmm6, xmm11, xmm6
+    vpxorq       xmm6, xmm10, xmm6
     vpsrldq      xmm6, xmm6, 8
-    vpsllq       xmm15, xmm6, 39
+    vpsllq       xmm14, xmm6, 39
     vpsrlq       xmm16, xmm6, 25
     vpsllq       xmm17, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
     vpxorq       xmm6, xmm23, xmm6
-    vpternlogq   xmm13, xmm22, xmm6, 150
-    vpxorq       xmm6, xmm18, xmm10
-    vpternlogq   xmm12, xmm19, xmm20, 150
-    vpslldq      xmm10, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm10, 150
-    vpalignr     xmm10, xmm6, xmm21, 8
-    vpxorq       xmm10, xmm13, xmm10
+    vpternlogq   xmm12, xmm22, xmm6, 150
+    vpxorq       xmm6, xmm18, xmm11
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm11, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm11, 150
+    vpalignr     xmm11, xmm6, xmm21, 8
+    vpxorq       xmm11, xmm12, xmm11
     vpalignr     xmm6, xmm9, xmm6, 8
-    vpxorq       xmm6, xmm12, xmm6
+    vpxorq       xmm6, xmm13, xmm6
     vpsrldq      xmm9, xmm9, 8
-    vpternlogq   xmm9, xmm11, xmm29, 40
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpclmulqdq   xmm11, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm12, xmm10, xmm10, 17
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm13, xmm14, xmm14, 17
-    vpclmulqdq   xmm14, xmm14, xmm14, 0
-    vpsllq       xmm15, xmm9, 39
+    vpternlogq   xmm9, xmm10, xmm31, 40
+    vgf2p8affineqb xmm10, xmm9, xmm29, 0
+    vgf2p8affineqb xmm9, xmm9, xmm30, 0
+    vpunpcklbw   xmm9, xmm10, xmm9
+    vgf2p8affineqb xmm10, xmm6, xmm29, 0
+    vgf2p8affineqb xmm6, xmm6, xmm30, 0
+    vpunpcklbw   xmm12, xmm10, xmm6
+    vpunpckhbw   xmm6, xmm10, xmm6
+    vgf2p8affineqb xmm10, xmm11, xmm29, 0
+    vgf2p8affineqb xmm11, xmm11, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm11
+    vpunpckhbw   xmm10, xmm10, xmm11
+    vgf2p8affineqb xmm11, xmm15, xmm29, 0
+    vgf2p8affineqb xmm14, xmm15, xmm30, 0
+    vpunpcklbw   xmm15, xmm11, xmm14
+    vpunpckhbw   xmm11, xmm11, xmm14
+    vpsllq       xmm14, xmm9, 39
     vpsrlq       xmm16, xmm9, 25
     vpsllq       xmm17, xmm9, 62
     vpsrlq       xmm9, xmm9, 2
-    vpsllq       xmm18, xmm11, 39
-    vpsrlq       xmm19, xmm11, 25
-    vpsllq       xmm20, xmm11, 62
-    vpsrlq       xmm11, xmm11, 2
-    vpsrldq      xmm21, xmm9, 8
-    vpxorq       xmm6, xmm6, xmm21
-    vpsllq       xmm21, xmm6, 39
-    vpsrlq       xmm22, xmm6, 25
-    vpsllq       xmm23, xmm6, 62
+    vpsllq       xmm18, xmm6, 39
+    vpsrlq       xmm19, xmm6, 25
+    vpsllq       xmm20, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
-    vpxorq       xmm11, xmm15, xmm11
-    vpternlogq   xmm12, xmm16, xmm17, 150
-    vpalignr     xmm9, xmm9, xmm11, 8
-    vpxorq       xmm9, xmm12, xmm9
+    vpsrldq      xmm21, xmm9, 8
+    vpxorq       xmm12, xmm12, xmm21
+    vpsllq       xmm21, xmm12, 39
+    vpsrlq       xmm22, xmm12, 25
+    vpsllq       xmm23, xmm12, 62
+    vpsrlq       xmm12, xmm12, 2
+    vpxorq       xmm6, xmm14, xmm6
+    vpternlogq   xmm10, xmm16, xmm17, 150
+    vpalignr     xmm9, xmm9, xmm6, 8
+    vpxorq       xmm9, xmm10, xmm9
     vpsrldq      xmm9, xmm9, 8
-    vpsllq       xmm15, xmm9, 39
+    vpsllq       xmm14, xmm9, 39
     vpsrlq       xmm16, xmm9, 25
     vpsllq       xmm17, xmm9, 62
     vpsrlq       xmm9, xmm9, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
     vpxorq       xmm9, xmm23, xmm9
-    vpternlogq   xmm13, xmm22, xmm9, 150
-    vpxorq       xmm6, xmm18, xmm6
-    vpternlogq   xmm10, xmm19, xmm20, 150
-    vpslldq      xmm9, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm9, 150
-    vpalignr     xmm9, xmm6, xmm21, 8
+    vpternlogq   xmm11, xmm22, xmm9, 150
+    vpxorq       xmm9, xmm18, xmm12
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm12, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm12, 150
+    vpalignr     xmm12, xmm9, xmm21, 8
+    vpxorq       xmm11, xmm11, xmm12
+    vpalignr     xmm9, xmm6, xmm9, 8
     vpxorq       xmm9, xmm13, xmm9
-    vpalignr     xmm6, xmm11, xmm6, 8
-    vpxorq       xmm6, xmm10, xmm6
-    vpsrldq      xmm10, xmm11, 8
-    vpternlogq   xmm10, xmm12, xmm29, 40
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm11, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm12, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpclmulqdq   xmm13, xmm14, xmm14, 17
-    vpclmulqdq   xmm14, xmm14, xmm14, 0
-    vpsllq       xmm15, xmm10, 39
-    vpsrlq       xmm16, xmm10, 25
-    vpsllq       xmm17, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpsllq       xmm18, xmm11, 39
-    vpsrlq       xmm19, xmm11, 25
-    vpsllq       xmm20, xmm11, 62
-    vpsrlq       xmm11, xmm11, 2
-    vpsrldq      xmm21, xmm10, 8
-    vpxorq       xmm6, xmm6, xmm21
-    vpsllq       xmm21, xmm6, 39
-    vpsrlq       xmm22, xmm6, 25
-    vpsllq       xmm23, xmm6, 62
+    vpsrldq      xmm6, xmm6, 8
+    vpternlogq   xmm6, xmm10, xmm31, 40
+    vgf2p8affineqb xmm10, xmm6, xmm29, 0
+    vgf2p8affineqb xmm6, xmm6, xmm30, 0
+    vpunpcklbw   xmm6, xmm10, xmm6
+    vgf2p8affineqb xmm10, xmm9, xmm29, 0
+    vgf2p8affineqb xmm9, xmm9, xmm30, 0
+    vpunpcklbw   xmm12, xmm10, xmm9
+    vpunpckhbw   xmm9, xmm10, xmm9
+    vgf2p8affineqb xmm10, xmm11, xmm29, 0
+    vgf2p8affineqb xmm11, xmm11, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm11
+    vpunpckhbw   xmm10, xmm10, xmm11
+    vgf2p8affineqb xmm11, xmm15, xmm29, 0
+    vgf2p8affineqb xmm14, xmm15, xmm30, 0
+    vpunpcklbw   xmm15, xmm11, xmm14
+    vpunpckhbw   xmm11, xmm11, xmm14
+    vpsllq       xmm14, xmm6, 39
+    vpsrlq       xmm16, xmm6, 25
+    vpsllq       xmm17, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
-    vpxorq       xmm11, xmm15, xmm11
-    vpternlogq   xmm12, xmm16, xmm17, 150
-    vpalignr     xmm10, xmm10, xmm11, 8
-    vpxorq       xmm10, xmm12, xmm10
-    vpsrldq      xmm10, xmm10, 8
-    vpsllq       xmm15, xmm10, 39
-    vpsrlq       xmm16, xmm10, 25
-    vpsllq       xmm17, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm18, xmm9, 39
+    vpsrlq       xmm19, xmm9, 25
+    vpsllq       xmm20, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
+    vpsrldq      xmm21, xmm6, 8
+    vpxorq       xmm12, xmm12, xmm21
+    vpsllq       xmm21, xmm12, 39
+    vpsrlq       xmm22, xmm12, 25
+    vpsllq       xmm23, xmm12, 62
+    vpsrlq       xmm12, xmm12, 2
+    vpxorq       xmm9, xmm14, xmm9
+    vpternlogq   xmm10, xmm16, xmm17, 150
+    vpalignr     xmm6, xmm6, xmm9, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpsllq       xmm14, xmm6, 39
+    vpsrlq       xmm16, xmm6, 25
+    vpsllq       xmm17, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
-    vpxorq       xmm10, xmm23, xmm10
-    vpternlogq   xmm13, xmm22, xmm10, 150
-    vpxorq       xmm6, xmm18, xmm6
-    vpternlogq   xmm9, xmm19, xmm20, 150
-    vpslldq      xmm10, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm10, 150
-    vpalignr     xmm10, xmm6, xmm21, 8
-    vpxorq       xmm10, xmm13, xmm10
-    vpalignr     xmm6, xmm11, xmm6, 8
-    vpxorq       xmm6, xmm9, xmm6
-    vpsrldq      xmm9, xmm11, 8
-    vpternlogq   xmm9, xmm12, xmm29, 40
-    vpclmulqdq   xmm11, xmm14, xmm7, 0
-    vpclmulqdq   xmm12, xmm14, xmm7, 17
-    vpshufd      xmm13, xmm14, 78
-    vpxorq       xmm13, xmm14, xmm13
-    vpshufd      xmm15, xmm7, 78
-    vpxorq       xmm15, xmm7, xmm15
-    vpclmulqdq   xmm13, xmm13, xmm15, 0
-    vpternlogq   xmm13, xmm11, xmm12, 150
-    vpclmulqdq   xmm15, xmm10, xmm8, 0
-    vpclmulqdq   xmm16, xmm10, xmm8, 17
-    vpshufd      xmm17, xmm10, 78
-    vpxorq       xmm17, xmm10, xmm17
+    vpxorq       xmm6, xmm23, xmm6
+    vpternlogq   xmm11, xmm22, xmm6, 150
+    vpxorq       xmm6, xmm18, xmm12
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm12, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm12, 150
+    vpalignr     xmm12, xmm6, xmm21, 8
+    vpxorq       xmm11, xmm11, xmm12
+    vpalignr     xmm6, xmm9, xmm6, 8
+    vpxorq       xmm6, xmm13, xmm6
+    vpsrldq      xmm9, xmm9, 8
+    vpternlogq   xmm9, xmm10, xmm31, 40
+    vpclmulqdq   xmm10, xmm15, xmm7, 0
+    vpclmulqdq   xmm12, xmm15, xmm7, 17
+    vpshufd      xmm13, xmm15, 78
+    vpxorq       xmm13, xmm15, xmm13
+    vpshufd      xmm14, xmm7, 78
+    vpxorq       xmm14, xmm7, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm10, xmm12, 150
+    vpclmulqdq   xmm14, xmm11, xmm8, 0
+    vpclmulqdq   xmm16, xmm11, xmm8, 17
+    vpshufd      xmm17, xmm11, 78
+    vpxorq       xmm17, xmm11, xmm17
     vpshufd      xmm18, xmm8, 78
     vpxorq       xmm18, xmm8, xmm18
     vpclmulqdq   xmm17, xmm17, xmm18, 0
-    vpternlogq   xmm17, xmm15, xmm16, 150
-    vpxorq       xmm18, xmm14, xmm10
+    vpternlogq   xmm17, xmm14, xmm16, 150
+    vpxorq       xmm18, xmm15, xmm11
     vpxorq       xmm19, xmm7, xmm8
     vpclmulqdq   xmm20, xmm18, xmm19, 0
     vpclmulqdq   xmm21, xmm18, xmm19, 17
@@ -7958,9 +8332,9 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm19, xmm19, xmm22
     vpclmulqdq   xmm18, xmm18, xmm19, 0
     vpternlogq   xmm18, xmm20, xmm21, 150
-    vpxorq       xmm12, xmm12, xmm15
-    vpxorq       xmm15, xmm11, xmm20
-    vpxorq       xmm15, xmm15, xmm12
+    vpxorq       xmm12, xmm12, xmm14
+    vpxorq       xmm14, xmm10, xmm20
+    vpxorq       xmm14, xmm14, xmm12
     vpternlogq   xmm18, xmm13, xmm17, 150
     vpxorq       xmm19, xmm21, xmm16
     vpclmulqdq   xmm20, xmm6, xmm5, 0
@@ -7986,26 +8360,26 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm23, xmm20, xmm26
     vpxorq       xmm24, xmm22, xmm24
     vpxorq       xmm25, xmm27, xmm21
-    vpxorq       xmm6, xmm14, xmm6
-    vpxorq       xmm9, xmm10, xmm9
+    vpxorq       xmm6, xmm15, xmm6
+    vpxorq       xmm9, xmm11, xmm9
     vpxorq       xmm5, xmm7, xmm5
     vpxorq       xmm4, xmm8, xmm4
     vpclmulqdq   xmm7, xmm6, xmm5, 0
     vpclmulqdq   xmm8, xmm6, xmm5, 17
-    vpshufd      xmm10, xmm6, 78
-    vpxorq       xmm10, xmm6, xmm10
-    vpshufd      xmm14, xmm5, 78
-    vpxorq       xmm14, xmm5, xmm14
-    vpclmulqdq   xmm10, xmm10, xmm14, 0
-    vpternlogq   xmm10, xmm7, xmm8, 150
-    vpclmulqdq   xmm14, xmm9, xmm4, 0
+    vpshufd      xmm11, xmm6, 78
+    vpxorq       xmm11, xmm6, xmm11
+    vpshufd      xmm15, xmm5, 78
+    vpxorq       xmm15, xmm5, xmm15
+    vpclmulqdq   xmm11, xmm11, xmm15, 0
+    vpternlogq   xmm11, xmm7, xmm8, 150
+    vpclmulqdq   xmm15, xmm9, xmm4, 0
     vpclmulqdq   xmm26, xmm9, xmm4, 17
     vpshufd      xmm27, xmm9, 78
     vpxorq       xmm27, xmm9, xmm27
     vpshufd      xmm28, xmm4, 78
     vpxorq       xmm28, xmm4, xmm28
     vpclmulqdq   xmm27, xmm27, xmm28, 0
-    vpternlogq   xmm27, xmm14, xmm26, 150
+    vpternlogq   xmm27, xmm15, xmm26, 150
     vpxorq       xmm6, xmm6, xmm9
     vpxorq       xmm4, xmm5, xmm4
     vpclmulqdq   xmm5, xmm6, xmm4, 0
@@ -8016,35 +8390,35 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm4, xmm4, xmm28
     vpclmulqdq   xmm4, xmm6, xmm4, 0
     vpternlogq   xmm4, xmm5, xmm9, 150
-    vpxorq       xmm6, xmm8, xmm14
+    vpxorq       xmm6, xmm8, xmm15
     vpxorq       xmm5, xmm7, xmm5
-    vpternlogq   xmm4, xmm10, xmm27, 150
+    vpternlogq   xmm4, xmm11, xmm27, 150
     vpxorq       xmm8, xmm9, xmm26
     vpternlogq   xmm19, xmm12, xmm20, 150
     vpxorq       xmm9, xmm17, xmm22
     vpternlogq   xmm23, xmm21, xmm16, 150
-    vpxorq       xmm7, xmm11, xmm7
-    vpxorq       xmm10, xmm13, xmm10
-    vpxorq       xmm10, xmm10, xmm9
-    vpternlogq   xmm5, xmm6, xmm15, 150
+    vpxorq       xmm7, xmm10, xmm7
+    vpxorq       xmm11, xmm13, xmm11
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm5, xmm6, xmm14, 150
     vpternlogq   xmm4, xmm18, xmm24, 150
     vpternlogq   xmm8, xmm6, xmm25, 150
     vpxorq       xmm6, xmm27, xmm9
     vpslldq      xmm9, xmm13, 8
     vpalignr     xmm12, xmm18, xmm13, 8
-    vpalignr     xmm13, xmm10, xmm18, 8
+    vpalignr     xmm13, xmm11, xmm18, 8
     vpternlogq   xmm7, xmm19, xmm13, 150
-    vpalignr     xmm10, xmm4, xmm10, 8
-    vpternlogq   xmm5, xmm23, xmm10, 150
+    vpalignr     xmm11, xmm4, xmm11, 8
+    vpternlogq   xmm5, xmm23, xmm11, 150
     vpalignr     xmm4, xmm6, xmm4, 8
     vpternlogq   xmm8, xmm19, xmm4, 150
     vpalignr     xmm4, xmm24, xmm6, 8
     vpternlogq   xmm4, xmm26, xmm23, 150
     vpsrldq      xmm6, xmm24, 8
     vpxorq       xmm6, xmm25, xmm6
-    vpsllq       xmm10, xmm6, 39
+    vpsllq       xmm11, xmm6, 39
     vpsrlq       xmm13, xmm6, 25
-    vpsllq       xmm14, xmm6, 62
+    vpsllq       xmm15, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
     vpsllq       xmm16, xmm4, 39
     vpsrlq       xmm17, xmm4, 25
@@ -8056,18 +8430,18 @@ kg_gf2m409_inv_avx512:
     vpsrlq       xmm20, xmm8, 25
     vpsllq       xmm21, xmm8, 62
     vpsrlq       xmm8, xmm8, 2
-    vpxorq       xmm4, xmm10, xmm4
-    vpternlogq   xmm5, xmm13, xmm14, 150
+    vpxorq       xmm4, xmm11, xmm4
+    vpternlogq   xmm5, xmm13, xmm15, 150
     vpalignr     xmm6, xmm6, xmm4, 8
     vpxorq       xmm6, xmm5, xmm6
     vpsrldq      xmm6, xmm6, 8
-    vpsllq       xmm10, xmm6, 39
+    vpsllq       xmm11, xmm6, 39
     vpsrlq       xmm13, xmm6, 25
-    vpsllq       xmm14, xmm6, 62
+    vpsllq       xmm15, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
-    vpternlogq   xmm9, xmm11, xmm10, 150
-    vpternlogq   xmm19, xmm13, xmm14, 150
-    vpternlogq   xmm12, xmm15, xmm20, 150
+    vpternlogq   xmm9, xmm10, xmm11, 150
+    vpternlogq   xmm19, xmm13, xmm15, 150
+    vpternlogq   xmm12, xmm14, xmm20, 150
     vpternlogq   xmm21, xmm6, xmm12, 150
     vpxorq       xmm6, xmm16, xmm8
     vpternlogq   xmm7, xmm17, xmm18, 150
@@ -8078,15 +8452,23 @@ kg_gf2m409_inv_avx512:
     vpalignr     xmm6, xmm4, xmm6, 8
     vpxorq       xmm6, xmm7, xmm6
     vpsrldq      xmm4, xmm4, 8
-    vpternlogq   xmm4, xmm5, xmm29, 40
-    vpclmulqdq   xmm5, xmm4, xmm4, 0
-    vpclmulqdq   xmm7, xmm6, xmm6, 17
-    vpclmulqdq   xmm10, xmm6, xmm6, 0
-    vpclmulqdq   xmm11, xmm9, xmm9, 17
-    vpclmulqdq   xmm12, xmm9, xmm9, 0
-    vpclmulqdq   xmm13, xmm8, xmm8, 17
-    vpclmulqdq   xmm14, xmm8, xmm8, 0
-    vpsllq       xmm15, xmm5, 39
+    vpternlogq   xmm4, xmm5, xmm31, 40
+    vgf2p8affineqb xmm5, xmm4, xmm29, 0
+    vgf2p8affineqb xmm7, xmm4, xmm30, 0
+    vpunpcklbw   xmm5, xmm5, xmm7
+    vgf2p8affineqb xmm7, xmm6, xmm29, 0
+    vgf2p8affineqb xmm10, xmm6, xmm30, 0
+    vpunpcklbw   xmm11, xmm7, xmm10
+    vpunpckhbw   xmm7, xmm7, xmm10
+    vgf2p8affineqb xmm10, xmm9, xmm29, 0
+    vgf2p8affineqb xmm12, xmm9, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm12
+    vpunpckhbw   xmm10, xmm10, xmm12
+    vgf2p8affineqb xmm12, xmm8, xmm29, 0
+    vgf2p8affineqb xmm14, xmm8, xmm30, 0
+    vpunpcklbw   xmm15, xmm12, xmm14
+    vpunpckhbw   xmm12, xmm12, xmm14
+    vpsllq       xmm14, xmm5, 39
     vpsrlq       xmm16, xmm5, 25
     vpsllq       xmm17, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
@@ -8095,183 +8477,207 @@ kg_gf2m409_inv_avx512:
     vpsllq       xmm20, xmm7, 62
     vpsrlq       xmm7, xmm7, 2
     vpsrldq      xmm21, xmm5, 8
-    vpxorq       xmm10, xmm10, xmm21
-    vpsllq       xmm21, xmm10, 39
-    vpsrlq       xmm22, xmm10, 25
-    vpsllq       xmm23, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpxorq       xmm7, xmm15, xmm7
-    vpternlogq   xmm11, xmm16, xmm17, 150
+    vpxorq       xmm11, xmm11, xmm21
+    vpsllq       xmm21, xmm11, 39
+    vpsrlq       xmm22, xmm11, 25
+    vpsllq       xmm23, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpxorq       xmm7, xmm14, xmm7
+    vpternlogq   xmm10, xmm16, xmm17, 150
     vpalignr     xmm5, xmm5, xmm7, 8
-    vpxorq       xmm5, xmm11, xmm5
+    vpxorq       xmm5, xmm10, xmm5
     vpsrldq      xmm5, xmm5, 8
-    vpsllq       xmm15, xmm5, 39
+    vpsllq       xmm14, xmm5, 39
     vpsrlq       xmm16, xmm5, 25
     vpsllq       xmm17, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
     vpxorq       xmm5, xmm23, xmm5
-    vpternlogq   xmm13, xmm22, xmm5, 150
-    vpxorq       xmm5, xmm18, xmm10
-    vpternlogq   xmm12, xmm19, xmm20, 150
-    vpslldq      xmm10, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm10, 150
-    vpalignr     xmm10, xmm5, xmm21, 8
-    vpxorq       xmm10, xmm13, xmm10
-    vpalignr     xmm5, xmm7, xmm5, 8
-    vpxorq       xmm5, xmm12, xmm5
-    vpsrldq      xmm7, xmm7, 8
-    vpternlogq   xmm7, xmm11, xmm29, 40
+    vpternlogq   xmm12, xmm22, xmm5, 150
+    vpxorq       xmm5, xmm18, xmm11
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm11, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm11, 150
+    vpalignr     xmm11, xmm5, xmm21, 8
+    vpxorq       xmm11, xmm12, xmm11
     mov          rax, 2
     .repeat1:
-    vpclmulqdq   xmm7, xmm7, xmm7, 0
-    vpclmulqdq   xmm11, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpclmulqdq   xmm12, xmm10, xmm10, 17
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm13, xmm14, xmm14, 17
-    vpclmulqdq   xmm14, xmm14, xmm14, 0
-    vpsllq       xmm15, xmm7, 39
+    vpalignr     xmm5, xmm7, xmm5, 8
+    vpxorq       xmm5, xmm13, xmm5
+    vpsrldq      xmm7, xmm7, 8
+    vpternlogq   xmm7, xmm10, xmm31, 40
+    vgf2p8affineqb xmm10, xmm7, xmm29, 0
+    vgf2p8affineqb xmm7, xmm7, xmm30, 0
+    vpunpcklbw   xmm7, xmm10, xmm7
+    vgf2p8affineqb xmm10, xmm5, xmm29, 0
+    vgf2p8affineqb xmm5, xmm5, xmm30, 0
+    vpunpcklbw   xmm12, xmm10, xmm5
+    vpunpckhbw   xmm5, xmm10, xmm5
+    vgf2p8affineqb xmm10, xmm11, xmm29, 0
+    vgf2p8affineqb xmm11, xmm11, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm11
+    vpunpckhbw   xmm10, xmm10, xmm11
+    vgf2p8affineqb xmm11, xmm15, xmm29, 0
+    vgf2p8affineqb xmm14, xmm15, xmm30, 0
+    vpunpcklbw   xmm15, xmm11, xmm14
+    vpunpckhbw   xmm11, xmm11, xmm14
+    vpsllq       xmm14, xmm7, 39
     vpsrlq       xmm16, xmm7, 25
     vpsllq       xmm17, xmm7, 62
     vpsrlq       xmm7, xmm7, 2
-    vpsllq       xmm18, xmm11, 39
-    vpsrlq       xmm19, xmm11, 25
-    vpsllq       xmm20, xmm11, 62
-    vpsrlq       xmm11, xmm11, 2
-    vpsrldq      xmm21, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm21
-    vpsllq       xmm21, xmm5, 39
-    vpsrlq       xmm22, xmm5, 25
-    vpsllq       xmm23, xmm5, 62
+    vpsllq       xmm18, xmm5, 39
+    vpsrlq       xmm19, xmm5, 25
+    vpsllq       xmm20, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
-    vpxorq       xmm11, xmm15, xmm11
-    vpternlogq   xmm12, xmm16, xmm17, 150
-    vpalignr     xmm7, xmm7, xmm11, 8
-    vpxorq       xmm7, xmm12, xmm7
+    vpsrldq      xmm21, xmm7, 8
+    vpxorq       xmm12, xmm12, xmm21
+    vpsllq       xmm21, xmm12, 39
+    vpsrlq       xmm22, xmm12, 25
+    vpsllq       xmm23, xmm12, 62
+    vpsrlq       xmm12, xmm12, 2
+    vpxorq       xmm5, xmm14, xmm5
+    vpternlogq   xmm10, xmm16, xmm17, 150
+    vpalignr     xmm7, xmm7, xmm5, 8
+    vpxorq       xmm7, xmm10, xmm7
     vpsrldq      xmm7, xmm7, 8
-    vpsllq       xmm15, xmm7, 39
+    vpsllq       xmm14, xmm7, 39
     vpsrlq       xmm16, xmm7, 25
     vpsllq       xmm17, xmm7, 62
     vpsrlq       xmm7, xmm7, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
     vpxorq       xmm7, xmm23, xmm7
-    vpternlogq   xmm13, xmm22, xmm7, 150
-    vpxorq       xmm5, xmm18, xmm5
-    vpternlogq   xmm10, xmm19, xmm20, 150
-    vpslldq      xmm7, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm7, 150
-    vpalignr     xmm7, xmm5, xmm21, 8
+    vpternlogq   xmm11, xmm22, xmm7, 150
+    vpxorq       xmm7, xmm18, xmm12
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm12, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm12, 150
+    vpalignr     xmm12, xmm7, xmm21, 8
+    vpxorq       xmm11, xmm11, xmm12
+    vpalignr     xmm7, xmm5, xmm7, 8
     vpxorq       xmm7, xmm13, xmm7
-    vpalignr     xmm5, xmm11, xmm5, 8
-    vpxorq       xmm5, xmm10, xmm5
-    vpsrldq      xmm10, xmm11, 8
-    vpternlogq   xmm10, xmm12, xmm29, 40
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm11, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpclmulqdq   xmm12, xmm7, xmm7, 17
-    vpclmulqdq   xmm7, xmm7, xmm7, 0
-    vpclmulqdq   xmm13, xmm14, xmm14, 17
-    vpclmulqdq   xmm14, xmm14, xmm14, 0
-    vpsllq       xmm15, xmm10, 39
-    vpsrlq       xmm16, xmm10, 25
-    vpsllq       xmm17, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpsllq       xmm18, xmm11, 39
-    vpsrlq       xmm19, xmm11, 25
-    vpsllq       xmm20, xmm11, 62
-    vpsrlq       xmm11, xmm11, 2
-    vpsrldq      xmm21, xmm10, 8
-    vpxorq       xmm5, xmm5, xmm21
-    vpsllq       xmm21, xmm5, 39
-    vpsrlq       xmm22, xmm5, 25
-    vpsllq       xmm23, xmm5, 62
+    vpsrldq      xmm5, xmm5, 8
+    vpternlogq   xmm5, xmm10, xmm31, 40
+    vgf2p8affineqb xmm10, xmm5, xmm29, 0
+    vgf2p8affineqb xmm5, xmm5, xmm30, 0
+    vpunpcklbw   xmm5, xmm10, xmm5
+    vgf2p8affineqb xmm10, xmm7, xmm29, 0
+    vgf2p8affineqb xmm7, xmm7, xmm30, 0
+    vpunpcklbw   xmm12, xmm10, xmm7
+    vpunpckhbw   xmm7, xmm10, xmm7
+    vgf2p8affineqb xmm10, xmm11, xmm29, 0
+    vgf2p8affineqb xmm11, xmm11, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm11
+    vpunpckhbw   xmm10, xmm10, xmm11
+    vgf2p8affineqb xmm11, xmm15, xmm29, 0
+    vgf2p8affineqb xmm14, xmm15, xmm30, 0
+    vpunpcklbw   xmm15, xmm11, xmm14
+    vpunpckhbw   xmm11, xmm11, xmm14
+    vpsllq       xmm14, xmm5, 39
+    vpsrlq       xmm16, xmm5, 25
+    vpsllq       xmm17, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
-    vpxorq       xmm11, xmm15, xmm11
-    vpternlogq   xmm12, xmm16, xmm17, 150
-    vpalignr     xmm10, xmm10, xmm11, 8
-    vpxorq       xmm10, xmm12, xmm10
-    vpsrldq      xmm10, xmm10, 8
-    vpsllq       xmm15, xmm10, 39
-    vpsrlq       xmm16, xmm10, 25
-    vpsllq       xmm17, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm18, xmm7, 39
+    vpsrlq       xmm19, xmm7, 25
+    vpsllq       xmm20, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpsrldq      xmm21, xmm5, 8
+    vpxorq       xmm12, xmm12, xmm21
+    vpsllq       xmm21, xmm12, 39
+    vpsrlq       xmm22, xmm12, 25
+    vpsllq       xmm23, xmm12, 62
+    vpsrlq       xmm12, xmm12, 2
+    vpxorq       xmm7, xmm14, xmm7
+    vpternlogq   xmm10, xmm16, xmm17, 150
+    vpalignr     xmm5, xmm5, xmm7, 8
+    vpxorq       xmm5, xmm10, xmm5
+    vpsrldq      xmm5, xmm5, 8
+    vpsllq       xmm14, xmm5, 39
+    vpsrlq       xmm16, xmm5, 25
+    vpsllq       xmm17, xmm5, 62
+    vpsrlq       xmm5, xmm5, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
-    vpxorq       xmm10, xmm23, xmm10
-    vpternlogq   xmm13, xmm22, xmm10, 150
-    vpxorq       xmm5, xmm18, xmm5
-    vpternlogq   xmm7, xmm19, xmm20, 150
-    vpslldq      xmm10, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm10, 150
-    vpalignr     xmm10, xmm5, xmm21, 8
-    vpxorq       xmm10, xmm13, xmm10
-    vpalignr     xmm5, xmm11, xmm5, 8
-    vpxorq       xmm5, xmm7, xmm5
-    vpsrldq      xmm7, xmm11, 8
-    vpternlogq   xmm7, xmm12, xmm29, 40
+    vpxorq       xmm5, xmm23, xmm5
+    vpternlogq   xmm11, xmm22, xmm5, 150
+    vpxorq       xmm5, xmm18, xmm12
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm12, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm12, 150
+    vpalignr     xmm12, xmm5, xmm21, 8
+    vpxorq       xmm11, xmm11, xmm12
     dec          rax
     jnz          .repeat1
-    vpclmulqdq   xmm7, xmm7, xmm7, 0
-    vpclmulqdq   xmm11, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpclmulqdq   xmm12, xmm10, xmm10, 17
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm13, xmm14, xmm14, 17
-    vpclmulqdq   xmm14, xmm14, xmm14, 0
-    vpsllq       xmm15, xmm7, 39
+    vpalignr     xmm5, xmm7, xmm5, 8
+    vpxorq       xmm5, xmm13, xmm5
+    vpsrldq      xmm7, xmm7, 8
+    vpternlogq   xmm7, xmm10, xmm31, 40
+    vgf2p8affineqb xmm10, xmm7, xmm29, 0
+    vgf2p8affineqb xmm7, xmm7, xmm30, 0
+    vpunpcklbw   xmm7, xmm10, xmm7
+    vgf2p8affineqb xmm10, xmm5, xmm29, 0
+    vgf2p8affineqb xmm5, xmm5, xmm30, 0
+    vpunpcklbw   xmm12, xmm10, xmm5
+    vpunpckhbw   xmm5, xmm10, xmm5
+    vgf2p8affineqb xmm10, xmm11, xmm29, 0
+    vgf2p8affineqb xmm11, xmm11, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm11
+    vpunpckhbw   xmm10, xmm10, xmm11
+    vgf2p8affineqb xmm11, xmm15, xmm29, 0
+    vgf2p8affineqb xmm14, xmm15, xmm30, 0
+    vpunpcklbw   xmm15, xmm11, xmm14
+    vpunpckhbw   xmm11, xmm11, xmm14
+    vpsllq       xmm14, xmm7, 39
     vpsrlq       xmm16, xmm7, 25
     vpsllq       xmm17, xmm7, 62
     vpsrlq       xmm7, xmm7, 2
-    vpsllq       xmm18, xmm11, 39
-    vpsrlq       xmm19, xmm11, 25
-    vpsllq       xmm20, xmm11, 62
-    vpsrlq       xmm11, xmm11, 2
-    vpsrldq      xmm21, xmm7, 8
-    vpxorq       xmm5, xmm5, xmm21
-    vpsllq       xmm21, xmm5, 39
-    vpsrlq       xmm22, xmm5, 25
-    vpsllq       xmm23, xmm5, 62
+    vpsllq       xmm18, xmm5, 39
+    vpsrlq       xmm19, xmm5, 25
+    vpsllq       xmm20, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
-    vpxorq       xmm11, xmm15, xmm11
-    vpternlogq   xmm12, xmm16, xmm17, 150
-    vpalignr     xmm7, xmm7, xmm11, 8
-    vpxorq       xmm7, xmm12, xmm7
+    vpsrldq      xmm21, xmm7, 8
+    vpxorq       xmm12, xmm12, xmm21
+    vpsllq       xmm21, xmm12, 39
+    vpsrlq       xmm22, xmm12, 25
+    vpsllq       xmm23, xmm12, 62
+    vpsrlq       xmm12, xmm12, 2
+    vpxorq       xmm5, xmm14, xmm5
+    vpternlogq   xmm10, xmm16, xmm17, 150
+    vpalignr     xmm7, xmm7, xmm5, 8
+    vpxorq       xmm7, xmm10, xmm7
     vpsrldq      xmm7, xmm7, 8
-    vpsllq       xmm15, xmm7, 39
+    vpsllq       xmm14, xmm7, 39
     vpsrlq       xmm16, xmm7, 25
     vpsllq       xmm17, xmm7, 62
     vpsrlq       xmm7, xmm7, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
     vpxorq       xmm7, xmm23, xmm7
-    vpternlogq   xmm13, xmm22, xmm7, 150
-    vpxorq       xmm5, xmm18, xmm5
-    vpternlogq   xmm10, xmm19, xmm20, 150
-    vpslldq      xmm7, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm7, 150
-    vpalignr     xmm7, xmm5, xmm21, 8
+    vpternlogq   xmm11, xmm22, xmm7, 150
+    vpxorq       xmm7, xmm18, xmm12
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm12, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm12, 150
+    vpalignr     xmm12, xmm7, xmm21, 8
+    vpxorq       xmm11, xmm11, xmm12
+    vpalignr     xmm7, xmm5, xmm7, 8
     vpxorq       xmm7, xmm13, xmm7
-    vpalignr     xmm5, xmm11, xmm5, 8
-    vpxorq       xmm5, xmm10, xmm5
-    vpsrldq      xmm10, xmm11, 8
-    vpternlogq   xmm10, xmm12, xmm29, 40
-    vpclmulqdq   xmm11, xmm14, xmm8, 0
-    vpclmulqdq   xmm12, xmm14, xmm8, 17
-    vpshufd      xmm13, xmm14, 78
-    vpxorq       xmm13, xmm14, xmm13
-    vpshufd      xmm15, xmm8, 78
-    vpxorq       xmm15, xmm8, xmm15
-    vpclmulqdq   xmm13, xmm13, xmm15, 0
-    vpternlogq   xmm13, xmm11, xmm12, 150
-    vpclmulqdq   xmm15, xmm7, xmm9, 0
-    vpclmulqdq   xmm16, xmm7, xmm9, 17
-    vpshufd      xmm17, xmm7, 78
-    vpxorq       xmm17, xmm7, xmm17
+    vpsrldq      xmm5, xmm5, 8
+    vpternlogq   xmm5, xmm10, xmm31, 40
+    vpclmulqdq   xmm10, xmm15, xmm8, 0
+    vpclmulqdq   xmm12, xmm15, xmm8, 17
+    vpshufd      xmm13, xmm15, 78
+    vpxorq       xmm13, xmm15, xmm13
+    vpshufd      xmm14, xmm8, 78
+    vpxorq       xmm14, xmm8, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm10, xmm12, 150
+    vpclmulqdq   xmm14, xmm11, xmm9, 0
+    vpclmulqdq   xmm16, xmm11, xmm9, 17
+    vpshufd      xmm17, xmm11, 78
+    vpxorq       xmm17, xmm11, xmm17
     vpshufd      xmm18, xmm9, 78
     vpxorq       xmm18, xmm9, xmm18
     vpclmulqdq   xmm17, xmm17, xmm18, 0
-    vpternlogq   xmm17, xmm15, xmm16, 150
-    vpxorq       xmm18, xmm14, xmm7
+    vpternlogq   xmm17, xmm14, xmm16, 150
+    vpxorq       xmm18, xmm15, xmm11
     vpxorq       xmm19, xmm8, xmm9
     vpclmulqdq   xmm20, xmm18, xmm19, 0
     vpclmulqdq   xmm21, xmm18, xmm19, 17
@@ -8281,21 +8687,21 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm19, xmm19, xmm22
     vpclmulqdq   xmm18, xmm18, xmm19, 0
     vpternlogq   xmm18, xmm20, xmm21, 150
-    vpxorq       xmm12, xmm12, xmm15
-    vpxorq       xmm15, xmm11, xmm20
-    vpxorq       xmm15, xmm15, xmm12
+    vpxorq       xmm12, xmm12, xmm14
+    vpxorq       xmm14, xmm10, xmm20
+    vpxorq       xmm14, xmm14, xmm12
     vpternlogq   xmm18, xmm13, xmm17, 150
     vpxorq       xmm19, xmm21, xmm16
-    vpclmulqdq   xmm20, xmm5, xmm6, 0
-    vpclmulqdq   xmm21, xmm5, xmm6, 17
-    vpshufd      xmm22, xmm5, 78
-    vpxorq       xmm22, xmm5, xmm22
+    vpclmulqdq   xmm20, xmm7, xmm6, 0
+    vpclmulqdq   xmm21, xmm7, xmm6, 17
+    vpshufd      xmm22, xmm7, 78
+    vpxorq       xmm22, xmm7, xmm22
     vpshufd      xmm23, xmm6, 78
     vpxorq       xmm23, xmm6, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
     vpternlogq   xmm22, xmm20, xmm21, 150
-    vpclmulqdq   xmm23, xmm10, xmm4, 0
-    vpxorq       xmm24, xmm5, xmm10
+    vpclmulqdq   xmm23, xmm5, xmm4, 0
+    vpxorq       xmm24, xmm7, xmm5
     vpxorq       xmm25, xmm6, xmm4
     vpclmulqdq   xmm26, xmm24, xmm25, 0
     vpclmulqdq   xmm27, xmm24, xmm25, 17
@@ -8309,27 +8715,27 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm23, xmm20, xmm26
     vpxorq       xmm24, xmm22, xmm24
     vpxorq       xmm25, xmm27, xmm21
-    vpxorq       xmm5, xmm14, xmm5
-    vpxorq       xmm7, xmm7, xmm10
+    vpxorq       xmm7, xmm15, xmm7
+    vpxorq       xmm5, xmm11, xmm5
     vpxorq       xmm6, xmm8, xmm6
     vpxorq       xmm4, xmm9, xmm4
-    vpclmulqdq   xmm8, xmm5, xmm6, 0
-    vpclmulqdq   xmm9, xmm5, xmm6, 17
-    vpshufd      xmm10, xmm5, 78
-    vpxorq       xmm10, xmm5, xmm10
-    vpshufd      xmm14, xmm6, 78
-    vpxorq       xmm14, xmm6, xmm14
-    vpclmulqdq   xmm10, xmm10, xmm14, 0
-    vpternlogq   xmm10, xmm8, xmm9, 150
-    vpclmulqdq   xmm14, xmm7, xmm4, 0
-    vpclmulqdq   xmm26, xmm7, xmm4, 17
-    vpshufd      xmm27, xmm7, 78
-    vpxorq       xmm27, xmm7, xmm27
+    vpclmulqdq   xmm8, xmm7, xmm6, 0
+    vpclmulqdq   xmm9, xmm7, xmm6, 17
+    vpshufd      xmm11, xmm7, 78
+    vpxorq       xmm11, xmm7, xmm11
+    vpshufd      xmm15, xmm6, 78
+    vpxorq       xmm15, xmm6, xmm15
+    vpclmulqdq   xmm11, xmm11, xmm15, 0
+    vpternlogq   xmm11, xmm8, xmm9, 150
+    vpclmulqdq   xmm15, xmm5, xmm4, 0
+    vpclmulqdq   xmm26, xmm5, xmm4, 17
+    vpshufd      xmm27, xmm5, 78
+    vpxorq       xmm27, xmm5, xmm27
     vpshufd      xmm28, xmm4, 78
     vpxorq       xmm28, xmm4, xmm28
     vpclmulqdq   xmm27, xmm27, xmm28, 0
-    vpternlogq   xmm27, xmm14, xmm26, 150
-    vpxorq       xmm5, xmm5, xmm7
+    vpternlogq   xmm27, xmm15, xmm26, 150
+    vpxorq       xmm5, xmm7, xmm5
     vpxorq       xmm4, xmm6, xmm4
     vpclmulqdq   xmm6, xmm5, xmm4, 0
     vpclmulqdq   xmm7, xmm5, xmm4, 17
@@ -8339,35 +8745,35 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm4, xmm4, xmm28
     vpclmulqdq   xmm4, xmm5, xmm4, 0
     vpternlogq   xmm4, xmm6, xmm7, 150
-    vpxorq       xmm5, xmm9, xmm14
+    vpxorq       xmm5, xmm9, xmm15
     vpxorq       xmm6, xmm8, xmm6
-    vpternlogq   xmm4, xmm10, xmm27, 150
+    vpternlogq   xmm4, xmm11, xmm27, 150
     vpxorq       xmm7, xmm7, xmm26
     vpternlogq   xmm19, xmm12, xmm20, 150
     vpxorq       xmm9, xmm17, xmm22
     vpternlogq   xmm23, xmm21, xmm16, 150
-    vpxorq       xmm8, xmm11, xmm8
-    vpxorq       xmm10, xmm13, xmm10
-    vpxorq       xmm10, xmm10, xmm9
-    vpternlogq   xmm6, xmm5, xmm15, 150
+    vpxorq       xmm8, xmm10, xmm8
+    vpxorq       xmm11, xmm13, xmm11
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm6, xmm5, xmm14, 150
     vpternlogq   xmm4, xmm18, xmm24, 150
     vpternlogq   xmm7, xmm5, xmm25, 150
     vpxorq       xmm5, xmm27, xmm9
     vpslldq      xmm9, xmm13, 8
     vpalignr     xmm12, xmm18, xmm13, 8
-    vpalignr     xmm13, xmm10, xmm18, 8
+    vpalignr     xmm13, xmm11, xmm18, 8
     vpternlogq   xmm8, xmm19, xmm13, 150
-    vpalignr     xmm10, xmm4, xmm10, 8
-    vpternlogq   xmm6, xmm23, xmm10, 150
+    vpalignr     xmm11, xmm4, xmm11, 8
+    vpternlogq   xmm6, xmm23, xmm11, 150
     vpalignr     xmm4, xmm5, xmm4, 8
     vpternlogq   xmm7, xmm19, xmm4, 150
     vpalignr     xmm4, xmm24, xmm5, 8
     vpternlogq   xmm4, xmm26, xmm23, 150
     vpsrldq      xmm5, xmm24, 8
     vpxorq       xmm5, xmm25, xmm5
-    vpsllq       xmm10, xmm5, 39
+    vpsllq       xmm11, xmm5, 39
     vpsrlq       xmm13, xmm5, 25
-    vpsllq       xmm14, xmm5, 62
+    vpsllq       xmm15, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
     vpsllq       xmm16, xmm4, 39
     vpsrlq       xmm17, xmm4, 25
@@ -8379,18 +8785,18 @@ kg_gf2m409_inv_avx512:
     vpsrlq       xmm20, xmm7, 25
     vpsllq       xmm21, xmm7, 62
     vpsrlq       xmm7, xmm7, 2
-    vpxorq       xmm4, xmm10, xmm4
-    vpternlogq   xmm6, xmm13, xmm14, 150
+    vpxorq       xmm4, xmm11, xmm4
+    vpternlogq   xmm6, xmm13, xmm15, 150
     vpalignr     xmm5, xmm5, xmm4, 8
     vpxorq       xmm5, xmm6, xmm5
     vpsrldq      xmm5, xmm5, 8
-    vpsllq       xmm10, xmm5, 39
+    vpsllq       xmm11, xmm5, 39
     vpsrlq       xmm13, xmm5, 25
-    vpsllq       xmm14, xmm5, 62
+    vpsllq       xmm15, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
-    vpternlogq   xmm9, xmm11, xmm10, 150
-    vpternlogq   xmm19, xmm13, xmm14, 150
-    vpternlogq   xmm12, xmm15, xmm20, 150
+    vpternlogq   xmm9, xmm10, xmm11, 150
+    vpternlogq   xmm19, xmm13, xmm15, 150
+    vpternlogq   xmm12, xmm14, xmm20, 150
     vpternlogq   xmm21, xmm5, xmm12, 150
     vpxorq       xmm5, xmm16, xmm7
     vpternlogq   xmm8, xmm17, xmm18, 150
@@ -8401,15 +8807,23 @@ kg_gf2m409_inv_avx512:
     vpalignr     xmm5, xmm4, xmm5, 8
     vpxorq       xmm5, xmm8, xmm5
     vpsrldq      xmm4, xmm4, 8
-    vpternlogq   xmm4, xmm6, xmm29, 40
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm8, xmm5, xmm5, 17
-    vpclmulqdq   xmm10, xmm5, xmm5, 0
-    vpclmulqdq   xmm11, xmm9, xmm9, 17
-    vpclmulqdq   xmm12, xmm9, xmm9, 0
-    vpclmulqdq   xmm13, xmm7, xmm7, 17
-    vpclmulqdq   xmm14, xmm7, xmm7, 0
-    vpsllq       xmm15, xmm6, 39
+    vpternlogq   xmm4, xmm6, xmm31, 40
+    vgf2p8affineqb xmm6, xmm4, xmm29, 0
+    vgf2p8affineqb xmm8, xmm4, xmm30, 0
+    vpunpcklbw   xmm6, xmm6, xmm8
+    vgf2p8affineqb xmm8, xmm5, xmm29, 0
+    vgf2p8affineqb xmm10, xmm5, xmm30, 0
+    vpunpcklbw   xmm11, xmm8, xmm10
+    vpunpckhbw   xmm8, xmm8, xmm10
+    vgf2p8affineqb xmm10, xmm9, xmm29, 0
+    vgf2p8affineqb xmm12, xmm9, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm12
+    vpunpckhbw   xmm10, xmm10, xmm12
+    vgf2p8affineqb xmm12, xmm7, xmm29, 0
+    vgf2p8affineqb xmm14, xmm7, xmm30, 0
+    vpunpcklbw   xmm15, xmm12, xmm14
+    vpunpckhbw   xmm12, xmm12, xmm14
+    vpsllq       xmm14, xmm6, 39
     vpsrlq       xmm16, xmm6, 25
     vpsllq       xmm17, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
@@ -8418,183 +8832,207 @@ kg_gf2m409_inv_avx512:
     vpsllq       xmm20, xmm8, 62
     vpsrlq       xmm8, xmm8, 2
     vpsrldq      xmm21, xmm6, 8
-    vpxorq       xmm10, xmm10, xmm21
-    vpsllq       xmm21, xmm10, 39
-    vpsrlq       xmm22, xmm10, 25
-    vpsllq       xmm23, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpxorq       xmm8, xmm15, xmm8
-    vpternlogq   xmm11, xmm16, xmm17, 150
+    vpxorq       xmm11, xmm11, xmm21
+    vpsllq       xmm21, xmm11, 39
+    vpsrlq       xmm22, xmm11, 25
+    vpsllq       xmm23, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpxorq       xmm8, xmm14, xmm8
+    vpternlogq   xmm10, xmm16, xmm17, 150
     vpalignr     xmm6, xmm6, xmm8, 8
-    vpxorq       xmm6, xmm11, xmm6
+    vpxorq       xmm6, xmm10, xmm6
     vpsrldq      xmm6, xmm6, 8
-    vpsllq       xmm15, xmm6, 39
+    vpsllq       xmm14, xmm6, 39
     vpsrlq       xmm16, xmm6, 25
     vpsllq       xmm17, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
     vpxorq       xmm6, xmm23, xmm6
-    vpternlogq   xmm13, xmm22, xmm6, 150
-    vpxorq       xmm6, xmm18, xmm10
-    vpternlogq   xmm12, xmm19, xmm20, 150
-    vpslldq      xmm10, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm10, 150
-    vpalignr     xmm10, xmm6, xmm21, 8
-    vpxorq       xmm10, xmm13, xmm10
-    vpalignr     xmm6, xmm8, xmm6, 8
-    vpxorq       xmm6, xmm12, xmm6
-    vpsrldq      xmm8, xmm8, 8
-    vpternlogq   xmm8, xmm11, xmm29, 40
+    vpternlogq   xmm12, xmm22, xmm6, 150
+    vpxorq       xmm6, xmm18, xmm11
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm11, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm11, 150
+    vpalignr     xmm11, xmm6, xmm21, 8
+    vpxorq       xmm11, xmm12, xmm11
     mov          rax, 5
     .repeat2:
-    vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vpclmulqdq   xmm11, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm12, xmm10, xmm10, 17
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm13, xmm14, xmm14, 17
-    vpclmulqdq   xmm14, xmm14, xmm14, 0
-    vpsllq       xmm15, xmm8, 39
+    vpalignr     xmm6, xmm8, xmm6, 8
+    vpxorq       xmm6, xmm13, xmm6
+    vpsrldq      xmm8, xmm8, 8
+    vpternlogq   xmm8, xmm10, xmm31, 40
+    vgf2p8affineqb xmm10, xmm8, xmm29, 0
+    vgf2p8affineqb xmm8, xmm8, xmm30, 0
+    vpunpcklbw   xmm8, xmm10, xmm8
+    vgf2p8affineqb xmm10, xmm6, xmm29, 0
+    vgf2p8affineqb xmm6, xmm6, xmm30, 0
+    vpunpcklbw   xmm12, xmm10, xmm6
+    vpunpckhbw   xmm6, xmm10, xmm6
+    vgf2p8affineqb xmm10, xmm11, xmm29, 0
+    vgf2p8affineqb xmm11, xmm11, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm11
+    vpunpckhbw   xmm10, xmm10, xmm11
+    vgf2p8affineqb xmm11, xmm15, xmm29, 0
+    vgf2p8affineqb xmm14, xmm15, xmm30, 0
+    vpunpcklbw   xmm15, xmm11, xmm14
+    vpunpckhbw   xmm11, xmm11, xmm14
+    vpsllq       xmm14, xmm8, 39
     vpsrlq       xmm16, xmm8, 25
     vpsllq       xmm17, xmm8, 62
     vpsrlq       xmm8, xmm8, 2
-    vpsllq       xmm18, xmm11, 39
-    vpsrlq       xmm19, xmm11, 25
-    vpsllq       xmm20, xmm11, 62
-    vpsrlq       xmm11, xmm11, 2
-    vpsrldq      xmm21, xmm8, 8
-    vpxorq       xmm6, xmm6, xmm21
-    vpsllq       xmm21, xmm6, 39
-    vpsrlq       xmm22, xmm6, 25
-    vpsllq       xmm23, xmm6, 62
+    vpsllq       xmm18, xmm6, 39
+    vpsrlq       xmm19, xmm6, 25
+    vpsllq       xmm20, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
-    vpxorq       xmm11, xmm15, xmm11
-    vpternlogq   xmm12, xmm16, xmm17, 150
-    vpalignr     xmm8, xmm8, xmm11, 8
-    vpxorq       xmm8, xmm12, xmm8
+    vpsrldq      xmm21, xmm8, 8
+    vpxorq       xmm12, xmm12, xmm21
+    vpsllq       xmm21, xmm12, 39
+    vpsrlq       xmm22, xmm12, 25
+    vpsllq       xmm23, xmm12, 62
+    vpsrlq       xmm12, xmm12, 2
+    vpxorq       xmm6, xmm14, xmm6
+    vpternlogq   xmm10, xmm16, xmm17, 150
+    vpalignr     xmm8, xmm8, xmm6, 8
+    vpxorq       xmm8, xmm10, xmm8
     vpsrldq      xmm8, xmm8, 8
-    vpsllq       xmm15, xmm8, 39
+    vpsllq       xmm14, xmm8, 39
     vpsrlq       xmm16, xmm8, 25
     vpsllq       xmm17, xmm8, 62
     vpsrlq       xmm8, xmm8, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
     vpxorq       xmm8, xmm23, xmm8
-    vpternlogq   xmm13, xmm22, xmm8, 150
-    vpxorq       xmm6, xmm18, xmm6
-    vpternlogq   xmm10, xmm19, xmm20, 150
-    vpslldq      xmm8, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm8, 150
-    vpalignr     xmm8, xmm6, xmm21, 8
+    vpternlogq   xmm11, xmm22, xmm8, 150
+    vpxorq       xmm8, xmm18, xmm12
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm12, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm12, 150
+    vpalignr     xmm12, xmm8, xmm21, 8
+    vpxorq       xmm11, xmm11, xmm12
+    vpalignr     xmm8, xmm6, xmm8, 8
     vpxorq       xmm8, xmm13, xmm8
-    vpalignr     xmm6, xmm11, xmm6, 8
-    vpxorq       xmm6, xmm10, xmm6
-    vpsrldq      xmm10, xmm11, 8
-    vpternlogq   xmm10, xmm12, xmm29, 40
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm11, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm12, xmm8, xmm8, 17
-    vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vpclmulqdq   xmm13, xmm14, xmm14, 17
-    vpclmulqdq   xmm14, xmm14, xmm14, 0
-    vpsllq       xmm15, xmm10, 39
-    vpsrlq       xmm16, xmm10, 25
-    vpsllq       xmm17, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpsllq       xmm18, xmm11, 39
-    vpsrlq       xmm19, xmm11, 25
-    vpsllq       xmm20, xmm11, 62
-    vpsrlq       xmm11, xmm11, 2
-    vpsrldq      xmm21, xmm10, 8
-    vpxorq       xmm6, xmm6, xmm21
-    vpsllq       xmm21, xmm6, 39
-    vpsrlq       xmm22, xmm6, 25
-    vpsllq       xmm23, xmm6, 62
+    vpsrldq      xmm6, xmm6, 8
+    vpternlogq   xmm6, xmm10, xmm31, 40
+    vgf2p8affineqb xmm10, xmm6, xmm29, 0
+    vgf2p8affineqb xmm6, xmm6, xmm30, 0
+    vpunpcklbw   xmm6, xmm10, xmm6
+    vgf2p8affineqb xmm10, xmm8, xmm29, 0
+    vgf2p8affineqb xmm8, xmm8, xmm30, 0
+    vpunpcklbw   xmm12, xmm10, xmm8
+    vpunpckhbw   xmm8, xmm10, xmm8
+    vgf2p8affineqb xmm10, xmm11, xmm29, 0
+    vgf2p8affineqb xmm11, xmm11, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm11
+    vpunpckhbw   xmm10, xmm10, xmm11
+    vgf2p8affineqb xmm11, xmm15, xmm29, 0
+    vgf2p8affineqb xmm14, xmm15, xmm30, 0
+    vpunpcklbw   xmm15, xmm11, xmm14
+    vpunpckhbw   xmm11, xmm11, xmm14
+    vpsllq       xmm14, xmm6, 39
+    vpsrlq       xmm16, xmm6, 25
+    vpsllq       xmm17, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
-    vpxorq       xmm11, xmm15, xmm11
-    vpternlogq   xmm12, xmm16, xmm17, 150
-    vpalignr     xmm10, xmm10, xmm11, 8
-    vpxorq       xmm10, xmm12, xmm10
-    vpsrldq      xmm10, xmm10, 8
-    vpsllq       xmm15, xmm10, 39
-    vpsrlq       xmm16, xmm10, 25
-    vpsllq       xmm17, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
+    vpsllq       xmm18, xmm8, 39
+    vpsrlq       xmm19, xmm8, 25
+    vpsllq       xmm20, xmm8, 62
+    vpsrlq       xmm8, xmm8, 2
+    vpsrldq      xmm21, xmm6, 8
+    vpxorq       xmm12, xmm12, xmm21
+    vpsllq       xmm21, xmm12, 39
+    vpsrlq       xmm22, xmm12, 25
+    vpsllq       xmm23, xmm12, 62
+    vpsrlq       xmm12, xmm12, 2
+    vpxorq       xmm8, xmm14, xmm8
+    vpternlogq   xmm10, xmm16, xmm17, 150
+    vpalignr     xmm6, xmm6, xmm8, 8
+    vpxorq       xmm6, xmm10, xmm6
+    vpsrldq      xmm6, xmm6, 8
+    vpsllq       xmm14, xmm6, 39
+    vpsrlq       xmm16, xmm6, 25
+    vpsllq       xmm17, xmm6, 62
+    vpsrlq       xmm6, xmm6, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
-    vpxorq       xmm10, xmm23, xmm10
-    vpternlogq   xmm13, xmm22, xmm10, 150
-    vpxorq       xmm6, xmm18, xmm6
-    vpternlogq   xmm8, xmm19, xmm20, 150
-    vpslldq      xmm10, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm10, 150
-    vpalignr     xmm10, xmm6, xmm21, 8
-    vpxorq       xmm10, xmm13, xmm10
-    vpalignr     xmm6, xmm11, xmm6, 8
-    vpxorq       xmm6, xmm8, xmm6
-    vpsrldq      xmm8, xmm11, 8
-    vpternlogq   xmm8, xmm12, xmm29, 40
+    vpxorq       xmm6, xmm23, xmm6
+    vpternlogq   xmm11, xmm22, xmm6, 150
+    vpxorq       xmm6, xmm18, xmm12
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm12, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm12, 150
+    vpalignr     xmm12, xmm6, xmm21, 8
+    vpxorq       xmm11, xmm11, xmm12
     dec          rax
     jnz          .repeat2
-    vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vpclmulqdq   xmm11, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm12, xmm10, xmm10, 17
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm13, xmm14, xmm14, 17
-    vpclmulqdq   xmm14, xmm14, xmm14, 0
-    vpsllq       xmm15, xmm8, 39
+    vpalignr     xmm6, xmm8, xmm6, 8
+    vpxorq       xmm6, xmm13, xmm6
+    vpsrldq      xmm8, xmm8, 8
+    vpternlogq   xmm8, xmm10, xmm31, 40
+    vgf2p8affineqb xmm10, xmm8, xmm29, 0
+    vgf2p8affineqb xmm8, xmm8, xmm30, 0
+    vpunpcklbw   xmm8, xmm10, xmm8
+    vgf2p8affineqb xmm10, xmm6, xmm29, 0
+    vgf2p8affineqb xmm6, xmm6, xmm30, 0
+    vpunpcklbw   xmm12, xmm10, xmm6
+    vpunpckhbw   xmm6, xmm10, xmm6
+    vgf2p8affineqb xmm10, xmm11, xmm29, 0
+    vgf2p8affineqb xmm11, xmm11, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm11
+    vpunpckhbw   xmm10, xmm10, xmm11
+    vgf2p8affineqb xmm11, xmm15, xmm29, 0
+    vgf2p8affineqb xmm14, xmm15, xmm30, 0
+    vpunpcklbw   xmm15, xmm11, xmm14
+    vpunpckhbw   xmm11, xmm11, xmm14
+    vpsllq       xmm14, xmm8, 39
     vpsrlq       xmm16, xmm8, 25
     vpsllq       xmm17, xmm8, 62
     vpsrlq       xmm8, xmm8, 2
-    vpsllq       xmm18, xmm11, 39
-    vpsrlq       xmm19, xmm11, 25
-    vpsllq       xmm20, xmm11, 62
-    vpsrlq       xmm11, xmm11, 2
-    vpsrldq      xmm21, xmm8, 8
-    vpxorq       xmm6, xmm6, xmm21
-    vpsllq       xmm21, xmm6, 39
-    vpsrlq       xmm22, xmm6, 25
-    vpsllq       xmm23, xmm6, 62
+    vpsllq       xmm18, xmm6, 39
+    vpsrlq       xmm19, xmm6, 25
+    vpsllq       xmm20, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
-    vpxorq       xmm11, xmm15, xmm11
-    vpternlogq   xmm12, xmm16, xmm17, 150
-    vpalignr     xmm8, xmm8, xmm11, 8
-    vpxorq       xmm8, xmm12, xmm8
+    vpsrldq      xmm21, xmm8, 8
+    vpxorq       xmm12, xmm12, xmm21
+    vpsllq       xmm21, xmm12, 39
+    vpsrlq       xmm22, xmm12, 25
+    vpsllq       xmm23, xmm12, 62
+    vpsrlq       xmm12, xmm12, 2
+    vpxorq       xmm6, xmm14, xmm6
+    vpternlogq   xmm10, xmm16, xmm17, 150
+    vpalignr     xmm8, xmm8, xmm6, 8
+    vpxorq       xmm8, xmm10, xmm8
     vpsrldq      xmm8, xmm8, 8
-    vpsllq       xmm15, xmm8, 39
+    vpsllq       xmm14, xmm8, 39
     vpsrlq       xmm16, xmm8, 25
     vpsllq       xmm17, xmm8, 62
     vpsrlq       xmm8, xmm8, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
     vpxorq       xmm8, xmm23, xmm8
-    vpternlogq   xmm13, xmm22, xmm8, 150
-    vpxorq       xmm6, xmm18, xmm6
-    vpternlogq   xmm10, xmm19, xmm20, 150
-    vpslldq      xmm8, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm8, 150
-    vpalignr     xmm8, xmm6, xmm21, 8
+    vpternlogq   xmm11, xmm22, xmm8, 150
+    vpxorq       xmm8, xmm18, xmm12
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm12, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm12, 150
+    vpalignr     xmm12, xmm8, xmm21, 8
+    vpxorq       xmm11, xmm11, xmm12
+    vpalignr     xmm8, xmm6, xmm8, 8
     vpxorq       xmm8, xmm13, xmm8
-    vpalignr     xmm6, xmm11, xmm6, 8
-    vpxorq       xmm6, xmm10, xmm6
-    vpsrldq      xmm10, xmm11, 8
-    vpternlogq   xmm10, xmm12, xmm29, 40
-    vpclmulqdq   xmm11, xmm14, xmm7, 0
-    vpclmulqdq   xmm12, xmm14, xmm7, 17
-    vpshufd      xmm13, xmm14, 78
-    vpxorq       xmm13, xmm14, xmm13
-    vpshufd      xmm15, xmm7, 78
-    vpxorq       xmm15, xmm7, xmm15
-    vpclmulqdq   xmm13, xmm13, xmm15, 0
-    vpternlogq   xmm13, xmm11, xmm12, 150
-    vpclmulqdq   xmm15, xmm8, xmm9, 0
-    vpclmulqdq   xmm16, xmm8, xmm9, 17
-    vpshufd      xmm17, xmm8, 78
-    vpxorq       xmm17, xmm8, xmm17
+    vpsrldq      xmm6, xmm6, 8
+    vpternlogq   xmm6, xmm10, xmm31, 40
+    vpclmulqdq   xmm10, xmm15, xmm7, 0
+    vpclmulqdq   xmm12, xmm15, xmm7, 17
+    vpshufd      xmm13, xmm15, 78
+    vpxorq       xmm13, xmm15, xmm13
+    vpshufd      xmm14, xmm7, 78
+    vpxorq       xmm14, xmm7, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm10, xmm12, 150
+    vpclmulqdq   xmm14, xmm11, xmm9, 0
+    vpclmulqdq   xmm16, xmm11, xmm9, 17
+    vpshufd      xmm17, xmm11, 78
+    vpxorq       xmm17, xmm11, xmm17
     vpshufd      xmm18, xmm9, 78
     vpxorq       xmm18, xmm9, xmm18
     vpclmulqdq   xmm17, xmm17, xmm18, 0
-    vpternlogq   xmm17, xmm15, xmm16, 150
-    vpxorq       xmm18, xmm14, xmm8
+    vpternlogq   xmm17, xmm14, xmm16, 150
+    vpxorq       xmm18, xmm15, xmm11
     vpxorq       xmm19, xmm7, xmm9
     vpclmulqdq   xmm20, xmm18, xmm19, 0
     vpclmulqdq   xmm21, xmm18, xmm19, 17
@@ -8604,21 +9042,21 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm19, xmm19, xmm22
     vpclmulqdq   xmm18, xmm18, xmm19, 0
     vpternlogq   xmm18, xmm20, xmm21, 150
-    vpxorq       xmm12, xmm12, xmm15
-    vpxorq       xmm15, xmm11, xmm20
-    vpxorq       xmm15, xmm15, xmm12
+    vpxorq       xmm12, xmm12, xmm14
+    vpxorq       xmm14, xmm10, xmm20
+    vpxorq       xmm14, xmm14, xmm12
     vpternlogq   xmm18, xmm13, xmm17, 150
     vpxorq       xmm19, xmm21, xmm16
-    vpclmulqdq   xmm20, xmm6, xmm5, 0
-    vpclmulqdq   xmm21, xmm6, xmm5, 17
-    vpshufd      xmm22, xmm6, 78
-    vpxorq       xmm22, xmm6, xmm22
+    vpclmulqdq   xmm20, xmm8, xmm5, 0
+    vpclmulqdq   xmm21, xmm8, xmm5, 17
+    vpshufd      xmm22, xmm8, 78
+    vpxorq       xmm22, xmm8, xmm22
     vpshufd      xmm23, xmm5, 78
     vpxorq       xmm23, xmm5, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
     vpternlogq   xmm22, xmm20, xmm21, 150
-    vpclmulqdq   xmm23, xmm10, xmm4, 0
-    vpxorq       xmm24, xmm6, xmm10
+    vpclmulqdq   xmm23, xmm6, xmm4, 0
+    vpxorq       xmm24, xmm8, xmm6
     vpxorq       xmm25, xmm5, xmm4
     vpclmulqdq   xmm26, xmm24, xmm25, 0
     vpclmulqdq   xmm27, xmm24, xmm25, 17
@@ -8632,27 +9070,27 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm23, xmm20, xmm26
     vpxorq       xmm24, xmm22, xmm24
     vpxorq       xmm25, xmm27, xmm21
-    vpxorq       xmm6, xmm14, xmm6
-    vpxorq       xmm8, xmm8, xmm10
+    vpxorq       xmm8, xmm15, xmm8
+    vpxorq       xmm6, xmm11, xmm6
     vpxorq       xmm5, xmm7, xmm5
     vpxorq       xmm4, xmm9, xmm4
-    vpclmulqdq   xmm7, xmm6, xmm5, 0
-    vpclmulqdq   xmm9, xmm6, xmm5, 17
-    vpshufd      xmm10, xmm6, 78
-    vpxorq       xmm10, xmm6, xmm10
-    vpshufd      xmm14, xmm5, 78
-    vpxorq       xmm14, xmm5, xmm14
-    vpclmulqdq   xmm10, xmm10, xmm14, 0
-    vpternlogq   xmm10, xmm7, xmm9, 150
-    vpclmulqdq   xmm14, xmm8, xmm4, 0
-    vpclmulqdq   xmm26, xmm8, xmm4, 17
-    vpshufd      xmm27, xmm8, 78
-    vpxorq       xmm27, xmm8, xmm27
+    vpclmulqdq   xmm7, xmm8, xmm5, 0
+    vpclmulqdq   xmm9, xmm8, xmm5, 17
+    vpshufd      xmm11, xmm8, 78
+    vpxorq       xmm11, xmm8, xmm11
+    vpshufd      xmm15, xmm5, 78
+    vpxorq       xmm15, xmm5, xmm15
+    vpclmulqdq   xmm11, xmm11, xmm15, 0
+    vpternlogq   xmm11, xmm7, xmm9, 150
+    vpclmulqdq   xmm15, xmm6, xmm4, 0
+    vpclmulqdq   xmm26, xmm6, xmm4, 17
+    vpshufd      xmm27, xmm6, 78
+    vpxorq       xmm27, xmm6, xmm27
     vpshufd      xmm28, xmm4, 78
     vpxorq       xmm28, xmm4, xmm28
     vpclmulqdq   xmm27, xmm27, xmm28, 0
-    vpternlogq   xmm27, xmm14, xmm26, 150
-    vpxorq       xmm6, xmm6, xmm8
+    vpternlogq   xmm27, xmm15, xmm26, 150
+    vpxorq       xmm6, xmm8, xmm6
     vpxorq       xmm4, xmm5, xmm4
     vpclmulqdq   xmm5, xmm6, xmm4, 0
     vpclmulqdq   xmm8, xmm6, xmm4, 17
@@ -8662,35 +9100,35 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm4, xmm4, xmm28
     vpclmulqdq   xmm4, xmm6, xmm4, 0
     vpternlogq   xmm4, xmm5, xmm8, 150
-    vpxorq       xmm6, xmm9, xmm14
+    vpxorq       xmm6, xmm9, xmm15
     vpxorq       xmm5, xmm7, xmm5
-    vpternlogq   xmm4, xmm10, xmm27, 150
+    vpternlogq   xmm4, xmm11, xmm27, 150
     vpxorq       xmm8, xmm8, xmm26
     vpternlogq   xmm19, xmm12, xmm20, 150
     vpxorq       xmm9, xmm17, xmm22
     vpternlogq   xmm23, xmm21, xmm16, 150
-    vpxorq       xmm7, xmm11, xmm7
-    vpxorq       xmm10, xmm13, xmm10
-    vpxorq       xmm10, xmm10, xmm9
-    vpternlogq   xmm5, xmm6, xmm15, 150
+    vpxorq       xmm7, xmm10, xmm7
+    vpxorq       xmm11, xmm13, xmm11
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm5, xmm6, xmm14, 150
     vpternlogq   xmm4, xmm18, xmm24, 150
     vpternlogq   xmm8, xmm6, xmm25, 150
     vpxorq       xmm6, xmm27, xmm9
     vpslldq      xmm9, xmm13, 8
     vpalignr     xmm12, xmm18, xmm13, 8
-    vpalignr     xmm13, xmm10, xmm18, 8
+    vpalignr     xmm13, xmm11, xmm18, 8
     vpternlogq   xmm7, xmm19, xmm13, 150
-    vpalignr     xmm10, xmm4, xmm10, 8
-    vpternlogq   xmm5, xmm23, xmm10, 150
+    vpalignr     xmm11, xmm4, xmm11, 8
+    vpternlogq   xmm5, xmm23, xmm11, 150
     vpalignr     xmm4, xmm6, xmm4, 8
     vpternlogq   xmm8, xmm19, xmm4, 150
     vpalignr     xmm4, xmm24, xmm6, 8
     vpternlogq   xmm4, xmm26, xmm23, 150
     vpsrldq      xmm6, xmm24, 8
     vpxorq       xmm6, xmm25, xmm6
-    vpsllq       xmm10, xmm6, 39
+    vpsllq       xmm11, xmm6, 39
     vpsrlq       xmm13, xmm6, 25
-    vpsllq       xmm14, xmm6, 62
+    vpsllq       xmm15, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
     vpsllq       xmm16, xmm4, 39
     vpsrlq       xmm17, xmm4, 25
@@ -8702,18 +9140,18 @@ kg_gf2m409_inv_avx512:
     vpsrlq       xmm20, xmm8, 25
     vpsllq       xmm21, xmm8, 62
     vpsrlq       xmm8, xmm8, 2
-    vpxorq       xmm4, xmm10, xmm4
-    vpternlogq   xmm5, xmm13, xmm14, 150
+    vpxorq       xmm4, xmm11, xmm4
+    vpternlogq   xmm5, xmm13, xmm15, 150
     vpalignr     xmm6, xmm6, xmm4, 8
     vpxorq       xmm6, xmm5, xmm6
     vpsrldq      xmm6, xmm6, 8
-    vpsllq       xmm10, xmm6, 39
+    vpsllq       xmm11, xmm6, 39
     vpsrlq       xmm13, xmm6, 25
-    vpsllq       xmm14, xmm6, 62
+    vpsllq       xmm15, xmm6, 62
     vpsrlq       xmm6, xmm6, 2
-    vpternlogq   xmm9, xmm11, xmm10, 150
-    vpternlogq   xmm19, xmm13, xmm14, 150
-    vpternlogq   xmm12, xmm15, xmm20, 150
+    vpternlogq   xmm9, xmm10, xmm11, 150
+    vpternlogq   xmm19, xmm13, xmm15, 150
+    vpternlogq   xmm12, xmm14, xmm20, 150
     vpternlogq   xmm21, xmm6, xmm12, 150
     vpxorq       xmm6, xmm16, xmm8
     vpternlogq   xmm7, xmm17, xmm18, 150
@@ -8724,15 +9162,23 @@ kg_gf2m409_inv_avx512:
     vpalignr     xmm6, xmm4, xmm6, 8
     vpxorq       xmm6, xmm7, xmm6
     vpsrldq      xmm4, xmm4, 8
-    vpternlogq   xmm4, xmm5, xmm29, 40
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm7, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpclmulqdq   xmm10, xmm8, xmm8, 17
-    vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vpsllq       xmm11, xmm4, 39
+    vpternlogq   xmm4, xmm5, xmm31, 40
+    vgf2p8affineqb xmm5, xmm4, xmm29, 0
+    vgf2p8affineqb xmm4, xmm4, xmm30, 0
+    vpunpcklbw   xmm4, xmm5, xmm4
+    vgf2p8affineqb xmm5, xmm6, xmm29, 0
+    vgf2p8affineqb xmm6, xmm6, xmm30, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm9, xmm29, 0
+    vgf2p8affineqb xmm9, xmm9, xmm30, 0
+    vpunpcklbw   xmm10, xmm6, xmm9
+    vpunpckhbw   xmm6, xmm6, xmm9
+    vgf2p8affineqb xmm9, xmm8, xmm29, 0
+    vgf2p8affineqb xmm8, xmm8, xmm30, 0
+    vpunpcklbw   xmm11, xmm9, xmm8
+    vpunpckhbw   xmm8, xmm9, xmm8
+    vpsllq       xmm9, xmm4, 39
     vpsrlq       xmm12, xmm4, 25
     vpsllq       xmm13, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
@@ -8741,50 +9187,50 @@ kg_gf2m409_inv_avx512:
     vpsllq       xmm16, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
     vpsrldq      xmm17, xmm4, 8
-    vpxorq       xmm6, xmm6, xmm17
-    vpsllq       xmm17, xmm6, 39
-    vpsrlq       xmm18, xmm6, 25
-    vpsllq       xmm19, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxorq       xmm5, xmm11, xmm5
-    vpternlogq   xmm7, xmm12, xmm13, 150
+    vpxorq       xmm7, xmm7, xmm17
+    vpsllq       xmm17, xmm7, 39
+    vpsrlq       xmm18, xmm7, 25
+    vpsllq       xmm19, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpxorq       xmm5, xmm9, xmm5
+    vpternlogq   xmm6, xmm12, xmm13, 150
     vpalignr     xmm4, xmm4, xmm5, 8
-    vpxorq       xmm4, xmm7, xmm4
+    vpxorq       xmm4, xmm6, xmm4
     vpsrldq      xmm4, xmm4, 8
-    vpsllq       xmm11, xmm4, 39
+    vpsllq       xmm9, xmm4, 39
     vpsrlq       xmm12, xmm4, 25
     vpsllq       xmm13, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpternlogq   xmm17, xmm12, xmm13, 150
     vpxorq       xmm4, xmm19, xmm4
-    vpternlogq   xmm10, xmm18, xmm4, 150
-    vpxorq       xmm4, xmm14, xmm6
-    vpternlogq   xmm9, xmm15, xmm16, 150
-    vpslldq      xmm6, xmm17, 8
-    vpternlogq   xmm8, xmm11, xmm6, 150
-    vpalignr     xmm6, xmm4, xmm17, 8
-    vpxorq       xmm6, xmm10, xmm6
+    vpternlogq   xmm8, xmm18, xmm4, 150
+    vpxorq       xmm4, xmm14, xmm7
+    vpternlogq   xmm10, xmm15, xmm16, 150
+    vpslldq      xmm7, xmm17, 8
+    vpternlogq   xmm11, xmm9, xmm7, 150
+    vpalignr     xmm7, xmm4, xmm17, 8
+    vpxorq       xmm7, xmm8, xmm7
     vpalignr     xmm4, xmm5, xmm4, 8
-    vpxorq       xmm4, xmm9, xmm4
+    vpxorq       xmm4, xmm10, xmm4
     vpsrldq      xmm5, xmm5, 8
-    vpternlogq   xmm5, xmm7, xmm29, 40
-    vpclmulqdq   xmm7, xmm8, xmm0, 0
-    vpclmulqdq   xmm9, xmm8, xmm0, 17
-    vpshufd      xmm10, xmm8, 78
-    vpxorq       xmm10, xmm8, xmm10
-    vpshufd      xmm11, xmm0, 78
-    vpxorq       xmm11, xmm0, xmm11
-    vpclmulqdq   xmm10, xmm10, xmm11, 0
-    vpternlogq   xmm10, xmm7, xmm9, 150
-    vpclmulqdq   xmm11, xmm6, xmm1, 0
-    vpclmulqdq   xmm12, xmm6, xmm1, 17
-    vpshufd      xmm13, xmm6, 78
-    vpxorq       xmm13, xmm6, xmm13
+    vpternlogq   xmm5, xmm6, xmm31, 40
+    vpclmulqdq   xmm6, xmm11, xmm0, 0
+    vpclmulqdq   xmm8, xmm11, xmm0, 17
+    vpshufd      xmm9, xmm11, 78
+    vpxorq       xmm9, xmm11, xmm9
+    vpshufd      xmm10, xmm0, 78
+    vpxorq       xmm10, xmm0, xmm10
+    vpclmulqdq   xmm9, xmm9, xmm10, 0
+    vpternlogq   xmm9, xmm6, xmm8, 150
+    vpclmulqdq   xmm10, xmm7, xmm1, 0
+    vpclmulqdq   xmm12, xmm7, xmm1, 17
+    vpshufd      xmm13, xmm7, 78
+    vpxorq       xmm13, xmm7, xmm13
     vpshufd      xmm14, xmm1, 78
     vpxorq       xmm14, xmm1, xmm14
     vpclmulqdq   xmm13, xmm13, xmm14, 0
-    vpternlogq   xmm13, xmm11, xmm12, 150
-    vpxorq       xmm14, xmm8, xmm6
+    vpternlogq   xmm13, xmm10, xmm12, 150
+    vpxorq       xmm14, xmm11, xmm7
     vpxorq       xmm15, xmm0, xmm1
     vpclmulqdq   xmm16, xmm14, xmm15, 0
     vpclmulqdq   xmm17, xmm14, xmm15, 17
@@ -8794,10 +9240,10 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm15, xmm15, xmm18
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpternlogq   xmm14, xmm16, xmm17, 150
-    vpxorq       xmm9, xmm9, xmm11
-    vpxorq       xmm11, xmm7, xmm16
-    vpxorq       xmm11, xmm11, xmm9
-    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm8, xmm8, xmm10
+    vpxorq       xmm10, xmm6, xmm16
+    vpxorq       xmm10, xmm10, xmm8
+    vpternlogq   xmm14, xmm9, xmm13, 150
     vpxorq       xmm15, xmm17, xmm12
     vpclmulqdq   xmm16, xmm4, xmm2, 0
     vpclmulqdq   xmm17, xmm4, xmm2, 17
@@ -8822,58 +9268,58 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm19, xmm16, xmm22
     vpxorq       xmm20, xmm18, xmm20
     vpxorq       xmm21, xmm23, xmm17
-    vpxorq       xmm4, xmm8, xmm4
-    vpxorq       xmm5, xmm6, xmm5
-    vpxorq       xmm6, xmm0, xmm2
-    vpxorq       xmm8, xmm1, xmm3
-    vpclmulqdq   xmm22, xmm4, xmm6, 0
-    vpclmulqdq   xmm23, xmm4, xmm6, 17
+    vpxorq       xmm4, xmm11, xmm4
+    vpxorq       xmm5, xmm7, xmm5
+    vpxorq       xmm7, xmm0, xmm2
+    vpxorq       xmm11, xmm1, xmm3
+    vpclmulqdq   xmm22, xmm4, xmm7, 0
+    vpclmulqdq   xmm23, xmm4, xmm7, 17
     vpshufd      xmm24, xmm4, 78
     vpxorq       xmm24, xmm4, xmm24
-    vpshufd      xmm25, xmm6, 78
-    vpxorq       xmm25, xmm6, xmm25
+    vpshufd      xmm25, xmm7, 78
+    vpxorq       xmm25, xmm7, xmm25
     vpclmulqdq   xmm24, xmm24, xmm25, 0
     vpternlogq   xmm24, xmm22, xmm23, 150
-    vpclmulqdq   xmm25, xmm5, xmm8, 0
-    vpclmulqdq   xmm26, xmm5, xmm8, 17
+    vpclmulqdq   xmm25, xmm5, xmm11, 0
+    vpclmulqdq   xmm26, xmm5, xmm11, 17
     vpshufd      xmm27, xmm5, 78
     vpxorq       xmm27, xmm5, xmm27
-    vpshufd      xmm28, xmm8, 78
-    vpxorq       xmm28, xmm8, xmm28
+    vpshufd      xmm28, xmm11, 78
+    vpxorq       xmm28, xmm11, xmm28
     vpclmulqdq   xmm27, xmm27, xmm28, 0
     vpternlogq   xmm27, xmm25, xmm26, 150
     vpxorq       xmm4, xmm4, xmm5
-    vpxorq       xmm5, xmm6, xmm8
-    vpclmulqdq   xmm6, xmm4, xmm5, 0
-    vpclmulqdq   xmm8, xmm4, xmm5, 17
+    vpxorq       xmm5, xmm7, xmm11
+    vpclmulqdq   xmm7, xmm4, xmm5, 0
+    vpclmulqdq   xmm11, xmm4, xmm5, 17
     vpshufd      xmm28, xmm4, 78
     vpxorq       xmm4, xmm4, xmm28
     vpshufd      xmm28, xmm5, 78
     vpxorq       xmm5, xmm5, xmm28
     vpclmulqdq   xmm4, xmm4, xmm5, 0
-    vpternlogq   xmm4, xmm6, xmm8, 150
+    vpternlogq   xmm4, xmm7, xmm11, 150
     vpxorq       xmm5, xmm23, xmm25
-    vpxorq       xmm6, xmm22, xmm6
+    vpxorq       xmm7, xmm22, xmm7
     vpternlogq   xmm4, xmm24, xmm27, 150
-    vpxorq       xmm8, xmm8, xmm26
-    vpternlogq   xmm15, xmm9, xmm16, 150
-    vpxorq       xmm9, xmm13, xmm18
+    vpxorq       xmm11, xmm11, xmm26
+    vpternlogq   xmm15, xmm8, xmm16, 150
+    vpxorq       xmm8, xmm13, xmm18
     vpternlogq   xmm19, xmm17, xmm12, 150
-    vpxorq       xmm12, xmm7, xmm22
-    vpxorq       xmm13, xmm10, xmm24
-    vpxorq       xmm13, xmm13, xmm9
-    vpternlogq   xmm6, xmm5, xmm11, 150
+    vpxorq       xmm12, xmm6, xmm22
+    vpxorq       xmm13, xmm9, xmm24
+    vpxorq       xmm13, xmm13, xmm8
+    vpternlogq   xmm7, xmm5, xmm10, 150
     vpternlogq   xmm4, xmm14, xmm20, 150
-    vpternlogq   xmm8, xmm5, xmm21, 150
-    vpxorq       xmm5, xmm27, xmm9
-    vpslldq      xmm9, xmm10, 8
-    vpalignr     xmm10, xmm14, xmm10, 8
+    vpternlogq   xmm11, xmm5, xmm21, 150
+    vpxorq       xmm5, xmm27, xmm8
+    vpslldq      xmm8, xmm9, 8
+    vpalignr     xmm9, xmm14, xmm9, 8
     vpalignr     xmm14, xmm13, xmm14, 8
     vpternlogq   xmm12, xmm15, xmm14, 150
     vpalignr     xmm13, xmm4, xmm13, 8
-    vpternlogq   xmm6, xmm19, xmm13, 150
+    vpternlogq   xmm7, xmm19, xmm13, 150
     vpalignr     xmm4, xmm5, xmm4, 8
-    vpternlogq   xmm8, xmm15, xmm4, 150
+    vpternlogq   xmm11, xmm15, xmm4, 150
     vpalignr     xmm4, xmm20, xmm5, 8
     vpternlogq   xmm4, xmm26, xmm19, 150
     vpsrldq      xmm5, xmm20, 8
@@ -8887,185 +9333,209 @@ kg_gf2m409_inv_avx512:
     vpsllq       xmm18, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpsrldq      xmm19, xmm5, 8
-    vpxorq       xmm8, xmm8, xmm19
-    vpsllq       xmm19, xmm8, 39
-    vpsrlq       xmm20, xmm8, 25
-    vpsllq       xmm21, xmm8, 62
-    vpsrlq       xmm8, xmm8, 2
+    vpxorq       xmm11, xmm11, xmm19
+    vpsllq       xmm19, xmm11, 39
+    vpsrlq       xmm20, xmm11, 25
+    vpsllq       xmm21, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
     vpxorq       xmm4, xmm13, xmm4
-    vpternlogq   xmm6, xmm14, xmm15, 150
+    vpternlogq   xmm7, xmm14, xmm15, 150
     vpalignr     xmm5, xmm5, xmm4, 8
-    vpxorq       xmm5, xmm6, xmm5
+    vpxorq       xmm5, xmm7, xmm5
     vpsrldq      xmm5, xmm5, 8
     vpsllq       xmm13, xmm5, 39
     vpsrlq       xmm14, xmm5, 25
     vpsllq       xmm15, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
-    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpternlogq   xmm8, xmm6, xmm13, 150
     vpternlogq   xmm19, xmm14, xmm15, 150
-    vpternlogq   xmm10, xmm11, xmm20, 150
-    vpternlogq   xmm21, xmm5, xmm10, 150
-    vpxorq       xmm5, xmm16, xmm8
+    vpternlogq   xmm9, xmm10, xmm20, 150
+    vpternlogq   xmm21, xmm5, xmm9, 150
+    vpxorq       xmm5, xmm16, xmm11
     vpternlogq   xmm12, xmm17, xmm18, 150
-    vpslldq      xmm7, xmm19, 8
-    vpxorq       xmm7, xmm9, xmm7
+    vpslldq      xmm6, xmm19, 8
+    vpxorq       xmm6, xmm8, xmm6
     vpalignr     xmm8, xmm5, xmm19, 8
     vpxorq       xmm8, xmm21, xmm8
     vpalignr     xmm5, xmm4, xmm5, 8
     vpxorq       xmm5, xmm12, xmm5
     vpsrldq      xmm4, xmm4, 8
-    vpternlogq   xmm4, xmm6, xmm29, 40
-    vpclmulqdq   xmm6, xmm4, xmm4, 0
-    vpclmulqdq   xmm9, xmm5, xmm5, 17
-    vpclmulqdq   xmm10, xmm5, xmm5, 0
-    vpclmulqdq   xmm11, xmm8, xmm8, 17
-    vpclmulqdq   xmm12, xmm8, xmm8, 0
-    vpclmulqdq   xmm13, xmm7, xmm7, 17
-    vpclmulqdq   xmm14, xmm7, xmm7, 0
-    vpsllq       xmm15, xmm6, 39
-    vpsrlq       xmm16, xmm6, 25
-    vpsllq       xmm17, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
+    vpternlogq   xmm4, xmm7, xmm31, 40
+    vgf2p8affineqb xmm7, xmm4, xmm29, 0
+    vgf2p8affineqb xmm9, xmm4, xmm30, 0
+    vpunpcklbw   xmm7, xmm7, xmm9
+    vgf2p8affineqb xmm9, xmm5, xmm29, 0
+    vgf2p8affineqb xmm10, xmm5, xmm30, 0
+    vpunpcklbw   xmm11, xmm9, xmm10
+    vpunpckhbw   xmm9, xmm9, xmm10
+    vgf2p8affineqb xmm10, xmm8, xmm29, 0
+    vgf2p8affineqb xmm12, xmm8, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm12
+    vpunpckhbw   xmm10, xmm10, xmm12
+    vgf2p8affineqb xmm12, xmm6, xmm29, 0
+    vgf2p8affineqb xmm14, xmm6, xmm30, 0
+    vpunpcklbw   xmm15, xmm12, xmm14
+    vpunpckhbw   xmm12, xmm12, xmm14
+    vpsllq       xmm14, xmm7, 39
+    vpsrlq       xmm16, xmm7, 25
+    vpsllq       xmm17, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
     vpsllq       xmm18, xmm9, 39
     vpsrlq       xmm19, xmm9, 25
     vpsllq       xmm20, xmm9, 62
     vpsrlq       xmm9, xmm9, 2
-    vpsrldq      xmm21, xmm6, 8
-    vpxorq       xmm10, xmm10, xmm21
-    vpsllq       xmm21, xmm10, 39
-    vpsrlq       xmm22, xmm10, 25
-    vpsllq       xmm23, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpxorq       xmm9, xmm15, xmm9
-    vpternlogq   xmm11, xmm16, xmm17, 150
-    vpalignr     xmm6, xmm6, xmm9, 8
-    vpxorq       xmm6, xmm11, xmm6
-    vpsrldq      xmm6, xmm6, 8
-    vpsllq       xmm15, xmm6, 39
-    vpsrlq       xmm16, xmm6, 25
-    vpsllq       xmm17, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
+    vpsrldq      xmm21, xmm7, 8
+    vpxorq       xmm11, xmm11, xmm21
+    vpsllq       xmm21, xmm11, 39
+    vpsrlq       xmm22, xmm11, 25
+    vpsllq       xmm23, xmm11, 62
+    vpsrlq       xmm11, xmm11, 2
+    vpxorq       xmm9, xmm14, xmm9
+    vpternlogq   xmm10, xmm16, xmm17, 150
+    vpalignr     xmm7, xmm7, xmm9, 8
+    vpxorq       xmm7, xmm10, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpsllq       xmm14, xmm7, 39
+    vpsrlq       xmm16, xmm7, 25
+    vpsllq       xmm17, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
-    vpxorq       xmm6, xmm23, xmm6
-    vpternlogq   xmm13, xmm22, xmm6, 150
-    vpxorq       xmm6, xmm18, xmm10
-    vpternlogq   xmm12, xmm19, xmm20, 150
-    vpslldq      xmm10, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm10, 150
-    vpalignr     xmm10, xmm6, xmm21, 8
-    vpxorq       xmm10, xmm13, xmm10
-    vpalignr     xmm6, xmm9, xmm6, 8
-    vpxorq       xmm6, xmm12, xmm6
-    vpsrldq      xmm9, xmm9, 8
-    vpternlogq   xmm9, xmm11, xmm29, 40
+    vpxorq       xmm7, xmm23, xmm7
+    vpternlogq   xmm12, xmm22, xmm7, 150
+    vpxorq       xmm7, xmm18, xmm11
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm11, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm11, 150
+    vpalignr     xmm11, xmm7, xmm21, 8
+    vpxorq       xmm11, xmm12, xmm11
     mov          rax, 12
     .repeat3:
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpclmulqdq   xmm11, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm12, xmm10, xmm10, 17
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm13, xmm14, xmm14, 17
-    vpclmulqdq   xmm14, xmm14, xmm14, 0
-    vpsllq       xmm15, xmm9, 39
+    vpalignr     xmm7, xmm9, xmm7, 8
+    vpxorq       xmm7, xmm13, xmm7
+    vpsrldq      xmm9, xmm9, 8
+    vpternlogq   xmm9, xmm10, xmm31, 40
+    vgf2p8affineqb xmm10, xmm9, xmm29, 0
+    vgf2p8affineqb xmm9, xmm9, xmm30, 0
+    vpunpcklbw   xmm9, xmm10, xmm9
+    vgf2p8affineqb xmm10, xmm7, xmm29, 0
+    vgf2p8affineqb xmm7, xmm7, xmm30, 0
+    vpunpcklbw   xmm12, xmm10, xmm7
+    vpunpckhbw   xmm7, xmm10, xmm7
+    vgf2p8affineqb xmm10, xmm11, xmm29, 0
+    vgf2p8affineqb xmm11, xmm11, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm11
+    vpunpckhbw   xmm10, xmm10, xmm11
+    vgf2p8affineqb xmm11, xmm15, xmm29, 0
+    vgf2p8affineqb xmm14, xmm15, xmm30, 0
+    vpunpcklbw   xmm15, xmm11, xmm14
+    vpunpckhbw   xmm11, xmm11, xmm14
+    vpsllq       xmm14, xmm9, 39
     vpsrlq       xmm16, xmm9, 25
     vpsllq       xmm17, xmm9, 62
     vpsrlq       xmm9, xmm9, 2
-    vpsllq       xmm18, xmm11, 39
-    vpsrlq       xmm19, xmm11, 25
-    vpsllq       xmm20, xmm11, 62
-    vpsrlq       xmm11, xmm11, 2
+    vpsllq       xmm18, xmm7, 39
+    vpsrlq       xmm19, xmm7, 25
+    vpsllq       xmm20, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
     vpsrldq      xmm21, xmm9, 8
-    vpxorq       xmm6, xmm6, xmm21
-    vpsllq       xmm21, xmm6, 39
-    vpsrlq       xmm22, xmm6, 25
-    vpsllq       xmm23, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxorq       xmm11, xmm15, xmm11
-    vpternlogq   xmm12, xmm16, xmm17, 150
-    vpalignr     xmm9, xmm9, xmm11, 8
-    vpxorq       xmm9, xmm12, xmm9
+    vpxorq       xmm12, xmm12, xmm21
+    vpsllq       xmm21, xmm12, 39
+    vpsrlq       xmm22, xmm12, 25
+    vpsllq       xmm23, xmm12, 62
+    vpsrlq       xmm12, xmm12, 2
+    vpxorq       xmm7, xmm14, xmm7
+    vpternlogq   xmm10, xmm16, xmm17, 150
+    vpalignr     xmm9, xmm9, xmm7, 8
+    vpxorq       xmm9, xmm10, xmm9
     vpsrldq      xmm9, xmm9, 8
-    vpsllq       xmm15, xmm9, 39
+    vpsllq       xmm14, xmm9, 39
     vpsrlq       xmm16, xmm9, 25
     vpsllq       xmm17, xmm9, 62
     vpsrlq       xmm9, xmm9, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
     vpxorq       xmm9, xmm23, xmm9
-    vpternlogq   xmm13, xmm22, xmm9, 150
-    vpxorq       xmm6, xmm18, xmm6
-    vpternlogq   xmm10, xmm19, xmm20, 150
-    vpslldq      xmm9, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm9, 150
-    vpalignr     xmm9, xmm6, xmm21, 8
+    vpternlogq   xmm11, xmm22, xmm9, 150
+    vpxorq       xmm9, xmm18, xmm12
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm12, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm12, 150
+    vpalignr     xmm12, xmm9, xmm21, 8
+    vpxorq       xmm11, xmm11, xmm12
+    vpalignr     xmm9, xmm7, xmm9, 8
     vpxorq       xmm9, xmm13, xmm9
-    vpalignr     xmm6, xmm11, xmm6, 8
-    vpxorq       xmm6, xmm10, xmm6
-    vpsrldq      xmm10, xmm11, 8
-    vpternlogq   xmm10, xmm12, xmm29, 40
-    vpclmulqdq   xmm10, xmm10, xmm10, 0
-    vpclmulqdq   xmm11, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm12, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpclmulqdq   xmm13, xmm14, xmm14, 17
-    vpclmulqdq   xmm14, xmm14, xmm14, 0
-    vpsllq       xmm15, xmm10, 39
-    vpsrlq       xmm16, xmm10, 25
-    vpsllq       xmm17, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
-    vpsllq       xmm18, xmm11, 39
-    vpsrlq       xmm19, xmm11, 25
-    vpsllq       xmm20, xmm11, 62
-    vpsrlq       xmm11, xmm11, 2
-    vpsrldq      xmm21, xmm10, 8
-    vpxorq       xmm6, xmm6, xmm21
-    vpsllq       xmm21, xmm6, 39
-    vpsrlq       xmm22, xmm6, 25
-    vpsllq       xmm23, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxorq       xmm11, xmm15, xmm11
-    vpternlogq   xmm12, xmm16, xmm17, 150
-    vpalignr     xmm10, xmm10, xmm11, 8
-    vpxorq       xmm10, xmm12, xmm10
-    vpsrldq      xmm10, xmm10, 8
-    vpsllq       xmm15, xmm10, 39
-    vpsrlq       xmm16, xmm10, 25
-    vpsllq       xmm17, xmm10, 62
-    vpsrlq       xmm10, xmm10, 2
+    vpsrldq      xmm7, xmm7, 8
+    vpternlogq   xmm7, xmm10, xmm31, 40
+    vgf2p8affineqb xmm10, xmm7, xmm29, 0
+    vgf2p8affineqb xmm7, xmm7, xmm30, 0
+    vpunpcklbw   xmm7, xmm10, xmm7
+    vgf2p8affineqb xmm10, xmm9, xmm29, 0
+    vgf2p8affineqb xmm9, xmm9, xmm30, 0
+    vpunpcklbw   xmm12, xmm10, xmm9
+    vpunpckhbw   xmm9, xmm10, xmm9
+    vgf2p8affineqb xmm10, xmm11, xmm29, 0
+    vgf2p8affineqb xmm11, xmm11, xmm30, 0
+    vpunpcklbw   xmm13, xmm10, xmm11
+    vpunpckhbw   xmm10, xmm10, xmm11
+    vgf2p8affineqb xmm11, xmm15, xmm29, 0
+    vgf2p8affineqb xmm14, xmm15, xmm30, 0
+    vpunpcklbw   xmm15, xmm11, xmm14
+    vpunpckhbw   xmm11, xmm11, xmm14
+    vpsllq       xmm14, xmm7, 39
+    vpsrlq       xmm16, xmm7, 25
+    vpsllq       xmm17, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpsllq       xmm18, xmm9, 39
+    vpsrlq       xmm19, xmm9, 25
+    vpsllq       xmm20, xmm9, 62
+    vpsrlq       xmm9, xmm9, 2
+    vpsrldq      xmm21, xmm7, 8
+    vpxorq       xmm12, xmm12, xmm21
+    vpsllq       xmm21, xmm12, 39
+    vpsrlq       xmm22, xmm12, 25
+    vpsllq       xmm23, xmm12, 62
+    vpsrlq       xmm12, xmm12, 2
+    vpxorq       xmm9, xmm14, xmm9
+    vpternlogq   xmm10, xmm16, xmm17, 150
+    vpalignr     xmm7, xmm7, xmm9, 8
+    vpxorq       xmm7, xmm10, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpsllq       xmm14, xmm7, 39
+    vpsrlq       xmm16, xmm7, 25
+    vpsllq       xmm17, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
     vpternlogq   xmm21, xmm16, xmm17, 150
-    vpxorq       xmm10, xmm23, xmm10
-    vpternlogq   xmm13, xmm22, xmm10, 150
-    vpxorq       xmm6, xmm18, xmm6
-    vpternlogq   xmm9, xmm19, xmm20, 150
-    vpslldq      xmm10, xmm21, 8
-    vpternlogq   xmm14, xmm15, xmm10, 150
-    vpalignr     xmm10, xmm6, xmm21, 8
-    vpxorq       xmm10, xmm13, xmm10
-    vpalignr     xmm6, xmm11, xmm6, 8
-    vpxorq       xmm6, xmm9, xmm6
-    vpsrldq      xmm9, xmm11, 8
-    vpternlogq   xmm9, xmm12, xmm29, 40
+    vpxorq       xmm7, xmm23, xmm7
+    vpternlogq   xmm11, xmm22, xmm7, 150
+    vpxorq       xmm7, xmm18, xmm12
+    vpternlogq   xmm13, xmm19, xmm20, 150
+    vpslldq      xmm12, xmm21, 8
+    vpternlogq   xmm15, xmm14, xmm12, 150
+    vpalignr     xmm12, xmm7, xmm21, 8
+    vpxorq       xmm11, xmm11, xmm12
     dec          rax
     jnz          .repeat3
-    vpclmulqdq   xmm11, xmm14, xmm7, 0
-    vpclmulqdq   xmm12, xmm14, xmm7, 17
-    vpshufd      xmm13, xmm14, 78
-    vpxorq       xmm13, xmm14, xmm13
-    vpshufd      xmm15, xmm7, 78
-    vpxorq       xmm15, xmm7, xmm15
-    vpclmulqdq   xmm13, xmm13, xmm15, 0
-    vpternlogq   xmm13, xmm11, xmm12, 150
-    vpclmulqdq   xmm15, xmm10, xmm8, 0
-    vpclmulqdq   xmm16, xmm10, xmm8, 17
-    vpshufd      xmm17, xmm10, 78
-    vpxorq       xmm17, xmm10, xmm17
+    vpalignr     xmm7, xmm9, xmm7, 8
+    vpxorq       xmm7, xmm13, xmm7
+    vpsrldq      xmm9, xmm9, 8
+    vpternlogq   xmm9, xmm10, xmm31, 40
+    vpclmulqdq   xmm10, xmm15, xmm6, 0
+    vpclmulqdq   xmm12, xmm15, xmm6, 17
+    vpshufd      xmm13, xmm15, 78
+    vpxorq       xmm13, xmm15, xmm13
+    vpshufd      xmm14, xmm6, 78
+    vpxorq       xmm14, xmm6, xmm14
+    vpclmulqdq   xmm13, xmm13, xmm14, 0
+    vpternlogq   xmm13, xmm10, xmm12, 150
+    vpclmulqdq   xmm14, xmm11, xmm8, 0
+    vpclmulqdq   xmm16, xmm11, xmm8, 17
+    vpshufd      xmm17, xmm11, 78
+    vpxorq       xmm17, xmm11, xmm17
     vpshufd      xmm18, xmm8, 78
     vpxorq       xmm18, xmm8, xmm18
     vpclmulqdq   xmm17, xmm17, xmm18, 0
-    vpternlogq   xmm17, xmm15, xmm16, 150
-    vpxorq       xmm18, xmm14, xmm10
-    vpxorq       xmm19, xmm7, xmm8
+    vpternlogq   xmm17, xmm14, xmm16, 150
+    vpxorq       xmm18, xmm15, xmm11
+    vpxorq       xmm19, xmm6, xmm8
     vpclmulqdq   xmm20, xmm18, xmm19, 0
     vpclmulqdq   xmm21, xmm18, xmm19, 17
     vpshufd      xmm22, xmm18, 78
@@ -9074,21 +9544,21 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm19, xmm19, xmm22
     vpclmulqdq   xmm18, xmm18, xmm19, 0
     vpternlogq   xmm18, xmm20, xmm21, 150
-    vpxorq       xmm12, xmm12, xmm15
-    vpxorq       xmm15, xmm11, xmm20
-    vpxorq       xmm15, xmm15, xmm12
+    vpxorq       xmm12, xmm12, xmm14
+    vpxorq       xmm14, xmm10, xmm20
+    vpxorq       xmm14, xmm14, xmm12
     vpternlogq   xmm18, xmm13, xmm17, 150
     vpxorq       xmm19, xmm21, xmm16
-    vpclmulqdq   xmm20, xmm6, xmm5, 0
-    vpclmulqdq   xmm21, xmm6, xmm5, 17
-    vpshufd      xmm22, xmm6, 78
-    vpxorq       xmm22, xmm6, xmm22
+    vpclmulqdq   xmm20, xmm7, xmm5, 0
+    vpclmulqdq   xmm21, xmm7, xmm5, 17
+    vpshufd      xmm22, xmm7, 78
+    vpxorq       xmm22, xmm7, xmm22
     vpshufd      xmm23, xmm5, 78
     vpxorq       xmm23, xmm5, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
     vpternlogq   xmm22, xmm20, xmm21, 150
     vpclmulqdq   xmm23, xmm9, xmm4, 0
-    vpxorq       xmm24, xmm6, xmm9
+    vpxorq       xmm24, xmm7, xmm9
     vpxorq       xmm25, xmm5, xmm4
     vpclmulqdq   xmm26, xmm24, xmm25, 0
     vpclmulqdq   xmm27, xmm24, xmm25, 17
@@ -9102,107 +9572,115 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm23, xmm20, xmm26
     vpxorq       xmm24, xmm22, xmm24
     vpxorq       xmm25, xmm27, xmm21
-    vpxorq       xmm6, xmm14, xmm6
-    vpxorq       xmm9, xmm10, xmm9
-    vpxorq       xmm5, xmm7, xmm5
+    vpxorq       xmm7, xmm15, xmm7
+    vpxorq       xmm9, xmm11, xmm9
+    vpxorq       xmm5, xmm6, xmm5
     vpxorq       xmm4, xmm8, xmm4
-    vpclmulqdq   xmm7, xmm6, xmm5, 0
-    vpclmulqdq   xmm8, xmm6, xmm5, 17
-    vpshufd      xmm10, xmm6, 78
-    vpxorq       xmm10, xmm6, xmm10
-    vpshufd      xmm14, xmm5, 78
-    vpxorq       xmm14, xmm5, xmm14
-    vpclmulqdq   xmm10, xmm10, xmm14, 0
-    vpternlogq   xmm10, xmm7, xmm8, 150
-    vpclmulqdq   xmm14, xmm9, xmm4, 0
+    vpclmulqdq   xmm6, xmm7, xmm5, 0
+    vpclmulqdq   xmm8, xmm7, xmm5, 17
+    vpshufd      xmm11, xmm7, 78
+    vpxorq       xmm11, xmm7, xmm11
+    vpshufd      xmm15, xmm5, 78
+    vpxorq       xmm15, xmm5, xmm15
+    vpclmulqdq   xmm11, xmm11, xmm15, 0
+    vpternlogq   xmm11, xmm6, xmm8, 150
+    vpclmulqdq   xmm15, xmm9, xmm4, 0
     vpclmulqdq   xmm26, xmm9, xmm4, 17
     vpshufd      xmm27, xmm9, 78
     vpxorq       xmm27, xmm9, xmm27
     vpshufd      xmm28, xmm4, 78
     vpxorq       xmm28, xmm4, xmm28
     vpclmulqdq   xmm27, xmm27, xmm28, 0
-    vpternlogq   xmm27, xmm14, xmm26, 150
-    vpxorq       xmm6, xmm6, xmm9
+    vpternlogq   xmm27, xmm15, xmm26, 150
+    vpxorq       xmm7, xmm7, xmm9
     vpxorq       xmm4, xmm5, xmm4
-    vpclmulqdq   xmm5, xmm6, xmm4, 0
-    vpclmulqdq   xmm9, xmm6, xmm4, 17
-    vpshufd      xmm28, xmm6, 78
-    vpxorq       xmm6, xmm6, xmm28
+    vpclmulqdq   xmm5, xmm7, xmm4, 0
+    vpclmulqdq   xmm9, xmm7, xmm4, 17
+    vpshufd      xmm28, xmm7, 78
+    vpxorq       xmm7, xmm7, xmm28
     vpshufd      xmm28, xmm4, 78
     vpxorq       xmm4, xmm4, xmm28
-    vpclmulqdq   xmm4, xmm6, xmm4, 0
+    vpclmulqdq   xmm4, xmm7, xmm4, 0
     vpternlogq   xmm4, xmm5, xmm9, 150
-    vpxorq       xmm6, xmm8, xmm14
-    vpxorq       xmm5, xmm7, xmm5
-    vpternlogq   xmm4, xmm10, xmm27, 150
+    vpxorq       xmm7, xmm8, xmm15
+    vpxorq       xmm5, xmm6, xmm5
+    vpternlogq   xmm4, xmm11, xmm27, 150
     vpxorq       xmm8, xmm9, xmm26
     vpternlogq   xmm19, xmm12, xmm20, 150
     vpxorq       xmm9, xmm17, xmm22
     vpternlogq   xmm23, xmm21, xmm16, 150
-    vpxorq       xmm7, xmm11, xmm7
-    vpxorq       xmm10, xmm13, xmm10
-    vpxorq       xmm10, xmm10, xmm9
-    vpternlogq   xmm5, xmm6, xmm15, 150
+    vpxorq       xmm6, xmm10, xmm6
+    vpxorq       xmm11, xmm13, xmm11
+    vpxorq       xmm11, xmm11, xmm9
+    vpternlogq   xmm5, xmm7, xmm14, 150
     vpternlogq   xmm4, xmm18, xmm24, 150
-    vpternlogq   xmm8, xmm6, xmm25, 150
-    vpxorq       xmm6, xmm27, xmm9
+    vpternlogq   xmm8, xmm7, xmm25, 150
+    vpxorq       xmm7, xmm27, xmm9
     vpslldq      xmm9, xmm13, 8
     vpalignr     xmm12, xmm18, xmm13, 8
-    vpalignr     xmm13, xmm10, xmm18, 8
-    vpternlogq   xmm7, xmm19, xmm13, 150
-    vpalignr     xmm10, xmm4, xmm10, 8
-    vpternlogq   xmm5, xmm23, xmm10, 150
-    vpalignr     xmm4, xmm6, xmm4, 8
+    vpalignr     xmm13, xmm11, xmm18, 8
+    vpternlogq   xmm6, xmm19, xmm13, 150
+    vpalignr     xmm11, xmm4, xmm11, 8
+    vpternlogq   xmm5, xmm23, xmm11, 150
+    vpalignr     xmm4, xmm7, xmm4, 8
     vpternlogq   xmm8, xmm19, xmm4, 150
-    vpalignr     xmm4, xmm24, xmm6, 8
+    vpalignr     xmm4, xmm24, xmm7, 8
     vpternlogq   xmm4, xmm26, xmm23, 150
-    vpsrldq      xmm6, xmm24, 8
-    vpxorq       xmm6, xmm25, xmm6
-    vpsllq       xmm10, xmm6, 39
-    vpsrlq       xmm13, xmm6, 25
-    vpsllq       xmm14, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
+    vpsrldq      xmm7, xmm24, 8
+    vpxorq       xmm7, xmm25, xmm7
+    vpsllq       xmm11, xmm7, 39
+    vpsrlq       xmm13, xmm7, 25
+    vpsllq       xmm15, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
     vpsllq       xmm16, xmm4, 39
     vpsrlq       xmm17, xmm4, 25
     vpsllq       xmm18, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
-    vpsrldq      xmm19, xmm6, 8
+    vpsrldq      xmm19, xmm7, 8
     vpxorq       xmm8, xmm8, xmm19
     vpsllq       xmm19, xmm8, 39
     vpsrlq       xmm20, xmm8, 25
     vpsllq       xmm21, xmm8, 62
     vpsrlq       xmm8, xmm8, 2
-    vpxorq       xmm4, xmm10, xmm4
-    vpternlogq   xmm5, xmm13, xmm14, 150
-    vpalignr     xmm6, xmm6, xmm4, 8
-    vpxorq       xmm6, xmm5, xmm6
-    vpsrldq      xmm6, xmm6, 8
-    vpsllq       xmm10, xmm6, 39
-    vpsrlq       xmm13, xmm6, 25
-    vpsllq       xmm14, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpternlogq   xmm9, xmm11, xmm10, 150
-    vpternlogq   xmm19, xmm13, xmm14, 150
-    vpternlogq   xmm12, xmm15, xmm20, 150
-    vpternlogq   xmm21, xmm6, xmm12, 150
-    vpxorq       xmm6, xmm16, xmm8
-    vpternlogq   xmm7, xmm17, xmm18, 150
+    vpxorq       xmm4, xmm11, xmm4
+    vpternlogq   xmm5, xmm13, xmm15, 150
+    vpalignr     xmm7, xmm7, xmm4, 8
+    vpxorq       xmm7, xmm5, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpsllq       xmm11, xmm7, 39
+    vpsrlq       xmm13, xmm7, 25
+    vpsllq       xmm15, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpternlogq   xmm9, xmm10, xmm11, 150
+    vpternlogq   xmm19, xmm13, xmm15, 150
+    vpternlogq   xmm12, xmm14, xmm20, 150
+    vpternlogq   xmm21, xmm7, xmm12, 150
+    vpxorq       xmm7, xmm16, xmm8
+    vpternlogq   xmm6, xmm17, xmm18, 150
     vpslldq      xmm8, xmm19, 8
     vpxorq       xmm8, xmm9, xmm8
-    vpalignr     xmm9, xmm6, xmm19, 8
+    vpalignr     xmm9, xmm7, xmm19, 8
     vpxorq       xmm9, xmm21, xmm9
-    vpalignr     xmm6, xmm4, xmm6, 8
-    vpxorq       xmm6, xmm7, xmm6
+    vpalignr     xmm7, xmm4, xmm7, 8
+    vpxorq       xmm6, xmm6, xmm7
     vpsrldq      xmm4, xmm4, 8
-    vpternlogq   xmm4, xmm5, xmm29, 40
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm7, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vpclmulqdq   xmm10, xmm8, xmm8, 17
-    vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vpsllq       xmm11, xmm4, 39
+    vpternlogq   xmm4, xmm5, xmm31, 40
+    vgf2p8affineqb xmm5, xmm4, xmm29, 0
+    vgf2p8affineqb xmm4, xmm4, xmm30, 0
+    vpunpcklbw   xmm4, xmm5, xmm4
+    vgf2p8affineqb xmm5, xmm6, xmm29, 0
+    vgf2p8affineqb xmm6, xmm6, xmm30, 0
+    vpunpcklbw   xmm7, xmm5, xmm6
+    vpunpckhbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm9, xmm29, 0
+    vgf2p8affineqb xmm9, xmm9, xmm30, 0
+    vpunpcklbw   xmm10, xmm6, xmm9
+    vpunpckhbw   xmm6, xmm6, xmm9
+    vgf2p8affineqb xmm9, xmm8, xmm29, 0
+    vgf2p8affineqb xmm8, xmm8, xmm30, 0
+    vpunpcklbw   xmm11, xmm9, xmm8
+    vpunpckhbw   xmm8, xmm9, xmm8
+    vpsllq       xmm9, xmm4, 39
     vpsrlq       xmm12, xmm4, 25
     vpsllq       xmm13, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
@@ -9211,50 +9689,50 @@ kg_gf2m409_inv_avx512:
     vpsllq       xmm16, xmm5, 62
     vpsrlq       xmm5, xmm5, 2
     vpsrldq      xmm17, xmm4, 8
-    vpxorq       xmm6, xmm6, xmm17
-    vpsllq       xmm17, xmm6, 39
-    vpsrlq       xmm18, xmm6, 25
-    vpsllq       xmm19, xmm6, 62
-    vpsrlq       xmm6, xmm6, 2
-    vpxorq       xmm5, xmm11, xmm5
-    vpternlogq   xmm7, xmm12, xmm13, 150
+    vpxorq       xmm7, xmm7, xmm17
+    vpsllq       xmm17, xmm7, 39
+    vpsrlq       xmm18, xmm7, 25
+    vpsllq       xmm19, xmm7, 62
+    vpsrlq       xmm7, xmm7, 2
+    vpxorq       xmm5, xmm9, xmm5
+    vpternlogq   xmm6, xmm12, xmm13, 150
     vpalignr     xmm4, xmm4, xmm5, 8
-    vpxorq       xmm4, xmm7, xmm4
+    vpxorq       xmm4, xmm6, xmm4
     vpsrldq      xmm4, xmm4, 8
-    vpsllq       xmm11, xmm4, 39
+    vpsllq       xmm9, xmm4, 39
     vpsrlq       xmm12, xmm4, 25
     vpsllq       xmm13, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
     vpternlogq   xmm17, xmm12, xmm13, 150
     vpxorq       xmm4, xmm19, xmm4
-    vpternlogq   xmm10, xmm18, xmm4, 150
-    vpxorq       xmm4, xmm14, xmm6
-    vpternlogq   xmm9, xmm15, xmm16, 150
-    vpslldq      xmm6, xmm17, 8
-    vpternlogq   xmm8, xmm11, xmm6, 150
-    vpalignr     xmm6, xmm4, xmm17, 8
-    vpxorq       xmm6, xmm10, xmm6
+    vpternlogq   xmm8, xmm18, xmm4, 150
+    vpxorq       xmm4, xmm14, xmm7
+    vpternlogq   xmm10, xmm15, xmm16, 150
+    vpslldq      xmm7, xmm17, 8
+    vpternlogq   xmm11, xmm9, xmm7, 150
+    vpalignr     xmm7, xmm4, xmm17, 8
+    vpxorq       xmm7, xmm8, xmm7
     vpalignr     xmm4, xmm5, xmm4, 8
-    vpxorq       xmm4, xmm9, xmm4
+    vpxorq       xmm4, xmm10, xmm4
     vpsrldq      xmm5, xmm5, 8
-    vpternlogq   xmm5, xmm7, xmm29, 40
-    vpclmulqdq   xmm7, xmm8, xmm0, 0
-    vpclmulqdq   xmm9, xmm8, xmm0, 17
-    vpshufd      xmm10, xmm8, 78
-    vpxorq       xmm10, xmm8, xmm10
-    vpshufd      xmm11, xmm0, 78
-    vpxorq       xmm11, xmm0, xmm11
-    vpclmulqdq   xmm10, xmm10, xmm11, 0
-    vpternlogq   xmm10, xmm7, xmm9, 150
-    vpclmulqdq   xmm11, xmm6, xmm1, 0
-    vpclmulqdq   xmm12, xmm6, xmm1, 17
-    vpshufd      xmm13, xmm6, 78
-    vpxorq       xmm13, xmm6, xmm13
+    vpternlogq   xmm5, xmm6, xmm31, 40
+    vpclmulqdq   xmm6, xmm11, xmm0, 0
+    vpclmulqdq   xmm8, xmm11, xmm0, 17
+    vpshufd      xmm9, xmm11, 78
+    vpxorq       xmm9, xmm11, xmm9
+    vpshufd      xmm10, xmm0, 78
+    vpxorq       xmm10, xmm0, xmm10
+    vpclmulqdq   xmm9, xmm9, xmm10, 0
+    vpternlogq   xmm9, xmm6, xmm8, 150
+    vpclmulqdq   xmm10, xmm7, xmm1, 0
+    vpclmulqdq   xmm12, xmm7, xmm1, 17
+    vpshufd      xmm13, xmm7, 78
+    vpxorq       xmm13, xmm7, xmm13
     vpshufd      xmm14, xmm1, 78
     vpxorq       xmm14, xmm1, xmm14
     vpclmulqdq   xmm13, xmm13, xmm14, 0
-    vpternlogq   xmm13, xmm11, xmm12, 150
-    vpxorq       xmm14, xmm8, xmm6
+    vpternlogq   xmm13, xmm10, xmm12, 150
+    vpxorq       xmm14, xmm11, xmm7
     vpxorq       xmm15, xmm0, xmm1
     vpclmulqdq   xmm16, xmm14, xmm15, 0
     vpclmulqdq   xmm17, xmm14, xmm15, 17
@@ -9264,10 +9742,10 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm15, xmm15, xmm18
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpternlogq   xmm14, xmm16, xmm17, 150
-    vpxorq       xmm9, xmm9, xmm11
-    vpxorq       xmm11, xmm7, xmm16
-    vpxorq       xmm11, xmm11, xmm9
-    vpternlogq   xmm14, xmm10, xmm13, 150
+    vpxorq       xmm8, xmm8, xmm10
+    vpxorq       xmm10, xmm6, xmm16
+    vpxorq       xmm10, xmm10, xmm8
+    vpternlogq   xmm14, xmm9, xmm13, 150
     vpxorq       xmm15, xmm17, xmm12
     vpclmulqdq   xmm16, xmm4, xmm2, 0
     vpclmulqdq   xmm17, xmm4, xmm2, 17
@@ -9292,26 +9770,26 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm19, xmm16, xmm22
     vpxorq       xmm20, xmm18, xmm20
     vpxorq       xmm21, xmm23, xmm17
-    vpxorq       xmm4, xmm8, xmm4
-    vpxorq       xmm5, xmm6, xmm5
+    vpxorq       xmm4, xmm11, xmm4
+    vpxorq       xmm5, xmm7, xmm5
     vpxorq       xmm0, xmm0, xmm2
     vpxorq       xmm1, xmm1, xmm3
     vpclmulqdq   xmm2, xmm4, xmm0, 0
     vpclmulqdq   xmm3, xmm4, xmm0, 17
-    vpshufd      xmm6, xmm4, 78
-    vpxorq       xmm6, xmm4, xmm6
-    vpshufd      xmm8, xmm0, 78
-    vpxorq       xmm8, xmm0, xmm8
-    vpclmulqdq   xmm6, xmm6, xmm8, 0
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpclmulqdq   xmm8, xmm5, xmm1, 0
+    vpshufd      xmm7, xmm4, 78
+    vpxorq       xmm7, xmm4, xmm7
+    vpshufd      xmm11, xmm0, 78
+    vpxorq       xmm11, xmm0, xmm11
+    vpclmulqdq   xmm7, xmm7, xmm11, 0
+    vpternlogq   xmm7, xmm2, xmm3, 150
+    vpclmulqdq   xmm11, xmm5, xmm1, 0
     vpclmulqdq   xmm22, xmm5, xmm1, 17
     vpshufd      xmm23, xmm5, 78
     vpxorq       xmm23, xmm5, xmm23
     vpshufd      xmm24, xmm1, 78
     vpxorq       xmm24, xmm1, xmm24
     vpclmulqdq   xmm23, xmm23, xmm24, 0
-    vpternlogq   xmm23, xmm8, xmm22, 150
+    vpternlogq   xmm23, xmm11, xmm22, 150
     vpxorq       xmm4, xmm4, xmm5
     vpxorq       xmm0, xmm0, xmm1
     vpclmulqdq   xmm1, xmm4, xmm0, 0
@@ -9322,35 +9800,35 @@ kg_gf2m409_inv_avx512:
     vpxorq       xmm0, xmm0, xmm24
     vpclmulqdq   xmm0, xmm4, xmm0, 0
     vpternlogq   xmm0, xmm1, xmm5, 150
-    vpxorq       xmm3, xmm3, xmm8
+    vpxorq       xmm3, xmm3, xmm11
     vpxorq       xmm1, xmm2, xmm1
-    vpternlogq   xmm0, xmm6, xmm23, 150
+    vpternlogq   xmm0, xmm7, xmm23, 150
     vpxorq       xmm4, xmm5, xmm22
-    vpternlogq   xmm15, xmm9, xmm16, 150
+    vpternlogq   xmm15, xmm8, xmm16, 150
     vpxorq       xmm5, xmm13, xmm18
     vpternlogq   xmm19, xmm17, xmm12, 150
-    vpxorq       xmm2, xmm7, xmm2
-    vpxorq       xmm6, xmm10, xmm6
-    vpxorq       xmm6, xmm6, xmm5
-    vpternlogq   xmm1, xmm3, xmm11, 150
+    vpxorq       xmm2, xmm6, xmm2
+    vpxorq       xmm7, xmm9, xmm7
+    vpxorq       xmm7, xmm7, xmm5
+    vpternlogq   xmm1, xmm3, xmm10, 150
     vpternlogq   xmm0, xmm14, xmm20, 150
     vpternlogq   xmm4, xmm3, xmm21, 150
     vpxorq       xmm3, xmm23, xmm5
-    vpslldq      xmm5, xmm10, 8
-    vpalignr     xmm8, xmm14, xmm10, 8
-    vpalignr     xmm9, xmm6, xmm14, 8
+    vpslldq      xmm5, xmm9, 8
+    vpalignr     xmm8, xmm14, xmm9, 8
+    vpalignr     xmm9, xmm7, xmm14, 8
     vpternlogq   xmm2, xmm15, xmm9, 150
-    vpalignr     xmm6, xmm0, xmm6, 8
-    vpternlogq   xmm1, xmm19, xmm6, 150
+    vpalignr     xmm7, xmm0, xmm7, 8
+    vpternlogq   xmm1, xmm19, xmm7, 150
     vpalignr     xmm0, xmm3, xmm0, 8
     vpternlogq   xmm4, xmm15, xmm0, 150
     vpalignr     xmm0, xmm20, xmm3, 8
     vpternlogq   xmm0, xmm22, xmm19, 150
     vpsrldq      xmm3, xmm20, 8
     vpxorq       xmm3, xmm21, xmm3
-    vpsllq       xmm6, xmm3, 39
+    vpsllq       xmm7, xmm3, 39
     vpsrlq       xmm9, xmm3, 25
-    vpsllq       xmm10, xmm3, 62
+    vpsllq       xmm11, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
     vpsllq       xmm12, xmm0, 39
     vpsrlq       xmm13, xmm0, 25
@@ -9362,18 +9840,18 @@ kg_gf2m409_inv_avx512:
     vpsrlq       xmm16, xmm4, 25
     vpsllq       xmm17, xmm4, 62
     vpsrlq       xmm4, xmm4, 2
-    vpxorq       xmm0, xmm6, xmm0
-    vpternlogq   xmm1, xmm9, xmm10, 150
+    vpxorq       xmm0, xmm7, xmm0
+    vpternlogq   xmm1, xmm9, xmm11, 150
     vpalignr     xmm3, xmm3, xmm0, 8
     vpxorq       xmm3, xmm1, xmm3
     vpsrldq      xmm3, xmm3, 8
-    vpsllq       xmm6, xmm3, 39
+    vpsllq       xmm7, xmm3, 39
     vpsrlq       xmm9, xmm3, 25
-    vpsllq       xmm10, xmm3, 62
+    vpsllq       xmm11, xmm3, 62
     vpsrlq       xmm3, xmm3, 2
-    vpternlogq   xmm5, xmm7, xmm6, 150
-    vpternlogq   xmm15, xmm9, xmm10, 150
-    vpternlogq   xmm8, xmm11, xmm16, 150
+    vpternlogq   xmm5, xmm6, xmm7, 150
+    vpternlogq   xmm15, xmm9, xmm11, 150
+    vpternlogq   xmm8, xmm10, xmm16, 150
     vpternlogq   xmm17, xmm3, xmm8, 150
     vpxorq       xmm3, xmm12, xmm4
     vpternlogq   xmm2, xmm13, xmm14, 150
@@ -9384,7 +9862,7 @@ kg_gf2m409_inv_avx512:
     vpalignr     xmm3, xmm0, xmm3, 8
     vpxorq       xmm2, xmm2, xmm3
     vpsrldq      xmm0, xmm0, 8
-    vpternlogq   xmm0, xmm1, xmm29, 40
+    vpternlogq   xmm0, xmm1, xmm31, 40
     vpsrlq       xmm1, xmm0, 25
     vpsllq       xmm3, xmm1, 23
     vpandq       xmm6, xmm0, [rel gf2m_mask_1ffffff_0]
@@ -10983,7 +11461,7 @@ kg_gf2m409_inv_avx512:
     vpalignr     xmm1, xmm0, xmm1, 8
     vpxorq       xmm1, xmm4, xmm1
     vpsrldq      xmm0, xmm0, 8
-    vpternlogq   xmm0, xmm2, xmm29, 40
+    vpternlogq   xmm0, xmm2, xmm31, 40
     vpsrlq       xmm2, xmm0, 25
     vpsllq       xmm4, xmm2, 23
     vpandq       xmm6, xmm0, [rel gf2m_mask_1ffffff_0]
@@ -12582,7 +13060,7 @@ kg_gf2m409_inv_avx512:
     vpalignr     xmm2, xmm0, xmm2, 8
     vpxorq       xmm2, xmm3, xmm2
     vpsrldq      xmm0, xmm0, 8
-    vpternlogq   xmm0, xmm1, xmm29, 40
+    vpternlogq   xmm0, xmm1, xmm31, 40
     vpsrlq       xmm1, xmm0, 25
     vpsllq       xmm3, xmm1, 23
     vpandq       xmm6, xmm0, [rel gf2m_mask_1ffffff_0]
@@ -14181,59 +14659,67 @@ kg_gf2m409_inv_avx512:
     vpalignr     xmm1, xmm0, xmm1, 8
     vpxorq       xmm1, xmm4, xmm1
     vpsrldq      xmm0, xmm0, 8
-    vpternlogq   xmm0, xmm2, xmm29, 40
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm2, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm4, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpclmulqdq   xmm6, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpsllq       xmm7, xmm0, 39
+    vpternlogq   xmm0, xmm2, xmm31, 40
+    vgf2p8affineqb xmm2, xmm0, xmm29, 0
+    vgf2p8affineqb xmm0, xmm0, xmm30, 0
+    vpunpcklbw   xmm0, xmm2, xmm0
+    vgf2p8affineqb xmm2, xmm1, xmm29, 0
+    vgf2p8affineqb xmm1, xmm1, xmm30, 0
+    vpunpcklbw   xmm4, xmm2, xmm1
+    vpunpckhbw   xmm1, xmm2, xmm1
+    vgf2p8affineqb xmm2, xmm5, xmm29, 0
+    vgf2p8affineqb xmm5, xmm5, xmm30, 0
+    vpunpcklbw   xmm6, xmm2, xmm5
+    vpunpckhbw   xmm2, xmm2, xmm5
+    vgf2p8affineqb xmm5, xmm3, xmm29, 0
+    vgf2p8affineqb xmm3, xmm3, xmm30, 0
+    vpunpcklbw   xmm7, xmm5, xmm3
+    vpunpckhbw   xmm3, xmm5, xmm3
+    vpsllq       xmm5, xmm0, 39
     vpsrlq       xmm8, xmm0, 25
     vpsllq       xmm9, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
-    vpsllq       xmm10, xmm2, 39
-    vpsrlq       xmm11, xmm2, 25
-    vpsllq       xmm12, xmm2, 62
-    vpsrlq       xmm2, xmm2, 2
-    vpsrldq      xmm13, xmm0, 8
-    vpxorq       xmm1, xmm1, xmm13
-    vpsllq       xmm13, xmm1, 39
-    vpsrlq       xmm14, xmm1, 25
-    vpsllq       xmm15, xmm1, 62
+    vpsllq       xmm10, xmm1, 39
+    vpsrlq       xmm11, xmm1, 25
+    vpsllq       xmm12, xmm1, 62
     vpsrlq       xmm1, xmm1, 2
-    vpxorq       xmm2, xmm7, xmm2
-    vpternlogq   xmm4, xmm8, xmm9, 150
-    vpalignr     xmm0, xmm0, xmm2, 8
-    vpxorq       xmm0, xmm4, xmm0
+    vpsrldq      xmm13, xmm0, 8
+    vpxorq       xmm4, xmm4, xmm13
+    vpsllq       xmm13, xmm4, 39
+    vpsrlq       xmm14, xmm4, 25
+    vpsllq       xmm15, xmm4, 62
+    vpsrlq       xmm4, xmm4, 2
+    vpxorq       xmm1, xmm5, xmm1
+    vpternlogq   xmm2, xmm8, xmm9, 150
+    vpalignr     xmm0, xmm0, xmm1, 8
+    vpxorq       xmm0, xmm2, xmm0
     vpsrldq      xmm0, xmm0, 8
-    vpsllq       xmm7, xmm0, 39
+    vpsllq       xmm5, xmm0, 39
     vpsrlq       xmm8, xmm0, 25
     vpsllq       xmm9, xmm0, 62
     vpsrlq       xmm0, xmm0, 2
     vpternlogq   xmm13, xmm8, xmm9, 150
     vpxorq       xmm0, xmm15, xmm0
-    vpternlogq   xmm6, xmm14, xmm0, 150
-    vpxorq       xmm0, xmm10, xmm1
-    vpternlogq   xmm5, xmm11, xmm12, 150
-    vpslldq      xmm1, xmm13, 8
-    vpternlogq   xmm3, xmm7, xmm1, 150
-    vpalignr     xmm1, xmm0, xmm13, 8
-    vpxorq       xmm1, xmm6, xmm1
-    vpalignr     xmm0, xmm2, xmm0, 8
-    vpxorq       xmm0, xmm5, xmm0
-    vpsrldq      xmm2, xmm2, 8
-    vpternlogq   xmm2, xmm4, xmm29, 40
-    vpsrlq       xmm4, xmm2, 25
-    vpsllq       xmm5, xmm4, 23
-    vpandq       xmm2, xmm2, [rel gf2m_mask_1ffffff_0]
-    vpunpcklqdq  xmm4, xmm4, xmm5
+    vpternlogq   xmm3, xmm14, xmm0, 150
+    vpxorq       xmm0, xmm10, xmm4
+    vpternlogq   xmm6, xmm11, xmm12, 150
+    vpslldq      xmm4, xmm13, 8
+    vpternlogq   xmm7, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm0, xmm13, 8
     vpxorq       xmm3, xmm3, xmm4
-    vmovdqu64    [rdi], xmm3
-    vmovdqu64    [rdi + 16], xmm1
+    vpalignr     xmm0, xmm1, xmm0, 8
+    vpxorq       xmm0, xmm6, xmm0
+    vpsrldq      xmm1, xmm1, 8
+    vpternlogq   xmm1, xmm2, xmm31, 40
+    vpsrlq       xmm2, xmm1, 25
+    vpsllq       xmm4, xmm2, 23
+    vpandq       xmm1, xmm1, [rel gf2m_mask_1ffffff_0]
+    vpunpcklqdq  xmm2, xmm2, xmm4
+    vpxorq       xmm2, xmm7, xmm2
+    vmovdqu64    [rdi], xmm2
+    vmovdqu64    [rdi + 16], xmm3
     vmovdqu64    [rdi + 32], xmm0
-    vmovq        qword [rdi + 48], xmm2
+    vmovq        qword [rdi + 48], xmm1
     vzeroupper
     ret
 .end:

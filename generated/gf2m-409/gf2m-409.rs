@@ -36,7 +36,7 @@ unsafe extern "C" {
     /// ensures: out = a^2 mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "gfni")
     /// out: 7 x u64, out, 8-byte aligned
     /// a: 7 x u64, in, 8-byte aligned
     /// ```
@@ -63,7 +63,7 @@ unsafe extern "C" {
     /// ensures: out ≡ a^2 (mod f): 7 little-endian uint64 limbs, any 448 bits (lazy form: degree < 448, the element is its remainder mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512F, AVX512VL, GFNI (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "gfni")
     /// out: 7 x u64, out, 8-byte aligned
     /// a: 7 x u64, in, 8-byte aligned
     /// ```
@@ -145,7 +145,7 @@ unsafe extern "C" {
     /// ensures: out = a^(2^2) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "gfni")
     /// out: 7 x u64, out, 8-byte aligned
     /// a: 7 x u64, in, 8-byte aligned
     /// ```
@@ -158,7 +158,7 @@ unsafe extern "C" {
     /// ensures: out = a^(2^4) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "gfni")
     /// out: 7 x u64, out, 8-byte aligned
     /// a: 7 x u64, in, 8-byte aligned
     /// ```
@@ -171,7 +171,7 @@ unsafe extern "C" {
     /// ensures: out = a^(2^8) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "gfni")
     /// out: 7 x u64, out, 8-byte aligned
     /// a: 7 x u64, in, 8-byte aligned
     /// ```
@@ -184,7 +184,7 @@ unsafe extern "C" {
     /// ensures: out = a^(2^16) mod f: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512F, AVX512VBMI2, AVX512VL, GFNI (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vbmi2", "avx512vl", "gfni")
     /// out: 7 x u64, out, 8-byte aligned
     /// a: 7 x u64, in, 8-byte aligned
     /// ```
@@ -198,7 +198,7 @@ unsafe extern "C" {
     /// ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 409 (fully reduced mod f)
     /// out may be the same buffer as st (all inputs are read before out is written)
     /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512f", "avx512vl", "gfni", "vpclmulqdq")
     /// out: 28 x u64, out, 8-byte aligned
     /// st: 28 x u64, in, 8-byte aligned
     /// x: 7 x u64, in, 8-byte aligned
@@ -215,7 +215,7 @@ unsafe extern "C" {
     /// ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 409 (fully reduced mod f)
     /// out may be the same buffer as st (all inputs are read before out is written)
     /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512dq", "avx512f", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512dq", "avx512f", "avx512vl", "gfni", "vpclmulqdq")
     /// out: 28 x u64, out, 8-byte aligned
     /// st: 28 x u64, in, 8-byte aligned
     /// x: 7 x u64, in, 8-byte aligned
@@ -231,7 +231,7 @@ unsafe extern "C" {
     /// ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 7 little-endian uint64 limbs, degree < 409 (fully reduced mod f)
     /// out may be the same buffer as any input (all inputs are read before out is written)
     /// f = x^409 + x^87 + 1; limbs 8-byte aligned; constant time
-    /// cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512dq", "avx512f", "avx512vl", "vpclmulqdq")
+    /// cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (is_x86_feature_detected!: "avx512bw", "avx512dq", "avx512f", "avx512vl", "gfni", "vpclmulqdq")
     /// out: 7 x u64, out, 8-byte aligned
     /// a: 7 x u64, in, 8-byte aligned
     /// ```

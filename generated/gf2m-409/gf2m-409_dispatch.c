@@ -88,8 +88,8 @@ static int kg_gf2m409_runs(int isa)
         xcr0 = kg_gf2m409_xcr0();
     (void)xcr0;
     switch (isa) {
-    case 0: /* avx512: AVX512BW, AVX512DQ, AVX512F, AVX512VBMI2, AVX512VL, VPCLMULQDQ, OS saves zmm and opmask state */
-        return (leaf_7[1] >> 30 & 1) && (leaf_7[1] >> 17 & 1) && (leaf_7[1] >> 16 & 1) && (leaf_7[2] >> 6 & 1) && (leaf_7[1] >> 31 & 1) && (leaf_7[2] >> 10 & 1) && kg_gf2m409_os_saves(0xe6, xcr0);
+    case 0: /* avx512: AVX512BW, AVX512DQ, AVX512F, AVX512VBMI2, AVX512VL, GFNI, VPCLMULQDQ, OS saves zmm and opmask state */
+        return (leaf_7[1] >> 30 & 1) && (leaf_7[1] >> 17 & 1) && (leaf_7[1] >> 16 & 1) && (leaf_7[2] >> 6 & 1) && (leaf_7[1] >> 31 & 1) && (leaf_7[2] >> 8 & 1) && (leaf_7[2] >> 10 & 1) && kg_gf2m409_os_saves(0xe6, xcr0);
     case 1: /* avx2: AVX, AVX2, PCLMULQDQ, VPCLMULQDQ, OS saves ymm state */
         return (leaf_1[2] >> 28 & 1) && (leaf_7[1] >> 5 & 1) && (leaf_1[2] >> 1 & 1) && (leaf_7[2] >> 10 & 1) && (xcr0 & 0x6) == 0x6;
     default:

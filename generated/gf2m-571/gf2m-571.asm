@@ -18,6 +18,7 @@
 ; x^5(f - x^571) chunk 0: 0x84a0 (one carry-less product per word)
 ; reduced form: the lazy form with its 5 bits above x^571 folded once more (gf2m_freeze)
 ; sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm (needs AVX and PCLMULQDQ, not VPCLMULQDQ)
+; EVEX kernels square without carry-less products: vgf2p8affineqb spreads each byte's nibbles to every other bit and vpunpcklbw/vpunpckhbw interleave them (needs GFNI)
 
 ; ABI: sysv (System V AMD64), NASM syntax, assemble with: nasm -f elf64
 ; Symbols: hidden visibility; assemble with -DKERNGEN_VISIBILITY=hidden or
@@ -65,6 +66,26 @@ gf2m_mask_ffffffffffffffff_0:
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000
+
+; spreads each byte's high nibble
+align 32
+gf2m_spread_high:
+    dq 0x1000200040008000, 0x1000200040008000
+
+; spreads each byte's high nibble
+align 32
+gf2m_spread_high_x2:
+    dq 0x1000200040008000, 0x1000200040008000, 0x1000200040008000, 0x1000200040008000
+
+; spreads each byte's low nibble
+align 32
+gf2m_spread_low:
+    dq 0x0100020004000800, 0x0100020004000800
+
+; spreads each byte's low nibble
+align 32
+gf2m_spread_low_x2:
+    dq 0x0100020004000800, 0x0100020004000800, 0x0100020004000800, 0x0100020004000800
 
 ; a -> a^(2^142) mod f: columns x^j -> x^(j 2^142), pre-rotated by lane
 align 32
@@ -6603,7 +6624,7 @@ kg_gf2m571_mul_avx512:
 ;   ensures: out = a^2 mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-14}, flags
 ; ---------------------------------------------------------------------------
@@ -6617,51 +6638,61 @@ kg_gf2m571_sqr_avx512:
     vmovdqu64    xmm2, [rsi + 32]
     vmovdqu64    xmm3, [rsi + 48]
     vmovq        xmm4, qword [rsi + 64]
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm4, xmm14, 0
+    vgf2p8affineqb xmm5, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm4, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm5, xmm4
+    vgf2p8affineqb xmm5, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm3, xmm3, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm6, xmm5, xmm3
+    vpunpckhbw   xmm3, xmm5, xmm3
+    vgf2p8affineqb xmm5, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm5, xmm2
+    vpunpckhbw   xmm2, xmm5, xmm2
+    vgf2p8affineqb xmm5, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm5, xmm1
+    vpunpckhbw   xmm1, xmm5, xmm1
+    vgf2p8affineqb xmm5, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm5, xmm0
+    vpunpckhbw   xmm0, xmm5, xmm0
+    vpclmulqdq   xmm5, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpclmulqdq   xmm10, xmm5, xmm14, 0
-    vpclmulqdq   xmm5, xmm5, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
+    vpclmulqdq   xmm10, xmm3, xmm14, 0
     vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm6, xmm14, 0
+    vpclmulqdq   xmm11, xmm6, xmm14, 0
     vpclmulqdq   xmm6, xmm6, xmm14, 1
-    vpxorq       xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm9, 8
-    vpxorq       xmm4, xmm2, xmm4
-    vpsrldq      xmm4, xmm4, 8
-    vpclmulqdq   xmm4, xmm4, xmm14, 0
+    vpclmulqdq   xmm12, xmm2, xmm14, 0
+    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpxorq       xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm5, 8
+    vpxorq       xmm7, xmm4, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm4, xmm13, 150
-    vpalignr     xmm4, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm4, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm7, xmm5, xmm3, 150
-    vpsrldq      xmm3, xmm9, 8
-    vpternlogq   xmm3, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm2, xmm3, 59
-    vpsllq       xmm4, xmm2, 10
-    vpsllq       xmm5, xmm2, 5
-    vpsllq       xmm6, xmm2, 2
-    vpandq       xmm3, xmm3, [rel gf2m_mask_7ffffffffffffff_0]
-    vpxorq       xmm2, xmm6, xmm2
-    vpternlogq   xmm4, xmm5, xmm2, 150
-    vpxorq       xmm0, xmm0, xmm4
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm8
-    vmovdqu64    [rdi + 32], xmm1
-    vmovdqu64    [rdi + 48], xmm7
-    vmovq        qword [rdi + 64], xmm3
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm0, xmm2, xmm7, 150
+    vpalignr     xmm2, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm6, xmm2, 150
+    vpalignr     xmm2, xmm5, xmm10, 8
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpsrldq      xmm2, xmm5, 8
+    vpternlogq   xmm2, xmm4, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm3, xmm2, 59
+    vpsllq       xmm4, xmm3, 10
+    vpsllq       xmm5, xmm3, 5
+    vpsllq       xmm6, xmm3, 2
+    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffffffffff_0]
+    vpxorq       xmm3, xmm6, xmm3
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpxorq       xmm3, xmm9, xmm4
+    vmovdqu64    [rdi], xmm3
+    vmovdqu64    [rdi + 16], xmm0
+    vmovdqu64    [rdi + 32], xmm8
+    vmovdqu64    [rdi + 48], xmm1
+    vmovq        qword [rdi + 64], xmm2
     ret
 .end:
 
@@ -6966,7 +6997,7 @@ kg_gf2m571_mul_lazy_avx512:
 ;   ensures: out ≡ a^2 (mod f): 9 little-endian uint64 limbs, any 576 bits (lazy form: degree < 576, the element is its remainder mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-14}, flags
 ; ---------------------------------------------------------------------------
@@ -6980,43 +7011,53 @@ kg_gf2m571_sqr_lazy_avx512:
     vmovdqu64    xmm2, [rsi + 32]
     vmovdqu64    xmm3, [rsi + 48]
     vmovq        xmm4, qword [rsi + 64]
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm4, xmm14, 0
+    vgf2p8affineqb xmm5, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm4, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm5, xmm4
+    vgf2p8affineqb xmm5, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm3, xmm3, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm6, xmm5, xmm3
+    vpunpckhbw   xmm3, xmm5, xmm3
+    vgf2p8affineqb xmm5, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm5, xmm2
+    vpunpckhbw   xmm2, xmm5, xmm2
+    vgf2p8affineqb xmm5, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm5, xmm1
+    vpunpckhbw   xmm1, xmm5, xmm1
+    vgf2p8affineqb xmm5, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm5, xmm0
+    vpunpckhbw   xmm0, xmm5, xmm0
+    vpclmulqdq   xmm5, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpclmulqdq   xmm10, xmm5, xmm14, 0
-    vpclmulqdq   xmm5, xmm5, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
+    vpclmulqdq   xmm10, xmm3, xmm14, 0
     vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm6, xmm14, 0
+    vpclmulqdq   xmm11, xmm6, xmm14, 0
     vpclmulqdq   xmm6, xmm6, xmm14, 1
-    vpxorq       xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm9, 8
-    vpxorq       xmm4, xmm2, xmm4
-    vpsrldq      xmm4, xmm4, 8
-    vpclmulqdq   xmm4, xmm4, xmm14, 0
+    vpclmulqdq   xmm12, xmm2, xmm14, 0
+    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpxorq       xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm5, 8
+    vpxorq       xmm7, xmm4, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm4, xmm13, 150
-    vpalignr     xmm4, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm4, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm7, xmm5, xmm3, 150
-    vpsrldq      xmm3, xmm9, 8
-    vpternlogq   xmm3, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm8
-    vmovdqu64    [rdi + 32], xmm1
-    vmovdqu64    [rdi + 48], xmm7
-    vmovq        qword [rdi + 64], xmm3
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm0, xmm2, xmm7, 150
+    vpalignr     xmm2, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm6, xmm2, 150
+    vpalignr     xmm2, xmm5, xmm10, 8
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpsrldq      xmm2, xmm5, 8
+    vpternlogq   xmm2, xmm4, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vmovdqu64    [rdi], xmm9
+    vmovdqu64    [rdi + 16], xmm0
+    vmovdqu64    [rdi + 32], xmm8
+    vmovdqu64    [rdi + 48], xmm1
+    vmovq        qword [rdi + 64], xmm2
     ret
 .end:
 
@@ -8215,105 +8256,127 @@ kg_gf2m571_reduce_gpr_avx512:
 ;   ensures: out = a^(2^2) mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-14}, flags
+;   clobbers: zmm{0-16}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_msqr2_avx512.end - kg_gf2m571_msqr2_avx512)
 align 32
 kg_gf2m571_msqr2_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm14, [rel gf2m_g_84a0]            ; held in a register: read 18 times
+    vmovdqu64    xmm15, [rel gf2m_spread_low]        ; held in a register: read 10 times
+    vmovdqu64    xmm16, [rel gf2m_spread_high]       ; held in a register: read 10 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
     vmovdqu64    xmm3, [rsi + 48]
     vmovq        xmm4, qword [rsi + 64]
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm4, xmm14, 0
+    vgf2p8affineqb xmm5, xmm4, xmm15, 0
+    vgf2p8affineqb xmm4, xmm4, xmm16, 0
+    vpunpcklbw   xmm4, xmm5, xmm4
+    vgf2p8affineqb xmm5, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm6, xmm5, xmm3
+    vpunpckhbw   xmm3, xmm5, xmm3
+    vgf2p8affineqb xmm5, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm7, xmm5, xmm2
+    vpunpckhbw   xmm2, xmm5, xmm2
+    vgf2p8affineqb xmm5, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm8, xmm5, xmm1
+    vpunpckhbw   xmm1, xmm5, xmm1
+    vgf2p8affineqb xmm5, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm9, xmm5, xmm0
+    vpunpckhbw   xmm0, xmm5, xmm0
+    vpclmulqdq   xmm5, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpclmulqdq   xmm10, xmm5, xmm14, 0
-    vpclmulqdq   xmm5, xmm5, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
+    vpclmulqdq   xmm10, xmm3, xmm14, 0
     vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm6, xmm14, 0
+    vpclmulqdq   xmm11, xmm6, xmm14, 0
     vpclmulqdq   xmm6, xmm6, xmm14, 1
-    vpxorq       xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm9, 8
-    vpxorq       xmm4, xmm2, xmm4
-    vpsrldq      xmm4, xmm4, 8
-    vpclmulqdq   xmm4, xmm4, xmm14, 0
+    vpclmulqdq   xmm12, xmm2, xmm14, 0
+    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpxorq       xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm5, 8
+    vpxorq       xmm7, xmm4, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm4, xmm13, 150
-    vpalignr     xmm4, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm4, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm0, xmm2, xmm7, 150
+    vpalignr     xmm2, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm6, xmm2, 150
+    vpalignr     xmm2, xmm5, xmm10, 8
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpsrldq      xmm2, xmm5, 8
+    vpternlogq   xmm2, xmm4, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm3, xmm2, 59
+    vpsllq       xmm4, xmm3, 10
+    vpsllq       xmm5, xmm3, 5
+    vpsllq       xmm6, xmm3, 2
+    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffffffffff_0]
+    vpxorq       xmm3, xmm6, xmm3
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpxorq       xmm3, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm0
+    vpunpckhbw   xmm0, xmm6, xmm0
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vpclmulqdq   xmm6, xmm2, xmm14, 0
+    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpclmulqdq   xmm10, xmm1, xmm14, 0
+    vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm2, xmm7, xmm2
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm2, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm3, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm7, xmm5, xmm3, 150
-    vpsrldq      xmm3, xmm9, 8
-    vpternlogq   xmm3, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm2, xmm3, 59
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm6, 8
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm2, xmm1, 59
     vpsllq       xmm4, xmm2, 10
     vpsllq       xmm5, xmm2, 5
     vpsllq       xmm6, xmm2, 2
-    vpandq       xmm3, xmm3, [rel gf2m_mask_7ffffffffffffff_0]
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffffffffff_0]
     vpxorq       xmm2, xmm6, xmm2
     vpternlogq   xmm4, xmm5, xmm2, 150
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm7, xmm7, 17
-    vpclmulqdq   xmm4, xmm7, xmm7, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm10, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm11, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpclmulqdq   xmm12, xmm5, xmm14, 0
-    vpclmulqdq   xmm5, xmm5, xmm14, 1
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm9, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm2, xmm13, 150
-    vpalignr     xmm2, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm5, xmm2, 150
-    vpalignr     xmm2, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm4, xmm2, 150
-    vpalignr     xmm2, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm3, xmm2, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffffffffff_0]
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm8
-    vmovdqu64    [rdi + 32], xmm7
-    vmovdqu64    [rdi + 48], xmm6
-    vmovq        qword [rdi + 64], xmm2
+    vpxorq       xmm2, xmm9, xmm4
+    vmovdqu64    [rdi], xmm2
+    vmovdqu64    [rdi + 16], xmm3
+    vmovdqu64    [rdi + 32], xmm8
+    vmovdqu64    [rdi + 48], xmm0
+    vmovq        qword [rdi + 64], xmm1
     ret
 .end:
 
@@ -8325,185 +8388,227 @@ kg_gf2m571_msqr2_avx512:
 ;   ensures: out = a^(2^4) mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-14}, flags
+;   clobbers: zmm{0-16}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_msqr4_avx512.end - kg_gf2m571_msqr4_avx512)
 align 32
 kg_gf2m571_msqr4_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm14, [rel gf2m_g_84a0]            ; held in a register: read 36 times
+    vmovdqu64    xmm15, [rel gf2m_spread_low]        ; held in a register: read 20 times
+    vmovdqu64    xmm16, [rel gf2m_spread_high]       ; held in a register: read 20 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
     vmovdqu64    xmm3, [rsi + 48]
     vmovq        xmm4, qword [rsi + 64]
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm4, xmm14, 0
+    vgf2p8affineqb xmm5, xmm4, xmm15, 0
+    vgf2p8affineqb xmm4, xmm4, xmm16, 0
+    vpunpcklbw   xmm4, xmm5, xmm4
+    vgf2p8affineqb xmm5, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm6, xmm5, xmm3
+    vpunpckhbw   xmm3, xmm5, xmm3
+    vgf2p8affineqb xmm5, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm7, xmm5, xmm2
+    vpunpckhbw   xmm2, xmm5, xmm2
+    vgf2p8affineqb xmm5, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm8, xmm5, xmm1
+    vpunpckhbw   xmm1, xmm5, xmm1
+    vgf2p8affineqb xmm5, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm9, xmm5, xmm0
+    vpunpckhbw   xmm0, xmm5, xmm0
+    vpclmulqdq   xmm5, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpclmulqdq   xmm10, xmm5, xmm14, 0
-    vpclmulqdq   xmm5, xmm5, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
+    vpclmulqdq   xmm10, xmm3, xmm14, 0
     vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm6, xmm14, 0
+    vpclmulqdq   xmm11, xmm6, xmm14, 0
     vpclmulqdq   xmm6, xmm6, xmm14, 1
-    vpxorq       xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm9, 8
-    vpxorq       xmm4, xmm2, xmm4
-    vpsrldq      xmm4, xmm4, 8
-    vpclmulqdq   xmm4, xmm4, xmm14, 0
+    vpclmulqdq   xmm12, xmm2, xmm14, 0
+    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpxorq       xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm5, 8
+    vpxorq       xmm7, xmm4, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm4, xmm13, 150
-    vpalignr     xmm4, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm4, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm0, xmm2, xmm7, 150
+    vpalignr     xmm2, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm6, xmm2, 150
+    vpalignr     xmm2, xmm5, xmm10, 8
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpsrldq      xmm2, xmm5, 8
+    vpternlogq   xmm2, xmm4, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm3, xmm2, 59
+    vpsllq       xmm4, xmm3, 10
+    vpsllq       xmm5, xmm3, 5
+    vpsllq       xmm6, xmm3, 2
+    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffffffffff_0]
+    vpxorq       xmm3, xmm6, xmm3
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpxorq       xmm3, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm0
+    vpunpckhbw   xmm0, xmm6, xmm0
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vpclmulqdq   xmm6, xmm2, xmm14, 0
+    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpclmulqdq   xmm10, xmm1, xmm14, 0
+    vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm2, xmm7, xmm2
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm2, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm3, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm7, xmm5, xmm3, 150
-    vpsrldq      xmm3, xmm9, 8
-    vpternlogq   xmm3, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm2, xmm3, 59
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm6, 8
+    vpternlogq   xmm1, xmm2, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm2, xmm1, 59
     vpsllq       xmm4, xmm2, 10
     vpsllq       xmm5, xmm2, 5
     vpsllq       xmm6, xmm2, 2
-    vpandq       xmm3, xmm3, [rel gf2m_mask_7ffffffffffffff_0]
+    vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffffffffff_0]
     vpxorq       xmm2, xmm6, xmm2
     vpternlogq   xmm4, xmm5, xmm2, 150
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm7, xmm7, 17
-    vpclmulqdq   xmm4, xmm7, xmm7, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpxorq       xmm2, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vpclmulqdq   xmm6, xmm1, xmm14, 0
+    vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpclmulqdq   xmm10, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm1, xmm7, xmm1
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm1, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm3, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm6, 8
+    vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm1, xmm0, 59
+    vpsllq       xmm4, xmm1, 10
+    vpsllq       xmm5, xmm1, 5
+    vpsllq       xmm6, xmm1, 2
+    vpandq       xmm0, xmm0, [rel gf2m_mask_7ffffffffffffff_0]
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm4, xmm5, xmm1, 150
+    vpxorq       xmm1, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm3
+    vpunpckhbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vgf2p8affineqb xmm6, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm1
+    vpunpckhbw   xmm1, xmm6, xmm1
+    vpclmulqdq   xmm6, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
     vpclmulqdq   xmm10, xmm3, xmm14, 0
     vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm11, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpclmulqdq   xmm12, xmm5, xmm14, 0
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
     vpclmulqdq   xmm5, xmm5, xmm14, 1
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm9, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm2, xmm13, 150
-    vpalignr     xmm2, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm5, xmm2, 150
-    vpalignr     xmm2, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm4, xmm2, 150
-    vpalignr     xmm2, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm3, xmm2, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffffffffff_0]
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm0, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm1, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffffffffff_0]
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, [rel gf2m_mask_7ffffffffffffff_0]
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm2, xmm3, xmm4, 150
+    vpsrldq      xmm3, xmm6, 8
+    vpternlogq   xmm3, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpsrlq       xmm0, xmm3, 59
+    vpsllq       xmm4, xmm0, 10
+    vpsllq       xmm5, xmm0, 5
+    vpsllq       xmm6, xmm0, 2
+    vpandq       xmm3, xmm3, [rel gf2m_mask_7ffffffffffffff_0]
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm4, xmm5, xmm0, 150
+    vpxorq       xmm0, xmm9, xmm4
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm8
-    vmovdqu64    [rdi + 32], xmm7
-    vmovdqu64    [rdi + 48], xmm6
-    vmovq        qword [rdi + 64], xmm2
+    vmovdqu64    [rdi + 16], xmm1
+    vmovdqu64    [rdi + 32], xmm8
+    vmovdqu64    [rdi + 48], xmm2
+    vmovq        qword [rdi + 64], xmm3
     ret
 .end:
 
@@ -8515,347 +8620,429 @@ kg_gf2m571_msqr4_avx512:
 ;   ensures: out = a^(2^8) mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-16}, flags
+;   clobbers: zmm{0-18}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_msqr8_avx512.end - kg_gf2m571_msqr8_avx512)
 align 32
 kg_gf2m571_msqr8_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm14, [rel gf2m_g_84a0]            ; held in a register: read 72 times
-    vmovdqu64    xmm15, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 8 times
-    vmovdqu64    xmm16, [rel gf2m_mask_7ffffffffffffff_0] ; held in a register: read 8 times
+    vmovdqu64    xmm15, [rel gf2m_spread_low]        ; held in a register: read 40 times
+    vmovdqu64    xmm16, [rel gf2m_spread_high]       ; held in a register: read 40 times
+    vmovdqu64    xmm17, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 8 times
+    vmovdqu64    xmm18, [rel gf2m_mask_7ffffffffffffff_0] ; held in a register: read 8 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
     vmovdqu64    xmm3, [rsi + 48]
     vmovq        xmm4, qword [rsi + 64]
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm4, xmm14, 0
+    vgf2p8affineqb xmm5, xmm4, xmm15, 0
+    vgf2p8affineqb xmm4, xmm4, xmm16, 0
+    vpunpcklbw   xmm4, xmm5, xmm4
+    vgf2p8affineqb xmm5, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm6, xmm5, xmm3
+    vpunpckhbw   xmm3, xmm5, xmm3
+    vgf2p8affineqb xmm5, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm7, xmm5, xmm2
+    vpunpckhbw   xmm2, xmm5, xmm2
+    vgf2p8affineqb xmm5, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm8, xmm5, xmm1
+    vpunpckhbw   xmm1, xmm5, xmm1
+    vgf2p8affineqb xmm5, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm9, xmm5, xmm0
+    vpunpckhbw   xmm0, xmm5, xmm0
+    vpclmulqdq   xmm5, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpclmulqdq   xmm10, xmm5, xmm14, 0
-    vpclmulqdq   xmm5, xmm5, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
+    vpclmulqdq   xmm10, xmm3, xmm14, 0
     vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm6, xmm14, 0
+    vpclmulqdq   xmm11, xmm6, xmm14, 0
     vpclmulqdq   xmm6, xmm6, xmm14, 1
-    vpxorq       xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm9, 8
-    vpxorq       xmm4, xmm2, xmm4
-    vpsrldq      xmm4, xmm4, 8
-    vpclmulqdq   xmm4, xmm4, xmm14, 0
+    vpclmulqdq   xmm12, xmm2, xmm14, 0
+    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpxorq       xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm5, 8
+    vpxorq       xmm7, xmm4, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm4, xmm13, 150
-    vpalignr     xmm4, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm4, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm0, xmm2, xmm7, 150
+    vpalignr     xmm2, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm6, xmm2, 150
+    vpalignr     xmm2, xmm5, xmm10, 8
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpsrldq      xmm2, xmm5, 8
+    vpternlogq   xmm2, xmm4, xmm17, 40
+    vpsrlq       xmm3, xmm2, 59
+    vpsllq       xmm4, xmm3, 10
+    vpsllq       xmm5, xmm3, 5
+    vpsllq       xmm6, xmm3, 2
+    vpandq       xmm2, xmm2, xmm18
+    vpxorq       xmm3, xmm6, xmm3
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpxorq       xmm3, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm0
+    vpunpckhbw   xmm0, xmm6, xmm0
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vpclmulqdq   xmm6, xmm2, xmm14, 0
+    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpclmulqdq   xmm10, xmm1, xmm14, 0
+    vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm2, xmm7, xmm2
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm2, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm3, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm7, xmm5, xmm3, 150
-    vpsrldq      xmm3, xmm9, 8
-    vpternlogq   xmm3, xmm2, xmm15, 40
-    vpsrlq       xmm2, xmm3, 59
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm17, 40
+    vpsrlq       xmm2, xmm1, 59
     vpsllq       xmm4, xmm2, 10
     vpsllq       xmm5, xmm2, 5
     vpsllq       xmm6, xmm2, 2
-    vpandq       xmm3, xmm3, xmm16
+    vpandq       xmm1, xmm1, xmm18
     vpxorq       xmm2, xmm6, xmm2
     vpternlogq   xmm4, xmm5, xmm2, 150
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm7, xmm7, 17
-    vpclmulqdq   xmm4, xmm7, xmm7, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpxorq       xmm2, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vpclmulqdq   xmm6, xmm1, xmm14, 0
+    vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpclmulqdq   xmm10, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm1, xmm7, xmm1
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm1, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm3, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm17, 40
+    vpsrlq       xmm1, xmm0, 59
+    vpsllq       xmm4, xmm1, 10
+    vpsllq       xmm5, xmm1, 5
+    vpsllq       xmm6, xmm1, 2
+    vpandq       xmm0, xmm0, xmm18
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm4, xmm5, xmm1, 150
+    vpxorq       xmm1, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm3
+    vpunpckhbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vgf2p8affineqb xmm6, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm1
+    vpunpckhbw   xmm1, xmm6, xmm1
+    vpclmulqdq   xmm6, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
     vpclmulqdq   xmm10, xmm3, xmm14, 0
     vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm11, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpclmulqdq   xmm12, xmm5, xmm14, 0
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
     vpclmulqdq   xmm5, xmm5, xmm14, 1
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm9, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm2, xmm13, 150
-    vpalignr     xmm2, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm5, xmm2, 150
-    vpalignr     xmm2, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm4, xmm2, 150
-    vpalignr     xmm2, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm3, xmm2, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm0, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm1, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm2, xmm3, xmm4, 150
+    vpsrldq      xmm3, xmm6, 8
+    vpternlogq   xmm3, xmm0, xmm17, 40
+    vpsrlq       xmm0, xmm3, 59
+    vpsllq       xmm4, xmm0, 10
+    vpsllq       xmm5, xmm0, 5
+    vpsllq       xmm6, xmm0, 2
+    vpandq       xmm3, xmm3, xmm18
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm4, xmm5, xmm0, 150
+    vpxorq       xmm0, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm2
+    vpunpckhbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm1
+    vpunpckhbw   xmm1, xmm6, xmm1
+    vgf2p8affineqb xmm6, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm0
+    vpunpckhbw   xmm0, xmm6, xmm0
+    vpclmulqdq   xmm6, xmm3, xmm14, 0
+    vpclmulqdq   xmm3, xmm3, xmm14, 1
     vpclmulqdq   xmm10, xmm2, xmm14, 0
     vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm3, xmm7, xmm3
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm3, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm0, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm6, 8
+    vpternlogq   xmm2, xmm3, xmm17, 40
+    vpsrlq       xmm3, xmm2, 59
+    vpsllq       xmm4, xmm3, 10
+    vpsllq       xmm5, xmm3, 5
+    vpsllq       xmm6, xmm3, 2
+    vpandq       xmm2, xmm2, xmm18
+    vpxorq       xmm3, xmm6, xmm3
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpxorq       xmm3, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm0
+    vpunpckhbw   xmm0, xmm6, xmm0
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vpclmulqdq   xmm6, xmm2, xmm14, 0
     vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
+    vpclmulqdq   xmm10, xmm1, xmm14, 0
     vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm2, xmm7, xmm2
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm2, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm3, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm17, 40
+    vpsrlq       xmm2, xmm1, 59
+    vpsllq       xmm4, xmm2, 10
+    vpsllq       xmm5, xmm2, 5
+    vpsllq       xmm6, xmm2, 2
+    vpandq       xmm1, xmm1, xmm18
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm4, xmm5, xmm2, 150
+    vpxorq       xmm2, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vpclmulqdq   xmm6, xmm1, xmm14, 0
     vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
+    vpclmulqdq   xmm10, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm1, xmm7, xmm1
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm1, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm3, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm17, 40
+    vpsrlq       xmm1, xmm0, 59
+    vpsllq       xmm4, xmm1, 10
+    vpsllq       xmm5, xmm1, 5
+    vpsllq       xmm6, xmm1, 2
+    vpandq       xmm0, xmm0, xmm18
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm4, xmm5, xmm1, 150
+    vpxorq       xmm1, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm3
+    vpunpckhbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vgf2p8affineqb xmm6, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm1
+    vpunpckhbw   xmm1, xmm6, xmm1
+    vpclmulqdq   xmm6, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
+    vpclmulqdq   xmm10, xmm3, xmm14, 0
     vpclmulqdq   xmm3, xmm3, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm0, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm1, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm2, xmm3, xmm4, 150
+    vpsrldq      xmm3, xmm6, 8
+    vpternlogq   xmm3, xmm0, xmm17, 40
+    vpsrlq       xmm0, xmm3, 59
+    vpsllq       xmm4, xmm0, 10
+    vpsllq       xmm5, xmm0, 5
+    vpsllq       xmm6, xmm0, 2
+    vpandq       xmm3, xmm3, xmm18
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm4, xmm5, xmm0, 150
+    vpxorq       xmm0, xmm9, xmm4
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm8
-    vmovdqu64    [rdi + 32], xmm7
-    vmovdqu64    [rdi + 48], xmm6
-    vmovq        qword [rdi + 64], xmm2
+    vmovdqu64    [rdi + 16], xmm1
+    vmovdqu64    [rdi + 32], xmm8
+    vmovdqu64    [rdi + 48], xmm2
+    vmovq        qword [rdi + 64], xmm3
     ret
 .end:
 
@@ -8867,667 +9054,829 @@ kg_gf2m571_msqr8_avx512:
 ;   ensures: out = a^(2^16) mod f: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-16}, flags
+;   clobbers: zmm{0-18}, flags
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_msqr16_avx512.end - kg_gf2m571_msqr16_avx512)
 align 32
 kg_gf2m571_msqr16_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    xmm14, [rel gf2m_g_84a0]            ; held in a register: read 144 times
-    vmovdqu64    xmm15, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 16 times
-    vmovdqu64    xmm16, [rel gf2m_mask_7ffffffffffffff_0] ; held in a register: read 16 times
+    vmovdqu64    xmm15, [rel gf2m_spread_low]        ; held in a register: read 80 times
+    vmovdqu64    xmm16, [rel gf2m_spread_high]       ; held in a register: read 80 times
+    vmovdqu64    xmm17, [rel gf2m_mask_ffffffffffffffff_0] ; held in a register: read 16 times
+    vmovdqu64    xmm18, [rel gf2m_mask_7ffffffffffffff_0] ; held in a register: read 16 times
     vmovdqu64    xmm0, [rsi]
     vmovdqu64    xmm1, [rsi + 16]
     vmovdqu64    xmm2, [rsi + 32]
     vmovdqu64    xmm3, [rsi + 48]
     vmovq        xmm4, qword [rsi + 64]
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm5, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm7, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm4, xmm14, 0
+    vgf2p8affineqb xmm5, xmm4, xmm15, 0
+    vgf2p8affineqb xmm4, xmm4, xmm16, 0
+    vpunpcklbw   xmm4, xmm5, xmm4
+    vgf2p8affineqb xmm5, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm6, xmm5, xmm3
+    vpunpckhbw   xmm3, xmm5, xmm3
+    vgf2p8affineqb xmm5, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm7, xmm5, xmm2
+    vpunpckhbw   xmm2, xmm5, xmm2
+    vgf2p8affineqb xmm5, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm8, xmm5, xmm1
+    vpunpckhbw   xmm1, xmm5, xmm1
+    vgf2p8affineqb xmm5, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm9, xmm5, xmm0
+    vpunpckhbw   xmm0, xmm5, xmm0
+    vpclmulqdq   xmm5, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpclmulqdq   xmm10, xmm5, xmm14, 0
-    vpclmulqdq   xmm5, xmm5, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
+    vpclmulqdq   xmm10, xmm3, xmm14, 0
     vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm6, xmm14, 0
+    vpclmulqdq   xmm11, xmm6, xmm14, 0
     vpclmulqdq   xmm6, xmm6, xmm14, 1
-    vpxorq       xmm2, xmm2, xmm4
-    vpsrldq      xmm4, xmm9, 8
-    vpxorq       xmm4, xmm2, xmm4
-    vpsrldq      xmm4, xmm4, 8
-    vpclmulqdq   xmm4, xmm4, xmm14, 0
+    vpclmulqdq   xmm12, xmm2, xmm14, 0
+    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpxorq       xmm4, xmm7, xmm4
+    vpsrldq      xmm7, xmm5, 8
+    vpxorq       xmm7, xmm4, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm4, xmm13, 150
-    vpalignr     xmm4, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm4, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm0, xmm2, xmm7, 150
+    vpalignr     xmm2, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm6, xmm2, 150
+    vpalignr     xmm2, xmm5, xmm10, 8
+    vpternlogq   xmm1, xmm3, xmm2, 150
+    vpsrldq      xmm2, xmm5, 8
+    vpternlogq   xmm2, xmm4, xmm17, 40
+    vpsrlq       xmm3, xmm2, 59
+    vpsllq       xmm4, xmm3, 10
+    vpsllq       xmm5, xmm3, 5
+    vpsllq       xmm6, xmm3, 2
+    vpandq       xmm2, xmm2, xmm18
+    vpxorq       xmm3, xmm6, xmm3
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpxorq       xmm3, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm0
+    vpunpckhbw   xmm0, xmm6, xmm0
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vpclmulqdq   xmm6, xmm2, xmm14, 0
+    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpclmulqdq   xmm10, xmm1, xmm14, 0
+    vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm2, xmm7, xmm2
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm2, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm3, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm1, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm7, xmm5, xmm3, 150
-    vpsrldq      xmm3, xmm9, 8
-    vpternlogq   xmm3, xmm2, xmm15, 40
-    vpsrlq       xmm2, xmm3, 59
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm17, 40
+    vpsrlq       xmm2, xmm1, 59
     vpsllq       xmm4, xmm2, 10
     vpsllq       xmm5, xmm2, 5
     vpsllq       xmm6, xmm2, 2
-    vpandq       xmm3, xmm3, xmm16
+    vpandq       xmm1, xmm1, xmm18
     vpxorq       xmm2, xmm6, xmm2
     vpternlogq   xmm4, xmm5, xmm2, 150
-    vpxorq       xmm0, xmm0, xmm4
-    vpclmulqdq   xmm2, xmm3, xmm3, 0
-    vpclmulqdq   xmm3, xmm7, xmm7, 17
-    vpclmulqdq   xmm4, xmm7, xmm7, 0
-    vpclmulqdq   xmm5, xmm1, xmm1, 17
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpxorq       xmm2, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vpclmulqdq   xmm6, xmm1, xmm14, 0
+    vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpclmulqdq   xmm10, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm1, xmm7, xmm1
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm1, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm3, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm17, 40
+    vpsrlq       xmm1, xmm0, 59
+    vpsllq       xmm4, xmm1, 10
+    vpsllq       xmm5, xmm1, 5
+    vpsllq       xmm6, xmm1, 2
+    vpandq       xmm0, xmm0, xmm18
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm4, xmm5, xmm1, 150
+    vpxorq       xmm1, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm3
+    vpunpckhbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vgf2p8affineqb xmm6, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm1
+    vpunpckhbw   xmm1, xmm6, xmm1
+    vpclmulqdq   xmm6, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
     vpclmulqdq   xmm10, xmm3, xmm14, 0
     vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm11, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpclmulqdq   xmm12, xmm5, xmm14, 0
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
     vpclmulqdq   xmm5, xmm5, xmm14, 1
-    vpxorq       xmm1, xmm1, xmm2
-    vpsrldq      xmm2, xmm9, 8
-    vpxorq       xmm2, xmm1, xmm2
-    vpsrldq      xmm2, xmm2, 8
-    vpclmulqdq   xmm2, xmm2, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm2, xmm13, 150
-    vpalignr     xmm2, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm5, xmm2, 150
-    vpalignr     xmm2, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm4, xmm2, 150
-    vpalignr     xmm2, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm3, xmm2, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm0, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm1, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm2, xmm3, xmm4, 150
+    vpsrldq      xmm3, xmm6, 8
+    vpternlogq   xmm3, xmm0, xmm17, 40
+    vpsrlq       xmm0, xmm3, 59
+    vpsllq       xmm4, xmm0, 10
+    vpsllq       xmm5, xmm0, 5
+    vpsllq       xmm6, xmm0, 2
+    vpandq       xmm3, xmm3, xmm18
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm4, xmm5, xmm0, 150
+    vpxorq       xmm0, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm2
+    vpunpckhbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm1
+    vpunpckhbw   xmm1, xmm6, xmm1
+    vgf2p8affineqb xmm6, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm0
+    vpunpckhbw   xmm0, xmm6, xmm0
+    vpclmulqdq   xmm6, xmm3, xmm14, 0
+    vpclmulqdq   xmm3, xmm3, xmm14, 1
     vpclmulqdq   xmm10, xmm2, xmm14, 0
     vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm3, xmm7, xmm3
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm3, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm0, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm6, 8
+    vpternlogq   xmm2, xmm3, xmm17, 40
+    vpsrlq       xmm3, xmm2, 59
+    vpsllq       xmm4, xmm3, 10
+    vpsllq       xmm5, xmm3, 5
+    vpsllq       xmm6, xmm3, 2
+    vpandq       xmm2, xmm2, xmm18
+    vpxorq       xmm3, xmm6, xmm3
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpxorq       xmm3, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm0
+    vpunpckhbw   xmm0, xmm6, xmm0
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vpclmulqdq   xmm6, xmm2, xmm14, 0
+    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpclmulqdq   xmm10, xmm1, xmm14, 0
     vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm2, xmm7, xmm2
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm2, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm3, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm17, 40
+    vpsrlq       xmm2, xmm1, 59
+    vpsllq       xmm4, xmm2, 10
+    vpsllq       xmm5, xmm2, 5
+    vpsllq       xmm6, xmm2, 2
+    vpandq       xmm1, xmm1, xmm18
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm4, xmm5, xmm2, 150
+    vpxorq       xmm2, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vpclmulqdq   xmm6, xmm1, xmm14, 0
+    vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpclmulqdq   xmm10, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm1, xmm7, xmm1
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm1, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm3, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm17, 40
+    vpsrlq       xmm1, xmm0, 59
+    vpsllq       xmm4, xmm1, 10
+    vpsllq       xmm5, xmm1, 5
+    vpsllq       xmm6, xmm1, 2
+    vpandq       xmm0, xmm0, xmm18
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm4, xmm5, xmm1, 150
+    vpxorq       xmm1, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm3
+    vpunpckhbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vgf2p8affineqb xmm6, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm1
+    vpunpckhbw   xmm1, xmm6, xmm1
+    vpclmulqdq   xmm6, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
+    vpclmulqdq   xmm10, xmm3, xmm14, 0
+    vpclmulqdq   xmm3, xmm3, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm0, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm1, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm2, xmm3, xmm4, 150
+    vpsrldq      xmm3, xmm6, 8
+    vpternlogq   xmm3, xmm0, xmm17, 40
+    vpsrlq       xmm0, xmm3, 59
+    vpsllq       xmm4, xmm0, 10
+    vpsllq       xmm5, xmm0, 5
+    vpsllq       xmm6, xmm0, 2
+    vpandq       xmm3, xmm3, xmm18
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm4, xmm5, xmm0, 150
+    vpxorq       xmm0, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm2
+    vpunpckhbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm1
+    vpunpckhbw   xmm1, xmm6, xmm1
+    vgf2p8affineqb xmm6, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm0
+    vpunpckhbw   xmm0, xmm6, xmm0
+    vpclmulqdq   xmm6, xmm3, xmm14, 0
+    vpclmulqdq   xmm3, xmm3, xmm14, 1
     vpclmulqdq   xmm10, xmm2, xmm14, 0
     vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm3, xmm7, xmm3
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm3, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm0, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm6, 8
+    vpternlogq   xmm2, xmm3, xmm17, 40
+    vpsrlq       xmm3, xmm2, 59
+    vpsllq       xmm4, xmm3, 10
+    vpsllq       xmm5, xmm3, 5
+    vpsllq       xmm6, xmm3, 2
+    vpandq       xmm2, xmm2, xmm18
+    vpxorq       xmm3, xmm6, xmm3
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpxorq       xmm3, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm0
+    vpunpckhbw   xmm0, xmm6, xmm0
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vpclmulqdq   xmm6, xmm2, xmm14, 0
+    vpclmulqdq   xmm2, xmm2, xmm14, 1
+    vpclmulqdq   xmm10, xmm1, xmm14, 0
     vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm2, xmm7, xmm2
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm2, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm3, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm17, 40
+    vpsrlq       xmm2, xmm1, 59
+    vpsllq       xmm4, xmm2, 10
+    vpsllq       xmm5, xmm2, 5
+    vpsllq       xmm6, xmm2, 2
+    vpandq       xmm1, xmm1, xmm18
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm4, xmm5, xmm2, 150
+    vpxorq       xmm2, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vpclmulqdq   xmm6, xmm1, xmm14, 0
+    vpclmulqdq   xmm1, xmm1, xmm14, 1
+    vpclmulqdq   xmm10, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm1, xmm7, xmm1
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm1, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm3, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm17, 40
+    vpsrlq       xmm1, xmm0, 59
+    vpsllq       xmm4, xmm1, 10
+    vpsllq       xmm5, xmm1, 5
+    vpsllq       xmm6, xmm1, 2
+    vpandq       xmm0, xmm0, xmm18
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm4, xmm5, xmm1, 150
+    vpxorq       xmm1, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm3
+    vpunpckhbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vgf2p8affineqb xmm6, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm1
+    vpunpckhbw   xmm1, xmm6, xmm1
+    vpclmulqdq   xmm6, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
+    vpclmulqdq   xmm10, xmm3, xmm14, 0
+    vpclmulqdq   xmm3, xmm3, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
+    vpclmulqdq   xmm12, xmm4, xmm14, 0
+    vpclmulqdq   xmm4, xmm4, xmm14, 1
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm0, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpslldq      xmm13, xmm12, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm1, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm2, xmm3, xmm4, 150
+    vpsrldq      xmm3, xmm6, 8
+    vpternlogq   xmm3, xmm0, xmm17, 40
+    vpsrlq       xmm0, xmm3, 59
+    vpsllq       xmm4, xmm0, 10
+    vpsllq       xmm5, xmm0, 5
+    vpsllq       xmm6, xmm0, 2
+    vpandq       xmm3, xmm3, xmm18
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm4, xmm5, xmm0, 150
+    vpxorq       xmm0, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm2
+    vpunpckhbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm1
+    vpunpckhbw   xmm1, xmm6, xmm1
+    vgf2p8affineqb xmm6, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm0
+    vpunpckhbw   xmm0, xmm6, xmm0
+    vpclmulqdq   xmm6, xmm3, xmm14, 0
+    vpclmulqdq   xmm3, xmm3, xmm14, 1
     vpclmulqdq   xmm10, xmm2, xmm14, 0
     vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm3, xmm7, xmm3
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm3, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm0, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm1, xmm2, xmm4, 150
+    vpsrldq      xmm2, xmm6, 8
+    vpternlogq   xmm2, xmm3, xmm17, 40
+    vpsrlq       xmm3, xmm2, 59
+    vpsllq       xmm4, xmm3, 10
+    vpsllq       xmm5, xmm3, 5
+    vpsllq       xmm6, xmm3, 2
+    vpandq       xmm2, xmm2, xmm18
+    vpxorq       xmm3, xmm6, xmm3
+    vpternlogq   xmm4, xmm5, xmm3, 150
+    vpxorq       xmm3, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm2, xmm4, xmm2
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm1
+    vpunpckhbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm0
+    vpunpckhbw   xmm0, xmm6, xmm0
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vpclmulqdq   xmm6, xmm2, xmm14, 0
     vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
+    vpclmulqdq   xmm10, xmm1, xmm14, 0
     vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm2, xmm7, xmm2
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm2, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm3, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm0, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm6, 8
+    vpternlogq   xmm1, xmm2, xmm17, 40
+    vpsrlq       xmm2, xmm1, 59
+    vpsllq       xmm4, xmm2, 10
+    vpsllq       xmm5, xmm2, 5
+    vpsllq       xmm6, xmm2, 2
+    vpandq       xmm1, xmm1, xmm18
+    vpxorq       xmm2, xmm6, xmm2
+    vpternlogq   xmm4, xmm5, xmm2, 150
+    vpxorq       xmm2, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm1, xmm4, xmm1
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm0
+    vpunpckhbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm3
+    vpunpckhbw   xmm3, xmm6, xmm3
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vpclmulqdq   xmm6, xmm1, xmm14, 0
     vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
+    vpclmulqdq   xmm10, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm1, xmm7, xmm1
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm1, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm3, xmm0, xmm4, 150
+    vpsrldq      xmm0, xmm6, 8
+    vpternlogq   xmm0, xmm1, xmm17, 40
+    vpsrlq       xmm1, xmm0, 59
+    vpsllq       xmm4, xmm1, 10
+    vpsllq       xmm5, xmm1, 5
+    vpsllq       xmm6, xmm1, 2
+    vpandq       xmm0, xmm0, xmm18
+    vpxorq       xmm1, xmm6, xmm1
+    vpternlogq   xmm4, xmm5, xmm1, 150
+    vpxorq       xmm1, xmm9, xmm4
+    vgf2p8affineqb xmm4, xmm0, xmm15, 0
+    vgf2p8affineqb xmm0, xmm0, xmm16, 0
+    vpunpcklbw   xmm0, xmm4, xmm0
+    vgf2p8affineqb xmm4, xmm3, xmm15, 0
+    vgf2p8affineqb xmm3, xmm3, xmm16, 0
+    vpunpcklbw   xmm5, xmm4, xmm3
+    vpunpckhbw   xmm3, xmm4, xmm3
+    vgf2p8affineqb xmm4, xmm8, xmm15, 0
+    vgf2p8affineqb xmm6, xmm8, xmm16, 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm2, xmm15, 0
+    vgf2p8affineqb xmm2, xmm2, xmm16, 0
+    vpunpcklbw   xmm8, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vgf2p8affineqb xmm6, xmm1, xmm15, 0
+    vgf2p8affineqb xmm1, xmm1, xmm16, 0
+    vpunpcklbw   xmm9, xmm6, xmm1
+    vpunpckhbw   xmm1, xmm6, xmm1
+    vpclmulqdq   xmm6, xmm0, xmm14, 0
+    vpclmulqdq   xmm0, xmm0, xmm14, 1
+    vpclmulqdq   xmm10, xmm3, xmm14, 0
     vpclmulqdq   xmm3, xmm3, xmm14, 1
+    vpclmulqdq   xmm11, xmm5, xmm14, 0
+    vpclmulqdq   xmm5, xmm5, xmm14, 1
     vpclmulqdq   xmm12, xmm4, xmm14, 0
     vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm0, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm1, xmm4, xmm7, 150
     vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
-    vpclmulqdq   xmm1, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm6, xmm6, 17
-    vpclmulqdq   xmm3, xmm6, xmm6, 0
-    vpclmulqdq   xmm4, xmm7, xmm7, 17
-    vpclmulqdq   xmm5, xmm7, xmm7, 0
-    vpclmulqdq   xmm6, xmm8, xmm8, 17
-    vpclmulqdq   xmm7, xmm8, xmm8, 0
-    vpclmulqdq   xmm8, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm9, xmm1, xmm14, 0
-    vpclmulqdq   xmm1, xmm1, xmm14, 1
-    vpclmulqdq   xmm10, xmm2, xmm14, 0
-    vpclmulqdq   xmm2, xmm2, xmm14, 1
-    vpclmulqdq   xmm11, xmm3, xmm14, 0
-    vpclmulqdq   xmm3, xmm3, xmm14, 1
-    vpclmulqdq   xmm12, xmm4, xmm14, 0
-    vpclmulqdq   xmm4, xmm4, xmm14, 1
-    vpxorq       xmm1, xmm5, xmm1
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm1, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, xmm14, 0
-    vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm0, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm5, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm7, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm6, xmm2, xmm3, 150
-    vpsrldq      xmm2, xmm9, 8
-    vpternlogq   xmm2, xmm1, xmm15, 40
-    vpsrlq       xmm1, xmm2, 59
-    vpsllq       xmm3, xmm1, 10
-    vpsllq       xmm4, xmm1, 5
-    vpsllq       xmm5, xmm1, 2
-    vpandq       xmm2, xmm2, xmm16
-    vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm3, xmm4, xmm1, 150
-    vpxorq       xmm0, xmm0, xmm3
+    vpternlogq   xmm8, xmm5, xmm4, 150
+    vpalignr     xmm4, xmm6, xmm10, 8
+    vpternlogq   xmm2, xmm3, xmm4, 150
+    vpsrldq      xmm3, xmm6, 8
+    vpternlogq   xmm3, xmm0, xmm17, 40
+    vpsrlq       xmm0, xmm3, 59
+    vpsllq       xmm4, xmm0, 10
+    vpsllq       xmm5, xmm0, 5
+    vpsllq       xmm6, xmm0, 2
+    vpandq       xmm3, xmm3, xmm18
+    vpxorq       xmm0, xmm6, xmm0
+    vpternlogq   xmm4, xmm5, xmm0, 150
+    vpxorq       xmm0, xmm9, xmm4
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm8
-    vmovdqu64    [rdi + 32], xmm7
-    vmovdqu64    [rdi + 48], xmm6
-    vmovq        qword [rdi + 64], xmm2
+    vmovdqu64    [rdi + 16], xmm1
+    vmovdqu64    [rdi + 32], xmm8
+    vmovdqu64    [rdi + 48], xmm2
+    vmovq        qword [rdi + 64], xmm3
     ret
 .end:
 
@@ -9540,7 +9889,7 @@ kg_gf2m571_msqr16_avx512:
 ;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 571 (fully reduced mod f)
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
@@ -10156,187 +10505,217 @@ kg_gf2m571_ladder_step_avx512:
     vpsrldq      xmm1, xmm1, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
     vmovdqa64    xmm0, [rsp + 1600]                  ; reload
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vgf2p8affineqb xmm4, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm4, xmm0
     vmovdqa64    xmm4, [rsp + 1536]                  ; reload
-    vpclmulqdq   xmm5, xmm4, xmm4, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vmovdqa64    xmm7, [rsp + 1344]                  ; reload
-    vpclmulqdq   xmm8, xmm7, xmm7, 17
-    vpclmulqdq   xmm7, xmm7, xmm7, 0
-    vmovdqa64    xmm9, [rsp + 1472]                  ; reload
-    vpclmulqdq   xmm10, xmm9, xmm9, 17
-    vpclmulqdq   xmm9, xmm9, xmm9, 0
-    vmovdqa64    xmm11, [rsp + 1408]                 ; reload
-    vpclmulqdq   xmm12, xmm11, xmm11, 17
-    vpclmulqdq   xmm11, xmm11, xmm11, 0
-    vpclmulqdq   xmm14, xmm0, [rax - 128], 0
+    vgf2p8affineqb xmm5, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm4, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm5, xmm4
+    vpunpckhbw   xmm4, xmm5, xmm4
+    vmovdqa64    xmm5, [rsp + 1344]                  ; reload
+    vgf2p8affineqb xmm8, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm5, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm8, xmm5
+    vpunpckhbw   xmm5, xmm8, xmm5
+    vmovdqa64    xmm8, [rsp + 1472]                  ; reload
+    vgf2p8affineqb xmm10, xmm8, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm8, xmm8, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm11, xmm10, xmm8
+    vpunpckhbw   xmm8, xmm10, xmm8
+    vmovdqa64    xmm10, [rsp + 1408]                 ; reload
+    vgf2p8affineqb xmm12, xmm10, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm10, xmm10, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm14, xmm12, xmm10
+    vpunpckhbw   xmm10, xmm12, xmm10
+    vpclmulqdq   xmm12, xmm0, [rax - 128], 0
     vpclmulqdq   xmm0, xmm0, [rax - 128], 1
-    vpclmulqdq   xmm15, xmm5, [rax - 128], 0
-    vpclmulqdq   xmm5, xmm5, [rax - 128], 1
-    vpclmulqdq   xmm16, xmm4, [rax - 128], 0
+    vpclmulqdq   xmm15, xmm4, [rax - 128], 0
     vpclmulqdq   xmm4, xmm4, [rax - 128], 1
-    vpclmulqdq   xmm17, xmm8, [rax - 128], 0
-    vpclmulqdq   xmm8, xmm8, [rax - 128], 1
-    vpxorq       xmm0, xmm7, xmm0
-    vpsrldq      xmm7, xmm14, 8
-    vpxorq       xmm7, xmm0, xmm7
-    vpsrldq      xmm7, xmm7, 8
-    vpclmulqdq   xmm7, xmm7, [rax - 128], 0
+    vpclmulqdq   xmm16, xmm7, [rax - 128], 0
+    vpclmulqdq   xmm7, xmm7, [rax - 128], 1
+    vpclmulqdq   xmm17, xmm5, [rax - 128], 0
+    vpclmulqdq   xmm5, xmm5, [rax - 128], 1
+    vpxorq       xmm0, xmm9, xmm0
+    vpsrldq      xmm9, xmm12, 8
+    vpxorq       xmm9, xmm0, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rax - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm11, xmm7, xmm18, 150
-    vpalignr     xmm7, xmm16, xmm17, 8
-    vpternlogq   xmm12, xmm8, xmm7, 150
-    vpalignr     xmm7, xmm15, xmm16, 8
-    vpternlogq   xmm9, xmm4, xmm7, 150
-    vpalignr     xmm4, xmm14, xmm15, 8
-    vpternlogq   xmm10, xmm5, xmm4, 150
-    vpsrldq      xmm4, xmm14, 8
+    vpternlogq   xmm14, xmm9, xmm18, 150
+    vpalignr     xmm9, xmm16, xmm17, 8
+    vpternlogq   xmm10, xmm5, xmm9, 150
+    vpalignr     xmm5, xmm15, xmm16, 8
+    vpternlogq   xmm11, xmm7, xmm5, 150
+    vpalignr     xmm5, xmm12, xmm15, 8
+    vpternlogq   xmm8, xmm4, xmm5, 150
+    vpsrldq      xmm4, xmm12, 8
     vpternlogq   xmm4, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
     vmovdqa64    xmm0, [rsp + 640]                   ; reload
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
+    vgf2p8affineqb xmm5, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm5, xmm0
     vmovdqa64    xmm5, [rsp + 832]                   ; reload
-    vpclmulqdq   xmm7, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vmovdqa64    xmm8, [rsp + 960]                   ; reload
-    vpclmulqdq   xmm14, xmm8, xmm8, 17
-    vpclmulqdq   xmm8, xmm8, xmm8, 0
-    vmovdqa64    xmm15, [rsp + 1088]                 ; reload
-    vpclmulqdq   xmm16, xmm15, xmm15, 17
-    vpclmulqdq   xmm15, xmm15, xmm15, 0
-    vmovdqa64    xmm17, [rsp + 1216]                 ; reload
-    vpclmulqdq   xmm18, xmm17, xmm17, 17
-    vpclmulqdq   xmm17, xmm17, xmm17, 0
-    vpclmulqdq   xmm19, xmm0, [rax - 128], 0
+    vgf2p8affineqb xmm7, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm5, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm7, xmm5
+    vpunpckhbw   xmm5, xmm7, xmm5
+    vmovdqa64    xmm7, [rsp + 960]                   ; reload
+    vgf2p8affineqb xmm12, xmm7, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm7, xmm7, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm15, xmm12, xmm7
+    vpunpckhbw   xmm7, xmm12, xmm7
+    vmovdqa64    xmm12, [rsp + 1088]                 ; reload
+    vgf2p8affineqb xmm16, xmm12, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm12, xmm12, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm17, xmm16, xmm12
+    vpunpckhbw   xmm12, xmm16, xmm12
+    vmovdqa64    xmm16, [rsp + 1216]                 ; reload
+    vgf2p8affineqb xmm18, xmm16, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm16, xmm16, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm19, xmm18, xmm16
+    vpunpckhbw   xmm16, xmm18, xmm16
+    vpclmulqdq   xmm18, xmm0, [rax - 128], 0
     vpclmulqdq   xmm0, xmm0, [rax - 128], 1
-    vpclmulqdq   xmm20, xmm7, [rax - 128], 0
-    vpclmulqdq   xmm7, xmm7, [rax - 128], 1
-    vpclmulqdq   xmm21, xmm5, [rax - 128], 0
+    vpclmulqdq   xmm20, xmm5, [rax - 128], 0
     vpclmulqdq   xmm5, xmm5, [rax - 128], 1
-    vpclmulqdq   xmm22, xmm14, [rax - 128], 0
-    vpclmulqdq   xmm14, xmm14, [rax - 128], 1
-    vpxorq       xmm0, xmm8, xmm0
-    vpsrldq      xmm8, xmm19, 8
-    vpxorq       xmm8, xmm0, xmm8
-    vpsrldq      xmm8, xmm8, 8
-    vpclmulqdq   xmm8, xmm8, [rax - 128], 0
+    vpclmulqdq   xmm21, xmm9, [rax - 128], 0
+    vpclmulqdq   xmm9, xmm9, [rax - 128], 1
+    vpclmulqdq   xmm22, xmm7, [rax - 128], 0
+    vpclmulqdq   xmm7, xmm7, [rax - 128], 1
+    vpxorq       xmm0, xmm15, xmm0
+    vpsrldq      xmm15, xmm18, 8
+    vpxorq       xmm15, xmm0, xmm15
+    vpsrldq      xmm15, xmm15, 8
+    vpclmulqdq   xmm15, xmm15, [rax - 128], 0
     vpslldq      xmm23, xmm22, 8
-    vpternlogq   xmm17, xmm8, xmm23, 150
-    vpalignr     xmm8, xmm21, xmm22, 8
-    vpternlogq   xmm18, xmm14, xmm8, 150
-    vpalignr     xmm8, xmm20, xmm21, 8
-    vpternlogq   xmm15, xmm5, xmm8, 150
-    vpalignr     xmm5, xmm19, xmm20, 8
-    vpternlogq   xmm16, xmm7, xmm5, 150
-    vpsrldq      xmm5, xmm19, 8
+    vpternlogq   xmm19, xmm15, xmm23, 150
+    vpalignr     xmm15, xmm21, xmm22, 8
+    vpternlogq   xmm16, xmm7, xmm15, 150
+    vpalignr     xmm7, xmm20, xmm21, 8
+    vpternlogq   xmm17, xmm9, xmm7, 150
+    vpalignr     xmm7, xmm18, xmm20, 8
+    vpternlogq   xmm12, xmm5, xmm7, 150
+    vpsrldq      xmm5, xmm18, 8
     vpternlogq   xmm5, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
     vmovdqa64    xmm0, [rsp + 1280]                  ; reload
     vpxorq       xmm7, xmm0, xmm2
-    vmovdqa64    xmm8, [rsp + 1664]                  ; reload
-    vpxorq       xmm14, xmm8, xmm3
-    vmovdqa64    xmm19, [rsp + 1920]                 ; reload
-    vpxorq       xmm20, xmm19, xmm6
+    vmovdqa64    xmm9, [rsp + 1664]                  ; reload
+    vpxorq       xmm15, xmm9, xmm3
+    vmovdqa64    xmm18, [rsp + 1920]                 ; reload
+    vpxorq       xmm20, xmm18, xmm6
     vmovdqa64    xmm21, [rsp + 1792]                 ; reload
     vpxorq       xmm22, xmm21, xmm13
     vmovdqa64    xmm23, [rsp + 1728]                 ; reload
     vpxorq       xmm24, xmm23, xmm1
-    vpclmulqdq   xmm24, xmm24, xmm24, 0
-    vpclmulqdq   xmm25, xmm22, xmm22, 17
-    vpclmulqdq   xmm22, xmm22, xmm22, 0
-    vpclmulqdq   xmm26, xmm20, xmm20, 17
-    vpclmulqdq   xmm20, xmm20, xmm20, 0
-    vpclmulqdq   xmm27, xmm14, xmm14, 17
-    vpclmulqdq   xmm14, xmm14, xmm14, 0
-    vpclmulqdq   xmm28, xmm7, xmm7, 17
-    vpclmulqdq   xmm7, xmm7, xmm7, 0
-    vpclmulqdq   xmm29, xmm24, [rax - 128], 0
+    vgf2p8affineqb xmm25, xmm24, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm24, xmm24, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm24, xmm25, xmm24
+    vgf2p8affineqb xmm25, xmm22, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm22, xmm22, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm26, xmm25, xmm22
+    vpunpckhbw   xmm22, xmm25, xmm22
+    vgf2p8affineqb xmm25, xmm20, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm20, xmm20, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm27, xmm25, xmm20
+    vpunpckhbw   xmm20, xmm25, xmm20
+    vgf2p8affineqb xmm25, xmm15, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm15, xmm15, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm28, xmm25, xmm15
+    vpunpckhbw   xmm15, xmm25, xmm15
+    vgf2p8affineqb xmm25, xmm7, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm7, xmm7, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm29, xmm25, xmm7
+    vpunpckhbw   xmm7, xmm25, xmm7
+    vpclmulqdq   xmm25, xmm24, [rax - 128], 0
     vpclmulqdq   xmm24, xmm24, [rax - 128], 1
-    vpclmulqdq   xmm30, xmm25, [rax - 128], 0
-    vpclmulqdq   xmm25, xmm25, [rax - 128], 1
-    vpclmulqdq   xmm31, xmm22, [rax - 128], 0
+    vpclmulqdq   xmm30, xmm22, [rax - 128], 0
     vpclmulqdq   xmm22, xmm22, [rax - 128], 1
-    vmovdqa64    [rsp + 1216], xmm1                  ; spill
-    vpclmulqdq   xmm1, xmm26, [rax - 128], 0
+    vpclmulqdq   xmm31, xmm26, [rax - 128], 0
     vpclmulqdq   xmm26, xmm26, [rax - 128], 1
-    vpxorq       xmm20, xmm20, xmm24
-    vpsrldq      xmm24, xmm29, 8
-    vpxorq       xmm24, xmm20, xmm24
-    vpsrldq      xmm24, xmm24, 8
-    vpclmulqdq   xmm24, xmm24, [rax - 128], 0
+    vmovdqa64    [rsp + 1216], xmm1                  ; spill
+    vpclmulqdq   xmm1, xmm20, [rax - 128], 0
+    vpclmulqdq   xmm20, xmm20, [rax - 128], 1
+    vpxorq       xmm24, xmm27, xmm24
+    vpsrldq      xmm27, xmm25, 8
+    vpxorq       xmm27, xmm24, xmm27
+    vpsrldq      xmm27, xmm27, 8
+    vpclmulqdq   xmm27, xmm27, [rax - 128], 0
     vpslldq      xmm23, xmm1, 8
-    vpternlogq   xmm7, xmm24, xmm23, 150
+    vpternlogq   xmm29, xmm27, xmm23, 150
     vpalignr     xmm1, xmm31, xmm1, 8
-    vpternlogq   xmm28, xmm26, xmm1, 150
+    vpternlogq   xmm7, xmm20, xmm1, 150
     vpalignr     xmm1, xmm30, xmm31, 8
-    vpternlogq   xmm14, xmm22, xmm1, 150
-    vpalignr     xmm1, xmm29, xmm30, 8
-    vpternlogq   xmm27, xmm25, xmm1, 150
-    vpsrldq      xmm1, xmm29, 8
-    vpternlogq   xmm1, xmm20, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm20, xmm11, xmm17, 0
-    vpclmulqdq   xmm22, xmm11, xmm17, 17
-    vpshufd      xmm23, xmm11, 78
-    vpxorq       xmm23, xmm11, xmm23
-    vpshufd      xmm24, xmm17, 78
-    vpxorq       xmm24, xmm17, xmm24
+    vpternlogq   xmm28, xmm26, xmm1, 150
+    vpalignr     xmm1, xmm25, xmm30, 8
+    vpternlogq   xmm15, xmm22, xmm1, 150
+    vpsrldq      xmm1, xmm25, 8
+    vpternlogq   xmm1, xmm24, [rel gf2m_mask_ffffffffffffffff_0], 40
+    vpclmulqdq   xmm20, xmm14, xmm19, 0
+    vpclmulqdq   xmm22, xmm14, xmm19, 17
+    vpshufd      xmm23, xmm14, 78
+    vpxorq       xmm23, xmm14, xmm23
+    vpshufd      xmm24, xmm19, 78
+    vpxorq       xmm24, xmm19, xmm24
     vpclmulqdq   xmm23, xmm23, xmm24, 0
     vpternlogq   xmm23, xmm20, xmm22, 150
-    vpclmulqdq   xmm24, xmm12, xmm18, 0
-    vpclmulqdq   xmm25, xmm12, xmm18, 17
-    vpshufd      xmm26, xmm12, 78
-    vpxorq       xmm26, xmm12, xmm26
-    vpshufd      xmm29, xmm18, 78
-    vpxorq       xmm29, xmm18, xmm29
-    vpclmulqdq   xmm30, xmm26, xmm29, 0
+    vpclmulqdq   xmm24, xmm10, xmm16, 0
+    vpclmulqdq   xmm25, xmm10, xmm16, 17
+    vpshufd      xmm26, xmm10, 78
+    vpxorq       xmm26, xmm10, xmm26
+    vpshufd      xmm27, xmm16, 78
+    vpxorq       xmm27, xmm16, xmm27
+    vpclmulqdq   xmm30, xmm26, xmm27, 0
     vpternlogq   xmm30, xmm24, xmm25, 150
-    vpxorq       xmm31, xmm11, xmm12
+    vpxorq       xmm31, xmm14, xmm10
     vmovdqa64    [rsp + 1088], xmm13                 ; spill
-    vpxorq       xmm13, xmm17, xmm18
+    vpxorq       xmm13, xmm19, xmm16
     vpclmulqdq   xmm21, xmm31, xmm13, 0
     vmovdqa64    [rsp + 960], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm31, xmm13, 17
-    vpshufd      xmm19, xmm31, 78
-    vpxorq       xmm19, xmm31, xmm19
+    vpshufd      xmm18, xmm31, 78
+    vpxorq       xmm18, xmm31, xmm18
     vpshufd      xmm31, xmm13, 78
     vpxorq       xmm13, xmm13, xmm31
-    vpclmulqdq   xmm13, xmm19, xmm13, 0
+    vpclmulqdq   xmm13, xmm18, xmm13, 0
     vpternlogq   xmm13, xmm21, xmm6, 150
-    vpxorq       xmm19, xmm22, xmm24
+    vpxorq       xmm18, xmm22, xmm24
     vpxorq       xmm21, xmm20, xmm21
-    vpxorq       xmm21, xmm21, xmm19
+    vpxorq       xmm21, xmm21, xmm18
     vpternlogq   xmm13, xmm23, xmm30, 150
     vpxorq       xmm6, xmm6, xmm25
-    vpclmulqdq   xmm22, xmm9, xmm15, 0
-    vpclmulqdq   xmm24, xmm9, xmm15, 17
-    vpshufd      xmm31, xmm9, 78
-    vpxorq       xmm31, xmm9, xmm31
+    vpclmulqdq   xmm22, xmm11, xmm17, 0
+    vpclmulqdq   xmm24, xmm11, xmm17, 17
+    vpshufd      xmm31, xmm11, 78
+    vpxorq       xmm31, xmm11, xmm31
     vmovdqa64    [rsp + 832], xmm3                   ; spill
-    vpshufd      xmm3, xmm15, 78
-    vpxorq       xmm3, xmm15, xmm3
-    vpclmulqdq   xmm8, xmm31, xmm3, 0
-    vpternlogq   xmm8, xmm22, xmm24, 150
-    vpxorq       xmm0, xmm11, xmm9
+    vpshufd      xmm3, xmm17, 78
+    vpxorq       xmm3, xmm17, xmm3
+    vpclmulqdq   xmm9, xmm31, xmm3, 0
+    vpternlogq   xmm9, xmm22, xmm24, 150
+    vpxorq       xmm0, xmm14, xmm11
     vmovdqa64    [rsp + 640], xmm2                   ; spill
-    vpxorq       xmm2, xmm17, xmm15
+    vpxorq       xmm2, xmm19, xmm17
     vmovdqa64    [rsp + 1408], xmm1                  ; spill
     vpclmulqdq   xmm1, xmm0, xmm2, 0
-    vmovdqa64    [rsp + 1472], xmm27                 ; spill
-    vpclmulqdq   xmm27, xmm0, xmm2, 17
-    vmovdqa64    [rsp + 1344], xmm14                 ; spill
-    vpshufd      xmm14, xmm0, 78
-    vpxorq       xmm14, xmm0, xmm14
-    vmovdqa64    [rsp + 1536], xmm28                 ; spill
-    vpshufd      xmm28, xmm2, 78
-    vpxorq       xmm28, xmm2, xmm28
-    vpclmulqdq   xmm14, xmm14, xmm28, 0
-    vpternlogq   xmm14, xmm1, xmm27, 150
-    vpclmulqdq   xmm28, xmm12, xmm18, 0
-    vmovdqa64    [rsp + 1600], xmm7                  ; spill
-    vpclmulqdq   xmm7, xmm12, xmm18, 17
-    vpclmulqdq   xmm26, xmm26, xmm29, 0
-    vpternlogq   xmm26, xmm28, xmm7, 150
-    vpxorq       xmm0, xmm0, xmm12
-    vpxorq       xmm2, xmm2, xmm18
-    vpclmulqdq   xmm29, xmm0, xmm2, 0
+    vmovdqa64    [rsp + 1472], xmm15                 ; spill
+    vpclmulqdq   xmm15, xmm0, xmm2, 17
+    vmovdqa64    [rsp + 1344], xmm28                 ; spill
+    vpshufd      xmm28, xmm0, 78
+    vpxorq       xmm28, xmm0, xmm28
+    vmovdqa64    [rsp + 1536], xmm7                  ; spill
+    vpshufd      xmm7, xmm2, 78
+    vpxorq       xmm7, xmm2, xmm7
+    vpclmulqdq   xmm7, xmm28, xmm7, 0
+    vpternlogq   xmm7, xmm1, xmm15, 150
+    vpclmulqdq   xmm28, xmm10, xmm16, 0
+    vmovdqa64    [rsp + 1600], xmm29                 ; spill
+    vpclmulqdq   xmm29, xmm10, xmm16, 17
+    vpclmulqdq   xmm26, xmm26, xmm27, 0
+    vpternlogq   xmm26, xmm28, xmm29, 150
+    vpxorq       xmm0, xmm0, xmm10
+    vpxorq       xmm2, xmm2, xmm16
+    vpclmulqdq   xmm27, xmm0, xmm2, 0
     vmovdqa64    [rsp + 704], xmm13                  ; spill
     vpclmulqdq   xmm13, xmm0, xmm2, 17
     vmovdqa64    [rsp + 1024], xmm3                  ; spill
@@ -10345,200 +10724,200 @@ kg_gf2m571_ladder_step_avx512:
     vpshufd      xmm3, xmm2, 78
     vpxorq       xmm2, xmm2, xmm3
     vpclmulqdq   xmm0, xmm0, xmm2, 0
-    vpternlogq   xmm0, xmm29, xmm13, 150
-    vpxorq       xmm2, xmm27, xmm28
-    vpxorq       xmm3, xmm1, xmm29
-    vpternlogq   xmm0, xmm14, xmm26, 150
-    vpxorq       xmm13, xmm13, xmm7
-    vpternlogq   xmm6, xmm19, xmm22, 150
-    vpxorq       xmm8, xmm30, xmm8
-    vpxorq       xmm19, xmm25, xmm24
+    vpternlogq   xmm0, xmm27, xmm13, 150
+    vpxorq       xmm2, xmm15, xmm28
+    vpxorq       xmm3, xmm1, xmm27
+    vpternlogq   xmm0, xmm7, xmm26, 150
+    vpxorq       xmm13, xmm13, xmm29
+    vpternlogq   xmm6, xmm18, xmm22, 150
+    vpxorq       xmm9, xmm30, xmm9
+    vpxorq       xmm15, xmm25, xmm24
     vpxorq       xmm1, xmm20, xmm1
     vpxorq       xmm1, xmm1, xmm6
-    vpxorq       xmm14, xmm23, xmm14
-    vpxorq       xmm14, xmm14, xmm8
+    vpxorq       xmm7, xmm23, xmm7
+    vpxorq       xmm7, xmm7, xmm9
     vpternlogq   xmm3, xmm2, xmm21, 150
     vpternlogq   xmm13, xmm2, xmm6, 150
-    vpclmulqdq   xmm2, xmm10, xmm16, 0
-    vpclmulqdq   xmm6, xmm10, xmm16, 17
-    vpshufd      xmm22, xmm10, 78
-    vpxorq       xmm22, xmm10, xmm22
-    vpshufd      xmm24, xmm16, 78
-    vpxorq       xmm24, xmm16, xmm24
-    vpclmulqdq   xmm22, xmm22, xmm24, 0
-    vpternlogq   xmm22, xmm2, xmm6, 150
-    vpclmulqdq   xmm24, xmm4, xmm5, 0
-    vpxorq       xmm25, xmm10, xmm4
-    vpxorq       xmm27, xmm16, xmm5
-    vpclmulqdq   xmm28, xmm25, xmm27, 0
-    vpclmulqdq   xmm29, xmm25, xmm27, 17
+    vpclmulqdq   xmm2, xmm8, xmm12, 0
+    vpclmulqdq   xmm6, xmm8, xmm12, 17
+    vpshufd      xmm18, xmm8, 78
+    vpxorq       xmm18, xmm8, xmm18
+    vpshufd      xmm22, xmm12, 78
+    vpxorq       xmm22, xmm12, xmm22
+    vpclmulqdq   xmm18, xmm18, xmm22, 0
+    vpternlogq   xmm18, xmm2, xmm6, 150
+    vpclmulqdq   xmm22, xmm4, xmm5, 0
+    vpxorq       xmm24, xmm8, xmm4
+    vpxorq       xmm25, xmm12, xmm5
+    vpclmulqdq   xmm27, xmm24, xmm25, 0
+    vpclmulqdq   xmm28, xmm24, xmm25, 17
+    vpshufd      xmm30, xmm24, 78
+    vpxorq       xmm24, xmm24, xmm30
     vpshufd      xmm30, xmm25, 78
     vpxorq       xmm25, xmm25, xmm30
-    vpshufd      xmm30, xmm27, 78
-    vpxorq       xmm27, xmm27, xmm30
-    vpclmulqdq   xmm25, xmm25, xmm27, 0
-    vpternlogq   xmm25, xmm28, xmm29, 150
-    vpxorq       xmm6, xmm6, xmm24
-    vpxorq       xmm24, xmm2, xmm28
-    vpxorq       xmm25, xmm22, xmm25
-    vpxorq       xmm27, xmm29, xmm6
-    vpxorq       xmm28, xmm11, xmm10
-    vpxorq       xmm29, xmm12, xmm4
-    vpxorq       xmm30, xmm17, xmm16
+    vpclmulqdq   xmm24, xmm24, xmm25, 0
+    vpternlogq   xmm24, xmm27, xmm28, 150
+    vpxorq       xmm6, xmm6, xmm22
+    vpxorq       xmm22, xmm2, xmm27
+    vpxorq       xmm24, xmm18, xmm24
+    vpxorq       xmm25, xmm28, xmm6
+    vpxorq       xmm27, xmm14, xmm8
+    vpxorq       xmm28, xmm10, xmm4
+    vpxorq       xmm30, xmm19, xmm12
     vmovdqa64    [rsp + 1152], xmm4                  ; spill
-    vpxorq       xmm4, xmm18, xmm5
-    vmovdqa64    [rsp + 1856], xmm10                 ; spill
-    vpclmulqdq   xmm10, xmm28, xmm30, 0
-    vmovdqa64    [rsp + 768], xmm12                  ; spill
-    vpclmulqdq   xmm12, xmm28, xmm30, 17
-    vmovdqa64    [rsp + 896], xmm11                  ; spill
-    vpshufd      xmm11, xmm28, 78
-    vpxorq       xmm11, xmm28, xmm11
+    vpxorq       xmm4, xmm16, xmm5
+    vmovdqa64    [rsp + 1856], xmm8                  ; spill
+    vpclmulqdq   xmm8, xmm27, xmm30, 0
+    vmovdqa64    [rsp + 768], xmm10                  ; spill
+    vpclmulqdq   xmm10, xmm27, xmm30, 17
+    vmovdqa64    [rsp + 896], xmm14                  ; spill
+    vpshufd      xmm14, xmm27, 78
+    vpxorq       xmm14, xmm27, xmm14
     vmovdqa64    [rsp + 2048], xmm5                  ; spill
     vpshufd      xmm5, xmm30, 78
     vpxorq       xmm5, xmm30, xmm5
-    vpclmulqdq   xmm5, xmm11, xmm5, 0
-    vpternlogq   xmm5, xmm10, xmm12, 150
-    vpclmulqdq   xmm11, xmm29, xmm4, 0
-    vmovdqa64    [rsp + 2112], xmm16                 ; spill
-    vpclmulqdq   xmm16, xmm29, xmm4, 17
-    vmovdqa64    [rsp + 1984], xmm18                 ; spill
-    vpshufd      xmm18, xmm29, 78
-    vpxorq       xmm18, xmm29, xmm18
-    vmovdqa64    [rsp + 2176], xmm17                 ; spill
-    vpshufd      xmm17, xmm4, 78
-    vpxorq       xmm17, xmm4, xmm17
-    vmovdqa64    [rsp + 2240], xmm14                 ; spill
-    vpclmulqdq   xmm14, xmm18, xmm17, 0
-    vpternlogq   xmm14, xmm11, xmm16, 150
+    vpclmulqdq   xmm5, xmm14, xmm5, 0
+    vpternlogq   xmm5, xmm8, xmm10, 150
+    vpclmulqdq   xmm14, xmm28, xmm4, 0
+    vmovdqa64    [rsp + 2112], xmm12                 ; spill
+    vpclmulqdq   xmm12, xmm28, xmm4, 17
+    vmovdqa64    [rsp + 1984], xmm16                 ; spill
+    vpshufd      xmm16, xmm28, 78
+    vpxorq       xmm16, xmm28, xmm16
+    vmovdqa64    [rsp + 2176], xmm19                 ; spill
+    vpshufd      xmm19, xmm4, 78
+    vpxorq       xmm19, xmm4, xmm19
+    vmovdqa64    [rsp + 2240], xmm7                  ; spill
+    vpclmulqdq   xmm7, xmm16, xmm19, 0
+    vpternlogq   xmm7, xmm14, xmm12, 150
     vmovdqa64    [rsp + 2304], xmm1                  ; spill
-    vpxorq       xmm1, xmm28, xmm29
+    vpxorq       xmm1, xmm27, xmm28
     vmovdqa64    [rsp + 2368], xmm21                 ; spill
     vpxorq       xmm21, xmm30, xmm4
     vmovdqa64    [rsp + 2432], xmm23                 ; spill
     vpclmulqdq   xmm23, xmm1, xmm21, 0
     vmovdqa64    [rsp + 2496], xmm20                 ; spill
     vpclmulqdq   xmm20, xmm1, xmm21, 17
-    vmovdqa64    [rsp + 2560], xmm7                  ; spill
-    vpshufd      xmm7, xmm1, 78
-    vpxorq       xmm1, xmm1, xmm7
-    vpshufd      xmm7, xmm21, 78
-    vpxorq       xmm7, xmm21, xmm7
-    vpclmulqdq   xmm1, xmm1, xmm7, 0
+    vmovdqa64    [rsp + 2560], xmm25                 ; spill
+    vpshufd      xmm25, xmm1, 78
+    vpxorq       xmm1, xmm1, xmm25
+    vpshufd      xmm25, xmm21, 78
+    vpxorq       xmm21, xmm21, xmm25
+    vpclmulqdq   xmm1, xmm1, xmm21, 0
     vpternlogq   xmm1, xmm23, xmm20, 150
-    vpxorq       xmm7, xmm12, xmm11
-    vpxorq       xmm11, xmm10, xmm23
-    vpxorq       xmm11, xmm11, xmm7
-    vpternlogq   xmm1, xmm5, xmm14, 150
-    vpxorq       xmm12, xmm20, xmm16
-    vpclmulqdq   xmm20, xmm9, xmm15, 0
-    vpclmulqdq   xmm21, xmm9, xmm15, 17
-    vpclmulqdq   xmm23, xmm31, [rsp + 1024], 0
-    vpternlogq   xmm23, xmm20, xmm21, 150
-    vpxorq       xmm28, xmm28, xmm9
-    vpxorq       xmm30, xmm30, xmm15
-    vpclmulqdq   xmm31, xmm28, xmm30, 0
-    vmovdqa64    [rsp + 1024], xmm9                  ; spill
-    vpclmulqdq   xmm9, xmm28, xmm30, 17
-    vmovdqa64    [rsp + 2624], xmm15                 ; spill
-    vpshufd      xmm15, xmm28, 78
-    vpxorq       xmm15, xmm28, xmm15
+    vpxorq       xmm10, xmm10, xmm14
+    vpxorq       xmm14, xmm8, xmm23
+    vpxorq       xmm14, xmm14, xmm10
+    vpternlogq   xmm1, xmm5, xmm7, 150
+    vpxorq       xmm20, xmm20, xmm12
+    vpclmulqdq   xmm21, xmm11, xmm17, 0
+    vpclmulqdq   xmm23, xmm11, xmm17, 17
+    vpclmulqdq   xmm25, xmm31, [rsp + 1024], 0
+    vpternlogq   xmm25, xmm21, xmm23, 150
+    vpxorq       xmm27, xmm27, xmm11
+    vpxorq       xmm30, xmm30, xmm17
+    vpclmulqdq   xmm31, xmm27, xmm30, 0
+    vmovdqa64    [rsp + 1024], xmm11                 ; spill
+    vpclmulqdq   xmm11, xmm27, xmm30, 17
+    vmovdqa64    [rsp + 2624], xmm17                 ; spill
+    vpshufd      xmm17, xmm27, 78
+    vpxorq       xmm17, xmm27, xmm17
     vmovdqa64    [rsp + 2688], xmm1                  ; spill
     vpshufd      xmm1, xmm30, 78
     vpxorq       xmm1, xmm30, xmm1
-    vpclmulqdq   xmm1, xmm15, xmm1, 0
-    vpternlogq   xmm1, xmm31, xmm9, 150
-    vpclmulqdq   xmm15, xmm29, xmm4, 0
-    vmovdqa64    [rsp + 2752], xmm27                 ; spill
-    vpclmulqdq   xmm27, xmm29, xmm4, 17
-    vpclmulqdq   xmm17, xmm18, xmm17, 0
-    vpternlogq   xmm17, xmm15, xmm27, 150
-    vpxorq       xmm18, xmm28, xmm29
+    vpclmulqdq   xmm1, xmm17, xmm1, 0
+    vpternlogq   xmm1, xmm31, xmm11, 150
+    vpclmulqdq   xmm17, xmm28, xmm4, 0
+    vmovdqa64    [rsp + 2752], xmm29                 ; spill
+    vpclmulqdq   xmm29, xmm28, xmm4, 17
+    vpclmulqdq   xmm16, xmm16, xmm19, 0
+    vpternlogq   xmm16, xmm17, xmm29, 150
+    vpxorq       xmm19, xmm27, xmm28
     vpxorq       xmm4, xmm30, xmm4
-    vpclmulqdq   xmm28, xmm18, xmm4, 0
-    vpclmulqdq   xmm29, xmm18, xmm4, 17
-    vpshufd      xmm30, xmm18, 78
-    vpxorq       xmm18, xmm18, xmm30
+    vpclmulqdq   xmm27, xmm19, xmm4, 0
+    vpclmulqdq   xmm28, xmm19, xmm4, 17
+    vpshufd      xmm30, xmm19, 78
+    vpxorq       xmm19, xmm19, xmm30
     vpshufd      xmm30, xmm4, 78
     vpxorq       xmm4, xmm4, xmm30
-    vpclmulqdq   xmm4, xmm18, xmm4, 0
-    vpternlogq   xmm4, xmm28, xmm29, 150
-    vpxorq       xmm9, xmm9, xmm15
-    vpxorq       xmm15, xmm31, xmm28
-    vpternlogq   xmm4, xmm1, xmm17, 150
-    vpxorq       xmm18, xmm29, xmm27
-    vpternlogq   xmm12, xmm7, xmm20, 150
-    vpxorq       xmm7, xmm14, xmm23
-    vpxorq       xmm14, xmm16, xmm21
-    vpxorq       xmm16, xmm10, xmm31
+    vpclmulqdq   xmm4, xmm19, xmm4, 0
+    vpternlogq   xmm4, xmm27, xmm28, 150
+    vpxorq       xmm11, xmm11, xmm17
+    vpxorq       xmm17, xmm31, xmm27
+    vpternlogq   xmm4, xmm1, xmm16, 150
+    vpxorq       xmm19, xmm28, xmm29
+    vpternlogq   xmm20, xmm10, xmm21, 150
+    vpxorq       xmm7, xmm7, xmm25
+    vpxorq       xmm10, xmm12, xmm23
+    vpxorq       xmm12, xmm8, xmm31
     vpxorq       xmm1, xmm5, xmm1
-    vpternlogq   xmm15, xmm9, xmm11, 150
-    vpternlogq   xmm18, xmm9, xmm12, 150
-    vpxorq       xmm9, xmm17, xmm7
-    vpxorq       xmm17, xmm27, xmm14
-    vpternlogq   xmm3, xmm19, xmm2, 150
+    vpternlogq   xmm17, xmm11, xmm14, 150
+    vpternlogq   xmm19, xmm11, xmm20, 150
+    vpxorq       xmm11, xmm16, xmm7
+    vpxorq       xmm16, xmm29, xmm10
+    vpternlogq   xmm3, xmm15, xmm2, 150
     vmovdqa64    xmm2, [rsp + 704]                   ; reload
-    vpternlogq   xmm0, xmm2, xmm22, 150
-    vpternlogq   xmm24, xmm6, xmm13, 150
-    vpternlogq   xmm25, xmm26, xmm8, 150
-    vmovdqa64    xmm6, [rsp + 2752]                  ; reload
-    vmovdqa64    xmm8, [rsp + 2560]                  ; reload
-    vpternlogq   xmm6, xmm8, xmm19, 150
-    vmovdqa64    xmm8, [rsp + 2496]                  ; reload
-    vpxorq       xmm10, xmm8, xmm10
+    vpternlogq   xmm0, xmm2, xmm18, 150
+    vpternlogq   xmm22, xmm6, xmm13, 150
+    vpternlogq   xmm24, xmm26, xmm9, 150
+    vmovdqa64    xmm6, [rsp + 2560]                  ; reload
+    vmovdqa64    xmm9, [rsp + 2752]                  ; reload
+    vpternlogq   xmm6, xmm9, xmm15, 150
+    vmovdqa64    xmm9, [rsp + 2496]                  ; reload
+    vpxorq       xmm8, xmm9, xmm8
     vmovdqa64    xmm13, [rsp + 2432]                 ; reload
     vpxorq       xmm5, xmm13, xmm5
     vpxorq       xmm5, xmm5, xmm0
-    vmovdqa64    xmm19, [rsp + 2368]                 ; reload
-    vpxorq       xmm11, xmm19, xmm11
-    vpxorq       xmm20, xmm2, [rsp + 2688]
-    vpxorq       xmm20, xmm20, xmm25
-    vpternlogq   xmm16, xmm12, [rsp + 2304], 150
+    vmovdqa64    xmm15, [rsp + 2368]                 ; reload
+    vpxorq       xmm14, xmm15, xmm14
+    vpxorq       xmm18, xmm2, [rsp + 2688]
+    vpxorq       xmm18, xmm18, xmm24
+    vpternlogq   xmm12, xmm20, [rsp + 2304], 150
     vpternlogq   xmm1, xmm7, [rsp + 2240], 150
-    vpternlogq   xmm15, xmm14, xmm3, 150
+    vpternlogq   xmm17, xmm10, xmm3, 150
     vmovdqa64    xmm7, [rsp + 2688]                  ; reload
     vpternlogq   xmm4, xmm7, xmm0, 150
-    vpxorq       xmm0, xmm9, xmm25
+    vpxorq       xmm0, xmm11, xmm24
     vpslldq      xmm7, xmm13, 8
-    vpalignr     xmm9, xmm2, xmm13, 8
-    vmovdqa64    xmm12, [rsp + 2240]                 ; reload
-    vpalignr     xmm2, xmm12, xmm2, 8
-    vpalignr     xmm12, xmm5, xmm12, 8
-    vpternlogq   xmm10, xmm3, xmm12, 150
-    vpalignr     xmm3, xmm20, xmm5, 8
-    vpternlogq   xmm11, xmm24, xmm3, 150
-    vpalignr     xmm3, xmm1, xmm20, 8
-    vpternlogq   xmm16, xmm6, xmm3, 150
+    vpalignr     xmm10, xmm2, xmm13, 8
+    vmovdqa64    xmm11, [rsp + 2240]                 ; reload
+    vpalignr     xmm2, xmm11, xmm2, 8
+    vpalignr     xmm11, xmm5, xmm11, 8
+    vpternlogq   xmm8, xmm3, xmm11, 150
+    vpalignr     xmm3, xmm18, xmm5, 8
+    vpternlogq   xmm14, xmm22, xmm3, 150
+    vpalignr     xmm3, xmm1, xmm18, 8
+    vpternlogq   xmm12, xmm6, xmm3, 150
     vpalignr     xmm1, xmm4, xmm1, 8
-    vpxorq       xmm1, xmm15, xmm1
+    vpxorq       xmm1, xmm17, xmm1
     vpalignr     xmm3, xmm0, xmm4, 8
-    vpternlogq   xmm18, xmm24, xmm3, 150
+    vpternlogq   xmm19, xmm22, xmm3, 150
     vpsrldq      xmm0, xmm0, 8
-    vpternlogq   xmm17, xmm6, xmm0, 150
-    vpclmulqdq   xmm0, xmm17, [rax - 128], 0
-    vpclmulqdq   xmm3, xmm17, [rax - 128], 1
-    vpclmulqdq   xmm4, xmm18, [rax - 128], 0
-    vpclmulqdq   xmm5, xmm18, [rax - 128], 1
+    vpternlogq   xmm16, xmm6, xmm0, 150
+    vpclmulqdq   xmm0, xmm16, [rax - 128], 0
+    vpclmulqdq   xmm3, xmm16, [rax - 128], 1
+    vpclmulqdq   xmm4, xmm19, [rax - 128], 0
+    vpclmulqdq   xmm5, xmm19, [rax - 128], 1
     vpclmulqdq   xmm6, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
-    vpclmulqdq   xmm12, xmm16, [rax - 128], 0
-    vpclmulqdq   xmm13, xmm16, [rax - 128], 1
-    vpxorq       xmm3, xmm11, xmm3
-    vpsrldq      xmm11, xmm0, 8
-    vpxorq       xmm11, xmm3, xmm11
-    vpsrldq      xmm11, xmm11, 8
-    vpclmulqdq   xmm11, xmm11, [rax - 128], 0
-    vpternlogq   xmm7, xmm8, xmm11, 150
-    vpternlogq   xmm9, xmm19, xmm13, 150
-    vmovdqa64    xmm8, [rsp + 2304]                  ; reload
-    vpternlogq   xmm2, xmm8, xmm1, 150
-    vpslldq      xmm1, xmm12, 8
-    vpalignr     xmm8, xmm6, xmm12, 8
-    vpxorq       xmm8, xmm9, xmm8
+    vpclmulqdq   xmm11, xmm12, [rax - 128], 0
+    vpclmulqdq   xmm12, xmm12, [rax - 128], 1
+    vpxorq       xmm3, xmm14, xmm3
+    vpsrldq      xmm13, xmm0, 8
+    vpxorq       xmm13, xmm3, xmm13
+    vpsrldq      xmm13, xmm13, 8
+    vpclmulqdq   xmm13, xmm13, [rax - 128], 0
+    vpternlogq   xmm7, xmm9, xmm13, 150
+    vpternlogq   xmm10, xmm15, xmm12, 150
+    vmovdqa64    xmm9, [rsp + 2304]                  ; reload
+    vpternlogq   xmm2, xmm9, xmm1, 150
+    vpslldq      xmm1, xmm11, 8
+    vpalignr     xmm9, xmm6, xmm11, 8
+    vpxorq       xmm9, xmm10, xmm9
     vpalignr     xmm6, xmm4, xmm6, 8
     vpxorq       xmm2, xmm2, xmm6
     vpalignr     xmm4, xmm0, xmm4, 8
-    vpternlogq   xmm10, xmm5, xmm4, 150
+    vpternlogq   xmm8, xmm5, xmm4, 150
     vpsrldq      xmm0, xmm0, 8
     vpternlogq   xmm0, xmm3, [rel gf2m_mask_ffffffffffffffff_0], 40
     vmovdqa64    xmm3, [rsp + 576]                   ; reload
@@ -10546,22 +10925,22 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm5, xmm3, [rsp + 2176], 17
     vpshufd      xmm6, xmm3, 78
     vpxorq       xmm6, xmm3, xmm6
-    vpshufd      xmm9, [rsp + 2176], 78
+    vpshufd      xmm10, [rsp + 2176], 78
     vmovdqa64    xmm11, [rsp + 2176]                 ; reload
-    vpxorq       xmm9, xmm11, xmm9
-    vpclmulqdq   xmm6, xmm6, xmm9, 0
+    vpxorq       xmm10, xmm11, xmm10
+    vpclmulqdq   xmm6, xmm6, xmm10, 0
     vpternlogq   xmm6, xmm4, xmm5, 150
-    vmovdqa64    xmm9, [rsp + 512]                   ; reload
-    vpclmulqdq   xmm12, xmm9, [rsp + 1984], 0
-    vpclmulqdq   xmm13, xmm9, [rsp + 1984], 17
-    vpshufd      xmm14, xmm9, 78
-    vpxorq       xmm14, xmm9, xmm14
+    vmovdqa64    xmm10, [rsp + 512]                  ; reload
+    vpclmulqdq   xmm12, xmm10, [rsp + 1984], 0
+    vpclmulqdq   xmm13, xmm10, [rsp + 1984], 17
+    vpshufd      xmm14, xmm10, 78
+    vpxorq       xmm14, xmm10, xmm14
     vpshufd      xmm15, [rsp + 1984], 78
     vmovdqa64    xmm16, [rsp + 1984]                 ; reload
     vpxorq       xmm15, xmm16, xmm15
     vpclmulqdq   xmm17, xmm14, xmm15, 0
     vpternlogq   xmm17, xmm12, xmm13, 150
-    vpxorq       xmm18, xmm3, xmm9
+    vpxorq       xmm18, xmm3, xmm10
     vpxorq       xmm19, xmm11, xmm16
     vpclmulqdq   xmm20, xmm18, xmm19, 0
     vpclmulqdq   xmm21, xmm18, xmm19, 17
@@ -10592,41 +10971,41 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm30, xmm27, xmm28, 17
     vpshufd      xmm31, xmm27, 78
     vpxorq       xmm31, xmm27, xmm31
-    vmovdqa64    [rsp + 2304], xmm10                 ; spill
-    vpshufd      xmm10, xmm28, 78
-    vpxorq       xmm10, xmm28, xmm10
-    vpclmulqdq   xmm10, xmm31, xmm10, 0
-    vpternlogq   xmm10, xmm29, xmm30, 150
-    vpclmulqdq   xmm31, xmm9, xmm16, 0
+    vmovdqa64    [rsp + 2304], xmm8                  ; spill
+    vpshufd      xmm8, xmm28, 78
+    vpxorq       xmm8, xmm28, xmm8
+    vpclmulqdq   xmm8, xmm31, xmm8, 0
+    vpternlogq   xmm8, xmm29, xmm30, 150
+    vpclmulqdq   xmm31, xmm10, xmm16, 0
     vmovdqa64    [rsp + 2368], xmm2                  ; spill
-    vpclmulqdq   xmm2, xmm9, xmm16, 17
+    vpclmulqdq   xmm2, xmm10, xmm16, 17
     vpclmulqdq   xmm14, xmm14, xmm15, 0
     vpternlogq   xmm14, xmm31, xmm2, 150
-    vpxorq       xmm15, xmm27, xmm9
+    vpxorq       xmm15, xmm27, xmm10
     vpxorq       xmm27, xmm28, xmm16
     vpclmulqdq   xmm28, xmm15, xmm27, 0
-    vmovdqa64    [rsp + 2496], xmm8                  ; spill
-    vpclmulqdq   xmm8, xmm15, xmm27, 17
+    vmovdqa64    [rsp + 2496], xmm9                  ; spill
+    vpclmulqdq   xmm9, xmm15, xmm27, 17
     vmovdqa64    [rsp + 2240], xmm1                  ; spill
     vpshufd      xmm1, xmm15, 78
     vpxorq       xmm1, xmm15, xmm1
     vpshufd      xmm15, xmm27, 78
     vpxorq       xmm15, xmm27, xmm15
     vpclmulqdq   xmm1, xmm1, xmm15, 0
-    vpternlogq   xmm1, xmm28, xmm8, 150
+    vpternlogq   xmm1, xmm28, xmm9, 150
     vpxorq       xmm15, xmm30, xmm31
     vpxorq       xmm27, xmm29, xmm28
-    vpternlogq   xmm1, xmm10, xmm14, 150
-    vpxorq       xmm8, xmm8, xmm2
+    vpternlogq   xmm1, xmm8, xmm14, 150
+    vpxorq       xmm9, xmm9, xmm2
     vpternlogq   xmm19, xmm5, xmm21, 150
     vpxorq       xmm5, xmm17, xmm26
     vpxorq       xmm13, xmm13, xmm22
     vpxorq       xmm17, xmm4, xmm29
     vpxorq       xmm17, xmm17, xmm19
-    vpxorq       xmm10, xmm6, xmm10
-    vpxorq       xmm10, xmm10, xmm5
+    vpxorq       xmm8, xmm6, xmm8
+    vpxorq       xmm8, xmm8, xmm5
     vpternlogq   xmm27, xmm15, xmm12, 150
-    vpternlogq   xmm8, xmm15, xmm19, 150
+    vpternlogq   xmm9, xmm15, xmm19, 150
     vmovdqa64    xmm15, [rsp + 384]                  ; reload
     vpclmulqdq   xmm19, xmm15, [rsp + 2112], 0
     vpclmulqdq   xmm21, xmm15, [rsp + 2112], 17
@@ -10645,19 +11024,19 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm7, xmm30, xmm31, 0
     vmovdqa64    [rsp + 2432], xmm0                  ; spill
     vpclmulqdq   xmm0, xmm30, xmm31, 17
-    vmovdqa64    [rsp + 2688], xmm10                 ; spill
-    vpshufd      xmm10, xmm30, 78
-    vpxorq       xmm10, xmm30, xmm10
+    vmovdqa64    [rsp + 2688], xmm8                  ; spill
+    vpshufd      xmm8, xmm30, 78
+    vpxorq       xmm8, xmm30, xmm8
     vpshufd      xmm30, xmm31, 78
     vpxorq       xmm30, xmm31, xmm30
-    vpclmulqdq   xmm10, xmm10, xmm30, 0
-    vpternlogq   xmm10, xmm7, xmm0, 150
+    vpclmulqdq   xmm8, xmm8, xmm30, 0
+    vpternlogq   xmm8, xmm7, xmm0, 150
     vpxorq       xmm21, xmm21, xmm29
     vpxorq       xmm7, xmm19, xmm7
-    vpxorq       xmm10, xmm22, xmm10
+    vpxorq       xmm8, xmm22, xmm8
     vpxorq       xmm0, xmm0, xmm21
     vpxorq       xmm3, xmm3, xmm15
-    vpxorq       xmm9, xmm9, xmm26
+    vpxorq       xmm10, xmm10, xmm26
     vpxorq       xmm11, xmm11, xmm28
     vpxorq       xmm15, xmm16, [rsp + 2048]
     vpclmulqdq   xmm16, xmm3, xmm11, 0
@@ -10668,10 +11047,10 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm29, xmm11, xmm29
     vpclmulqdq   xmm28, xmm28, xmm29, 0
     vpternlogq   xmm28, xmm16, xmm26, 150
-    vpclmulqdq   xmm29, xmm9, xmm15, 0
-    vpclmulqdq   xmm30, xmm9, xmm15, 17
-    vpshufd      xmm31, xmm9, 78
-    vpxorq       xmm31, xmm9, xmm31
+    vpclmulqdq   xmm29, xmm10, xmm15, 0
+    vpclmulqdq   xmm30, xmm10, xmm15, 17
+    vpshufd      xmm31, xmm10, 78
+    vpxorq       xmm31, xmm10, xmm31
     vmovdqa64    [rsp + 2048], xmm17                 ; spill
     vpshufd      xmm17, xmm15, 78
     vpxorq       xmm17, xmm15, xmm17
@@ -10679,7 +11058,7 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm12, xmm31, xmm17, 0
     vpternlogq   xmm12, xmm29, xmm30, 150
     vmovdqa64    [rsp + 2112], xmm6                  ; spill
-    vpxorq       xmm6, xmm3, xmm9
+    vpxorq       xmm6, xmm3, xmm10
     vmovdqa64    [rsp + 2176], xmm4                  ; spill
     vpxorq       xmm4, xmm11, xmm15
     vmovdqa64    [rsp + 320], xmm0                   ; spill
@@ -10712,22 +11091,22 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm29, xmm11, xmm29
     vpclmulqdq   xmm25, xmm25, xmm29, 0
     vpternlogq   xmm25, xmm20, xmm24, 150
-    vpclmulqdq   xmm29, xmm9, xmm15, 0
+    vpclmulqdq   xmm29, xmm10, xmm15, 0
     vmovdqa64    [rsp + 2624], xmm4                  ; spill
-    vpclmulqdq   xmm4, xmm9, xmm15, 17
+    vpclmulqdq   xmm4, xmm10, xmm15, 17
     vpclmulqdq   xmm17, xmm31, xmm17, 0
     vpternlogq   xmm17, xmm29, xmm4, 150
-    vpxorq       xmm3, xmm3, xmm9
-    vpxorq       xmm9, xmm11, xmm15
-    vpclmulqdq   xmm11, xmm3, xmm9, 0
-    vpclmulqdq   xmm15, xmm3, xmm9, 17
+    vpxorq       xmm3, xmm3, xmm10
+    vpxorq       xmm10, xmm11, xmm15
+    vpclmulqdq   xmm11, xmm3, xmm10, 0
+    vpclmulqdq   xmm15, xmm3, xmm10, 17
     vpshufd      xmm31, xmm3, 78
     vpxorq       xmm3, xmm3, xmm31
-    vpshufd      xmm31, xmm9, 78
-    vpxorq       xmm9, xmm9, xmm31
-    vpclmulqdq   xmm3, xmm3, xmm9, 0
+    vpshufd      xmm31, xmm10, 78
+    vpxorq       xmm10, xmm10, xmm31
+    vpclmulqdq   xmm3, xmm3, xmm10, 0
     vpternlogq   xmm3, xmm11, xmm15, 150
-    vpxorq       xmm9, xmm24, xmm29
+    vpxorq       xmm10, xmm24, xmm29
     vpxorq       xmm11, xmm20, xmm11
     vpternlogq   xmm3, xmm25, xmm17, 150
     vpxorq       xmm15, xmm15, xmm4
@@ -10736,17 +11115,17 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm6, xmm30, xmm26
     vpxorq       xmm12, xmm16, xmm20
     vpxorq       xmm20, xmm28, xmm25
-    vpternlogq   xmm11, xmm9, xmm0, 150
-    vpternlogq   xmm15, xmm9, xmm2, 150
-    vpxorq       xmm9, xmm17, xmm5
+    vpternlogq   xmm11, xmm10, xmm0, 150
+    vpternlogq   xmm15, xmm10, xmm2, 150
+    vpxorq       xmm10, xmm17, xmm5
     vpxorq       xmm4, xmm4, xmm6
     vpternlogq   xmm27, xmm13, xmm19, 150
     vpternlogq   xmm1, xmm18, xmm22, 150
-    vpternlogq   xmm7, xmm21, xmm8, 150
-    vpternlogq   xmm10, xmm14, [rsp + 384], 150
-    vmovdqa64    xmm8, [rsp + 320]                   ; reload
+    vpternlogq   xmm7, xmm21, xmm9, 150
+    vpternlogq   xmm8, xmm14, [rsp + 384], 150
+    vmovdqa64    xmm9, [rsp + 320]                   ; reload
     vmovdqa64    xmm14, [rsp + 512]                  ; reload
-    vpternlogq   xmm8, xmm14, xmm13, 150
+    vpternlogq   xmm9, xmm14, xmm13, 150
     vmovdqa64    xmm13, [rsp + 2176]                 ; reload
     vpxorq       xmm14, xmm13, xmm16
     vmovdqa64    xmm16, [rsp + 2112]                 ; reload
@@ -10755,34 +11134,34 @@ kg_gf2m571_ladder_step_avx512:
     vmovdqa64    xmm19, [rsp + 1984]                 ; reload
     vpxorq       xmm0, xmm19, xmm0
     vpxorq       xmm21, xmm18, [rsp + 2624]
-    vpxorq       xmm21, xmm21, xmm10
+    vpxorq       xmm21, xmm21, xmm8
     vpternlogq   xmm12, xmm2, [rsp + 2048], 150
     vpternlogq   xmm20, xmm5, [rsp + 2688], 150
     vpternlogq   xmm11, xmm6, xmm27, 150
     vmovdqa64    xmm2, [rsp + 2624]                  ; reload
     vpternlogq   xmm3, xmm2, xmm1, 150
-    vpxorq       xmm1, xmm9, xmm10
+    vpxorq       xmm1, xmm10, xmm8
     vpslldq      xmm2, xmm16, 8
     vpalignr     xmm5, xmm18, xmm16, 8
     vmovdqa64    xmm6, [rsp + 2688]                  ; reload
-    vpalignr     xmm9, xmm6, xmm18, 8
+    vpalignr     xmm8, xmm6, xmm18, 8
     vpalignr     xmm6, xmm17, xmm6, 8
     vpternlogq   xmm14, xmm27, xmm6, 150
     vpalignr     xmm6, xmm21, xmm17, 8
     vpternlogq   xmm0, xmm7, xmm6, 150
     vpalignr     xmm6, xmm20, xmm21, 8
-    vpternlogq   xmm12, xmm8, xmm6, 150
+    vpternlogq   xmm12, xmm9, xmm6, 150
     vpalignr     xmm6, xmm3, xmm20, 8
     vpxorq       xmm6, xmm11, xmm6
     vpalignr     xmm3, xmm1, xmm3, 8
     vpternlogq   xmm15, xmm7, xmm3, 150
     vpsrldq      xmm1, xmm1, 8
-    vpternlogq   xmm4, xmm8, xmm1, 150
+    vpternlogq   xmm4, xmm9, xmm1, 150
     vpclmulqdq   xmm1, xmm4, [rax - 128], 0
     vpclmulqdq   xmm3, xmm4, [rax - 128], 1
     vpclmulqdq   xmm4, xmm15, [rax - 128], 0
     vpclmulqdq   xmm7, xmm15, [rax - 128], 1
-    vpclmulqdq   xmm8, xmm6, [rax - 128], 0
+    vpclmulqdq   xmm9, xmm6, [rax - 128], 0
     vpclmulqdq   xmm6, xmm6, [rax - 128], 1
     vpclmulqdq   xmm10, xmm12, [rax - 128], 0
     vpclmulqdq   xmm11, xmm12, [rax - 128], 1
@@ -10794,74 +11173,84 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm2, xmm13, xmm3, 150
     vpternlogq   xmm5, xmm19, xmm11, 150
     vmovdqa64    xmm3, [rsp + 2048]                  ; reload
-    vpternlogq   xmm9, xmm3, xmm6, 150
+    vpternlogq   xmm8, xmm3, xmm6, 150
     vpslldq      xmm3, xmm10, 8
-    vpalignr     xmm6, xmm8, xmm10, 8
-    vpalignr     xmm8, xmm4, xmm8, 8
+    vpalignr     xmm6, xmm9, xmm10, 8
+    vpalignr     xmm9, xmm4, xmm9, 8
     vpalignr     xmm4, xmm1, xmm4, 8
     vpternlogq   xmm14, xmm7, xmm4, 150
     vpsrldq      xmm1, xmm1, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
     vpternlogq   xmm2, xmm3, [rsp + 896], 150
     vpternlogq   xmm5, xmm6, [rsp + 768], 150
-    vpternlogq   xmm9, xmm8, [rsp + 1024], 150
+    vpternlogq   xmm8, xmm9, [rsp + 1024], 150
     vmovdqa64    xmm0, [rsp + 1856]                  ; reload
     vpxorq       xmm0, xmm0, xmm14
     vmovdqa64    xmm3, [rsp + 1152]                  ; reload
     vpxorq       xmm1, xmm3, xmm1
-    vpclmulqdq   xmm1, xmm1, xmm1, 0
-    vpclmulqdq   xmm3, xmm0, xmm0, 17
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm4, xmm9, xmm9, 17
-    vpclmulqdq   xmm6, xmm9, xmm9, 0
-    vpclmulqdq   xmm7, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpclmulqdq   xmm8, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm9, xmm1, [rax - 128], 0
+    vgf2p8affineqb xmm3, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm1, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm1, xmm3, xmm1
+    vgf2p8affineqb xmm3, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm3, xmm0
+    vpunpckhbw   xmm0, xmm3, xmm0
+    vgf2p8affineqb xmm3, xmm8, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm8, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vgf2p8affineqb xmm6, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm5, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm6, xmm5
+    vpunpckhbw   xmm5, xmm6, xmm5
+    vgf2p8affineqb xmm6, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vpclmulqdq   xmm6, xmm1, [rax - 128], 0
     vpclmulqdq   xmm1, xmm1, [rax - 128], 1
-    vpclmulqdq   xmm10, xmm3, [rax - 128], 0
-    vpclmulqdq   xmm3, xmm3, [rax - 128], 1
-    vpclmulqdq   xmm11, xmm0, [rax - 128], 0
+    vpclmulqdq   xmm10, xmm0, [rax - 128], 0
     vpclmulqdq   xmm0, xmm0, [rax - 128], 1
-    vpclmulqdq   xmm12, xmm4, [rax - 128], 0
+    vpclmulqdq   xmm11, xmm4, [rax - 128], 0
     vpclmulqdq   xmm4, xmm4, [rax - 128], 1
-    vpxorq       xmm1, xmm6, xmm1
-    vpsrldq      xmm6, xmm9, 8
-    vpxorq       xmm6, xmm1, xmm6
-    vpsrldq      xmm6, xmm6, 8
-    vpclmulqdq   xmm6, xmm6, [rax - 128], 0
+    vpclmulqdq   xmm12, xmm3, [rax - 128], 0
+    vpclmulqdq   xmm3, xmm3, [rax - 128], 1
+    vpxorq       xmm1, xmm7, xmm1
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm1, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rax - 128], 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm2, xmm6, xmm13, 150
-    vpalignr     xmm6, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm5, xmm0, xmm4, 150
-    vpalignr     xmm0, xmm9, xmm10, 8
-    vpternlogq   xmm7, xmm3, xmm0, 150
-    vpsrldq      xmm0, xmm9, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm3, xmm7, 150
+    vpalignr     xmm3, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm4, xmm3, 150
+    vpalignr     xmm3, xmm6, xmm10, 8
+    vpternlogq   xmm5, xmm0, xmm3, 150
+    vpsrldq      xmm0, xmm6, 8
     vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
     vmovdqa64    xmm1, [rsp + 256]                   ; reload
     vpclmulqdq   xmm3, xmm1, [rsp + 1600], 0
     vpclmulqdq   xmm4, xmm1, [rsp + 1600], 17
     vpshufd      xmm6, xmm1, 78
     vpxorq       xmm6, xmm1, xmm6
-    vpshufd      xmm9, [rsp + 1600], 78
+    vpshufd      xmm7, [rsp + 1600], 78
     vmovdqa64    xmm10, [rsp + 1600]                 ; reload
-    vpxorq       xmm9, xmm10, xmm9
-    vpclmulqdq   xmm6, xmm6, xmm9, 0
+    vpxorq       xmm7, xmm10, xmm7
+    vpclmulqdq   xmm6, xmm6, xmm7, 0
     vpternlogq   xmm6, xmm3, xmm4, 150
-    vmovdqa64    xmm9, [rsp + 192]                   ; reload
-    vpclmulqdq   xmm11, xmm9, [rsp + 1536], 0
-    vpclmulqdq   xmm12, xmm9, [rsp + 1536], 17
-    vpshufd      xmm13, xmm9, 78
-    vpxorq       xmm13, xmm9, xmm13
+    vmovdqa64    xmm7, [rsp + 192]                   ; reload
+    vpclmulqdq   xmm11, xmm7, [rsp + 1536], 0
+    vpclmulqdq   xmm12, xmm7, [rsp + 1536], 17
+    vpshufd      xmm13, xmm7, 78
+    vpxorq       xmm13, xmm7, xmm13
     vpshufd      xmm14, [rsp + 1536], 78
     vmovdqa64    xmm15, [rsp + 1536]                 ; reload
     vpxorq       xmm14, xmm15, xmm14
     vpclmulqdq   xmm16, xmm13, xmm14, 0
     vpternlogq   xmm16, xmm11, xmm12, 150
-    vpxorq       xmm17, xmm1, xmm9
+    vpxorq       xmm17, xmm1, xmm7
     vpxorq       xmm18, xmm10, xmm15
     vpclmulqdq   xmm19, xmm17, xmm18, 0
     vpclmulqdq   xmm20, xmm17, xmm18, 17
@@ -10896,27 +11285,27 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm31, xmm27, xmm31
     vpclmulqdq   xmm30, xmm30, xmm31, 0
     vpternlogq   xmm30, xmm28, xmm29, 150
-    vpclmulqdq   xmm31, xmm9, xmm15, 0
-    vmovdqa64    [rsp + 1152], xmm7                  ; spill
-    vpclmulqdq   xmm7, xmm9, xmm15, 17
+    vpclmulqdq   xmm31, xmm7, xmm15, 0
+    vmovdqa64    [rsp + 1152], xmm5                  ; spill
+    vpclmulqdq   xmm5, xmm7, xmm15, 17
     vpclmulqdq   xmm13, xmm13, xmm14, 0
-    vpternlogq   xmm13, xmm31, xmm7, 150
-    vpxorq       xmm14, xmm26, xmm9
+    vpternlogq   xmm13, xmm31, xmm5, 150
+    vpxorq       xmm14, xmm26, xmm7
     vpxorq       xmm26, xmm27, xmm15
     vpclmulqdq   xmm27, xmm14, xmm26, 0
-    vmovdqa64    [rsp + 1856], xmm5                  ; spill
-    vpclmulqdq   xmm5, xmm14, xmm26, 17
-    vmovdqa64    [rsp + 1024], xmm8                  ; spill
-    vpshufd      xmm8, xmm14, 78
-    vpxorq       xmm8, xmm14, xmm8
+    vmovdqa64    [rsp + 1856], xmm8                  ; spill
+    vpclmulqdq   xmm8, xmm14, xmm26, 17
+    vmovdqa64    [rsp + 1024], xmm2                  ; spill
+    vpshufd      xmm2, xmm14, 78
+    vpxorq       xmm2, xmm14, xmm2
     vpshufd      xmm14, xmm26, 78
     vpxorq       xmm14, xmm26, xmm14
-    vpclmulqdq   xmm8, xmm8, xmm14, 0
-    vpternlogq   xmm8, xmm27, xmm5, 150
+    vpclmulqdq   xmm2, xmm2, xmm14, 0
+    vpternlogq   xmm2, xmm27, xmm8, 150
     vpxorq       xmm14, xmm29, xmm31
     vpxorq       xmm26, xmm28, xmm27
-    vpternlogq   xmm8, xmm30, xmm13, 150
-    vpxorq       xmm5, xmm5, xmm7
+    vpternlogq   xmm2, xmm30, xmm13, 150
+    vpxorq       xmm8, xmm8, xmm5
     vpternlogq   xmm18, xmm4, xmm20, 150
     vpxorq       xmm4, xmm16, xmm25
     vpxorq       xmm12, xmm12, xmm21
@@ -10925,7 +11314,7 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm20, xmm6, xmm30
     vpxorq       xmm20, xmm20, xmm4
     vpternlogq   xmm26, xmm14, xmm11, 150
-    vpternlogq   xmm5, xmm14, xmm18, 150
+    vpternlogq   xmm8, xmm14, xmm18, 150
     vmovdqa64    xmm14, [rsp + 64]                   ; reload
     vpclmulqdq   xmm18, xmm14, [rsp + 1472], 0
     vpclmulqdq   xmm21, xmm14, [rsp + 1472], 17
@@ -10940,8 +11329,8 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm29, xmm27, [rsp + 1408], 0
     vpxorq       xmm30, xmm14, xmm27
     vpxorq       xmm31, xmm28, [rsp + 1408]
-    vmovdqa64    [rsp + 768], xmm2                   ; spill
-    vpclmulqdq   xmm2, xmm30, xmm31, 0
+    vmovdqa64    [rsp + 768], xmm9                   ; spill
+    vpclmulqdq   xmm9, xmm30, xmm31, 0
     vmovdqa64    [rsp + 896], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm30, xmm31, 17
     vmovdqa64    [rsp + 2048], xmm20                 ; spill
@@ -10950,13 +11339,13 @@ kg_gf2m571_ladder_step_avx512:
     vpshufd      xmm30, xmm31, 78
     vpxorq       xmm30, xmm31, xmm30
     vpclmulqdq   xmm20, xmm20, xmm30, 0
-    vpternlogq   xmm20, xmm2, xmm0, 150
+    vpternlogq   xmm20, xmm9, xmm0, 150
     vpxorq       xmm21, xmm21, xmm29
-    vpxorq       xmm2, xmm18, xmm2
+    vpxorq       xmm9, xmm18, xmm9
     vpxorq       xmm20, xmm25, xmm20
     vpxorq       xmm0, xmm0, xmm21
     vpxorq       xmm1, xmm1, xmm14
-    vpxorq       xmm9, xmm9, xmm27
+    vpxorq       xmm7, xmm7, xmm27
     vpxorq       xmm14, xmm10, xmm28
     vpxorq       xmm27, xmm15, [rsp + 1408]
     vpclmulqdq   xmm29, xmm1, xmm14, 0
@@ -10967,10 +11356,10 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm28, xmm14, xmm28
     vpclmulqdq   xmm28, xmm31, xmm28, 0
     vpternlogq   xmm28, xmm29, xmm30, 150
-    vpclmulqdq   xmm31, xmm9, xmm27, 0
-    vpclmulqdq   xmm15, xmm9, xmm27, 17
-    vpshufd      xmm10, xmm9, 78
-    vpxorq       xmm10, xmm9, xmm10
+    vpclmulqdq   xmm31, xmm7, xmm27, 0
+    vpclmulqdq   xmm15, xmm7, xmm27, 17
+    vpshufd      xmm10, xmm7, 78
+    vpxorq       xmm10, xmm7, xmm10
     vmovdqa64    [rsp], xmm16                        ; spill
     vpshufd      xmm16, xmm27, 78
     vpxorq       xmm16, xmm27, xmm16
@@ -10978,29 +11367,29 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm11, xmm10, xmm16, 0
     vpternlogq   xmm11, xmm31, xmm15, 150
     vmovdqa64    [rsp + 64], xmm6                    ; spill
-    vpxorq       xmm6, xmm1, xmm9
+    vpxorq       xmm6, xmm1, xmm7
     vmovdqa64    [rsp + 256], xmm3                   ; spill
     vpxorq       xmm3, xmm14, xmm27
     vmovdqa64    [rsp + 1984], xmm0                  ; spill
     vpclmulqdq   xmm0, xmm6, xmm3, 0
-    vmovdqa64    [rsp + 2176], xmm7                  ; spill
-    vpclmulqdq   xmm7, xmm6, xmm3, 17
+    vmovdqa64    [rsp + 2176], xmm5                  ; spill
+    vpclmulqdq   xmm5, xmm6, xmm3, 17
     vmovdqa64    [rsp + 2688], xmm4                  ; spill
     vpshufd      xmm4, xmm6, 78
     vpxorq       xmm4, xmm6, xmm4
     vpshufd      xmm6, xmm3, 78
     vpxorq       xmm3, xmm3, xmm6
     vpclmulqdq   xmm3, xmm4, xmm3, 0
-    vpternlogq   xmm3, xmm0, xmm7, 150
+    vpternlogq   xmm3, xmm0, xmm5, 150
     vpxorq       xmm4, xmm30, xmm31
     vpxorq       xmm0, xmm29, xmm0
     vpxorq       xmm0, xmm0, xmm4
     vpternlogq   xmm3, xmm28, xmm11, 150
-    vpxorq       xmm6, xmm7, xmm15
-    vpclmulqdq   xmm7, xmm19, xmm24, 0
+    vpxorq       xmm5, xmm5, xmm15
+    vpclmulqdq   xmm6, xmm19, xmm24, 0
     vpclmulqdq   xmm30, xmm19, xmm24, 17
     vpclmulqdq   xmm22, xmm22, xmm23, 0
-    vpternlogq   xmm22, xmm7, xmm30, 150
+    vpternlogq   xmm22, xmm6, xmm30, 150
     vpxorq       xmm1, xmm1, xmm19
     vpxorq       xmm14, xmm14, xmm24
     vpclmulqdq   xmm19, xmm1, xmm14, 0
@@ -11011,41 +11400,41 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm24, xmm14, xmm24
     vpclmulqdq   xmm24, xmm31, xmm24, 0
     vpternlogq   xmm24, xmm19, xmm23, 150
-    vpclmulqdq   xmm31, xmm9, xmm27, 0
+    vpclmulqdq   xmm31, xmm7, xmm27, 0
     vmovdqa64    [rsp + 128], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm9, xmm27, 17
+    vpclmulqdq   xmm3, xmm7, xmm27, 17
     vpclmulqdq   xmm10, xmm10, xmm16, 0
     vpternlogq   xmm10, xmm31, xmm3, 150
-    vpxorq       xmm1, xmm1, xmm9
-    vpxorq       xmm9, xmm14, xmm27
-    vpclmulqdq   xmm14, xmm1, xmm9, 0
-    vpclmulqdq   xmm16, xmm1, xmm9, 17
+    vpxorq       xmm1, xmm1, xmm7
+    vpxorq       xmm7, xmm14, xmm27
+    vpclmulqdq   xmm14, xmm1, xmm7, 0
+    vpclmulqdq   xmm16, xmm1, xmm7, 17
     vpshufd      xmm27, xmm1, 78
     vpxorq       xmm1, xmm1, xmm27
-    vpshufd      xmm27, xmm9, 78
-    vpxorq       xmm9, xmm9, xmm27
-    vpclmulqdq   xmm1, xmm1, xmm9, 0
+    vpshufd      xmm27, xmm7, 78
+    vpxorq       xmm7, xmm7, xmm27
+    vpclmulqdq   xmm1, xmm1, xmm7, 0
     vpternlogq   xmm1, xmm14, xmm16, 150
-    vpxorq       xmm9, xmm23, xmm31
+    vpxorq       xmm7, xmm23, xmm31
     vpxorq       xmm14, xmm19, xmm14
     vpternlogq   xmm1, xmm24, xmm10, 150
     vpxorq       xmm16, xmm16, xmm3
-    vpternlogq   xmm6, xmm4, xmm7, 150
+    vpternlogq   xmm5, xmm4, xmm6, 150
     vpxorq       xmm4, xmm11, xmm22
-    vpxorq       xmm7, xmm15, xmm30
+    vpxorq       xmm6, xmm15, xmm30
     vpxorq       xmm11, xmm29, xmm19
     vpxorq       xmm15, xmm28, xmm24
-    vpternlogq   xmm14, xmm9, xmm0, 150
-    vpternlogq   xmm16, xmm9, xmm6, 150
-    vpxorq       xmm9, xmm10, xmm4
-    vpxorq       xmm3, xmm3, xmm7
+    vpternlogq   xmm14, xmm7, xmm0, 150
+    vpternlogq   xmm16, xmm7, xmm5, 150
+    vpxorq       xmm7, xmm10, xmm4
+    vpxorq       xmm3, xmm3, xmm6
     vpternlogq   xmm26, xmm12, xmm18, 150
-    vpternlogq   xmm8, xmm17, xmm25, 150
-    vpternlogq   xmm2, xmm21, xmm5, 150
+    vpternlogq   xmm2, xmm17, xmm25, 150
+    vpternlogq   xmm9, xmm21, xmm8, 150
     vpternlogq   xmm20, xmm13, [rsp + 2688], 150
-    vmovdqa64    xmm5, [rsp + 1984]                  ; reload
+    vmovdqa64    xmm8, [rsp + 1984]                  ; reload
     vmovdqa64    xmm10, [rsp + 2176]                 ; reload
-    vpternlogq   xmm5, xmm10, xmm12, 150
+    vpternlogq   xmm8, xmm10, xmm12, 150
     vmovdqa64    xmm10, [rsp + 256]                  ; reload
     vpxorq       xmm12, xmm10, xmm29
     vmovdqa64    xmm13, [rsp + 64]                   ; reload
@@ -11053,21 +11442,21 @@ kg_gf2m571_ladder_step_avx512:
     vmovdqa64    xmm19, [rsp + 192]                  ; reload
     vpxorq       xmm0, xmm19, xmm0
     vpxorq       xmm21, xmm17, [rsp + 128]
-    vpternlogq   xmm11, xmm6, [rsp], 150
+    vpternlogq   xmm11, xmm5, [rsp], 150
     vpternlogq   xmm15, xmm4, [rsp + 2048], 150
-    vpternlogq   xmm14, xmm7, xmm26, 150
+    vpternlogq   xmm14, xmm6, xmm26, 150
     vmovdqa64    xmm4, [rsp + 128]                   ; reload
-    vpternlogq   xmm1, xmm4, xmm8, 150
+    vpternlogq   xmm1, xmm4, xmm2, 150
     vmovdqa64    xmm4, [rsp + 1280]                  ; reload
-    vpclmulqdq   xmm6, xmm4, [rsp + 640], 0
-    vpclmulqdq   xmm7, xmm4, [rsp + 640], 17
+    vpclmulqdq   xmm5, xmm4, [rsp + 640], 0
+    vpclmulqdq   xmm6, xmm4, [rsp + 640], 17
     vpshufd      xmm22, xmm4, 78
     vpxorq       xmm22, xmm4, xmm22
     vpshufd      xmm23, [rsp + 640], 78
     vmovdqa64    xmm24, [rsp + 640]                  ; reload
     vpxorq       xmm23, xmm24, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
-    vpternlogq   xmm22, xmm6, xmm7, 150
+    vpternlogq   xmm22, xmm5, xmm6, 150
     vmovdqa64    xmm23, [rsp + 1664]                 ; reload
     vpclmulqdq   xmm25, xmm23, [rsp + 832], 0
     vpclmulqdq   xmm27, xmm23, [rsp + 832], 17
@@ -11084,17 +11473,17 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm10, xmm14, xmm19, 0
     vmovdqa64    [rsp + 2176], xmm3                  ; spill
     vpclmulqdq   xmm3, xmm14, xmm19, 17
-    vmovdqa64    [rsp + 1984], xmm9                  ; spill
-    vpshufd      xmm9, xmm14, 78
-    vpxorq       xmm9, xmm14, xmm9
+    vmovdqa64    [rsp + 1984], xmm7                  ; spill
+    vpshufd      xmm7, xmm14, 78
+    vpxorq       xmm7, xmm14, xmm7
     vpshufd      xmm14, xmm19, 78
     vpxorq       xmm14, xmm19, xmm14
-    vpclmulqdq   xmm9, xmm9, xmm14, 0
-    vpternlogq   xmm9, xmm10, xmm3, 150
-    vpxorq       xmm7, xmm7, xmm25
-    vpxorq       xmm10, xmm6, xmm10
-    vpxorq       xmm10, xmm10, xmm7
-    vpternlogq   xmm9, xmm22, xmm31, 150
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpternlogq   xmm7, xmm10, xmm3, 150
+    vpxorq       xmm6, xmm6, xmm25
+    vpxorq       xmm10, xmm5, xmm10
+    vpxorq       xmm10, xmm10, xmm6
+    vpternlogq   xmm7, xmm22, xmm31, 150
     vpxorq       xmm3, xmm3, xmm27
     vmovdqa64    xmm14, [rsp + 1920]                 ; reload
     vpclmulqdq   xmm19, xmm14, [rsp + 960], 0
@@ -11107,9 +11496,9 @@ kg_gf2m571_ladder_step_avx512:
     vmovdqa64    [rsp + 2624], xmm15                 ; spill
     vmovdqa64    xmm15, [rsp + 960]                  ; reload
     vpxorq       xmm1, xmm15, xmm1
-    vmovdqa64    [rsp + 512], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm16, xmm1, 0
-    vpternlogq   xmm5, xmm19, xmm25, 150
+    vmovdqa64    [rsp + 512], xmm8                   ; spill
+    vpclmulqdq   xmm8, xmm16, xmm1, 0
+    vpternlogq   xmm8, xmm19, xmm25, 150
     vmovdqa64    [rsp + 320], xmm11                  ; spill
     vpxorq       xmm11, xmm4, xmm14
     vmovdqa64    [rsp + 384], xmm20                  ; spill
@@ -11118,19 +11507,19 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm21, xmm11, xmm20, 0
     vmovdqa64    [rsp + 576], xmm0                   ; spill
     vpclmulqdq   xmm0, xmm11, xmm20, 17
+    vmovdqa64    [rsp + 2752], xmm9                  ; spill
+    vpshufd      xmm9, xmm11, 78
+    vpxorq       xmm9, xmm11, xmm9
     vmovdqa64    [rsp + 2560], xmm2                  ; spill
-    vpshufd      xmm2, xmm11, 78
-    vpxorq       xmm2, xmm11, xmm2
-    vmovdqa64    [rsp + 2752], xmm8                  ; spill
-    vpshufd      xmm8, xmm20, 78
-    vpxorq       xmm8, xmm20, xmm8
-    vpclmulqdq   xmm2, xmm2, xmm8, 0
+    vpshufd      xmm2, xmm20, 78
+    vpxorq       xmm2, xmm20, xmm2
+    vpclmulqdq   xmm2, xmm9, xmm2, 0
     vpternlogq   xmm2, xmm21, xmm0, 150
-    vpclmulqdq   xmm8, xmm23, xmm30, 0
+    vpclmulqdq   xmm9, xmm23, xmm30, 0
     vmovdqa64    [rsp + 2816], xmm18                 ; spill
     vpclmulqdq   xmm18, xmm23, xmm30, 17
     vpclmulqdq   xmm28, xmm28, xmm29, 0
-    vpternlogq   xmm28, xmm8, xmm18, 150
+    vpternlogq   xmm28, xmm9, xmm18, 150
     vpxorq       xmm11, xmm11, xmm23
     vpxorq       xmm20, xmm20, xmm30
     vpclmulqdq   xmm29, xmm11, xmm20, 0
@@ -11143,18 +11532,18 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm20, xmm20, xmm26
     vpclmulqdq   xmm11, xmm11, xmm20, 0
     vpternlogq   xmm11, xmm29, xmm12, 150
-    vpxorq       xmm0, xmm0, xmm8
-    vpxorq       xmm8, xmm21, xmm29
+    vpxorq       xmm0, xmm0, xmm9
+    vpxorq       xmm9, xmm21, xmm29
     vpternlogq   xmm11, xmm2, xmm28, 150
     vpxorq       xmm12, xmm12, xmm18
-    vpternlogq   xmm3, xmm7, xmm19, 150
-    vpxorq       xmm5, xmm31, xmm5
-    vpxorq       xmm7, xmm27, xmm25
-    vpxorq       xmm19, xmm6, xmm21
+    vpternlogq   xmm3, xmm6, xmm19, 150
+    vpxorq       xmm6, xmm31, xmm8
+    vpxorq       xmm8, xmm27, xmm25
+    vpxorq       xmm19, xmm5, xmm21
     vpxorq       xmm19, xmm19, xmm3
     vpxorq       xmm2, xmm22, xmm2
-    vpxorq       xmm2, xmm2, xmm5
-    vpternlogq   xmm8, xmm0, xmm10, 150
+    vpxorq       xmm2, xmm2, xmm6
+    vpternlogq   xmm9, xmm0, xmm10, 150
     vpternlogq   xmm12, xmm0, xmm3, 150
     vmovdqa64    xmm0, [rsp + 1792]                  ; reload
     vpclmulqdq   xmm3, xmm0, [rsp + 1088], 0
@@ -11208,22 +11597,22 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm10, xmm29, xmm30, 150
     vmovdqa64    [rsp + 1088], xmm22                 ; spill
     vpxorq       xmm22, xmm0, xmm4
-    vmovdqa64    [rsp + 640], xmm6                   ; spill
-    vpxorq       xmm6, xmm23, xmm24
+    vmovdqa64    [rsp + 640], xmm5                   ; spill
+    vpxorq       xmm5, xmm23, xmm24
     vmovdqa64    [rsp + 1728], xmm13                 ; spill
-    vpclmulqdq   xmm13, xmm22, xmm6, 0
+    vpclmulqdq   xmm13, xmm22, xmm5, 0
     vmovdqa64    [rsp + 1664], xmm18                 ; spill
-    vpclmulqdq   xmm18, xmm22, xmm6, 17
+    vpclmulqdq   xmm18, xmm22, xmm5, 17
     vmovdqa64    [rsp + 1792], xmm2                  ; spill
     vpshufd      xmm2, xmm22, 78
     vpxorq       xmm2, xmm22, xmm2
-    vpshufd      xmm22, xmm6, 78
-    vpxorq       xmm6, xmm6, xmm22
-    vpclmulqdq   xmm2, xmm2, xmm6, 0
+    vpshufd      xmm22, xmm5, 78
+    vpxorq       xmm5, xmm5, xmm22
+    vpclmulqdq   xmm2, xmm2, xmm5, 0
     vpternlogq   xmm2, xmm13, xmm18, 150
-    vpxorq       xmm6, xmm26, xmm29
+    vpxorq       xmm5, xmm26, xmm29
     vpxorq       xmm13, xmm25, xmm13
-    vpxorq       xmm13, xmm13, xmm6
+    vpxorq       xmm13, xmm13, xmm5
     vpternlogq   xmm2, xmm27, xmm10, 150
     vpxorq       xmm18, xmm18, xmm30
     vpclmulqdq   xmm22, xmm14, xmm15, 0
@@ -11259,57 +11648,57 @@ kg_gf2m571_ladder_step_avx512:
     vpxorq       xmm14, xmm15, xmm14
     vpternlogq   xmm0, xmm23, xmm19, 150
     vpxorq       xmm16, xmm24, xmm2
-    vpternlogq   xmm18, xmm6, xmm22, 150
+    vpternlogq   xmm18, xmm5, xmm22, 150
     vpxorq       xmm1, xmm10, xmm1
-    vpxorq       xmm6, xmm30, xmm26
+    vpxorq       xmm5, xmm30, xmm26
     vpxorq       xmm10, xmm25, xmm15
     vpxorq       xmm15, xmm27, xmm23
     vpternlogq   xmm14, xmm4, xmm13, 150
     vpternlogq   xmm16, xmm4, xmm18, 150
     vpxorq       xmm4, xmm19, xmm1
-    vpxorq       xmm2, xmm2, xmm6
-    vpternlogq   xmm8, xmm7, xmm3, 150
-    vpternlogq   xmm11, xmm9, xmm21, 150
+    vpxorq       xmm2, xmm2, xmm5
+    vpternlogq   xmm9, xmm8, xmm3, 150
+    vpternlogq   xmm11, xmm7, xmm21, 150
     vpternlogq   xmm17, xmm20, xmm12, 150
     vmovdqa64    xmm3, [rsp + 1792]                  ; reload
-    vpternlogq   xmm3, xmm28, xmm5, 150
-    vmovdqa64    xmm5, [rsp + 1728]                  ; reload
+    vpternlogq   xmm3, xmm28, xmm6, 150
+    vmovdqa64    xmm6, [rsp + 1728]                  ; reload
     vmovdqa64    xmm12, [rsp + 1664]                 ; reload
-    vpternlogq   xmm5, xmm12, xmm7, 150
-    vmovdqa64    xmm7, [rsp + 640]                   ; reload
-    vpxorq       xmm12, xmm7, xmm25
-    vpxorq       xmm12, xmm12, xmm8
+    vpternlogq   xmm6, xmm12, xmm8, 150
+    vmovdqa64    xmm8, [rsp + 640]                   ; reload
+    vpxorq       xmm12, xmm8, xmm25
+    vpxorq       xmm12, xmm12, xmm9
     vmovdqa64    xmm19, [rsp + 1088]                 ; reload
     vpxorq       xmm20, xmm19, xmm27
     vpxorq       xmm20, xmm20, xmm11
     vmovdqa64    xmm21, [rsp + 832]                  ; reload
     vpxorq       xmm13, xmm21, xmm13
     vpxorq       xmm13, xmm13, xmm17
-    vpxorq       xmm22, xmm9, [rsp + 960]
+    vpxorq       xmm22, xmm7, [rsp + 960]
     vpxorq       xmm22, xmm22, xmm3
     vpternlogq   xmm10, xmm18, [rsp + 1216], 150
-    vpxorq       xmm10, xmm10, xmm5
+    vpxorq       xmm10, xmm10, xmm6
     vpternlogq   xmm15, xmm1, [rsp + 3072], 150
-    vpternlogq   xmm14, xmm6, xmm8, 150
+    vpternlogq   xmm14, xmm5, xmm9, 150
     vmovdqa64    xmm1, [rsp + 960]                   ; reload
     vpternlogq   xmm0, xmm1, xmm11, 150
     vpxorq       xmm1, xmm16, xmm17
     vpxorq       xmm3, xmm4, xmm3
-    vpxorq       xmm2, xmm2, xmm5
+    vpxorq       xmm2, xmm2, xmm6
     vmovdqa64    xmm4, [rsp + 64]                    ; reload
     vpxorq       xmm4, xmm4, xmm19
     vmovdqa64    xmm5, [rsp + 3008]                  ; reload
-    vpxorq       xmm5, xmm5, xmm9
+    vpxorq       xmm5, xmm5, xmm7
     vmovdqa64    xmm6, [rsp + 2048]                  ; reload
     vpxorq       xmm6, xmm6, [rsp + 3072]
-    vmovdqa64    xmm8, [rsp + 2880]                  ; reload
+    vmovdqa64    xmm7, [rsp + 2880]                  ; reload
     vmovdqa64    xmm9, [rsp + 2944]                  ; reload
-    vpternlogq   xmm8, xmm9, xmm12, 150
+    vpternlogq   xmm7, xmm9, xmm12, 150
     vmovdqa64    xmm9, [rsp + 2816]                  ; reload
-    vmovdqa64    xmm11, [rsp + 2752]                 ; reload
+    vmovdqa64    xmm11, [rsp + 2560]                 ; reload
     vpternlogq   xmm9, xmm11, xmm20, 150
     vmovdqa64    xmm11, [rsp + 576]                  ; reload
-    vmovdqa64    xmm12, [rsp + 2560]                 ; reload
+    vmovdqa64    xmm12, [rsp + 2752]                 ; reload
     vpternlogq   xmm11, xmm12, xmm13, 150
     vmovdqa64    xmm13, [rsp + 448]                  ; reload
     vmovdqa64    xmm16, [rsp + 384]                  ; reload
@@ -11329,15 +11718,15 @@ kg_gf2m571_ladder_step_avx512:
     vpternlogq   xmm3, xmm18, xmm2, 150
     vpslldq      xmm2, xmm4, 8
     vmovdqa64    xmm12, [rsp + 256]                  ; reload
-    vpternlogq   xmm2, xmm12, xmm7, 150
+    vpternlogq   xmm2, xmm12, xmm8, 150
     vpalignr     xmm4, xmm5, xmm4, 8
-    vmovdqa64    xmm7, [rsp + 192]                   ; reload
-    vpternlogq   xmm4, xmm7, xmm21, 150
+    vmovdqa64    xmm8, [rsp + 192]                   ; reload
+    vpternlogq   xmm4, xmm8, xmm21, 150
     vpalignr     xmm5, xmm6, xmm5, 8
-    vmovdqa64    xmm7, [rsp]                         ; reload
-    vpternlogq   xmm5, xmm7, [rsp + 1216], 150
+    vmovdqa64    xmm8, [rsp]                         ; reload
+    vpternlogq   xmm5, xmm8, [rsp + 1216], 150
     vpalignr     xmm6, xmm9, xmm6, 8
-    vpalignr     xmm7, xmm13, xmm9, 8
+    vpalignr     xmm8, xmm13, xmm9, 8
     vpalignr     xmm9, xmm10, xmm13, 8
     vpxorq       xmm9, xmm17, xmm9
     vpalignr     xmm10, xmm0, xmm10, 8
@@ -11355,12 +11744,12 @@ kg_gf2m571_ladder_step_avx512:
     vpclmulqdq   xmm12, xmm12, [rax - 128], 1
     vpclmulqdq   xmm14, xmm9, [rax - 128], 0
     vpclmulqdq   xmm9, xmm9, [rax - 128], 1
-    vpternlogq   xmm11, xmm7, xmm1, 150
+    vpternlogq   xmm11, xmm8, xmm1, 150
     vpsrldq      xmm1, xmm3, 8
     vpxorq       xmm1, xmm11, xmm1
     vpsrldq      xmm1, xmm1, 8
     vpclmulqdq   xmm1, xmm1, [rax - 128], 0
-    vpternlogq   xmm8, xmm6, xmm0, 150
+    vpternlogq   xmm7, xmm6, xmm0, 150
     vpslldq      xmm0, xmm14, 8
     vpternlogq   xmm2, xmm1, xmm0, 150
     vpalignr     xmm0, xmm13, xmm14, 8
@@ -11368,7 +11757,7 @@ kg_gf2m571_ladder_step_avx512:
     vpalignr     xmm0, xmm10, xmm13, 8
     vpternlogq   xmm5, xmm12, xmm0, 150
     vpalignr     xmm0, xmm3, xmm10, 8
-    vpxorq       xmm0, xmm8, xmm0
+    vpxorq       xmm0, xmm7, xmm0
     vpsrldq      xmm1, xmm3, 8
     vpternlogq   xmm1, xmm11, [rel gf2m_mask_ffffffffffffffff_0], 40
     vmovdqa64    xmm3, [rsp + 896]                   ; reload
@@ -11454,7 +11843,7 @@ kg_gf2m571_ladder_step_avx512:
 ;   ensures: with (R0, R1) = (R1, R0) when swap[0] is all ones: out = (X(2 R0), Z(2 R0), X(R0 + R1), Z(R0 + R1)) given R1 - R0 = P; X(2R) = X^4 + b Z^4, Z(2R) = X^2 Z^2, Z(R0 + R1) = (X0 Z1 + X1 Z0)^2, X(R0 + R1) = x Z(R0 + R1) + X0 Z1 X1 Z0; all degree < 571 (fully reduced mod f)
 ;   out may be the same buffer as st (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
@@ -11816,51 +12205,61 @@ kg_gf2m571_ladder_step2_avx512:
     vpsrldq      ymm2, ymm2, 8
     vpternlogq   ymm2, ymm3, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
     vmovdqa64    ymm3, [rsp + 896]                   ; reload
-    vpclmulqdq   ymm3, ymm3, ymm3, 0
+    vgf2p8affineqb ymm5, ymm3, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm3, ymm3, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm3, ymm5, ymm3
     vmovdqa64    ymm5, [rsp + 832]                   ; reload
-    vpclmulqdq   ymm6, ymm5, ymm5, 17
-    vpclmulqdq   ymm5, ymm5, ymm5, 0
-    vmovdqa64    ymm7, [rsp + 768]                   ; reload
-    vpclmulqdq   ymm9, ymm7, ymm7, 17
-    vpclmulqdq   ymm7, ymm7, ymm7, 0
-    vmovdqa64    ymm10, [rsp + 704]                  ; reload
-    vpclmulqdq   ymm11, ymm10, ymm10, 17
-    vpclmulqdq   ymm10, ymm10, ymm10, 0
-    vmovdqa64    ymm12, [rsp + 640]                  ; reload
-    vpclmulqdq   ymm13, ymm12, ymm12, 17
-    vpclmulqdq   ymm12, ymm12, ymm12, 0
-    vpclmulqdq   ymm14, ymm3, [rax - 128], 0
+    vgf2p8affineqb ymm6, ymm5, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm5, ymm5, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm7, ymm6, ymm5
+    vpunpckhbw   ymm5, ymm6, ymm5
+    vmovdqa64    ymm6, [rsp + 768]                   ; reload
+    vgf2p8affineqb ymm9, ymm6, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm6, ymm6, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm10, ymm9, ymm6
+    vpunpckhbw   ymm6, ymm9, ymm6
+    vmovdqa64    ymm9, [rsp + 704]                   ; reload
+    vgf2p8affineqb ymm11, ymm9, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm9, ymm9, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm12, ymm11, ymm9
+    vpunpckhbw   ymm9, ymm11, ymm9
+    vmovdqa64    ymm11, [rsp + 640]                  ; reload
+    vgf2p8affineqb ymm13, ymm11, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm11, ymm11, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm14, ymm13, ymm11
+    vpunpckhbw   ymm11, ymm13, ymm11
+    vpclmulqdq   ymm13, ymm3, [rax - 128], 0
     vpclmulqdq   ymm3, ymm3, [rax - 128], 1
-    vpclmulqdq   ymm15, ymm6, [rax - 128], 0
-    vpclmulqdq   ymm6, ymm6, [rax - 128], 1
-    vpclmulqdq   ymm16, ymm5, [rax - 128], 0
+    vpclmulqdq   ymm15, ymm5, [rax - 128], 0
     vpclmulqdq   ymm5, ymm5, [rax - 128], 1
-    vpclmulqdq   ymm17, ymm9, [rax - 128], 0
-    vpclmulqdq   ymm9, ymm9, [rax - 128], 1
-    vpxorq       ymm3, ymm7, ymm3
-    vpsrldq      ymm7, ymm14, 8
-    vpxorq       ymm7, ymm3, ymm7
-    vpsrldq      ymm7, ymm7, 8
-    vpclmulqdq   ymm7, ymm7, [rax - 128], 0
+    vpclmulqdq   ymm16, ymm7, [rax - 128], 0
+    vpclmulqdq   ymm7, ymm7, [rax - 128], 1
+    vpclmulqdq   ymm17, ymm6, [rax - 128], 0
+    vpclmulqdq   ymm6, ymm6, [rax - 128], 1
+    vpxorq       ymm3, ymm10, ymm3
+    vpsrldq      ymm10, ymm13, 8
+    vpxorq       ymm10, ymm3, ymm10
+    vpsrldq      ymm10, ymm10, 8
+    vpclmulqdq   ymm10, ymm10, [rax - 128], 0
     vpslldq      ymm18, ymm17, 8
-    vpternlogq   ymm12, ymm7, ymm18, 150
-    vpalignr     ymm7, ymm16, ymm17, 8
-    vpternlogq   ymm13, ymm9, ymm7, 150
-    vpalignr     ymm7, ymm15, ymm16, 8
-    vpternlogq   ymm10, ymm5, ymm7, 150
-    vpalignr     ymm5, ymm14, ymm15, 8
-    vpternlogq   ymm11, ymm6, ymm5, 150
-    vpsrldq      ymm5, ymm14, 8
+    vpternlogq   ymm14, ymm10, ymm18, 150
+    vpalignr     ymm10, ymm16, ymm17, 8
+    vpternlogq   ymm11, ymm6, ymm10, 150
+    vpalignr     ymm6, ymm15, ymm16, 8
+    vpternlogq   ymm12, ymm7, ymm6, 150
+    vpalignr     ymm6, ymm13, ymm15, 8
+    vpternlogq   ymm9, ymm5, ymm6, 150
+    vpsrldq      ymm5, ymm13, 8
     vpternlogq   ymm5, ymm3, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
-    vinserti64x2 ymm3, ymm12, [rsp + 576], 1
-    vinserti64x2 ymm6, ymm13, [rsp + 512], 1
-    vinserti64x2 ymm7, ymm10, [rsp + 448], 1
-    vinserti64x2 ymm9, ymm11, [rsp + 384], 1
-    vinserti64x2 ymm14, ymm5, [rsp + 320], 1
-    vshufi64x2   ymm15, ymm12, ymm12, 3
-    vshufi64x2   ymm16, ymm13, ymm13, 3
-    vshufi64x2   ymm17, ymm10, ymm10, 3
-    vshufi64x2   ymm18, ymm11, ymm11, 3
+    vinserti64x2 ymm3, ymm14, [rsp + 576], 1
+    vinserti64x2 ymm6, ymm11, [rsp + 512], 1
+    vinserti64x2 ymm7, ymm12, [rsp + 448], 1
+    vinserti64x2 ymm10, ymm9, [rsp + 384], 1
+    vinserti64x2 ymm13, ymm5, [rsp + 320], 1
+    vshufi64x2   ymm15, ymm14, ymm14, 3
+    vshufi64x2   ymm16, ymm11, ymm11, 3
+    vshufi64x2   ymm17, ymm12, ymm12, 3
+    vshufi64x2   ymm18, ymm9, ymm9, 3
     vshufi64x2   ymm19, ymm5, ymm5, 3
     vpclmulqdq   ymm20, ymm3, ymm15, 0
     vpclmulqdq   ymm21, ymm3, ymm15, 17
@@ -11901,65 +12300,65 @@ kg_gf2m571_ladder_step2_avx512:
     vmovdqa64    [rsp + 384], ymm2                   ; spill
     vpshufd      ymm2, ymm17, 78
     vpxorq       ymm2, ymm17, ymm2
-    vmovdqa64    [rsp + 448], ymm11                  ; spill
-    vpclmulqdq   ymm11, ymm31, ymm2, 0
-    vpternlogq   ymm11, ymm29, ymm30, 150
+    vmovdqa64    [rsp + 448], ymm9                   ; spill
+    vpclmulqdq   ymm9, ymm31, ymm2, 0
+    vpternlogq   ymm9, ymm29, ymm30, 150
     vmovdqa64    [rsp + 512], ymm8                   ; spill
     vpxorq       ymm8, ymm3, ymm7
-    vmovdqa64    [rsp + 576], ymm10                  ; spill
-    vpxorq       ymm10, ymm15, ymm17
+    vmovdqa64    [rsp + 576], ymm12                  ; spill
+    vpxorq       ymm12, ymm15, ymm17
     vmovdqa64    [rsp + 640], ymm1                   ; spill
-    vpclmulqdq   ymm1, ymm8, ymm10, 0
-    vmovdqa64    [rsp + 704], ymm13                  ; spill
-    vpclmulqdq   ymm13, ymm8, ymm10, 17
+    vpclmulqdq   ymm1, ymm8, ymm12, 0
+    vmovdqa64    [rsp + 704], ymm11                  ; spill
+    vpclmulqdq   ymm11, ymm8, ymm12, 17
     vmovdqa64    [rsp + 768], ymm4                   ; spill
     vpshufd      ymm4, ymm8, 78
     vpxorq       ymm4, ymm8, ymm4
-    vmovdqa64    [rsp + 832], ymm12                  ; spill
-    vpshufd      ymm12, ymm10, 78
-    vpxorq       ymm12, ymm10, ymm12
-    vpclmulqdq   ymm4, ymm4, ymm12, 0
-    vpternlogq   ymm4, ymm1, ymm13, 150
-    vpclmulqdq   ymm12, ymm6, ymm16, 0
+    vmovdqa64    [rsp + 832], ymm14                  ; spill
+    vpshufd      ymm14, ymm12, 78
+    vpxorq       ymm14, ymm12, ymm14
+    vpclmulqdq   ymm4, ymm4, ymm14, 0
+    vpternlogq   ymm4, ymm1, ymm11, 150
+    vpclmulqdq   ymm14, ymm6, ymm16, 0
     vmovdqa64    [rsp + 896], ymm0                   ; spill
     vpclmulqdq   ymm0, ymm6, ymm16, 17
     vpclmulqdq   ymm25, ymm25, ymm26, 0
-    vpternlogq   ymm25, ymm12, ymm0, 150
+    vpternlogq   ymm25, ymm14, ymm0, 150
     vpxorq       ymm8, ymm8, ymm6
-    vpxorq       ymm10, ymm10, ymm16
-    vpclmulqdq   ymm26, ymm8, ymm10, 0
+    vpxorq       ymm12, ymm12, ymm16
+    vpclmulqdq   ymm26, ymm8, ymm12, 0
     vmovdqa64    [rsp + 1152], ymm5                  ; spill
-    vpclmulqdq   ymm5, ymm8, ymm10, 17
+    vpclmulqdq   ymm5, ymm8, ymm12, 17
     vmovdqa64    [rsp + 1216], ymm2                  ; spill
     vpshufd      ymm2, ymm8, 78
     vpxorq       ymm2, ymm8, ymm2
-    vpshufd      ymm8, ymm10, 78
-    vpxorq       ymm8, ymm10, ymm8
+    vpshufd      ymm8, ymm12, 78
+    vpxorq       ymm8, ymm12, ymm8
     vpclmulqdq   ymm2, ymm2, ymm8, 0
     vpternlogq   ymm2, ymm26, ymm5, 150
-    vpxorq       ymm8, ymm13, ymm12
-    vpxorq       ymm10, ymm1, ymm26
+    vpxorq       ymm8, ymm11, ymm14
+    vpxorq       ymm11, ymm1, ymm26
     vpternlogq   ymm2, ymm4, ymm25, 150
     vpxorq       ymm5, ymm5, ymm0
     vpternlogq   ymm28, ymm21, ymm29, 150
-    vpxorq       ymm11, ymm27, ymm11
+    vpxorq       ymm9, ymm27, ymm9
     vpxorq       ymm12, ymm24, ymm30
     vpxorq       ymm1, ymm20, ymm1
     vpxorq       ymm1, ymm1, ymm28
     vpxorq       ymm4, ymm22, ymm4
-    vpxorq       ymm4, ymm4, ymm11
-    vpternlogq   ymm10, ymm8, ymm23, 150
+    vpxorq       ymm4, ymm4, ymm9
+    vpternlogq   ymm11, ymm8, ymm23, 150
     vpternlogq   ymm5, ymm8, ymm28, 150
-    vpclmulqdq   ymm8, ymm9, ymm18, 0
-    vpclmulqdq   ymm13, ymm9, ymm18, 17
-    vpshufd      ymm21, ymm9, 78
-    vpxorq       ymm21, ymm9, ymm21
+    vpclmulqdq   ymm8, ymm10, ymm18, 0
+    vpclmulqdq   ymm14, ymm10, ymm18, 17
+    vpshufd      ymm21, ymm10, 78
+    vpxorq       ymm21, ymm10, ymm21
     vpshufd      ymm24, ymm18, 78
     vpxorq       ymm24, ymm18, ymm24
     vpclmulqdq   ymm21, ymm21, ymm24, 0
-    vpternlogq   ymm21, ymm8, ymm13, 150
-    vpclmulqdq   ymm24, ymm14, ymm19, 0
-    vpxorq       ymm26, ymm9, ymm14
+    vpternlogq   ymm21, ymm8, ymm14, 150
+    vpclmulqdq   ymm24, ymm13, ymm19, 0
+    vpxorq       ymm26, ymm10, ymm13
     vpxorq       ymm27, ymm18, ymm19
     vpclmulqdq   ymm28, ymm26, ymm27, 0
     vpclmulqdq   ymm29, ymm26, ymm27, 17
@@ -11969,35 +12368,35 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm27, ymm27, ymm30
     vpclmulqdq   ymm26, ymm26, ymm27, 0
     vpternlogq   ymm26, ymm28, ymm29, 150
-    vpxorq       ymm13, ymm13, ymm24
+    vpxorq       ymm14, ymm14, ymm24
     vpxorq       ymm24, ymm8, ymm28
     vpxorq       ymm26, ymm21, ymm26
-    vpxorq       ymm27, ymm29, ymm13
-    vpxorq       ymm3, ymm3, ymm9
-    vpxorq       ymm6, ymm6, ymm14
-    vpxorq       ymm9, ymm15, ymm18
-    vpxorq       ymm14, ymm16, ymm19
-    vpclmulqdq   ymm15, ymm3, ymm9, 0
-    vpclmulqdq   ymm16, ymm3, ymm9, 17
+    vpxorq       ymm27, ymm29, ymm14
+    vpxorq       ymm3, ymm3, ymm10
+    vpxorq       ymm6, ymm6, ymm13
+    vpxorq       ymm10, ymm15, ymm18
+    vpxorq       ymm13, ymm16, ymm19
+    vpclmulqdq   ymm15, ymm3, ymm10, 0
+    vpclmulqdq   ymm16, ymm3, ymm10, 17
     vpshufd      ymm18, ymm3, 78
     vpxorq       ymm18, ymm3, ymm18
-    vpshufd      ymm19, ymm9, 78
-    vpxorq       ymm19, ymm9, ymm19
+    vpshufd      ymm19, ymm10, 78
+    vpxorq       ymm19, ymm10, ymm19
     vpclmulqdq   ymm18, ymm18, ymm19, 0
     vpternlogq   ymm18, ymm15, ymm16, 150
-    vpclmulqdq   ymm19, ymm6, ymm14, 0
-    vpclmulqdq   ymm28, ymm6, ymm14, 17
+    vpclmulqdq   ymm19, ymm6, ymm13, 0
+    vpclmulqdq   ymm28, ymm6, ymm13, 17
     vpshufd      ymm29, ymm6, 78
     vpxorq       ymm29, ymm6, ymm29
-    vpshufd      ymm30, ymm14, 78
-    vpxorq       ymm30, ymm14, ymm30
+    vpshufd      ymm30, ymm13, 78
+    vpxorq       ymm30, ymm13, ymm30
     vmovdqa64    [rsp + 1344], ymm4                  ; spill
     vpclmulqdq   ymm4, ymm29, ymm30, 0
     vpternlogq   ymm4, ymm19, ymm28, 150
     vmovdqa64    [rsp + 1088], ymm1                  ; spill
     vpxorq       ymm1, ymm3, ymm6
     vmovdqa64    [rsp + 960], ymm23                  ; spill
-    vpxorq       ymm23, ymm9, ymm14
+    vpxorq       ymm23, ymm10, ymm13
     vmovdqa64    [rsp + 1280], ymm22                 ; spill
     vpclmulqdq   ymm22, ymm1, ymm23, 0
     vmovdqa64    [rsp + 1024], ymm20                 ; spill
@@ -12019,8 +12418,8 @@ kg_gf2m571_ladder_step2_avx512:
     vpclmulqdq   ymm23, ymm31, [rsp + 1216], 0
     vpternlogq   ymm23, ymm20, ymm22, 150
     vpxorq       ymm3, ymm3, ymm7
-    vpxorq       ymm7, ymm9, ymm17
-    vpclmulqdq   ymm9, ymm3, ymm7, 0
+    vpxorq       ymm7, ymm10, ymm17
+    vpclmulqdq   ymm10, ymm3, ymm7, 0
     vpclmulqdq   ymm17, ymm3, ymm7, 17
     vpshufd      ymm31, ymm3, 78
     vpxorq       ymm31, ymm3, ymm31
@@ -12028,94 +12427,94 @@ kg_gf2m571_ladder_step2_avx512:
     vpshufd      ymm0, ymm7, 78
     vpxorq       ymm0, ymm7, ymm0
     vpclmulqdq   ymm0, ymm31, ymm0, 0
-    vpternlogq   ymm0, ymm9, ymm17, 150
-    vpclmulqdq   ymm31, ymm6, ymm14, 0
+    vpternlogq   ymm0, ymm10, ymm17, 150
+    vpclmulqdq   ymm31, ymm6, ymm13, 0
     vmovdqa64    [rsp + 1472], ymm27                 ; spill
-    vpclmulqdq   ymm27, ymm6, ymm14, 17
+    vpclmulqdq   ymm27, ymm6, ymm13, 17
     vpclmulqdq   ymm29, ymm29, ymm30, 0
     vpternlogq   ymm29, ymm31, ymm27, 150
     vpxorq       ymm3, ymm3, ymm6
-    vpxorq       ymm6, ymm7, ymm14
+    vpxorq       ymm6, ymm7, ymm13
     vpclmulqdq   ymm7, ymm3, ymm6, 0
-    vpclmulqdq   ymm14, ymm3, ymm6, 17
+    vpclmulqdq   ymm13, ymm3, ymm6, 17
     vpshufd      ymm30, ymm3, 78
     vpxorq       ymm3, ymm3, ymm30
     vpshufd      ymm30, ymm6, 78
     vpxorq       ymm6, ymm6, ymm30
     vpclmulqdq   ymm3, ymm3, ymm6, 0
-    vpternlogq   ymm3, ymm7, ymm14, 150
+    vpternlogq   ymm3, ymm7, ymm13, 150
     vpxorq       ymm6, ymm17, ymm31
-    vpxorq       ymm7, ymm9, ymm7
+    vpxorq       ymm7, ymm10, ymm7
     vpternlogq   ymm3, ymm0, ymm29, 150
-    vpxorq       ymm14, ymm14, ymm27
+    vpxorq       ymm13, ymm13, ymm27
     vpternlogq   ymm19, ymm1, ymm20, 150
     vpxorq       ymm1, ymm4, ymm23
     vpxorq       ymm4, ymm28, ymm22
-    vpxorq       ymm9, ymm15, ymm9
+    vpxorq       ymm10, ymm15, ymm10
     vpxorq       ymm0, ymm18, ymm0
     vpternlogq   ymm7, ymm6, ymm16, 150
-    vpternlogq   ymm14, ymm6, ymm19, 150
+    vpternlogq   ymm13, ymm6, ymm19, 150
     vpxorq       ymm6, ymm29, ymm1
     vpxorq       ymm17, ymm27, ymm4
-    vpternlogq   ymm10, ymm12, ymm8, 150
+    vpternlogq   ymm11, ymm12, ymm8, 150
     vmovdqa64    ymm8, [rsp + 1152]                  ; reload
     vpternlogq   ymm2, ymm8, ymm21, 150
-    vpternlogq   ymm24, ymm13, ymm5, 150
-    vpternlogq   ymm26, ymm25, ymm11, 150
+    vpternlogq   ymm24, ymm14, ymm5, 150
+    vpternlogq   ymm26, ymm25, ymm9, 150
     vmovdqa64    ymm5, [rsp + 1472]                  ; reload
-    vmovdqa64    ymm11, [rsp + 1408]                 ; reload
-    vpternlogq   ymm5, ymm11, ymm12, 150
-    vmovdqa64    ymm11, [rsp + 1024]                 ; reload
-    vpxorq       ymm12, ymm11, ymm15
-    vmovdqa64    ymm13, [rsp + 1280]                 ; reload
-    vpxorq       ymm15, ymm13, ymm18
+    vmovdqa64    ymm9, [rsp + 1408]                  ; reload
+    vpternlogq   ymm5, ymm9, ymm12, 150
+    vmovdqa64    ymm9, [rsp + 1024]                  ; reload
+    vpxorq       ymm12, ymm9, ymm15
+    vmovdqa64    ymm14, [rsp + 1280]                 ; reload
+    vpxorq       ymm15, ymm14, ymm18
     vpxorq       ymm15, ymm15, ymm2
     vmovdqa64    ymm18, [rsp + 960]                  ; reload
     vpxorq       ymm16, ymm18, ymm16
     vpxorq       ymm20, ymm8, [rsp + 1216]
     vpxorq       ymm20, ymm20, ymm26
-    vpternlogq   ymm9, ymm19, [rsp + 1088], 150
+    vpternlogq   ymm10, ymm19, [rsp + 1088], 150
     vpternlogq   ymm0, ymm1, [rsp + 1344], 150
-    vpternlogq   ymm7, ymm4, ymm10, 150
+    vpternlogq   ymm7, ymm4, ymm11, 150
     vmovdqa64    ymm1, [rsp + 1216]                  ; reload
     vpternlogq   ymm3, ymm1, ymm2, 150
     vpxorq       ymm1, ymm6, ymm26
-    vpslldq      ymm2, ymm13, 8
-    vpalignr     ymm4, ymm8, ymm13, 8
+    vpslldq      ymm2, ymm14, 8
+    vpalignr     ymm4, ymm8, ymm14, 8
     vmovdqa64    ymm6, [rsp + 1344]                  ; reload
     vpalignr     ymm8, ymm6, ymm8, 8
     vpalignr     ymm6, ymm15, ymm6, 8
-    vpternlogq   ymm12, ymm10, ymm6, 150
+    vpternlogq   ymm12, ymm11, ymm6, 150
     vpalignr     ymm6, ymm20, ymm15, 8
     vpternlogq   ymm16, ymm24, ymm6, 150
     vpalignr     ymm6, ymm0, ymm20, 8
-    vpternlogq   ymm9, ymm5, ymm6, 150
+    vpternlogq   ymm10, ymm5, ymm6, 150
     vpalignr     ymm0, ymm3, ymm0, 8
     vpxorq       ymm0, ymm7, ymm0
     vpalignr     ymm3, ymm1, ymm3, 8
-    vpternlogq   ymm14, ymm24, ymm3, 150
+    vpternlogq   ymm13, ymm24, ymm3, 150
     vpsrldq      ymm1, ymm1, 8
     vpternlogq   ymm17, ymm5, ymm1, 150
     vpclmulqdq   ymm1, ymm17, [rax - 128], 0
     vpclmulqdq   ymm3, ymm17, [rax - 128], 1
-    vpclmulqdq   ymm5, ymm14, [rax - 128], 0
-    vpclmulqdq   ymm6, ymm14, [rax - 128], 1
+    vpclmulqdq   ymm5, ymm13, [rax - 128], 0
+    vpclmulqdq   ymm6, ymm13, [rax - 128], 1
     vpclmulqdq   ymm7, ymm0, [rax - 128], 0
     vpclmulqdq   ymm0, ymm0, [rax - 128], 1
-    vpclmulqdq   ymm10, ymm9, [rax - 128], 0
-    vpclmulqdq   ymm9, ymm9, [rax - 128], 1
+    vpclmulqdq   ymm11, ymm10, [rax - 128], 0
+    vpclmulqdq   ymm10, ymm10, [rax - 128], 1
     vpxorq       ymm3, ymm16, ymm3
     vpsrldq      ymm13, ymm1, 8
     vpxorq       ymm13, ymm3, ymm13
     vpsrldq      ymm13, ymm13, 8
     vpclmulqdq   ymm13, ymm13, [rax - 128], 0
-    vpternlogq   ymm2, ymm11, ymm13, 150
-    vpternlogq   ymm4, ymm18, ymm9, 150
+    vpternlogq   ymm2, ymm9, ymm13, 150
+    vpternlogq   ymm4, ymm18, ymm10, 150
     vmovdqa64    ymm9, [rsp + 1088]                  ; reload
     vpternlogq   ymm8, ymm9, ymm0, 150
-    vpslldq      ymm0, ymm10, 8
+    vpslldq      ymm0, ymm11, 8
     vpxorq       ymm0, ymm2, ymm0
-    vpalignr     ymm2, ymm7, ymm10, 8
+    vpalignr     ymm2, ymm7, ymm11, 8
     vpxorq       ymm2, ymm4, ymm2
     vpalignr     ymm4, ymm5, ymm7, 8
     vpxorq       ymm4, ymm8, ymm4
@@ -12143,52 +12542,62 @@ kg_gf2m571_ladder_step2_avx512:
     vshufi64x2   ymm14, ymm13, ymm1, 2
     vshufi64x2   ymm15, ymm13, [rsp + 320], 1
     vpxorq       ymm14, ymm14, ymm15
-    vpclmulqdq   ymm14, ymm14, ymm14, 0
-    vpclmulqdq   ymm15, ymm11, ymm11, 17
-    vpclmulqdq   ymm11, ymm11, ymm11, 0
-    vpclmulqdq   ymm16, ymm9, ymm9, 17
-    vpclmulqdq   ymm9, ymm9, ymm9, 0
-    vpclmulqdq   ymm17, ymm7, ymm7, 17
-    vpclmulqdq   ymm7, ymm7, ymm7, 0
-    vpclmulqdq   ymm18, ymm5, ymm5, 17
-    vpclmulqdq   ymm5, ymm5, ymm5, 0
-    vpclmulqdq   ymm19, ymm14, [rax - 128], 0
+    vgf2p8affineqb ymm15, ymm14, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm14, ymm14, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm14, ymm15, ymm14
+    vgf2p8affineqb ymm15, ymm11, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm11, ymm11, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm16, ymm15, ymm11
+    vpunpckhbw   ymm11, ymm15, ymm11
+    vgf2p8affineqb ymm15, ymm9, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm9, ymm9, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm17, ymm15, ymm9
+    vpunpckhbw   ymm9, ymm15, ymm9
+    vgf2p8affineqb ymm15, ymm7, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm7, ymm7, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm18, ymm15, ymm7
+    vpunpckhbw   ymm7, ymm15, ymm7
+    vgf2p8affineqb ymm15, ymm5, [rel gf2m_spread_low_x2], 0
+    vgf2p8affineqb ymm5, ymm5, [rel gf2m_spread_high_x2], 0
+    vpunpcklbw   ymm19, ymm15, ymm5
+    vpunpckhbw   ymm5, ymm15, ymm5
+    vpclmulqdq   ymm15, ymm14, [rax - 128], 0
     vpclmulqdq   ymm14, ymm14, [rax - 128], 1
-    vpclmulqdq   ymm20, ymm15, [rax - 128], 0
-    vpclmulqdq   ymm15, ymm15, [rax - 128], 1
-    vpclmulqdq   ymm21, ymm11, [rax - 128], 0
+    vpclmulqdq   ymm20, ymm11, [rax - 128], 0
     vpclmulqdq   ymm11, ymm11, [rax - 128], 1
-    vpclmulqdq   ymm22, ymm16, [rax - 128], 0
+    vpclmulqdq   ymm21, ymm16, [rax - 128], 0
     vpclmulqdq   ymm16, ymm16, [rax - 128], 1
-    vpxorq       ymm9, ymm9, ymm14
-    vpsrldq      ymm14, ymm19, 8
-    vpxorq       ymm14, ymm9, ymm14
-    vpsrldq      ymm14, ymm14, 8
-    vpclmulqdq   ymm14, ymm14, [rax - 128], 0
+    vpclmulqdq   ymm22, ymm9, [rax - 128], 0
+    vpclmulqdq   ymm9, ymm9, [rax - 128], 1
+    vpxorq       ymm14, ymm17, ymm14
+    vpsrldq      ymm17, ymm15, 8
+    vpxorq       ymm17, ymm14, ymm17
+    vpsrldq      ymm17, ymm17, 8
+    vpclmulqdq   ymm17, ymm17, [rax - 128], 0
     vpslldq      ymm23, ymm22, 8
-    vpternlogq   ymm5, ymm14, ymm23, 150
-    vpalignr     ymm14, ymm21, ymm22, 8
-    vpternlogq   ymm18, ymm16, ymm14, 150
-    vpalignr     ymm14, ymm20, ymm21, 8
-    vpternlogq   ymm7, ymm11, ymm14, 150
-    vpalignr     ymm11, ymm19, ymm20, 8
-    vpternlogq   ymm17, ymm15, ymm11, 150
-    vpsrldq      ymm11, ymm19, 8
-    vpternlogq   ymm11, ymm9, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
-    vinserti64x2 ymm9, ymm3, [rsp + 256], 1
+    vpternlogq   ymm19, ymm17, ymm23, 150
+    vpalignr     ymm17, ymm21, ymm22, 8
+    vpternlogq   ymm5, ymm9, ymm17, 150
+    vpalignr     ymm9, ymm20, ymm21, 8
+    vpternlogq   ymm18, ymm16, ymm9, 150
+    vpalignr     ymm9, ymm15, ymm20, 8
+    vpternlogq   ymm7, ymm11, ymm9, 150
+    vpsrldq      ymm9, ymm15, 8
+    vpternlogq   ymm9, ymm14, [rel gf2m_mask_ffffffffffffffff_0_x2], 40
+    vinserti64x2 ymm11, ymm3, [rsp + 256], 1
     vinserti64x2 ymm14, ymm6, [rsp + 192], 1
     vinserti64x2 ymm15, ymm8, [rsp + 128], 1
     vinserti64x2 ymm16, ymm10, [rsp + 64], 1
-    vinserti64x2 ymm19, ymm13, [rsp], 1
-    vshufi64x2   ymm3, ymm3, ymm5, 1
-    vshufi64x2   ymm6, ymm6, ymm18, 1
-    vshufi64x2   ymm8, ymm8, ymm7, 1
-    vshufi64x2   ymm10, ymm10, ymm17, 1
-    vshufi64x2   ymm13, ymm13, ymm11, 1
-    vpclmulqdq   ymm20, ymm9, ymm3, 0
-    vpclmulqdq   ymm21, ymm9, ymm3, 17
-    vpshufd      ymm22, ymm9, 78
-    vpxorq       ymm22, ymm9, ymm22
+    vinserti64x2 ymm17, ymm13, [rsp], 1
+    vshufi64x2   ymm3, ymm3, ymm19, 1
+    vshufi64x2   ymm6, ymm6, ymm5, 1
+    vshufi64x2   ymm8, ymm8, ymm18, 1
+    vshufi64x2   ymm10, ymm10, ymm7, 1
+    vshufi64x2   ymm13, ymm13, ymm9, 1
+    vpclmulqdq   ymm20, ymm11, ymm3, 0
+    vpclmulqdq   ymm21, ymm11, ymm3, 17
+    vpshufd      ymm22, ymm11, 78
+    vpxorq       ymm22, ymm11, ymm22
     vpshufd      ymm23, ymm3, 78
     vpxorq       ymm23, ymm3, ymm23
     vpclmulqdq   ymm22, ymm22, ymm23, 0
@@ -12201,7 +12610,7 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm26, ymm6, ymm26
     vpclmulqdq   ymm27, ymm25, ymm26, 0
     vpternlogq   ymm27, ymm23, ymm24, 150
-    vpxorq       ymm28, ymm9, ymm14
+    vpxorq       ymm28, ymm11, ymm14
     vpxorq       ymm29, ymm3, ymm6
     vpclmulqdq   ymm30, ymm28, ymm29, 0
     vpclmulqdq   ymm31, ymm28, ymm29, 17
@@ -12227,62 +12636,62 @@ kg_gf2m571_ladder_step2_avx512:
     vmovdqa64    [rsp + 640], ymm2                   ; spill
     vpclmulqdq   ymm2, ymm31, ymm4, 0
     vpternlogq   ymm2, ymm29, ymm30, 150
-    vmovdqa64    [rsp + 768], ymm17                  ; spill
-    vpxorq       ymm17, ymm9, ymm15
-    vmovdqa64    [rsp + 896], ymm7                   ; spill
-    vpxorq       ymm7, ymm3, ymm8
-    vmovdqa64    [rsp], ymm18                        ; spill
-    vpclmulqdq   ymm18, ymm17, ymm7, 0
+    vmovdqa64    [rsp + 768], ymm7                   ; spill
+    vpxorq       ymm7, ymm11, ymm15
+    vmovdqa64    [rsp + 896], ymm18                  ; spill
+    vpxorq       ymm18, ymm3, ymm8
+    vmovdqa64    [rsp], ymm5                         ; spill
+    vpclmulqdq   ymm5, ymm7, ymm18, 0
     vmovdqa64    [rsp + 64], ymm0                    ; spill
-    vpclmulqdq   ymm0, ymm17, ymm7, 17
+    vpclmulqdq   ymm0, ymm7, ymm18, 17
     vmovdqa64    [rsp + 128], ymm1                   ; spill
-    vpshufd      ymm1, ymm17, 78
-    vpxorq       ymm1, ymm17, ymm1
-    vmovdqa64    [rsp + 192], ymm5                   ; spill
-    vpshufd      ymm5, ymm7, 78
-    vpxorq       ymm5, ymm7, ymm5
-    vpclmulqdq   ymm1, ymm1, ymm5, 0
-    vpternlogq   ymm1, ymm18, ymm0, 150
-    vpclmulqdq   ymm5, ymm14, ymm6, 0
-    vmovdqa64    [rsp + 256], ymm11                  ; spill
-    vpclmulqdq   ymm11, ymm14, ymm6, 17
+    vpshufd      ymm1, ymm7, 78
+    vpxorq       ymm1, ymm7, ymm1
+    vmovdqa64    [rsp + 192], ymm19                  ; spill
+    vpshufd      ymm19, ymm18, 78
+    vpxorq       ymm19, ymm18, ymm19
+    vpclmulqdq   ymm1, ymm1, ymm19, 0
+    vpternlogq   ymm1, ymm5, ymm0, 150
+    vpclmulqdq   ymm19, ymm14, ymm6, 0
+    vmovdqa64    [rsp + 256], ymm9                   ; spill
+    vpclmulqdq   ymm9, ymm14, ymm6, 17
     vpclmulqdq   ymm25, ymm25, ymm26, 0
-    vpternlogq   ymm25, ymm5, ymm11, 150
-    vpxorq       ymm17, ymm17, ymm14
-    vpxorq       ymm7, ymm7, ymm6
-    vpclmulqdq   ymm26, ymm17, ymm7, 0
+    vpternlogq   ymm25, ymm19, ymm9, 150
+    vpxorq       ymm7, ymm7, ymm14
+    vpxorq       ymm18, ymm18, ymm6
+    vpclmulqdq   ymm26, ymm7, ymm18, 0
     vmovdqa64    [rsp + 320], ymm12                  ; spill
-    vpclmulqdq   ymm12, ymm17, ymm7, 17
+    vpclmulqdq   ymm12, ymm7, ymm18, 17
     vmovdqa64    [rsp + 448], ymm4                   ; spill
-    vpshufd      ymm4, ymm17, 78
-    vpxorq       ymm4, ymm17, ymm4
-    vpshufd      ymm17, ymm7, 78
-    vpxorq       ymm7, ymm7, ymm17
+    vpshufd      ymm4, ymm7, 78
+    vpxorq       ymm4, ymm7, ymm4
+    vpshufd      ymm7, ymm18, 78
+    vpxorq       ymm7, ymm18, ymm7
     vpclmulqdq   ymm4, ymm4, ymm7, 0
     vpternlogq   ymm4, ymm26, ymm12, 150
-    vpxorq       ymm0, ymm0, ymm5
-    vpxorq       ymm5, ymm18, ymm26
+    vpxorq       ymm0, ymm0, ymm19
+    vpxorq       ymm7, ymm5, ymm26
     vpternlogq   ymm4, ymm1, ymm25, 150
-    vpxorq       ymm7, ymm12, ymm11
+    vpxorq       ymm12, ymm12, ymm9
     vpternlogq   ymm28, ymm21, ymm29, 150
     vpxorq       ymm2, ymm27, ymm2
-    vpxorq       ymm12, ymm24, ymm30
-    vpxorq       ymm17, ymm20, ymm18
-    vpxorq       ymm17, ymm17, ymm28
+    vpxorq       ymm18, ymm24, ymm30
+    vpxorq       ymm5, ymm20, ymm5
+    vpxorq       ymm5, ymm5, ymm28
     vpxorq       ymm1, ymm22, ymm1
     vpxorq       ymm1, ymm1, ymm2
-    vpternlogq   ymm5, ymm0, ymm23, 150
-    vpternlogq   ymm7, ymm0, ymm28, 150
+    vpternlogq   ymm7, ymm0, ymm23, 150
+    vpternlogq   ymm12, ymm0, ymm28, 150
     vpclmulqdq   ymm0, ymm16, ymm10, 0
-    vpclmulqdq   ymm18, ymm16, ymm10, 17
+    vpclmulqdq   ymm19, ymm16, ymm10, 17
     vpshufd      ymm21, ymm16, 78
     vpxorq       ymm21, ymm16, ymm21
     vpshufd      ymm24, ymm10, 78
     vpxorq       ymm24, ymm10, ymm24
     vpclmulqdq   ymm21, ymm21, ymm24, 0
-    vpternlogq   ymm21, ymm0, ymm18, 150
-    vpclmulqdq   ymm24, ymm19, ymm13, 0
-    vpxorq       ymm26, ymm16, ymm19
+    vpternlogq   ymm21, ymm0, ymm19, 150
+    vpclmulqdq   ymm24, ymm17, ymm13, 0
+    vpxorq       ymm26, ymm16, ymm17
     vpxorq       ymm27, ymm10, ymm13
     vpclmulqdq   ymm28, ymm26, ymm27, 0
     vpclmulqdq   ymm29, ymm26, ymm27, 17
@@ -12292,23 +12701,23 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm27, ymm27, ymm30
     vpclmulqdq   ymm26, ymm26, ymm27, 0
     vpternlogq   ymm26, ymm28, ymm29, 150
-    vpxorq       ymm18, ymm18, ymm24
+    vpxorq       ymm19, ymm19, ymm24
     vpxorq       ymm24, ymm0, ymm28
     vpxorq       ymm26, ymm21, ymm26
-    vpxorq       ymm27, ymm29, ymm18
-    vpxorq       ymm9, ymm9, ymm16
-    vpxorq       ymm14, ymm14, ymm19
+    vpxorq       ymm27, ymm29, ymm19
+    vpxorq       ymm11, ymm11, ymm16
+    vpxorq       ymm14, ymm14, ymm17
     vpxorq       ymm3, ymm3, ymm10
     vpxorq       ymm6, ymm6, ymm13
-    vpclmulqdq   ymm10, ymm9, ymm3, 0
-    vpclmulqdq   ymm13, ymm9, ymm3, 17
-    vpshufd      ymm16, ymm9, 78
-    vpxorq       ymm16, ymm9, ymm16
-    vpshufd      ymm19, ymm3, 78
-    vpxorq       ymm19, ymm3, ymm19
-    vpclmulqdq   ymm16, ymm16, ymm19, 0
+    vpclmulqdq   ymm10, ymm11, ymm3, 0
+    vpclmulqdq   ymm13, ymm11, ymm3, 17
+    vpshufd      ymm16, ymm11, 78
+    vpxorq       ymm16, ymm11, ymm16
+    vpshufd      ymm17, ymm3, 78
+    vpxorq       ymm17, ymm3, ymm17
+    vpclmulqdq   ymm16, ymm16, ymm17, 0
     vpternlogq   ymm16, ymm10, ymm13, 150
-    vpclmulqdq   ymm19, ymm14, ymm6, 0
+    vpclmulqdq   ymm17, ymm14, ymm6, 0
     vpclmulqdq   ymm28, ymm14, ymm6, 17
     vpshufd      ymm29, ymm14, 78
     vpxorq       ymm29, ymm14, ymm29
@@ -12316,111 +12725,111 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       ymm30, ymm6, ymm30
     vmovdqa64    [rsp + 576], ymm1                   ; spill
     vpclmulqdq   ymm1, ymm29, ymm30, 0
-    vpternlogq   ymm1, ymm19, ymm28, 150
-    vmovdqa64    [rsp + 704], ymm17                  ; spill
-    vpxorq       ymm17, ymm9, ymm14
+    vpternlogq   ymm1, ymm17, ymm28, 150
+    vmovdqa64    [rsp + 704], ymm5                   ; spill
+    vpxorq       ymm5, ymm11, ymm14
     vmovdqa64    [rsp + 832], ymm23                  ; spill
     vpxorq       ymm23, ymm3, ymm6
     vmovdqa64    [rsp + 1088], ymm22                 ; spill
-    vpclmulqdq   ymm22, ymm17, ymm23, 0
+    vpclmulqdq   ymm22, ymm5, ymm23, 0
     vmovdqa64    [rsp + 960], ymm20                  ; spill
-    vpclmulqdq   ymm20, ymm17, ymm23, 17
-    vmovdqa64    [rsp + 1024], ymm11                 ; spill
-    vpshufd      ymm11, ymm17, 78
-    vpxorq       ymm11, ymm17, ymm11
-    vpshufd      ymm17, ymm23, 78
-    vpxorq       ymm17, ymm23, ymm17
-    vpclmulqdq   ymm11, ymm11, ymm17, 0
-    vpternlogq   ymm11, ymm22, ymm20, 150
-    vpxorq       ymm13, ymm13, ymm19
-    vpxorq       ymm17, ymm10, ymm22
-    vpxorq       ymm17, ymm17, ymm13
-    vpternlogq   ymm11, ymm16, ymm1, 150
-    vpxorq       ymm19, ymm20, ymm28
+    vpclmulqdq   ymm20, ymm5, ymm23, 17
+    vmovdqa64    [rsp + 1024], ymm9                  ; spill
+    vpshufd      ymm9, ymm5, 78
+    vpxorq       ymm5, ymm5, ymm9
+    vpshufd      ymm9, ymm23, 78
+    vpxorq       ymm9, ymm23, ymm9
+    vpclmulqdq   ymm5, ymm5, ymm9, 0
+    vpternlogq   ymm5, ymm22, ymm20, 150
+    vpxorq       ymm9, ymm13, ymm17
+    vpxorq       ymm13, ymm10, ymm22
+    vpxorq       ymm13, ymm13, ymm9
+    vpternlogq   ymm5, ymm16, ymm1, 150
+    vpxorq       ymm17, ymm20, ymm28
     vpclmulqdq   ymm20, ymm15, ymm8, 0
     vpclmulqdq   ymm22, ymm15, ymm8, 17
     vpclmulqdq   ymm23, ymm31, [rsp + 448], 0
     vpternlogq   ymm23, ymm20, ymm22, 150
-    vpxorq       ymm9, ymm9, ymm15
+    vpxorq       ymm11, ymm11, ymm15
     vpxorq       ymm3, ymm3, ymm8
-    vpclmulqdq   ymm8, ymm9, ymm3, 0
-    vpclmulqdq   ymm15, ymm9, ymm3, 17
-    vpshufd      ymm31, ymm9, 78
-    vpxorq       ymm31, ymm9, ymm31
-    vmovdqa64    [rsp + 448], ymm11                  ; spill
-    vpshufd      ymm11, ymm3, 78
-    vpxorq       ymm11, ymm3, ymm11
-    vpclmulqdq   ymm11, ymm31, ymm11, 0
-    vpternlogq   ymm11, ymm8, ymm15, 150
+    vpclmulqdq   ymm8, ymm11, ymm3, 0
+    vpclmulqdq   ymm15, ymm11, ymm3, 17
+    vpshufd      ymm31, ymm11, 78
+    vpxorq       ymm31, ymm11, ymm31
+    vmovdqa64    [rsp + 448], ymm5                   ; spill
+    vpshufd      ymm5, ymm3, 78
+    vpxorq       ymm5, ymm3, ymm5
+    vpclmulqdq   ymm5, ymm31, ymm5, 0
+    vpternlogq   ymm5, ymm8, ymm15, 150
     vpclmulqdq   ymm31, ymm14, ymm6, 0
     vmovdqa64    [rsp + 1344], ymm27                 ; spill
     vpclmulqdq   ymm27, ymm14, ymm6, 17
     vpclmulqdq   ymm29, ymm29, ymm30, 0
     vpternlogq   ymm29, ymm31, ymm27, 150
-    vpxorq       ymm9, ymm9, ymm14
+    vpxorq       ymm11, ymm11, ymm14
     vpxorq       ymm3, ymm3, ymm6
-    vpclmulqdq   ymm6, ymm9, ymm3, 0
-    vpclmulqdq   ymm14, ymm9, ymm3, 17
-    vpshufd      ymm30, ymm9, 78
-    vpxorq       ymm9, ymm9, ymm30
+    vpclmulqdq   ymm6, ymm11, ymm3, 0
+    vpclmulqdq   ymm14, ymm11, ymm3, 17
+    vpshufd      ymm30, ymm11, 78
+    vpxorq       ymm11, ymm11, ymm30
     vpshufd      ymm30, ymm3, 78
     vpxorq       ymm3, ymm3, ymm30
-    vpclmulqdq   ymm3, ymm9, ymm3, 0
+    vpclmulqdq   ymm3, ymm11, ymm3, 0
     vpternlogq   ymm3, ymm6, ymm14, 150
-    vpxorq       ymm9, ymm15, ymm31
+    vpxorq       ymm11, ymm15, ymm31
     vpxorq       ymm6, ymm8, ymm6
-    vpternlogq   ymm3, ymm11, ymm29, 150
+    vpternlogq   ymm3, ymm5, ymm29, 150
     vpxorq       ymm14, ymm14, ymm27
-    vpternlogq   ymm19, ymm13, ymm20, 150
+    vpternlogq   ymm17, ymm9, ymm20, 150
     vpxorq       ymm1, ymm1, ymm23
-    vpxorq       ymm13, ymm28, ymm22
+    vpxorq       ymm9, ymm28, ymm22
     vpxorq       ymm8, ymm10, ymm8
-    vpxorq       ymm11, ymm16, ymm11
-    vpternlogq   ymm6, ymm9, ymm17, 150
-    vpternlogq   ymm14, ymm9, ymm19, 150
-    vpxorq       ymm9, ymm29, ymm1
-    vpxorq       ymm15, ymm27, ymm13
-    vpternlogq   ymm5, ymm12, ymm0, 150
+    vpxorq       ymm5, ymm16, ymm5
+    vpternlogq   ymm6, ymm11, ymm13, 150
+    vpternlogq   ymm14, ymm11, ymm17, 150
+    vpxorq       ymm11, ymm29, ymm1
+    vpxorq       ymm15, ymm27, ymm9
+    vpternlogq   ymm7, ymm18, ymm0, 150
     vmovdqa64    ymm0, [rsp + 320]                   ; reload
     vpternlogq   ymm4, ymm0, ymm21, 150
-    vpternlogq   ymm24, ymm18, ymm7, 150
+    vpternlogq   ymm24, ymm19, ymm12, 150
     vpternlogq   ymm26, ymm25, ymm2, 150
     vmovdqa64    ymm2, [rsp + 1344]                  ; reload
-    vmovdqa64    ymm7, [rsp + 1024]                  ; reload
-    vpternlogq   ymm2, ymm7, ymm12, 150
-    vmovdqa64    ymm7, [rsp + 960]                   ; reload
-    vpxorq       ymm10, ymm7, ymm10
-    vpxorq       ymm10, ymm10, ymm5
-    vmovdqa64    ymm12, [rsp + 1088]                 ; reload
-    vpxorq       ymm16, ymm12, ymm16
+    vmovdqa64    ymm12, [rsp + 1024]                 ; reload
+    vpternlogq   ymm2, ymm12, ymm18, 150
+    vmovdqa64    ymm12, [rsp + 960]                  ; reload
+    vpxorq       ymm10, ymm12, ymm10
+    vpxorq       ymm10, ymm10, ymm7
+    vmovdqa64    ymm18, [rsp + 1088]                 ; reload
+    vpxorq       ymm16, ymm18, ymm16
     vpxorq       ymm16, ymm16, ymm4
-    vmovdqa64    ymm18, [rsp + 832]                  ; reload
-    vpxorq       ymm17, ymm18, ymm17
-    vpxorq       ymm17, ymm17, ymm24
+    vmovdqa64    ymm19, [rsp + 832]                  ; reload
+    vpxorq       ymm13, ymm19, ymm13
+    vpxorq       ymm13, ymm13, ymm24
     vpxorq       ymm20, ymm0, [rsp + 448]
     vpxorq       ymm20, ymm20, ymm26
-    vpternlogq   ymm8, ymm19, [rsp + 704], 150
+    vpternlogq   ymm8, ymm17, [rsp + 704], 150
     vpxorq       ymm8, ymm8, ymm2
-    vpternlogq   ymm11, ymm1, [rsp + 576], 150
-    vpternlogq   ymm6, ymm13, ymm5, 150
+    vpternlogq   ymm5, ymm1, [rsp + 576], 150
+    vpternlogq   ymm6, ymm9, ymm7, 150
     vmovdqa64    ymm1, [rsp + 448]                   ; reload
     vpternlogq   ymm3, ymm1, ymm4, 150
     vpxorq       ymm1, ymm14, ymm24
-    vpxorq       ymm4, ymm9, ymm26
+    vpxorq       ymm4, ymm11, ymm26
     vpxorq       ymm2, ymm15, ymm2
-    vextracti64x2 xmm5, ymm7, 0
-    vextracti64x2 xmm7, ymm7, 1
-    vextracti64x2 xmm9, ymm12, 0
-    vextracti64x2 xmm12, ymm12, 1
-    vpxorq       xmm9, xmm9, xmm12
-    vextracti64x2 xmm12, ymm18, 0
-    vextracti64x2 xmm13, ymm18, 1
-    vextracti64x2 xmm14, ymm0, 0
+    vextracti64x2 xmm7, ymm12, 0
+    vextracti64x2 xmm9, ymm12, 1
+    vextracti64x2 xmm11, ymm18, 0
+    vextracti64x2 xmm12, ymm18, 1
+    vpxorq       xmm11, xmm11, xmm12
+    vextracti64x2 xmm12, ymm19, 0
+    vextracti64x2 xmm14, ymm19, 1
+    vextracti64x2 xmm15, ymm0, 0
     vextracti64x2 xmm0, ymm0, 1
-    vpxorq       xmm0, xmm14, xmm0
-    vmovdqa64    ymm14, [rsp + 704]                  ; reload
-    vextracti64x2 xmm15, ymm14, 0
-    vextracti64x2 xmm14, ymm14, 1
+    vpxorq       xmm0, xmm15, xmm0
+    vmovdqa64    ymm15, [rsp + 704]                  ; reload
+    vextracti64x2 xmm17, ymm15, 0
+    vextracti64x2 xmm15, ymm15, 1
     vmovdqa64    ymm18, [rsp + 576]                  ; reload
     vextracti64x2 xmm19, ymm18, 0
     vextracti64x2 xmm18, ymm18, 1
@@ -12430,16 +12839,16 @@ kg_gf2m571_ladder_step2_avx512:
     vextracti64x2 xmm21, ymm16, 0
     vextracti64x2 xmm16, ymm16, 1
     vpxorq       xmm16, xmm21, xmm16
-    vextracti64x2 xmm21, ymm17, 0
-    vextracti64x2 xmm17, ymm17, 1
+    vextracti64x2 xmm21, ymm13, 0
+    vextracti64x2 xmm13, ymm13, 1
     vextracti64x2 xmm22, ymm20, 0
     vextracti64x2 xmm20, ymm20, 1
     vpxorq       xmm20, xmm22, xmm20
     vextracti64x2 xmm22, ymm8, 0
     vextracti64x2 xmm8, ymm8, 1
-    vextracti64x2 xmm23, ymm11, 0
-    vextracti64x2 xmm11, ymm11, 1
-    vpxorq       xmm11, xmm23, xmm11
+    vextracti64x2 xmm23, ymm5, 0
+    vextracti64x2 xmm5, ymm5, 1
+    vpxorq       xmm5, xmm23, xmm5
     vextracti64x2 xmm23, ymm6, 0
     vextracti64x2 xmm6, ymm6, 1
     vextracti64x2 xmm24, ymm3, 0
@@ -12452,19 +12861,19 @@ kg_gf2m571_ladder_step2_avx512:
     vpxorq       xmm4, xmm25, xmm4
     vextracti64x2 xmm25, ymm2, 0
     vextracti64x2 xmm2, ymm2, 1
-    vpslldq      xmm26, xmm9, 8
-    vpternlogq   xmm5, xmm7, xmm26, 150
-    vpalignr     xmm7, xmm0, xmm9, 8
-    vpternlogq   xmm12, xmm13, xmm7, 150
+    vpslldq      xmm26, xmm11, 8
+    vpternlogq   xmm7, xmm9, xmm26, 150
+    vpalignr     xmm9, xmm0, xmm11, 8
+    vpternlogq   xmm12, xmm14, xmm9, 150
     vpalignr     xmm0, xmm18, xmm0, 8
-    vpternlogq   xmm15, xmm14, xmm0, 150
+    vpternlogq   xmm17, xmm15, xmm0, 150
     vpalignr     xmm0, xmm16, xmm18, 8
     vpternlogq   xmm19, xmm10, xmm0, 150
     vpalignr     xmm0, xmm20, xmm16, 8
-    vpternlogq   xmm21, xmm17, xmm0, 150
-    vpalignr     xmm0, xmm11, xmm20, 8
+    vpternlogq   xmm21, xmm13, xmm0, 150
+    vpalignr     xmm0, xmm5, xmm20, 8
     vpternlogq   xmm22, xmm8, xmm0, 150
-    vpalignr     xmm0, xmm3, xmm11, 8
+    vpalignr     xmm0, xmm3, xmm5, 8
     vpternlogq   xmm23, xmm6, xmm0, 150
     vpalignr     xmm0, xmm4, xmm3, 8
     vpternlogq   xmm24, xmm1, xmm0, 150
@@ -12476,20 +12885,20 @@ kg_gf2m571_ladder_step2_avx512:
     vpclmulqdq   xmm2, xmm24, [rax - 128], 0
     vpclmulqdq   xmm3, xmm24, [rax - 128], 1
     vpclmulqdq   xmm4, xmm23, [rax - 128], 0
-    vpclmulqdq   xmm6, xmm23, [rax - 128], 1
-    vpclmulqdq   xmm7, xmm22, [rax - 128], 0
+    vpclmulqdq   xmm5, xmm23, [rax - 128], 1
+    vpclmulqdq   xmm6, xmm22, [rax - 128], 0
     vpclmulqdq   xmm8, xmm22, [rax - 128], 1
     vpxorq       xmm1, xmm21, xmm1
     vpsrldq      xmm9, xmm0, 8
     vpxorq       xmm9, xmm1, xmm9
     vpsrldq      xmm9, xmm9, 8
     vpclmulqdq   xmm9, xmm9, [rax - 128], 0
-    vpslldq      xmm10, xmm7, 8
-    vpternlogq   xmm5, xmm9, xmm10, 150
-    vpalignr     xmm7, xmm4, xmm7, 8
-    vpternlogq   xmm12, xmm8, xmm7, 150
+    vpslldq      xmm10, xmm6, 8
+    vpternlogq   xmm7, xmm9, xmm10, 150
+    vpalignr     xmm6, xmm4, xmm6, 8
+    vpternlogq   xmm12, xmm8, xmm6, 150
     vpalignr     xmm4, xmm2, xmm4, 8
-    vpternlogq   xmm15, xmm6, xmm4, 150
+    vpternlogq   xmm17, xmm5, xmm4, 150
     vpalignr     xmm2, xmm0, xmm2, 8
     vpternlogq   xmm19, xmm3, xmm2, 150
     vpsrldq      xmm0, xmm0, 8
@@ -12498,30 +12907,30 @@ kg_gf2m571_ladder_step2_avx512:
     vpsrlq       ymm2, ymm1, 59
     vpsllq       ymm3, ymm2, 10
     vpsllq       ymm4, ymm2, 5
-    vpsllq       ymm6, ymm2, 2
+    vpsllq       ymm5, ymm2, 2
     vpandq       ymm1, ymm1, [rel gf2m_mask_7ffffffffffffff_0_x2]
-    vpxorq       ymm2, ymm6, ymm2
+    vpxorq       ymm2, ymm5, ymm2
     vpternlogq   ymm3, ymm4, ymm2, 150
     vmovdqa64    ymm2, [rsp + 192]                   ; reload
     vpxorq       ymm2, ymm2, ymm3
     vmovdqa64    ymm3, [rsp + 128]                   ; reload
     vpsrlq       ymm4, ymm3, 59
-    vpsllq       ymm6, ymm4, 10
-    vpsllq       ymm7, ymm4, 5
+    vpsllq       ymm5, ymm4, 10
+    vpsllq       ymm6, ymm4, 5
     vpsllq       ymm8, ymm4, 2
     vpandq       ymm3, ymm3, [rel gf2m_mask_7ffffffffffffff_0_x2]
     vpxorq       ymm4, ymm8, ymm4
-    vpternlogq   ymm6, ymm7, ymm4, 150
+    vpternlogq   ymm5, ymm6, ymm4, 150
     vmovdqa64    ymm4, [rsp + 64]                    ; reload
-    vpxorq       ymm4, ymm4, ymm6
-    vpsrlq       xmm6, xmm0, 59
-    vpsllq       xmm7, xmm6, 10
-    vpsllq       xmm8, xmm6, 5
-    vpsllq       xmm9, xmm6, 2
+    vpxorq       ymm4, ymm4, ymm5
+    vpsrlq       xmm5, xmm0, 59
+    vpsllq       xmm6, xmm5, 10
+    vpsllq       xmm8, xmm5, 5
+    vpsllq       xmm9, xmm5, 2
     vpandq       xmm0, xmm0, [rel gf2m_mask_7ffffffffffffff_0]
-    vpxorq       xmm6, xmm9, xmm6
-    vpternlogq   xmm7, xmm8, xmm6, 150
-    vpxorq       xmm5, xmm5, xmm7
+    vpxorq       xmm5, xmm9, xmm5
+    vpternlogq   xmm6, xmm8, xmm5, 150
+    vpxorq       xmm5, xmm7, xmm6
     vextracti64x2 xmm6, ymm2, 1
     vmovdqa64    ymm7, [rsp]                         ; reload
     vextracti64x2 xmm8, ymm7, 1
@@ -12531,10 +12940,10 @@ kg_gf2m571_ladder_step2_avx512:
     vextracti64x2 xmm13, ymm11, 1
     vextracti64x2 xmm14, ymm1, 1
     vextracti64x2 xmm4, ymm4, 0
-    vmovdqa64    ymm16, [rsp + 640]                  ; reload
+    vmovdqa64    ymm15, [rsp + 640]                  ; reload
+    vextracti64x2 xmm15, ymm15, 0
+    vmovdqa64    ymm16, [rsp + 512]                  ; reload
     vextracti64x2 xmm16, ymm16, 0
-    vmovdqa64    ymm17, [rsp + 512]                  ; reload
-    vextracti64x2 xmm17, ymm17, 0
     vmovdqa64    ymm18, [rsp + 384]                  ; reload
     vextracti64x2 xmm18, ymm18, 0
     vextracti64x2 xmm3, ymm3, 0
@@ -12549,13 +12958,13 @@ kg_gf2m571_ladder_step2_avx512:
     vmovdqu64    [rdi + 48], xmm13
     vmovq        qword [rdi + 64], xmm14
     vmovdqu64    [rdi + 72], xmm4
-    vmovdqu64    [rdi + 88], xmm16
-    vmovdqu64    [rdi + 104], xmm17
+    vmovdqu64    [rdi + 88], xmm15
+    vmovdqu64    [rdi + 104], xmm16
     vmovdqu64    [rdi + 120], xmm18
     vmovq        qword [rdi + 136], xmm3
     vmovdqu64    [rdi + 144], xmm5
     vmovdqu64    [rdi + 160], xmm12
-    vmovdqu64    [rdi + 176], xmm15
+    vmovdqu64    [rdi + 176], xmm17
     vmovdqu64    [rdi + 192], xmm19
     vmovq        qword [rdi + 208], xmm0
     vmovdqu64    [rdi + 216], xmm2
@@ -12577,10 +12986,10 @@ kg_gf2m571_ladder_step2_avx512:
 ;   ensures: out = a^(2^m - 2) mod f, the inverse of a when a != 0, and 0 when a = 0: 9 little-endian uint64 limbs, degree < 571 (fully reduced mod f)
 ;   out may be the same buffer as any input (all inputs are read before out is written)
 ;   f = x^571 + x^10 + x^5 + x^2 + 1; limbs 8-byte aligned; constant time
-;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, VPCLMULQDQ (check CPUID before calling)
+;   cpu: AVX512BW, AVX512DQ, AVX512F, AVX512VL, GFNI, VPCLMULQDQ (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, k1, rax, rcx, r11, flags
-;   loops: 3 x 33 and 7 x 33 and 16 x 33 and 34 x 33 instructions (repeated groups rolled: 13080 instructions run, 12076 written)
+;   loops: 3 x 43 and 7 x 43 and 16 x 43 and 34 x 43 instructions (repeated groups rolled: 13800 instructions run, 12236 written)
 ; ---------------------------------------------------------------------------
 global kg_gf2m571_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_inv_avx512.end - kg_gf2m571_inv_avx512)
 align 32
@@ -12595,56 +13004,66 @@ kg_gf2m571_inv_avx512:
     vmovdqu64    xmm2, [rsi + 32]
     vmovdqu64    xmm3, [rsi + 48]
     vmovq        xmm4, qword [rsi + 64]
-    vpclmulqdq   xmm5, xmm4, xmm4, 0
-    vpclmulqdq   xmm6, xmm3, xmm3, 17
-    vpclmulqdq   xmm7, xmm3, xmm3, 0
-    vpclmulqdq   xmm8, xmm2, xmm2, 17
-    vpclmulqdq   xmm9, xmm2, xmm2, 0
-    vpclmulqdq   xmm10, xmm1, xmm1, 17
-    vpclmulqdq   xmm11, xmm1, xmm1, 0
-    vpclmulqdq   xmm12, xmm0, xmm0, 17
-    vpclmulqdq   xmm13, xmm0, xmm0, 0
+    vgf2p8affineqb xmm5, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm5, xmm5, xmm6
+    vgf2p8affineqb xmm6, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm7, xmm3, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm9, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm10, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vgf2p8affineqb xmm9, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm11, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm12, xmm9, xmm11
+    vpunpckhbw   xmm9, xmm9, xmm11
+    vgf2p8affineqb xmm11, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm13, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm14, xmm11, xmm13
+    vpunpckhbw   xmm11, xmm11, xmm13
     lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm14, xmm5, [rcx - 128], 0
+    vpclmulqdq   xmm13, xmm5, [rcx - 128], 0
     vpclmulqdq   xmm5, xmm5, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm6, [rcx - 128], 0
     vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpclmulqdq   xmm16, xmm7, [rcx - 128], 0
-    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
-    vpclmulqdq   xmm17, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm16, xmm8, [rcx - 128], 0
     vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
-    vpxorq       xmm5, xmm9, xmm5
-    vpsrldq      xmm9, xmm14, 8
-    vpxorq       xmm9, xmm5, xmm9
-    vpsrldq      xmm9, xmm9, 8
-    vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
+    vpclmulqdq   xmm17, xmm7, [rcx - 128], 0
+    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
+    vpxorq       xmm5, xmm10, xmm5
+    vpsrldq      xmm10, xmm13, 8
+    vpxorq       xmm10, xmm5, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm10, xmm10, [rcx - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm13, xmm9, xmm18, 150
-    vpalignr     xmm9, xmm16, xmm17, 8
-    vpternlogq   xmm12, xmm8, xmm9, 150
-    vpalignr     xmm8, xmm15, xmm16, 8
-    vpternlogq   xmm11, xmm7, xmm8, 150
-    vpalignr     xmm7, xmm14, xmm15, 8
-    vpternlogq   xmm10, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm14, 8
+    vpternlogq   xmm14, xmm10, xmm18, 150
+    vpalignr     xmm10, xmm16, xmm17, 8
+    vpternlogq   xmm11, xmm7, xmm10, 150
+    vpalignr     xmm7, xmm15, xmm16, 8
+    vpternlogq   xmm12, xmm8, xmm7, 150
+    vpalignr     xmm7, xmm13, xmm15, 8
+    vpternlogq   xmm9, xmm6, xmm7, 150
+    vpsrldq      xmm6, xmm13, 8
     vpternlogq   xmm6, xmm5, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm5, xmm13, xmm0, 0
-    vpclmulqdq   xmm7, xmm13, xmm0, 17
-    vpshufd      xmm8, xmm13, 78
-    vpxorq       xmm8, xmm13, xmm8
-    vpshufd      xmm9, xmm0, 78
-    vpxorq       xmm9, xmm0, xmm9
-    vpclmulqdq   xmm8, xmm8, xmm9, 0
+    vpclmulqdq   xmm5, xmm14, xmm0, 0
+    vpclmulqdq   xmm7, xmm14, xmm0, 17
+    vpshufd      xmm8, xmm14, 78
+    vpxorq       xmm8, xmm14, xmm8
+    vpshufd      xmm10, xmm0, 78
+    vpxorq       xmm10, xmm0, xmm10
+    vpclmulqdq   xmm8, xmm8, xmm10, 0
     vpternlogq   xmm8, xmm5, xmm7, 150
-    vpclmulqdq   xmm9, xmm12, xmm1, 0
-    vpclmulqdq   xmm14, xmm12, xmm1, 17
-    vpshufd      xmm15, xmm12, 78
-    vpxorq       xmm15, xmm12, xmm15
+    vpclmulqdq   xmm10, xmm11, xmm1, 0
+    vpclmulqdq   xmm13, xmm11, xmm1, 17
+    vpshufd      xmm15, xmm11, 78
+    vpxorq       xmm15, xmm11, xmm15
     vpshufd      xmm16, xmm1, 78
     vpxorq       xmm16, xmm1, xmm16
     vpclmulqdq   xmm17, xmm15, xmm16, 0
-    vpternlogq   xmm17, xmm9, xmm14, 150
-    vpxorq       xmm18, xmm13, xmm12
+    vpternlogq   xmm17, xmm10, xmm13, 150
+    vpxorq       xmm18, xmm14, xmm11
     vpxorq       xmm19, xmm0, xmm1
     vpclmulqdq   xmm20, xmm18, xmm19, 0
     vpclmulqdq   xmm21, xmm18, xmm19, 17
@@ -12654,20 +13073,20 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm19, xmm19, xmm22
     vpclmulqdq   xmm18, xmm18, xmm19, 0
     vpternlogq   xmm18, xmm20, xmm21, 150
-    vpxorq       xmm7, xmm7, xmm9
-    vpxorq       xmm9, xmm5, xmm20
-    vpxorq       xmm9, xmm9, xmm7
+    vpxorq       xmm7, xmm7, xmm10
+    vpxorq       xmm10, xmm5, xmm20
+    vpxorq       xmm10, xmm10, xmm7
     vpternlogq   xmm18, xmm8, xmm17, 150
-    vpxorq       xmm19, xmm21, xmm14
-    vpclmulqdq   xmm20, xmm11, xmm2, 0
-    vpclmulqdq   xmm21, xmm11, xmm2, 17
-    vpshufd      xmm22, xmm11, 78
-    vpxorq       xmm22, xmm11, xmm22
+    vpxorq       xmm19, xmm21, xmm13
+    vpclmulqdq   xmm20, xmm12, xmm2, 0
+    vpclmulqdq   xmm21, xmm12, xmm2, 17
+    vpshufd      xmm22, xmm12, 78
+    vpxorq       xmm22, xmm12, xmm22
     vpshufd      xmm23, xmm2, 78
     vpxorq       xmm23, xmm2, xmm23
     vpclmulqdq   xmm24, xmm22, xmm23, 0
     vpternlogq   xmm24, xmm20, xmm21, 150
-    vpxorq       xmm25, xmm13, xmm11
+    vpxorq       xmm25, xmm14, xmm12
     vpxorq       xmm26, xmm0, xmm2
     vpclmulqdq   xmm27, xmm25, xmm26, 0
     vpclmulqdq   xmm28, xmm25, xmm26, 17
@@ -12677,11 +13096,11 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm30, xmm26, xmm30
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm28, 150
-    vpclmulqdq   xmm30, xmm12, xmm1, 0
-    vpclmulqdq   xmm31, xmm12, xmm1, 17
+    vpclmulqdq   xmm30, xmm11, xmm1, 0
+    vpclmulqdq   xmm31, xmm11, xmm1, 17
     vpclmulqdq   xmm15, xmm15, xmm16, 0
     vpternlogq   xmm15, xmm30, xmm31, 150
-    vpxorq       xmm16, xmm25, xmm12
+    vpxorq       xmm16, xmm25, xmm11
     vpxorq       xmm25, xmm26, xmm1
     vpclmulqdq   xmm26, xmm16, xmm25, 0
     vmovdqa64    [rsp], xmm18                        ; spill
@@ -12699,23 +13118,23 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm18, xmm18, xmm31
     vpternlogq   xmm19, xmm7, xmm20, 150
     vpxorq       xmm7, xmm17, xmm24
-    vpxorq       xmm14, xmm14, xmm21
+    vpxorq       xmm13, xmm13, xmm21
     vpxorq       xmm17, xmm5, xmm27
     vpxorq       xmm17, xmm17, xmm19
     vpxorq       xmm20, xmm8, xmm29
     vpxorq       xmm20, xmm20, xmm7
-    vpternlogq   xmm25, xmm22, xmm9, 150
+    vpternlogq   xmm25, xmm22, xmm10, 150
     vpternlogq   xmm18, xmm22, xmm19, 150
-    vpclmulqdq   xmm19, xmm10, xmm3, 0
-    vpclmulqdq   xmm21, xmm10, xmm3, 17
-    vpshufd      xmm22, xmm10, 78
-    vpxorq       xmm22, xmm10, xmm22
+    vpclmulqdq   xmm19, xmm9, xmm3, 0
+    vpclmulqdq   xmm21, xmm9, xmm3, 17
+    vpshufd      xmm22, xmm9, 78
+    vpxorq       xmm22, xmm9, xmm22
     vpshufd      xmm24, xmm3, 78
     vpxorq       xmm24, xmm3, xmm24
     vpclmulqdq   xmm22, xmm22, xmm24, 0
     vpternlogq   xmm22, xmm19, xmm21, 150
     vpclmulqdq   xmm24, xmm6, xmm4, 0
-    vpxorq       xmm26, xmm10, xmm6
+    vpxorq       xmm26, xmm9, xmm6
     vpxorq       xmm27, xmm3, xmm4
     vpclmulqdq   xmm28, xmm26, xmm27, 0
     vpclmulqdq   xmm29, xmm26, xmm27, 17
@@ -12729,85 +13148,85 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm24, xmm19, xmm28
     vpxorq       xmm26, xmm22, xmm26
     vpxorq       xmm27, xmm29, xmm21
-    vpxorq       xmm10, xmm13, xmm10
-    vpxorq       xmm6, xmm12, xmm6
-    vpxorq       xmm12, xmm0, xmm3
-    vpxorq       xmm13, xmm1, xmm4
-    vpclmulqdq   xmm28, xmm10, xmm12, 0
-    vpclmulqdq   xmm29, xmm10, xmm12, 17
-    vpshufd      xmm30, xmm10, 78
-    vpxorq       xmm30, xmm10, xmm30
+    vpxorq       xmm9, xmm14, xmm9
+    vpxorq       xmm6, xmm11, xmm6
+    vpxorq       xmm11, xmm0, xmm3
+    vpxorq       xmm14, xmm1, xmm4
+    vpclmulqdq   xmm28, xmm9, xmm11, 0
+    vpclmulqdq   xmm29, xmm9, xmm11, 17
+    vpshufd      xmm30, xmm9, 78
+    vpxorq       xmm30, xmm9, xmm30
     vmovdqa64    [rsp + 128], xmm4                   ; spill
-    vpshufd      xmm4, xmm12, 78
-    vpxorq       xmm4, xmm12, xmm4
+    vpshufd      xmm4, xmm11, 78
+    vpxorq       xmm4, xmm11, xmm4
     vpclmulqdq   xmm4, xmm30, xmm4, 0
     vpternlogq   xmm4, xmm28, xmm29, 150
-    vpclmulqdq   xmm30, xmm6, xmm13, 0
+    vpclmulqdq   xmm30, xmm6, xmm14, 0
     vmovdqa64    [rsp + 192], xmm3                   ; spill
-    vpclmulqdq   xmm3, xmm6, xmm13, 17
+    vpclmulqdq   xmm3, xmm6, xmm14, 17
     vmovdqa64    [rsp + 256], xmm1                   ; spill
     vpshufd      xmm1, xmm6, 78
     vpxorq       xmm1, xmm6, xmm1
     vmovdqa64    [rsp + 320], xmm0                   ; spill
-    vpshufd      xmm0, xmm13, 78
-    vpxorq       xmm0, xmm13, xmm0
+    vpshufd      xmm0, xmm14, 78
+    vpxorq       xmm0, xmm14, xmm0
     vmovdqa64    [rsp + 384], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm1, xmm0, 0
     vpternlogq   xmm20, xmm30, xmm3, 150
     vmovdqa64    [rsp + 448], xmm17                  ; spill
-    vpxorq       xmm17, xmm10, xmm6
-    vmovdqa64    [rsp + 512], xmm9                   ; spill
-    vpxorq       xmm9, xmm12, xmm13
+    vpxorq       xmm17, xmm9, xmm6
+    vmovdqa64    [rsp + 512], xmm10                  ; spill
+    vpxorq       xmm10, xmm11, xmm14
     vmovdqa64    [rsp + 576], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm17, xmm9, 0
+    vpclmulqdq   xmm8, xmm17, xmm10, 0
     vmovdqa64    [rsp + 640], xmm5                   ; spill
-    vpclmulqdq   xmm5, xmm17, xmm9, 17
+    vpclmulqdq   xmm5, xmm17, xmm10, 17
     vmovdqa64    [rsp + 704], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
-    vpshufd      xmm27, xmm9, 78
-    vpxorq       xmm9, xmm9, xmm27
-    vpclmulqdq   xmm9, xmm17, xmm9, 0
-    vpternlogq   xmm9, xmm8, xmm5, 150
+    vpshufd      xmm27, xmm10, 78
+    vpxorq       xmm10, xmm10, xmm27
+    vpclmulqdq   xmm10, xmm17, xmm10, 0
+    vpternlogq   xmm10, xmm8, xmm5, 150
     vpxorq       xmm17, xmm29, xmm30
     vpxorq       xmm8, xmm28, xmm8
     vpxorq       xmm8, xmm8, xmm17
-    vpternlogq   xmm9, xmm4, xmm20, 150
+    vpternlogq   xmm10, xmm4, xmm20, 150
     vpxorq       xmm5, xmm5, xmm3
-    vpclmulqdq   xmm27, xmm11, xmm2, 0
-    vpclmulqdq   xmm29, xmm11, xmm2, 17
+    vpclmulqdq   xmm27, xmm12, xmm2, 0
+    vpclmulqdq   xmm29, xmm12, xmm2, 17
     vmovdqa64    xmm30, [rsp + 64]                   ; reload
     vpclmulqdq   xmm23, xmm30, xmm23, 0
     vpternlogq   xmm23, xmm27, xmm29, 150
-    vpxorq       xmm10, xmm10, xmm11
-    vpxorq       xmm11, xmm12, xmm2
-    vpclmulqdq   xmm12, xmm10, xmm11, 0
-    vpclmulqdq   xmm30, xmm10, xmm11, 17
+    vpxorq       xmm9, xmm9, xmm12
+    vpxorq       xmm11, xmm11, xmm2
+    vpclmulqdq   xmm12, xmm9, xmm11, 0
+    vpclmulqdq   xmm30, xmm9, xmm11, 17
     vmovdqa64    [rsp + 64], xmm2                    ; spill
-    vpshufd      xmm2, xmm10, 78
-    vpxorq       xmm2, xmm10, xmm2
-    vmovdqa64    [rsp + 768], xmm9                   ; spill
-    vpshufd      xmm9, xmm11, 78
-    vpxorq       xmm9, xmm11, xmm9
-    vpclmulqdq   xmm2, xmm2, xmm9, 0
+    vpshufd      xmm2, xmm9, 78
+    vpxorq       xmm2, xmm9, xmm2
+    vmovdqa64    [rsp + 768], xmm10                  ; spill
+    vpshufd      xmm10, xmm11, 78
+    vpxorq       xmm10, xmm11, xmm10
+    vpclmulqdq   xmm2, xmm2, xmm10, 0
     vpternlogq   xmm2, xmm12, xmm30, 150
-    vpclmulqdq   xmm9, xmm6, xmm13, 0
+    vpclmulqdq   xmm10, xmm6, xmm14, 0
     vmovdqa64    [rsp + 832], xmm31                  ; spill
-    vpclmulqdq   xmm31, xmm6, xmm13, 17
+    vpclmulqdq   xmm31, xmm6, xmm14, 17
     vpclmulqdq   xmm0, xmm1, xmm0, 0
-    vpternlogq   xmm0, xmm9, xmm31, 150
-    vpxorq       xmm1, xmm10, xmm6
-    vpxorq       xmm6, xmm11, xmm13
-    vpclmulqdq   xmm10, xmm1, xmm6, 0
+    vpternlogq   xmm0, xmm10, xmm31, 150
+    vpxorq       xmm1, xmm9, xmm6
+    vpxorq       xmm6, xmm11, xmm14
+    vpclmulqdq   xmm9, xmm1, xmm6, 0
     vpclmulqdq   xmm11, xmm1, xmm6, 17
-    vpshufd      xmm13, xmm1, 78
-    vpxorq       xmm1, xmm1, xmm13
-    vpshufd      xmm13, xmm6, 78
-    vpxorq       xmm6, xmm6, xmm13
+    vpshufd      xmm14, xmm1, 78
+    vpxorq       xmm1, xmm1, xmm14
+    vpshufd      xmm14, xmm6, 78
+    vpxorq       xmm6, xmm6, xmm14
     vpclmulqdq   xmm1, xmm1, xmm6, 0
-    vpternlogq   xmm1, xmm10, xmm11, 150
-    vpxorq       xmm6, xmm30, xmm9
-    vpxorq       xmm9, xmm12, xmm10
+    vpternlogq   xmm1, xmm9, xmm11, 150
+    vpxorq       xmm6, xmm30, xmm10
+    vpxorq       xmm9, xmm12, xmm9
     vpternlogq   xmm1, xmm2, xmm0, 150
     vpxorq       xmm10, xmm11, xmm31
     vpternlogq   xmm5, xmm17, xmm27, 150
@@ -12819,22 +13238,22 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm10, xmm6, xmm5, 150
     vpxorq       xmm0, xmm0, xmm11
     vpxorq       xmm6, xmm31, xmm3
-    vpternlogq   xmm25, xmm14, xmm19, 150
-    vmovdqa64    xmm13, [rsp]                        ; reload
-    vpternlogq   xmm16, xmm13, xmm22, 150
+    vpternlogq   xmm25, xmm13, xmm19, 150
+    vmovdqa64    xmm14, [rsp]                        ; reload
+    vpternlogq   xmm16, xmm14, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm7, 150
     vmovdqa64    xmm7, [rsp + 704]                   ; reload
     vmovdqa64    xmm15, [rsp + 832]                  ; reload
-    vpternlogq   xmm7, xmm15, xmm14, 150
-    vmovdqa64    xmm14, [rsp + 640]                  ; reload
-    vpxorq       xmm15, xmm14, xmm28
+    vpternlogq   xmm7, xmm15, xmm13, 150
+    vmovdqa64    xmm13, [rsp + 640]                  ; reload
+    vpxorq       xmm15, xmm13, xmm28
     vmovdqa64    xmm17, [rsp + 576]                  ; reload
     vpxorq       xmm4, xmm17, xmm4
     vpxorq       xmm4, xmm4, xmm16
     vmovdqa64    xmm18, [rsp + 512]                  ; reload
     vpxorq       xmm8, xmm18, xmm8
-    vpxorq       xmm19, xmm13, [rsp + 768]
+    vpxorq       xmm19, xmm14, [rsp + 768]
     vpxorq       xmm19, xmm19, xmm26
     vpternlogq   xmm12, xmm5, [rsp + 448], 150
     vpternlogq   xmm2, xmm11, [rsp + 384], 150
@@ -12843,9 +13262,9 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm1, xmm3, xmm16, 150
     vpxorq       xmm0, xmm0, xmm26
     vpslldq      xmm3, xmm17, 8
-    vpalignr     xmm5, xmm13, xmm17, 8
+    vpalignr     xmm5, xmm14, xmm17, 8
     vmovdqa64    xmm11, [rsp + 384]                  ; reload
-    vpalignr     xmm13, xmm11, xmm13, 8
+    vpalignr     xmm14, xmm11, xmm14, 8
     vpalignr     xmm11, xmm4, xmm11, 8
     vpternlogq   xmm15, xmm25, xmm11, 150
     vpalignr     xmm4, xmm19, xmm4, 8
@@ -12871,101 +13290,121 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm8, xmm1, xmm8
     vpsrldq      xmm8, xmm8, 8
     vpclmulqdq   xmm8, xmm8, [rcx - 128], 0
-    vpternlogq   xmm3, xmm14, xmm8, 150
+    vpternlogq   xmm3, xmm13, xmm8, 150
     vpternlogq   xmm5, xmm18, xmm10, 150
     vmovdqa64    xmm8, [rsp + 448]                   ; reload
-    vpternlogq   xmm13, xmm8, xmm2, 150
+    vpternlogq   xmm14, xmm8, xmm2, 150
     vpslldq      xmm2, xmm9, 8
     vpxorq       xmm2, xmm3, xmm2
     vpalignr     xmm3, xmm7, xmm9, 8
     vpxorq       xmm3, xmm5, xmm3
     vpalignr     xmm5, xmm4, xmm7, 8
-    vpxorq       xmm5, xmm13, xmm5
+    vpxorq       xmm5, xmm14, xmm5
     vpalignr     xmm4, xmm0, xmm4, 8
     vpternlogq   xmm15, xmm6, xmm4, 150
     vpsrldq      xmm0, xmm0, 8
     vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm1, xmm0, xmm0, 0
-    vpclmulqdq   xmm4, xmm15, xmm15, 17
-    vpclmulqdq   xmm6, xmm15, xmm15, 0
-    vpclmulqdq   xmm7, xmm5, xmm5, 17
-    vpclmulqdq   xmm8, xmm5, xmm5, 0
-    vpclmulqdq   xmm9, xmm3, xmm3, 17
-    vpclmulqdq   xmm10, xmm3, xmm3, 0
-    vpclmulqdq   xmm11, xmm2, xmm2, 17
-    vpclmulqdq   xmm12, xmm2, xmm2, 0
-    vpclmulqdq   xmm13, xmm1, [rcx - 128], 0
+    vgf2p8affineqb xmm1, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm4, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm1, xmm1, xmm4
+    vgf2p8affineqb xmm4, xmm15, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm15, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm8, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm6, xmm8
+    vpunpckhbw   xmm6, xmm6, xmm8
+    vgf2p8affineqb xmm8, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm10, xmm3, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm11, xmm8, xmm10
+    vpunpckhbw   xmm8, xmm8, xmm10
+    vgf2p8affineqb xmm10, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm12, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm13, xmm10, xmm12
+    vpunpckhbw   xmm10, xmm10, xmm12
+    vpclmulqdq   xmm12, xmm1, [rcx - 128], 0
     vpclmulqdq   xmm1, xmm1, [rcx - 128], 1
     vpclmulqdq   xmm14, xmm4, [rcx - 128], 0
     vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
-    vpclmulqdq   xmm16, xmm6, [rcx - 128], 0
-    vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpclmulqdq   xmm17, xmm7, [rcx - 128], 0
+    vpclmulqdq   xmm16, xmm7, [rcx - 128], 0
     vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
-    vpxorq       xmm1, xmm8, xmm1
-    vpsrldq      xmm8, xmm13, 8
-    vpxorq       xmm8, xmm1, xmm8
-    vpsrldq      xmm8, xmm8, 8
-    vpclmulqdq   xmm8, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm17, xmm6, [rcx - 128], 0
+    vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
+    vpxorq       xmm1, xmm9, xmm1
+    vpsrldq      xmm9, xmm12, 8
+    vpxorq       xmm9, xmm1, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm12, xmm8, xmm18, 150
-    vpalignr     xmm8, xmm16, xmm17, 8
-    vpternlogq   xmm11, xmm7, xmm8, 150
-    vpalignr     xmm7, xmm14, xmm16, 8
-    vpternlogq   xmm10, xmm6, xmm7, 150
-    vpalignr     xmm6, xmm13, xmm14, 8
-    vpternlogq   xmm9, xmm4, xmm6, 150
-    vpsrldq      xmm4, xmm13, 8
+    vpternlogq   xmm13, xmm9, xmm18, 150
+    vpalignr     xmm9, xmm16, xmm17, 8
+    vpternlogq   xmm10, xmm6, xmm9, 150
+    vpalignr     xmm6, xmm14, xmm16, 8
+    vpternlogq   xmm11, xmm7, xmm6, 150
+    vpalignr     xmm6, xmm12, xmm14, 8
+    vpternlogq   xmm8, xmm4, xmm6, 150
+    vpsrldq      xmm4, xmm12, 8
     vpternlogq   xmm4, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm1, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm9, xmm9, 17
-    vpclmulqdq   xmm6, xmm9, xmm9, 0
-    vpclmulqdq   xmm7, xmm10, xmm10, 17
-    vpclmulqdq   xmm8, xmm10, xmm10, 0
-    vpclmulqdq   xmm9, xmm11, xmm11, 17
-    vpclmulqdq   xmm10, xmm11, xmm11, 0
-    vpclmulqdq   xmm11, xmm12, xmm12, 17
-    vpclmulqdq   xmm12, xmm12, xmm12, 0
-    vpclmulqdq   xmm13, xmm1, [rcx - 128], 0
+    vgf2p8affineqb xmm1, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm4, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm1, xmm1, xmm4
+    vgf2p8affineqb xmm4, xmm8, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm8, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm4, xmm6
+    vpunpckhbw   xmm4, xmm4, xmm6
+    vgf2p8affineqb xmm6, xmm11, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm8, xmm11, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm6, xmm8
+    vpunpckhbw   xmm6, xmm6, xmm8
+    vgf2p8affineqb xmm8, xmm10, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm10, xmm10, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm11, xmm8, xmm10
+    vpunpckhbw   xmm8, xmm8, xmm10
+    vgf2p8affineqb xmm10, xmm13, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm12, xmm13, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm13, xmm10, xmm12
+    vpunpckhbw   xmm10, xmm10, xmm12
+    vpclmulqdq   xmm12, xmm1, [rcx - 128], 0
     vpclmulqdq   xmm1, xmm1, [rcx - 128], 1
     vpclmulqdq   xmm14, xmm4, [rcx - 128], 0
     vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
-    vpclmulqdq   xmm16, xmm6, [rcx - 128], 0
-    vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpclmulqdq   xmm17, xmm7, [rcx - 128], 0
+    vpclmulqdq   xmm16, xmm7, [rcx - 128], 0
     vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
-    vpxorq       xmm1, xmm8, xmm1
-    vpsrldq      xmm8, xmm13, 8
-    vpxorq       xmm8, xmm1, xmm8
-    vpsrldq      xmm8, xmm8, 8
-    vpclmulqdq   xmm8, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm17, xmm6, [rcx - 128], 0
+    vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
+    vpxorq       xmm1, xmm9, xmm1
+    vpsrldq      xmm9, xmm12, 8
+    vpxorq       xmm9, xmm1, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm12, xmm8, xmm18, 150
-    vpalignr     xmm8, xmm16, xmm17, 8
-    vpternlogq   xmm11, xmm7, xmm8, 150
-    vpalignr     xmm7, xmm14, xmm16, 8
-    vpternlogq   xmm10, xmm6, xmm7, 150
-    vpalignr     xmm6, xmm13, xmm14, 8
-    vpternlogq   xmm9, xmm4, xmm6, 150
-    vpsrldq      xmm4, xmm13, 8
+    vpternlogq   xmm13, xmm9, xmm18, 150
+    vpalignr     xmm9, xmm16, xmm17, 8
+    vpternlogq   xmm10, xmm6, xmm9, 150
+    vpalignr     xmm6, xmm14, xmm16, 8
+    vpternlogq   xmm11, xmm7, xmm6, 150
+    vpalignr     xmm6, xmm12, xmm14, 8
+    vpternlogq   xmm8, xmm4, xmm6, 150
+    vpsrldq      xmm4, xmm12, 8
     vpternlogq   xmm4, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm1, xmm12, xmm2, 0
-    vpclmulqdq   xmm6, xmm12, xmm2, 17
-    vpshufd      xmm7, xmm12, 78
-    vpxorq       xmm7, xmm12, xmm7
-    vpshufd      xmm8, xmm2, 78
-    vpxorq       xmm8, xmm2, xmm8
-    vpclmulqdq   xmm7, xmm7, xmm8, 0
+    vpclmulqdq   xmm1, xmm13, xmm2, 0
+    vpclmulqdq   xmm6, xmm13, xmm2, 17
+    vpshufd      xmm7, xmm13, 78
+    vpxorq       xmm7, xmm13, xmm7
+    vpshufd      xmm9, xmm2, 78
+    vpxorq       xmm9, xmm2, xmm9
+    vpclmulqdq   xmm7, xmm7, xmm9, 0
     vpternlogq   xmm7, xmm1, xmm6, 150
-    vpclmulqdq   xmm8, xmm11, xmm3, 0
-    vpclmulqdq   xmm13, xmm11, xmm3, 17
-    vpshufd      xmm14, xmm11, 78
-    vpxorq       xmm14, xmm11, xmm14
+    vpclmulqdq   xmm9, xmm10, xmm3, 0
+    vpclmulqdq   xmm12, xmm10, xmm3, 17
+    vpshufd      xmm14, xmm10, 78
+    vpxorq       xmm14, xmm10, xmm14
     vpshufd      xmm16, xmm3, 78
     vpxorq       xmm16, xmm3, xmm16
     vpclmulqdq   xmm17, xmm14, xmm16, 0
-    vpternlogq   xmm17, xmm8, xmm13, 150
-    vpxorq       xmm18, xmm12, xmm11
+    vpternlogq   xmm17, xmm9, xmm12, 150
+    vpxorq       xmm18, xmm13, xmm10
     vpxorq       xmm19, xmm2, xmm3
     vpclmulqdq   xmm20, xmm18, xmm19, 0
     vpclmulqdq   xmm21, xmm18, xmm19, 17
@@ -12975,20 +13414,20 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm19, xmm19, xmm22
     vpclmulqdq   xmm18, xmm18, xmm19, 0
     vpternlogq   xmm18, xmm20, xmm21, 150
-    vpxorq       xmm6, xmm6, xmm8
-    vpxorq       xmm8, xmm1, xmm20
-    vpxorq       xmm8, xmm8, xmm6
+    vpxorq       xmm6, xmm6, xmm9
+    vpxorq       xmm9, xmm1, xmm20
+    vpxorq       xmm9, xmm9, xmm6
     vpternlogq   xmm18, xmm7, xmm17, 150
-    vpxorq       xmm19, xmm21, xmm13
-    vpclmulqdq   xmm20, xmm10, xmm5, 0
-    vpclmulqdq   xmm21, xmm10, xmm5, 17
-    vpshufd      xmm22, xmm10, 78
-    vpxorq       xmm22, xmm10, xmm22
+    vpxorq       xmm19, xmm21, xmm12
+    vpclmulqdq   xmm20, xmm11, xmm5, 0
+    vpclmulqdq   xmm21, xmm11, xmm5, 17
+    vpshufd      xmm22, xmm11, 78
+    vpxorq       xmm22, xmm11, xmm22
     vpshufd      xmm23, xmm5, 78
     vpxorq       xmm23, xmm5, xmm23
     vpclmulqdq   xmm24, xmm22, xmm23, 0
     vpternlogq   xmm24, xmm20, xmm21, 150
-    vpxorq       xmm25, xmm12, xmm10
+    vpxorq       xmm25, xmm13, xmm11
     vpxorq       xmm26, xmm2, xmm5
     vpclmulqdq   xmm27, xmm25, xmm26, 0
     vpclmulqdq   xmm28, xmm25, xmm26, 17
@@ -12998,11 +13437,11 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm30, xmm26, xmm30
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm28, 150
-    vpclmulqdq   xmm30, xmm11, xmm3, 0
-    vpclmulqdq   xmm31, xmm11, xmm3, 17
+    vpclmulqdq   xmm30, xmm10, xmm3, 0
+    vpclmulqdq   xmm31, xmm10, xmm3, 17
     vpclmulqdq   xmm14, xmm14, xmm16, 0
     vpternlogq   xmm14, xmm30, xmm31, 150
-    vpxorq       xmm16, xmm25, xmm11
+    vpxorq       xmm16, xmm25, xmm10
     vpxorq       xmm25, xmm26, xmm3
     vpclmulqdq   xmm26, xmm16, xmm25, 0
     vmovdqa64    [rsp + 448], xmm18                  ; spill
@@ -13020,23 +13459,23 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm18, xmm18, xmm31
     vpternlogq   xmm19, xmm6, xmm20, 150
     vpxorq       xmm6, xmm17, xmm24
-    vpxorq       xmm13, xmm13, xmm21
+    vpxorq       xmm12, xmm12, xmm21
     vpxorq       xmm17, xmm1, xmm27
     vpxorq       xmm17, xmm17, xmm19
     vpxorq       xmm20, xmm7, xmm29
     vpxorq       xmm20, xmm20, xmm6
-    vpternlogq   xmm25, xmm22, xmm8, 150
+    vpternlogq   xmm25, xmm22, xmm9, 150
     vpternlogq   xmm18, xmm22, xmm19, 150
-    vpclmulqdq   xmm19, xmm9, xmm15, 0
-    vpclmulqdq   xmm21, xmm9, xmm15, 17
-    vpshufd      xmm22, xmm9, 78
-    vpxorq       xmm22, xmm9, xmm22
+    vpclmulqdq   xmm19, xmm8, xmm15, 0
+    vpclmulqdq   xmm21, xmm8, xmm15, 17
+    vpshufd      xmm22, xmm8, 78
+    vpxorq       xmm22, xmm8, xmm22
     vpshufd      xmm24, xmm15, 78
     vpxorq       xmm24, xmm15, xmm24
     vpclmulqdq   xmm22, xmm22, xmm24, 0
     vpternlogq   xmm22, xmm19, xmm21, 150
     vpclmulqdq   xmm24, xmm4, xmm0, 0
-    vpxorq       xmm26, xmm9, xmm4
+    vpxorq       xmm26, xmm8, xmm4
     vpxorq       xmm27, xmm15, xmm0
     vpclmulqdq   xmm28, xmm26, xmm27, 0
     vpclmulqdq   xmm29, xmm26, xmm27, 17
@@ -13050,18 +13489,18 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm24, xmm19, xmm28
     vpxorq       xmm26, xmm22, xmm26
     vpxorq       xmm27, xmm29, xmm21
-    vpxorq       xmm9, xmm12, xmm9
-    vpxorq       xmm4, xmm11, xmm4
+    vpxorq       xmm8, xmm13, xmm8
+    vpxorq       xmm4, xmm10, xmm4
     vpxorq       xmm2, xmm2, xmm15
     vpxorq       xmm0, xmm3, xmm0
-    vpclmulqdq   xmm3, xmm9, xmm2, 0
-    vpclmulqdq   xmm11, xmm9, xmm2, 17
-    vpshufd      xmm12, xmm9, 78
-    vpxorq       xmm12, xmm9, xmm12
+    vpclmulqdq   xmm3, xmm8, xmm2, 0
+    vpclmulqdq   xmm10, xmm8, xmm2, 17
+    vpshufd      xmm13, xmm8, 78
+    vpxorq       xmm13, xmm8, xmm13
     vpshufd      xmm15, xmm2, 78
     vpxorq       xmm15, xmm2, xmm15
-    vpclmulqdq   xmm12, xmm12, xmm15, 0
-    vpternlogq   xmm12, xmm3, xmm11, 150
+    vpclmulqdq   xmm13, xmm13, xmm15, 0
+    vpternlogq   xmm13, xmm3, xmm10, 150
     vpclmulqdq   xmm15, xmm4, xmm0, 0
     vpclmulqdq   xmm28, xmm4, xmm0, 17
     vpshufd      xmm29, xmm4, 78
@@ -13072,88 +13511,88 @@ kg_gf2m571_inv_avx512:
     vpclmulqdq   xmm20, xmm29, xmm30, 0
     vpternlogq   xmm20, xmm15, xmm28, 150
     vmovdqa64    [rsp + 384], xmm17                  ; spill
-    vpxorq       xmm17, xmm9, xmm4
-    vmovdqa64    [rsp], xmm8                         ; spill
-    vpxorq       xmm8, xmm2, xmm0
+    vpxorq       xmm17, xmm8, xmm4
+    vmovdqa64    [rsp], xmm9                         ; spill
+    vpxorq       xmm9, xmm2, xmm0
     vmovdqa64    [rsp + 576], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm17, xmm8, 0
+    vpclmulqdq   xmm7, xmm17, xmm9, 0
     vmovdqa64    [rsp + 768], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm17, xmm8, 17
+    vpclmulqdq   xmm1, xmm17, xmm9, 17
     vmovdqa64    [rsp + 832], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
-    vpshufd      xmm27, xmm8, 78
-    vpxorq       xmm8, xmm8, xmm27
-    vpclmulqdq   xmm8, xmm17, xmm8, 0
-    vpternlogq   xmm8, xmm7, xmm1, 150
-    vpxorq       xmm11, xmm11, xmm15
+    vpshufd      xmm27, xmm9, 78
+    vpxorq       xmm9, xmm9, xmm27
+    vpclmulqdq   xmm9, xmm17, xmm9, 0
+    vpternlogq   xmm9, xmm7, xmm1, 150
+    vpxorq       xmm10, xmm10, xmm15
     vpxorq       xmm7, xmm3, xmm7
-    vpxorq       xmm7, xmm7, xmm11
-    vpternlogq   xmm8, xmm12, xmm20, 150
+    vpxorq       xmm7, xmm7, xmm10
+    vpternlogq   xmm9, xmm13, xmm20, 150
     vpxorq       xmm1, xmm1, xmm28
-    vpclmulqdq   xmm15, xmm10, xmm5, 0
-    vpclmulqdq   xmm17, xmm10, xmm5, 17
+    vpclmulqdq   xmm15, xmm11, xmm5, 0
+    vpclmulqdq   xmm17, xmm11, xmm5, 17
     vmovdqa64    xmm27, [rsp + 512]                  ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
     vpternlogq   xmm23, xmm15, xmm17, 150
-    vpxorq       xmm9, xmm9, xmm10
+    vpxorq       xmm8, xmm8, xmm11
     vpxorq       xmm2, xmm2, xmm5
-    vpclmulqdq   xmm5, xmm9, xmm2, 0
-    vpclmulqdq   xmm10, xmm9, xmm2, 17
-    vpshufd      xmm27, xmm9, 78
-    vpxorq       xmm27, xmm9, xmm27
-    vmovdqa64    [rsp + 512], xmm8                   ; spill
-    vpshufd      xmm8, xmm2, 78
-    vpxorq       xmm8, xmm2, xmm8
-    vpclmulqdq   xmm8, xmm27, xmm8, 0
-    vpternlogq   xmm8, xmm5, xmm10, 150
+    vpclmulqdq   xmm5, xmm8, xmm2, 0
+    vpclmulqdq   xmm11, xmm8, xmm2, 17
+    vpshufd      xmm27, xmm8, 78
+    vpxorq       xmm27, xmm8, xmm27
+    vmovdqa64    [rsp + 512], xmm9                   ; spill
+    vpshufd      xmm9, xmm2, 78
+    vpxorq       xmm9, xmm2, xmm9
+    vpclmulqdq   xmm9, xmm27, xmm9, 0
+    vpternlogq   xmm9, xmm5, xmm11, 150
     vpclmulqdq   xmm27, xmm4, xmm0, 0
     vmovdqa64    [rsp + 704], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm4, xmm0, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
-    vpxorq       xmm4, xmm9, xmm4
+    vpxorq       xmm4, xmm8, xmm4
     vpxorq       xmm0, xmm2, xmm0
     vpclmulqdq   xmm2, xmm4, xmm0, 0
-    vpclmulqdq   xmm9, xmm4, xmm0, 17
+    vpclmulqdq   xmm8, xmm4, xmm0, 17
     vpshufd      xmm30, xmm4, 78
     vpxorq       xmm4, xmm4, xmm30
     vpshufd      xmm30, xmm0, 78
     vpxorq       xmm0, xmm0, xmm30
     vpclmulqdq   xmm0, xmm4, xmm0, 0
-    vpternlogq   xmm0, xmm2, xmm9, 150
-    vpxorq       xmm4, xmm10, xmm27
+    vpternlogq   xmm0, xmm2, xmm8, 150
+    vpxorq       xmm4, xmm11, xmm27
     vpxorq       xmm2, xmm5, xmm2
-    vpternlogq   xmm0, xmm8, xmm29, 150
-    vpxorq       xmm9, xmm9, xmm31
-    vpternlogq   xmm1, xmm11, xmm15, 150
+    vpternlogq   xmm0, xmm9, xmm29, 150
+    vpxorq       xmm8, xmm8, xmm31
+    vpternlogq   xmm1, xmm10, xmm15, 150
     vpxorq       xmm10, xmm20, xmm23
     vpxorq       xmm11, xmm28, xmm17
     vpxorq       xmm5, xmm3, xmm5
-    vpxorq       xmm8, xmm12, xmm8
+    vpxorq       xmm9, xmm13, xmm9
     vpternlogq   xmm2, xmm4, xmm7, 150
-    vpternlogq   xmm9, xmm4, xmm1, 150
+    vpternlogq   xmm8, xmm4, xmm1, 150
     vpxorq       xmm4, xmm29, xmm10
     vpxorq       xmm15, xmm31, xmm11
-    vpternlogq   xmm25, xmm13, xmm19, 150
+    vpternlogq   xmm25, xmm12, xmm19, 150
     vmovdqa64    xmm17, [rsp + 448]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm14, xmm6, 150
     vmovdqa64    xmm6, [rsp + 832]                   ; reload
     vmovdqa64    xmm14, [rsp + 704]                  ; reload
-    vpternlogq   xmm6, xmm14, xmm13, 150
-    vmovdqa64    xmm13, [rsp + 768]                  ; reload
-    vpxorq       xmm3, xmm13, xmm3
+    vpternlogq   xmm6, xmm14, xmm12, 150
+    vmovdqa64    xmm12, [rsp + 768]                  ; reload
+    vpxorq       xmm3, xmm12, xmm3
     vmovdqa64    xmm14, [rsp + 576]                  ; reload
-    vpxorq       xmm12, xmm14, xmm12
-    vpxorq       xmm12, xmm12, xmm16
+    vpxorq       xmm13, xmm14, xmm13
+    vpxorq       xmm13, xmm13, xmm16
     vmovdqa64    xmm18, [rsp]                        ; reload
     vpxorq       xmm7, xmm18, xmm7
     vpxorq       xmm19, xmm17, [rsp + 512]
     vpxorq       xmm19, xmm19, xmm26
     vpternlogq   xmm5, xmm1, [rsp + 384], 150
-    vpternlogq   xmm8, xmm10, [rsp + 640], 150
+    vpternlogq   xmm9, xmm10, [rsp + 640], 150
     vpternlogq   xmm2, xmm11, xmm25, 150
     vmovdqa64    xmm1, [rsp + 512]                   ; reload
     vpternlogq   xmm0, xmm1, xmm16, 150
@@ -13162,22 +13601,22 @@ kg_gf2m571_inv_avx512:
     vpalignr     xmm10, xmm17, xmm14, 8
     vmovdqa64    xmm11, [rsp + 640]                  ; reload
     vpalignr     xmm14, xmm11, xmm17, 8
-    vpalignr     xmm11, xmm12, xmm11, 8
+    vpalignr     xmm11, xmm13, xmm11, 8
     vpternlogq   xmm3, xmm25, xmm11, 150
-    vpalignr     xmm11, xmm19, xmm12, 8
+    vpalignr     xmm11, xmm19, xmm13, 8
     vpternlogq   xmm7, xmm24, xmm11, 150
-    vpalignr     xmm11, xmm8, xmm19, 8
+    vpalignr     xmm11, xmm9, xmm19, 8
     vpternlogq   xmm5, xmm6, xmm11, 150
-    vpalignr     xmm8, xmm0, xmm8, 8
-    vpxorq       xmm2, xmm2, xmm8
+    vpalignr     xmm9, xmm0, xmm9, 8
+    vpxorq       xmm2, xmm2, xmm9
     vpalignr     xmm0, xmm1, xmm0, 8
-    vpternlogq   xmm9, xmm24, xmm0, 150
+    vpternlogq   xmm8, xmm24, xmm0, 150
     vpsrldq      xmm0, xmm1, 8
     vpternlogq   xmm15, xmm6, xmm0, 150
     vpclmulqdq   xmm0, xmm15, [rcx - 128], 0
     vpclmulqdq   xmm1, xmm15, [rcx - 128], 1
-    vpclmulqdq   xmm6, xmm9, [rcx - 128], 0
-    vpclmulqdq   xmm8, xmm9, [rcx - 128], 1
+    vpclmulqdq   xmm6, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
     vpclmulqdq   xmm9, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
     vpclmulqdq   xmm11, xmm5, [rcx - 128], 0
@@ -13187,7 +13626,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm7, xmm1, xmm7
     vpsrldq      xmm7, xmm7, 8
     vpclmulqdq   xmm7, xmm7, [rcx - 128], 0
-    vpternlogq   xmm4, xmm13, xmm7, 150
+    vpternlogq   xmm4, xmm12, xmm7, 150
     vpternlogq   xmm10, xmm18, xmm5, 150
     vmovdqa64    xmm5, [rsp + 384]                   ; reload
     vpternlogq   xmm14, xmm5, xmm2, 150
@@ -13201,93 +13640,113 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm3, xmm8, xmm6, 150
     vpsrldq      xmm0, xmm0, 8
     vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm1, xmm0, xmm0, 0
-    vpclmulqdq   xmm6, xmm3, xmm3, 17
-    vpclmulqdq   xmm7, xmm3, xmm3, 0
-    vpclmulqdq   xmm8, xmm5, xmm5, 17
-    vpclmulqdq   xmm9, xmm5, xmm5, 0
-    vpclmulqdq   xmm10, xmm4, xmm4, 17
-    vpclmulqdq   xmm11, xmm4, xmm4, 0
-    vpclmulqdq   xmm12, xmm2, xmm2, 17
-    vpclmulqdq   xmm13, xmm2, xmm2, 0
+    vgf2p8affineqb xmm1, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm1, xmm1, xmm6
+    vgf2p8affineqb xmm6, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm7, xmm3, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm9, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm10, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vgf2p8affineqb xmm9, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm11, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm12, xmm9, xmm11
+    vpunpckhbw   xmm9, xmm9, xmm11
+    vgf2p8affineqb xmm11, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm13, xmm2, [rel gf2m_spread_high], 0
     mov          rax, 3
     .repeat1:
+    vpunpcklbw   xmm14, xmm11, xmm13
+    vpunpckhbw   xmm11, xmm11, xmm13
     lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm14, xmm1, [rcx - 128], 0
+    vpclmulqdq   xmm13, xmm1, [rcx - 128], 0
     vpclmulqdq   xmm1, xmm1, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm6, [rcx - 128], 0
     vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpclmulqdq   xmm16, xmm7, [rcx - 128], 0
-    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
-    vpclmulqdq   xmm17, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm16, xmm8, [rcx - 128], 0
     vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
-    vpxorq       xmm1, xmm9, xmm1
-    vpsrldq      xmm9, xmm14, 8
-    vpxorq       xmm9, xmm1, xmm9
-    vpsrldq      xmm9, xmm9, 8
-    vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
+    vpclmulqdq   xmm17, xmm7, [rcx - 128], 0
+    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
+    vpxorq       xmm1, xmm10, xmm1
+    vpsrldq      xmm10, xmm13, 8
+    vpxorq       xmm10, xmm1, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm10, xmm10, [rcx - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm13, xmm9, xmm18, 150
-    vpalignr     xmm9, xmm16, xmm17, 8
-    vpternlogq   xmm12, xmm8, xmm9, 150
-    vpalignr     xmm8, xmm15, xmm16, 8
-    vpternlogq   xmm11, xmm7, xmm8, 150
-    vpalignr     xmm7, xmm14, xmm15, 8
-    vpternlogq   xmm10, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm14, 8
+    vpternlogq   xmm14, xmm10, xmm18, 150
+    vpalignr     xmm10, xmm16, xmm17, 8
+    vpternlogq   xmm11, xmm7, xmm10, 150
+    vpalignr     xmm7, xmm15, xmm16, 8
+    vpternlogq   xmm12, xmm8, xmm7, 150
+    vpalignr     xmm7, xmm13, xmm15, 8
+    vpternlogq   xmm9, xmm6, xmm7, 150
+    vpsrldq      xmm6, xmm13, 8
     vpternlogq   xmm6, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm1, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm10, xmm10, 17
-    vpclmulqdq   xmm7, xmm10, xmm10, 0
-    vpclmulqdq   xmm8, xmm11, xmm11, 17
-    vpclmulqdq   xmm9, xmm11, xmm11, 0
-    vpclmulqdq   xmm10, xmm12, xmm12, 17
-    vpclmulqdq   xmm11, xmm12, xmm12, 0
-    vpclmulqdq   xmm12, xmm13, xmm13, 17
-    vpclmulqdq   xmm13, xmm13, xmm13, 0
+    vgf2p8affineqb xmm1, xmm6, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm6, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm1, xmm1, xmm6
+    vgf2p8affineqb xmm6, xmm9, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm7, xmm9, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm12, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm9, xmm12, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm10, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vgf2p8affineqb xmm9, xmm11, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm11, xmm11, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm12, xmm9, xmm11
+    vpunpckhbw   xmm9, xmm9, xmm11
+    vgf2p8affineqb xmm11, xmm14, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm13, xmm14, [rel gf2m_spread_high], 0
     dec          rax
     jnz          .repeat1
+    vpunpcklbw   xmm14, xmm11, xmm13
+    vpunpckhbw   xmm11, xmm11, xmm13
     lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm14, xmm1, [rcx - 128], 0
+    vpclmulqdq   xmm13, xmm1, [rcx - 128], 0
     vpclmulqdq   xmm1, xmm1, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm6, [rcx - 128], 0
     vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpclmulqdq   xmm16, xmm7, [rcx - 128], 0
-    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
-    vpclmulqdq   xmm17, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm16, xmm8, [rcx - 128], 0
     vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
-    vpxorq       xmm1, xmm9, xmm1
-    vpsrldq      xmm9, xmm14, 8
-    vpxorq       xmm9, xmm1, xmm9
-    vpsrldq      xmm9, xmm9, 8
-    vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
+    vpclmulqdq   xmm17, xmm7, [rcx - 128], 0
+    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
+    vpxorq       xmm1, xmm10, xmm1
+    vpsrldq      xmm10, xmm13, 8
+    vpxorq       xmm10, xmm1, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm10, xmm10, [rcx - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm13, xmm9, xmm18, 150
-    vpalignr     xmm9, xmm16, xmm17, 8
-    vpternlogq   xmm12, xmm8, xmm9, 150
-    vpalignr     xmm8, xmm15, xmm16, 8
-    vpternlogq   xmm11, xmm7, xmm8, 150
-    vpalignr     xmm7, xmm14, xmm15, 8
-    vpternlogq   xmm10, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm14, 8
+    vpternlogq   xmm14, xmm10, xmm18, 150
+    vpalignr     xmm10, xmm16, xmm17, 8
+    vpternlogq   xmm11, xmm7, xmm10, 150
+    vpalignr     xmm7, xmm15, xmm16, 8
+    vpternlogq   xmm12, xmm8, xmm7, 150
+    vpalignr     xmm7, xmm13, xmm15, 8
+    vpternlogq   xmm9, xmm6, xmm7, 150
+    vpsrldq      xmm6, xmm13, 8
     vpternlogq   xmm6, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm1, xmm13, xmm2, 0
-    vpclmulqdq   xmm7, xmm13, xmm2, 17
-    vpshufd      xmm8, xmm13, 78
-    vpxorq       xmm8, xmm13, xmm8
-    vpshufd      xmm9, xmm2, 78
-    vpxorq       xmm9, xmm2, xmm9
-    vpclmulqdq   xmm8, xmm8, xmm9, 0
+    vpclmulqdq   xmm1, xmm14, xmm2, 0
+    vpclmulqdq   xmm7, xmm14, xmm2, 17
+    vpshufd      xmm8, xmm14, 78
+    vpxorq       xmm8, xmm14, xmm8
+    vpshufd      xmm10, xmm2, 78
+    vpxorq       xmm10, xmm2, xmm10
+    vpclmulqdq   xmm8, xmm8, xmm10, 0
     vpternlogq   xmm8, xmm1, xmm7, 150
-    vpclmulqdq   xmm9, xmm12, xmm4, 0
-    vpclmulqdq   xmm14, xmm12, xmm4, 17
-    vpshufd      xmm15, xmm12, 78
-    vpxorq       xmm15, xmm12, xmm15
+    vpclmulqdq   xmm10, xmm11, xmm4, 0
+    vpclmulqdq   xmm13, xmm11, xmm4, 17
+    vpshufd      xmm15, xmm11, 78
+    vpxorq       xmm15, xmm11, xmm15
     vpshufd      xmm16, xmm4, 78
     vpxorq       xmm16, xmm4, xmm16
     vpclmulqdq   xmm17, xmm15, xmm16, 0
-    vpternlogq   xmm17, xmm9, xmm14, 150
-    vpxorq       xmm18, xmm13, xmm12
+    vpternlogq   xmm17, xmm10, xmm13, 150
+    vpxorq       xmm18, xmm14, xmm11
     vpxorq       xmm19, xmm2, xmm4
     vpclmulqdq   xmm20, xmm18, xmm19, 0
     vpclmulqdq   xmm21, xmm18, xmm19, 17
@@ -13297,20 +13756,20 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm19, xmm19, xmm22
     vpclmulqdq   xmm18, xmm18, xmm19, 0
     vpternlogq   xmm18, xmm20, xmm21, 150
-    vpxorq       xmm7, xmm7, xmm9
-    vpxorq       xmm9, xmm1, xmm20
-    vpxorq       xmm9, xmm9, xmm7
+    vpxorq       xmm7, xmm7, xmm10
+    vpxorq       xmm10, xmm1, xmm20
+    vpxorq       xmm10, xmm10, xmm7
     vpternlogq   xmm18, xmm8, xmm17, 150
-    vpxorq       xmm19, xmm21, xmm14
-    vpclmulqdq   xmm20, xmm11, xmm5, 0
-    vpclmulqdq   xmm21, xmm11, xmm5, 17
-    vpshufd      xmm22, xmm11, 78
-    vpxorq       xmm22, xmm11, xmm22
+    vpxorq       xmm19, xmm21, xmm13
+    vpclmulqdq   xmm20, xmm12, xmm5, 0
+    vpclmulqdq   xmm21, xmm12, xmm5, 17
+    vpshufd      xmm22, xmm12, 78
+    vpxorq       xmm22, xmm12, xmm22
     vpshufd      xmm23, xmm5, 78
     vpxorq       xmm23, xmm5, xmm23
     vpclmulqdq   xmm24, xmm22, xmm23, 0
     vpternlogq   xmm24, xmm20, xmm21, 150
-    vpxorq       xmm25, xmm13, xmm11
+    vpxorq       xmm25, xmm14, xmm12
     vpxorq       xmm26, xmm2, xmm5
     vpclmulqdq   xmm27, xmm25, xmm26, 0
     vpclmulqdq   xmm28, xmm25, xmm26, 17
@@ -13320,11 +13779,11 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm30, xmm26, xmm30
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm28, 150
-    vpclmulqdq   xmm30, xmm12, xmm4, 0
-    vpclmulqdq   xmm31, xmm12, xmm4, 17
+    vpclmulqdq   xmm30, xmm11, xmm4, 0
+    vpclmulqdq   xmm31, xmm11, xmm4, 17
     vpclmulqdq   xmm15, xmm15, xmm16, 0
     vpternlogq   xmm15, xmm30, xmm31, 150
-    vpxorq       xmm16, xmm25, xmm12
+    vpxorq       xmm16, xmm25, xmm11
     vpxorq       xmm25, xmm26, xmm4
     vpclmulqdq   xmm26, xmm16, xmm25, 0
     vmovdqa64    [rsp + 384], xmm18                  ; spill
@@ -13342,23 +13801,23 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm18, xmm18, xmm31
     vpternlogq   xmm19, xmm7, xmm20, 150
     vpxorq       xmm7, xmm17, xmm24
-    vpxorq       xmm14, xmm14, xmm21
+    vpxorq       xmm13, xmm13, xmm21
     vpxorq       xmm17, xmm1, xmm27
     vpxorq       xmm17, xmm17, xmm19
     vpxorq       xmm20, xmm8, xmm29
     vpxorq       xmm20, xmm20, xmm7
-    vpternlogq   xmm25, xmm22, xmm9, 150
+    vpternlogq   xmm25, xmm22, xmm10, 150
     vpternlogq   xmm18, xmm22, xmm19, 150
-    vpclmulqdq   xmm19, xmm10, xmm3, 0
-    vpclmulqdq   xmm21, xmm10, xmm3, 17
-    vpshufd      xmm22, xmm10, 78
-    vpxorq       xmm22, xmm10, xmm22
+    vpclmulqdq   xmm19, xmm9, xmm3, 0
+    vpclmulqdq   xmm21, xmm9, xmm3, 17
+    vpshufd      xmm22, xmm9, 78
+    vpxorq       xmm22, xmm9, xmm22
     vpshufd      xmm24, xmm3, 78
     vpxorq       xmm24, xmm3, xmm24
     vpclmulqdq   xmm22, xmm22, xmm24, 0
     vpternlogq   xmm22, xmm19, xmm21, 150
     vpclmulqdq   xmm24, xmm6, xmm0, 0
-    vpxorq       xmm26, xmm10, xmm6
+    vpxorq       xmm26, xmm9, xmm6
     vpxorq       xmm27, xmm3, xmm0
     vpclmulqdq   xmm28, xmm26, xmm27, 0
     vpclmulqdq   xmm29, xmm26, xmm27, 17
@@ -13372,19 +13831,19 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm24, xmm19, xmm28
     vpxorq       xmm26, xmm22, xmm26
     vpxorq       xmm27, xmm29, xmm21
-    vpxorq       xmm10, xmm13, xmm10
-    vpxorq       xmm6, xmm12, xmm6
+    vpxorq       xmm9, xmm14, xmm9
+    vpxorq       xmm6, xmm11, xmm6
     vpxorq       xmm2, xmm2, xmm3
     vpxorq       xmm0, xmm4, xmm0
-    vpclmulqdq   xmm3, xmm10, xmm2, 0
-    vpclmulqdq   xmm4, xmm10, xmm2, 17
-    vpshufd      xmm12, xmm10, 78
-    vpxorq       xmm12, xmm10, xmm12
-    vpshufd      xmm13, xmm2, 78
-    vpxorq       xmm13, xmm2, xmm13
-    vpclmulqdq   xmm12, xmm12, xmm13, 0
-    vpternlogq   xmm12, xmm3, xmm4, 150
-    vpclmulqdq   xmm13, xmm6, xmm0, 0
+    vpclmulqdq   xmm3, xmm9, xmm2, 0
+    vpclmulqdq   xmm4, xmm9, xmm2, 17
+    vpshufd      xmm11, xmm9, 78
+    vpxorq       xmm11, xmm9, xmm11
+    vpshufd      xmm14, xmm2, 78
+    vpxorq       xmm14, xmm2, xmm14
+    vpclmulqdq   xmm11, xmm11, xmm14, 0
+    vpternlogq   xmm11, xmm3, xmm4, 150
+    vpclmulqdq   xmm14, xmm6, xmm0, 0
     vpclmulqdq   xmm28, xmm6, xmm0, 17
     vpshufd      xmm29, xmm6, 78
     vpxorq       xmm29, xmm6, xmm29
@@ -13392,114 +13851,114 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm30, xmm0, xmm30
     vmovdqa64    [rsp + 768], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
-    vpternlogq   xmm20, xmm13, xmm28, 150
+    vpternlogq   xmm20, xmm14, xmm28, 150
     vmovdqa64    [rsp + 640], xmm17                  ; spill
-    vpxorq       xmm17, xmm10, xmm6
-    vmovdqa64    [rsp + 448], xmm9                   ; spill
-    vpxorq       xmm9, xmm2, xmm0
+    vpxorq       xmm17, xmm9, xmm6
+    vmovdqa64    [rsp + 448], xmm10                  ; spill
+    vpxorq       xmm10, xmm2, xmm0
     vmovdqa64    [rsp + 576], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm17, xmm9, 0
+    vpclmulqdq   xmm8, xmm17, xmm10, 0
     vmovdqa64    [rsp + 512], xmm1                   ; spill
-    vpclmulqdq   xmm1, xmm17, xmm9, 17
+    vpclmulqdq   xmm1, xmm17, xmm10, 17
     vmovdqa64    [rsp + 704], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
-    vpshufd      xmm27, xmm9, 78
-    vpxorq       xmm9, xmm9, xmm27
-    vpclmulqdq   xmm9, xmm17, xmm9, 0
-    vpternlogq   xmm9, xmm8, xmm1, 150
-    vpxorq       xmm4, xmm4, xmm13
+    vpshufd      xmm27, xmm10, 78
+    vpxorq       xmm10, xmm10, xmm27
+    vpclmulqdq   xmm10, xmm17, xmm10, 0
+    vpternlogq   xmm10, xmm8, xmm1, 150
+    vpxorq       xmm4, xmm4, xmm14
     vpxorq       xmm8, xmm3, xmm8
     vpxorq       xmm8, xmm8, xmm4
-    vpternlogq   xmm9, xmm12, xmm20, 150
+    vpternlogq   xmm10, xmm11, xmm20, 150
     vpxorq       xmm1, xmm1, xmm28
-    vpclmulqdq   xmm13, xmm11, xmm5, 0
-    vpclmulqdq   xmm17, xmm11, xmm5, 17
+    vpclmulqdq   xmm14, xmm12, xmm5, 0
+    vpclmulqdq   xmm17, xmm12, xmm5, 17
     vmovdqa64    xmm27, [rsp]                        ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
-    vpternlogq   xmm23, xmm13, xmm17, 150
-    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm23, xmm14, xmm17, 150
+    vpxorq       xmm9, xmm9, xmm12
     vpxorq       xmm2, xmm2, xmm5
-    vpclmulqdq   xmm5, xmm10, xmm2, 0
-    vpclmulqdq   xmm11, xmm10, xmm2, 17
-    vpshufd      xmm27, xmm10, 78
-    vpxorq       xmm27, xmm10, xmm27
-    vmovdqa64    [rsp], xmm9                         ; spill
-    vpshufd      xmm9, xmm2, 78
-    vpxorq       xmm9, xmm2, xmm9
-    vpclmulqdq   xmm9, xmm27, xmm9, 0
-    vpternlogq   xmm9, xmm5, xmm11, 150
+    vpclmulqdq   xmm5, xmm9, xmm2, 0
+    vpclmulqdq   xmm12, xmm9, xmm2, 17
+    vpshufd      xmm27, xmm9, 78
+    vpxorq       xmm27, xmm9, xmm27
+    vmovdqa64    [rsp], xmm10                        ; spill
+    vpshufd      xmm10, xmm2, 78
+    vpxorq       xmm10, xmm2, xmm10
+    vpclmulqdq   xmm10, xmm27, xmm10, 0
+    vpternlogq   xmm10, xmm5, xmm12, 150
     vpclmulqdq   xmm27, xmm6, xmm0, 0
     vmovdqa64    [rsp + 832], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm6, xmm0, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
-    vpxorq       xmm6, xmm10, xmm6
+    vpxorq       xmm6, xmm9, xmm6
     vpxorq       xmm0, xmm2, xmm0
     vpclmulqdq   xmm2, xmm6, xmm0, 0
-    vpclmulqdq   xmm10, xmm6, xmm0, 17
+    vpclmulqdq   xmm9, xmm6, xmm0, 17
     vpshufd      xmm30, xmm6, 78
     vpxorq       xmm6, xmm6, xmm30
     vpshufd      xmm30, xmm0, 78
     vpxorq       xmm0, xmm0, xmm30
     vpclmulqdq   xmm0, xmm6, xmm0, 0
-    vpternlogq   xmm0, xmm2, xmm10, 150
-    vpxorq       xmm6, xmm11, xmm27
+    vpternlogq   xmm0, xmm2, xmm9, 150
+    vpxorq       xmm6, xmm12, xmm27
     vpxorq       xmm2, xmm5, xmm2
-    vpternlogq   xmm0, xmm9, xmm29, 150
-    vpxorq       xmm10, xmm10, xmm31
-    vpternlogq   xmm1, xmm4, xmm13, 150
+    vpternlogq   xmm0, xmm10, xmm29, 150
+    vpxorq       xmm9, xmm9, xmm31
+    vpternlogq   xmm1, xmm4, xmm14, 150
     vpxorq       xmm4, xmm20, xmm23
-    vpxorq       xmm11, xmm28, xmm17
+    vpxorq       xmm12, xmm28, xmm17
     vpxorq       xmm5, xmm3, xmm5
-    vpxorq       xmm9, xmm12, xmm9
+    vpxorq       xmm10, xmm11, xmm10
     vpternlogq   xmm2, xmm6, xmm8, 150
-    vpternlogq   xmm10, xmm6, xmm1, 150
+    vpternlogq   xmm9, xmm6, xmm1, 150
     vpxorq       xmm6, xmm29, xmm4
-    vpxorq       xmm13, xmm31, xmm11
-    vpternlogq   xmm25, xmm14, xmm19, 150
+    vpxorq       xmm14, xmm31, xmm12
+    vpternlogq   xmm25, xmm13, xmm19, 150
     vmovdqa64    xmm17, [rsp + 384]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm7, 150
     vmovdqa64    xmm7, [rsp + 704]                   ; reload
     vmovdqa64    xmm15, [rsp + 832]                  ; reload
-    vpternlogq   xmm7, xmm15, xmm14, 150
-    vmovdqa64    xmm14, [rsp + 512]                  ; reload
-    vpxorq       xmm3, xmm14, xmm3
+    vpternlogq   xmm7, xmm15, xmm13, 150
+    vmovdqa64    xmm13, [rsp + 512]                  ; reload
+    vpxorq       xmm3, xmm13, xmm3
     vmovdqa64    xmm15, [rsp + 576]                  ; reload
-    vpxorq       xmm12, xmm15, xmm12
-    vpxorq       xmm12, xmm12, xmm16
+    vpxorq       xmm11, xmm15, xmm11
+    vpxorq       xmm11, xmm11, xmm16
     vmovdqa64    xmm18, [rsp + 448]                  ; reload
     vpxorq       xmm8, xmm18, xmm8
     vpxorq       xmm19, xmm17, [rsp]
     vpxorq       xmm19, xmm19, xmm26
     vpternlogq   xmm5, xmm1, [rsp + 640], 150
-    vpternlogq   xmm9, xmm4, [rsp + 768], 150
-    vpternlogq   xmm2, xmm11, xmm25, 150
+    vpternlogq   xmm10, xmm4, [rsp + 768], 150
+    vpternlogq   xmm2, xmm12, xmm25, 150
     vmovdqa64    xmm1, [rsp]                         ; reload
     vpternlogq   xmm0, xmm1, xmm16, 150
     vpxorq       xmm1, xmm6, xmm26
     vpslldq      xmm4, xmm15, 8
     vpalignr     xmm6, xmm17, xmm15, 8
-    vmovdqa64    xmm11, [rsp + 768]                  ; reload
-    vpalignr     xmm15, xmm11, xmm17, 8
-    vpalignr     xmm11, xmm12, xmm11, 8
-    vpternlogq   xmm3, xmm25, xmm11, 150
-    vpalignr     xmm11, xmm19, xmm12, 8
+    vmovdqa64    xmm12, [rsp + 768]                  ; reload
+    vpalignr     xmm15, xmm12, xmm17, 8
+    vpalignr     xmm12, xmm11, xmm12, 8
+    vpternlogq   xmm3, xmm25, xmm12, 150
+    vpalignr     xmm11, xmm19, xmm11, 8
     vpternlogq   xmm8, xmm24, xmm11, 150
-    vpalignr     xmm11, xmm9, xmm19, 8
+    vpalignr     xmm11, xmm10, xmm19, 8
     vpternlogq   xmm5, xmm7, xmm11, 150
-    vpalignr     xmm9, xmm0, xmm9, 8
-    vpxorq       xmm2, xmm2, xmm9
+    vpalignr     xmm10, xmm0, xmm10, 8
+    vpxorq       xmm2, xmm2, xmm10
     vpalignr     xmm0, xmm1, xmm0, 8
-    vpternlogq   xmm10, xmm24, xmm0, 150
+    vpternlogq   xmm9, xmm24, xmm0, 150
     vpsrldq      xmm0, xmm1, 8
-    vpternlogq   xmm13, xmm7, xmm0, 150
-    vpclmulqdq   xmm0, xmm13, [rcx - 128], 0
-    vpclmulqdq   xmm1, xmm13, [rcx - 128], 1
-    vpclmulqdq   xmm7, xmm10, [rcx - 128], 0
-    vpclmulqdq   xmm9, xmm10, [rcx - 128], 1
+    vpternlogq   xmm14, xmm7, xmm0, 150
+    vpclmulqdq   xmm0, xmm14, [rcx - 128], 0
+    vpclmulqdq   xmm1, xmm14, [rcx - 128], 1
+    vpclmulqdq   xmm7, xmm9, [rcx - 128], 0
+    vpclmulqdq   xmm9, xmm9, [rcx - 128], 1
     vpclmulqdq   xmm10, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
     vpclmulqdq   xmm11, xmm5, [rcx - 128], 0
@@ -13509,7 +13968,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm8, xmm1, xmm8
     vpsrldq      xmm8, xmm8, 8
     vpclmulqdq   xmm8, xmm8, [rcx - 128], 0
-    vpternlogq   xmm4, xmm14, xmm8, 150
+    vpternlogq   xmm4, xmm13, xmm8, 150
     vpternlogq   xmm6, xmm18, xmm5, 150
     vmovdqa64    xmm5, [rsp + 640]                   ; reload
     vpternlogq   xmm15, xmm5, xmm2, 150
@@ -13523,93 +13982,113 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm3, xmm9, xmm6, 150
     vpsrldq      xmm0, xmm0, 8
     vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm1, xmm0, xmm0, 0
-    vpclmulqdq   xmm6, xmm3, xmm3, 17
-    vpclmulqdq   xmm7, xmm3, xmm3, 0
-    vpclmulqdq   xmm8, xmm5, xmm5, 17
-    vpclmulqdq   xmm9, xmm5, xmm5, 0
-    vpclmulqdq   xmm10, xmm4, xmm4, 17
-    vpclmulqdq   xmm11, xmm4, xmm4, 0
-    vpclmulqdq   xmm12, xmm2, xmm2, 17
-    vpclmulqdq   xmm13, xmm2, xmm2, 0
+    vgf2p8affineqb xmm1, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm1, xmm1, xmm6
+    vgf2p8affineqb xmm6, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm7, xmm3, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm9, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm10, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vgf2p8affineqb xmm9, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm11, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm12, xmm9, xmm11
+    vpunpckhbw   xmm9, xmm9, xmm11
+    vgf2p8affineqb xmm11, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm13, xmm2, [rel gf2m_spread_high], 0
     mov          rax, 7
     .repeat2:
+    vpunpcklbw   xmm14, xmm11, xmm13
+    vpunpckhbw   xmm11, xmm11, xmm13
     lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm14, xmm1, [rcx - 128], 0
+    vpclmulqdq   xmm13, xmm1, [rcx - 128], 0
     vpclmulqdq   xmm1, xmm1, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm6, [rcx - 128], 0
     vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpclmulqdq   xmm16, xmm7, [rcx - 128], 0
-    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
-    vpclmulqdq   xmm17, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm16, xmm8, [rcx - 128], 0
     vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
-    vpxorq       xmm1, xmm9, xmm1
-    vpsrldq      xmm9, xmm14, 8
-    vpxorq       xmm9, xmm1, xmm9
-    vpsrldq      xmm9, xmm9, 8
-    vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
+    vpclmulqdq   xmm17, xmm7, [rcx - 128], 0
+    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
+    vpxorq       xmm1, xmm10, xmm1
+    vpsrldq      xmm10, xmm13, 8
+    vpxorq       xmm10, xmm1, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm10, xmm10, [rcx - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm13, xmm9, xmm18, 150
-    vpalignr     xmm9, xmm16, xmm17, 8
-    vpternlogq   xmm12, xmm8, xmm9, 150
-    vpalignr     xmm8, xmm15, xmm16, 8
-    vpternlogq   xmm11, xmm7, xmm8, 150
-    vpalignr     xmm7, xmm14, xmm15, 8
-    vpternlogq   xmm10, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm14, 8
+    vpternlogq   xmm14, xmm10, xmm18, 150
+    vpalignr     xmm10, xmm16, xmm17, 8
+    vpternlogq   xmm11, xmm7, xmm10, 150
+    vpalignr     xmm7, xmm15, xmm16, 8
+    vpternlogq   xmm12, xmm8, xmm7, 150
+    vpalignr     xmm7, xmm13, xmm15, 8
+    vpternlogq   xmm9, xmm6, xmm7, 150
+    vpsrldq      xmm6, xmm13, 8
     vpternlogq   xmm6, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm1, xmm6, xmm6, 0
-    vpclmulqdq   xmm6, xmm10, xmm10, 17
-    vpclmulqdq   xmm7, xmm10, xmm10, 0
-    vpclmulqdq   xmm8, xmm11, xmm11, 17
-    vpclmulqdq   xmm9, xmm11, xmm11, 0
-    vpclmulqdq   xmm10, xmm12, xmm12, 17
-    vpclmulqdq   xmm11, xmm12, xmm12, 0
-    vpclmulqdq   xmm12, xmm13, xmm13, 17
-    vpclmulqdq   xmm13, xmm13, xmm13, 0
+    vgf2p8affineqb xmm1, xmm6, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm6, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm1, xmm1, xmm6
+    vgf2p8affineqb xmm6, xmm9, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm7, xmm9, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm6, xmm7
+    vpunpckhbw   xmm6, xmm6, xmm7
+    vgf2p8affineqb xmm7, xmm12, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm9, xmm12, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm10, xmm7, xmm9
+    vpunpckhbw   xmm7, xmm7, xmm9
+    vgf2p8affineqb xmm9, xmm11, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm11, xmm11, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm12, xmm9, xmm11
+    vpunpckhbw   xmm9, xmm9, xmm11
+    vgf2p8affineqb xmm11, xmm14, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm13, xmm14, [rel gf2m_spread_high], 0
     dec          rax
     jnz          .repeat2
+    vpunpcklbw   xmm14, xmm11, xmm13
+    vpunpckhbw   xmm11, xmm11, xmm13
     lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm14, xmm1, [rcx - 128], 0
+    vpclmulqdq   xmm13, xmm1, [rcx - 128], 0
     vpclmulqdq   xmm1, xmm1, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm6, [rcx - 128], 0
     vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpclmulqdq   xmm16, xmm7, [rcx - 128], 0
-    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
-    vpclmulqdq   xmm17, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm16, xmm8, [rcx - 128], 0
     vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
-    vpxorq       xmm1, xmm9, xmm1
-    vpsrldq      xmm9, xmm14, 8
-    vpxorq       xmm9, xmm1, xmm9
-    vpsrldq      xmm9, xmm9, 8
-    vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
+    vpclmulqdq   xmm17, xmm7, [rcx - 128], 0
+    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
+    vpxorq       xmm1, xmm10, xmm1
+    vpsrldq      xmm10, xmm13, 8
+    vpxorq       xmm10, xmm1, xmm10
+    vpsrldq      xmm10, xmm10, 8
+    vpclmulqdq   xmm10, xmm10, [rcx - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm13, xmm9, xmm18, 150
-    vpalignr     xmm9, xmm16, xmm17, 8
-    vpternlogq   xmm12, xmm8, xmm9, 150
-    vpalignr     xmm8, xmm15, xmm16, 8
-    vpternlogq   xmm11, xmm7, xmm8, 150
-    vpalignr     xmm7, xmm14, xmm15, 8
-    vpternlogq   xmm10, xmm6, xmm7, 150
-    vpsrldq      xmm6, xmm14, 8
+    vpternlogq   xmm14, xmm10, xmm18, 150
+    vpalignr     xmm10, xmm16, xmm17, 8
+    vpternlogq   xmm11, xmm7, xmm10, 150
+    vpalignr     xmm7, xmm15, xmm16, 8
+    vpternlogq   xmm12, xmm8, xmm7, 150
+    vpalignr     xmm7, xmm13, xmm15, 8
+    vpternlogq   xmm9, xmm6, xmm7, 150
+    vpsrldq      xmm6, xmm13, 8
     vpternlogq   xmm6, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm1, xmm13, xmm2, 0
-    vpclmulqdq   xmm7, xmm13, xmm2, 17
-    vpshufd      xmm8, xmm13, 78
-    vpxorq       xmm8, xmm13, xmm8
-    vpshufd      xmm9, xmm2, 78
-    vpxorq       xmm9, xmm2, xmm9
-    vpclmulqdq   xmm8, xmm8, xmm9, 0
+    vpclmulqdq   xmm1, xmm14, xmm2, 0
+    vpclmulqdq   xmm7, xmm14, xmm2, 17
+    vpshufd      xmm8, xmm14, 78
+    vpxorq       xmm8, xmm14, xmm8
+    vpshufd      xmm10, xmm2, 78
+    vpxorq       xmm10, xmm2, xmm10
+    vpclmulqdq   xmm8, xmm8, xmm10, 0
     vpternlogq   xmm8, xmm1, xmm7, 150
-    vpclmulqdq   xmm9, xmm12, xmm4, 0
-    vpclmulqdq   xmm14, xmm12, xmm4, 17
-    vpshufd      xmm15, xmm12, 78
-    vpxorq       xmm15, xmm12, xmm15
+    vpclmulqdq   xmm10, xmm11, xmm4, 0
+    vpclmulqdq   xmm13, xmm11, xmm4, 17
+    vpshufd      xmm15, xmm11, 78
+    vpxorq       xmm15, xmm11, xmm15
     vpshufd      xmm16, xmm4, 78
     vpxorq       xmm16, xmm4, xmm16
     vpclmulqdq   xmm17, xmm15, xmm16, 0
-    vpternlogq   xmm17, xmm9, xmm14, 150
-    vpxorq       xmm18, xmm13, xmm12
+    vpternlogq   xmm17, xmm10, xmm13, 150
+    vpxorq       xmm18, xmm14, xmm11
     vpxorq       xmm19, xmm2, xmm4
     vpclmulqdq   xmm20, xmm18, xmm19, 0
     vpclmulqdq   xmm21, xmm18, xmm19, 17
@@ -13619,20 +14098,20 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm19, xmm19, xmm22
     vpclmulqdq   xmm18, xmm18, xmm19, 0
     vpternlogq   xmm18, xmm20, xmm21, 150
-    vpxorq       xmm7, xmm7, xmm9
-    vpxorq       xmm9, xmm1, xmm20
-    vpxorq       xmm9, xmm9, xmm7
+    vpxorq       xmm7, xmm7, xmm10
+    vpxorq       xmm10, xmm1, xmm20
+    vpxorq       xmm10, xmm10, xmm7
     vpternlogq   xmm18, xmm8, xmm17, 150
-    vpxorq       xmm19, xmm21, xmm14
-    vpclmulqdq   xmm20, xmm11, xmm5, 0
-    vpclmulqdq   xmm21, xmm11, xmm5, 17
-    vpshufd      xmm22, xmm11, 78
-    vpxorq       xmm22, xmm11, xmm22
+    vpxorq       xmm19, xmm21, xmm13
+    vpclmulqdq   xmm20, xmm12, xmm5, 0
+    vpclmulqdq   xmm21, xmm12, xmm5, 17
+    vpshufd      xmm22, xmm12, 78
+    vpxorq       xmm22, xmm12, xmm22
     vpshufd      xmm23, xmm5, 78
     vpxorq       xmm23, xmm5, xmm23
     vpclmulqdq   xmm24, xmm22, xmm23, 0
     vpternlogq   xmm24, xmm20, xmm21, 150
-    vpxorq       xmm25, xmm13, xmm11
+    vpxorq       xmm25, xmm14, xmm12
     vpxorq       xmm26, xmm2, xmm5
     vpclmulqdq   xmm27, xmm25, xmm26, 0
     vpclmulqdq   xmm28, xmm25, xmm26, 17
@@ -13642,11 +14121,11 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm30, xmm26, xmm30
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm28, 150
-    vpclmulqdq   xmm30, xmm12, xmm4, 0
-    vpclmulqdq   xmm31, xmm12, xmm4, 17
+    vpclmulqdq   xmm30, xmm11, xmm4, 0
+    vpclmulqdq   xmm31, xmm11, xmm4, 17
     vpclmulqdq   xmm15, xmm15, xmm16, 0
     vpternlogq   xmm15, xmm30, xmm31, 150
-    vpxorq       xmm16, xmm25, xmm12
+    vpxorq       xmm16, xmm25, xmm11
     vpxorq       xmm25, xmm26, xmm4
     vpclmulqdq   xmm26, xmm16, xmm25, 0
     vmovdqa64    [rsp + 640], xmm18                  ; spill
@@ -13664,23 +14143,23 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm18, xmm18, xmm31
     vpternlogq   xmm19, xmm7, xmm20, 150
     vpxorq       xmm7, xmm17, xmm24
-    vpxorq       xmm14, xmm14, xmm21
+    vpxorq       xmm13, xmm13, xmm21
     vpxorq       xmm17, xmm1, xmm27
     vpxorq       xmm17, xmm17, xmm19
     vpxorq       xmm20, xmm8, xmm29
     vpxorq       xmm20, xmm20, xmm7
-    vpternlogq   xmm25, xmm22, xmm9, 150
+    vpternlogq   xmm25, xmm22, xmm10, 150
     vpternlogq   xmm18, xmm22, xmm19, 150
-    vpclmulqdq   xmm19, xmm10, xmm3, 0
-    vpclmulqdq   xmm21, xmm10, xmm3, 17
-    vpshufd      xmm22, xmm10, 78
-    vpxorq       xmm22, xmm10, xmm22
+    vpclmulqdq   xmm19, xmm9, xmm3, 0
+    vpclmulqdq   xmm21, xmm9, xmm3, 17
+    vpshufd      xmm22, xmm9, 78
+    vpxorq       xmm22, xmm9, xmm22
     vpshufd      xmm24, xmm3, 78
     vpxorq       xmm24, xmm3, xmm24
     vpclmulqdq   xmm22, xmm22, xmm24, 0
     vpternlogq   xmm22, xmm19, xmm21, 150
     vpclmulqdq   xmm24, xmm6, xmm0, 0
-    vpxorq       xmm26, xmm10, xmm6
+    vpxorq       xmm26, xmm9, xmm6
     vpxorq       xmm27, xmm3, xmm0
     vpclmulqdq   xmm28, xmm26, xmm27, 0
     vpclmulqdq   xmm29, xmm26, xmm27, 17
@@ -13694,19 +14173,19 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm24, xmm19, xmm28
     vpxorq       xmm26, xmm22, xmm26
     vpxorq       xmm27, xmm29, xmm21
-    vpxorq       xmm10, xmm13, xmm10
-    vpxorq       xmm6, xmm12, xmm6
+    vpxorq       xmm9, xmm14, xmm9
+    vpxorq       xmm6, xmm11, xmm6
     vpxorq       xmm2, xmm2, xmm3
     vpxorq       xmm0, xmm4, xmm0
-    vpclmulqdq   xmm3, xmm10, xmm2, 0
-    vpclmulqdq   xmm4, xmm10, xmm2, 17
-    vpshufd      xmm12, xmm10, 78
-    vpxorq       xmm12, xmm10, xmm12
-    vpshufd      xmm13, xmm2, 78
-    vpxorq       xmm13, xmm2, xmm13
-    vpclmulqdq   xmm12, xmm12, xmm13, 0
-    vpternlogq   xmm12, xmm3, xmm4, 150
-    vpclmulqdq   xmm13, xmm6, xmm0, 0
+    vpclmulqdq   xmm3, xmm9, xmm2, 0
+    vpclmulqdq   xmm4, xmm9, xmm2, 17
+    vpshufd      xmm11, xmm9, 78
+    vpxorq       xmm11, xmm9, xmm11
+    vpshufd      xmm14, xmm2, 78
+    vpxorq       xmm14, xmm2, xmm14
+    vpclmulqdq   xmm11, xmm11, xmm14, 0
+    vpternlogq   xmm11, xmm3, xmm4, 150
+    vpclmulqdq   xmm14, xmm6, xmm0, 0
     vpclmulqdq   xmm28, xmm6, xmm0, 17
     vpshufd      xmm29, xmm6, 78
     vpxorq       xmm29, xmm6, xmm29
@@ -13714,114 +14193,114 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm30, xmm0, xmm30
     vmovdqa64    [rsp + 512], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
-    vpternlogq   xmm20, xmm13, xmm28, 150
+    vpternlogq   xmm20, xmm14, xmm28, 150
     vmovdqa64    [rsp + 768], xmm17                  ; spill
-    vpxorq       xmm17, xmm10, xmm6
-    vmovdqa64    [rsp + 384], xmm9                   ; spill
-    vpxorq       xmm9, xmm2, xmm0
+    vpxorq       xmm17, xmm9, xmm6
+    vmovdqa64    [rsp + 384], xmm10                  ; spill
+    vpxorq       xmm10, xmm2, xmm0
     vmovdqa64    [rsp + 576], xmm8                   ; spill
-    vpclmulqdq   xmm8, xmm17, xmm9, 0
+    vpclmulqdq   xmm8, xmm17, xmm10, 0
     vmovdqa64    [rsp], xmm1                         ; spill
-    vpclmulqdq   xmm1, xmm17, xmm9, 17
+    vpclmulqdq   xmm1, xmm17, xmm10, 17
     vmovdqa64    [rsp + 832], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
-    vpshufd      xmm27, xmm9, 78
-    vpxorq       xmm9, xmm9, xmm27
-    vpclmulqdq   xmm9, xmm17, xmm9, 0
-    vpternlogq   xmm9, xmm8, xmm1, 150
-    vpxorq       xmm4, xmm4, xmm13
+    vpshufd      xmm27, xmm10, 78
+    vpxorq       xmm10, xmm10, xmm27
+    vpclmulqdq   xmm10, xmm17, xmm10, 0
+    vpternlogq   xmm10, xmm8, xmm1, 150
+    vpxorq       xmm4, xmm4, xmm14
     vpxorq       xmm8, xmm3, xmm8
     vpxorq       xmm8, xmm8, xmm4
-    vpternlogq   xmm9, xmm12, xmm20, 150
+    vpternlogq   xmm10, xmm11, xmm20, 150
     vpxorq       xmm1, xmm1, xmm28
-    vpclmulqdq   xmm13, xmm11, xmm5, 0
-    vpclmulqdq   xmm17, xmm11, xmm5, 17
+    vpclmulqdq   xmm14, xmm12, xmm5, 0
+    vpclmulqdq   xmm17, xmm12, xmm5, 17
     vmovdqa64    xmm27, [rsp + 448]                  ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
-    vpternlogq   xmm23, xmm13, xmm17, 150
-    vpxorq       xmm10, xmm10, xmm11
+    vpternlogq   xmm23, xmm14, xmm17, 150
+    vpxorq       xmm9, xmm9, xmm12
     vpxorq       xmm2, xmm2, xmm5
-    vpclmulqdq   xmm5, xmm10, xmm2, 0
-    vpclmulqdq   xmm11, xmm10, xmm2, 17
-    vpshufd      xmm27, xmm10, 78
-    vpxorq       xmm27, xmm10, xmm27
-    vmovdqa64    [rsp + 448], xmm9                   ; spill
-    vpshufd      xmm9, xmm2, 78
-    vpxorq       xmm9, xmm2, xmm9
-    vpclmulqdq   xmm9, xmm27, xmm9, 0
-    vpternlogq   xmm9, xmm5, xmm11, 150
+    vpclmulqdq   xmm5, xmm9, xmm2, 0
+    vpclmulqdq   xmm12, xmm9, xmm2, 17
+    vpshufd      xmm27, xmm9, 78
+    vpxorq       xmm27, xmm9, xmm27
+    vmovdqa64    [rsp + 448], xmm10                  ; spill
+    vpshufd      xmm10, xmm2, 78
+    vpxorq       xmm10, xmm2, xmm10
+    vpclmulqdq   xmm10, xmm27, xmm10, 0
+    vpternlogq   xmm10, xmm5, xmm12, 150
     vpclmulqdq   xmm27, xmm6, xmm0, 0
     vmovdqa64    [rsp + 704], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm6, xmm0, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
-    vpxorq       xmm6, xmm10, xmm6
+    vpxorq       xmm6, xmm9, xmm6
     vpxorq       xmm0, xmm2, xmm0
     vpclmulqdq   xmm2, xmm6, xmm0, 0
-    vpclmulqdq   xmm10, xmm6, xmm0, 17
+    vpclmulqdq   xmm9, xmm6, xmm0, 17
     vpshufd      xmm30, xmm6, 78
     vpxorq       xmm6, xmm6, xmm30
     vpshufd      xmm30, xmm0, 78
     vpxorq       xmm0, xmm0, xmm30
     vpclmulqdq   xmm0, xmm6, xmm0, 0
-    vpternlogq   xmm0, xmm2, xmm10, 150
-    vpxorq       xmm6, xmm11, xmm27
+    vpternlogq   xmm0, xmm2, xmm9, 150
+    vpxorq       xmm6, xmm12, xmm27
     vpxorq       xmm2, xmm5, xmm2
-    vpternlogq   xmm0, xmm9, xmm29, 150
-    vpxorq       xmm10, xmm10, xmm31
-    vpternlogq   xmm1, xmm4, xmm13, 150
+    vpternlogq   xmm0, xmm10, xmm29, 150
+    vpxorq       xmm9, xmm9, xmm31
+    vpternlogq   xmm1, xmm4, xmm14, 150
     vpxorq       xmm4, xmm20, xmm23
-    vpxorq       xmm11, xmm28, xmm17
+    vpxorq       xmm12, xmm28, xmm17
     vpxorq       xmm5, xmm3, xmm5
-    vpxorq       xmm9, xmm12, xmm9
+    vpxorq       xmm10, xmm11, xmm10
     vpternlogq   xmm2, xmm6, xmm8, 150
-    vpternlogq   xmm10, xmm6, xmm1, 150
+    vpternlogq   xmm9, xmm6, xmm1, 150
     vpxorq       xmm6, xmm29, xmm4
-    vpxorq       xmm13, xmm31, xmm11
-    vpternlogq   xmm25, xmm14, xmm19, 150
+    vpxorq       xmm14, xmm31, xmm12
+    vpternlogq   xmm25, xmm13, xmm19, 150
     vmovdqa64    xmm17, [rsp + 640]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm7, 150
     vmovdqa64    xmm7, [rsp + 832]                   ; reload
     vmovdqa64    xmm15, [rsp + 704]                  ; reload
-    vpternlogq   xmm7, xmm15, xmm14, 150
-    vmovdqa64    xmm14, [rsp]                        ; reload
-    vpxorq       xmm3, xmm14, xmm3
+    vpternlogq   xmm7, xmm15, xmm13, 150
+    vmovdqa64    xmm13, [rsp]                        ; reload
+    vpxorq       xmm3, xmm13, xmm3
     vmovdqa64    xmm15, [rsp + 576]                  ; reload
-    vpxorq       xmm12, xmm15, xmm12
-    vpxorq       xmm12, xmm12, xmm16
+    vpxorq       xmm11, xmm15, xmm11
+    vpxorq       xmm11, xmm11, xmm16
     vmovdqa64    xmm18, [rsp + 384]                  ; reload
     vpxorq       xmm8, xmm18, xmm8
     vpxorq       xmm19, xmm17, [rsp + 448]
     vpxorq       xmm19, xmm19, xmm26
     vpternlogq   xmm5, xmm1, [rsp + 768], 150
-    vpternlogq   xmm9, xmm4, [rsp + 512], 150
-    vpternlogq   xmm2, xmm11, xmm25, 150
+    vpternlogq   xmm10, xmm4, [rsp + 512], 150
+    vpternlogq   xmm2, xmm12, xmm25, 150
     vmovdqa64    xmm1, [rsp + 448]                   ; reload
     vpternlogq   xmm0, xmm1, xmm16, 150
     vpxorq       xmm1, xmm6, xmm26
     vpslldq      xmm4, xmm15, 8
     vpalignr     xmm6, xmm17, xmm15, 8
-    vmovdqa64    xmm11, [rsp + 512]                  ; reload
-    vpalignr     xmm15, xmm11, xmm17, 8
-    vpalignr     xmm11, xmm12, xmm11, 8
-    vpternlogq   xmm3, xmm25, xmm11, 150
-    vpalignr     xmm11, xmm19, xmm12, 8
+    vmovdqa64    xmm12, [rsp + 512]                  ; reload
+    vpalignr     xmm15, xmm12, xmm17, 8
+    vpalignr     xmm12, xmm11, xmm12, 8
+    vpternlogq   xmm3, xmm25, xmm12, 150
+    vpalignr     xmm11, xmm19, xmm11, 8
     vpternlogq   xmm8, xmm24, xmm11, 150
-    vpalignr     xmm11, xmm9, xmm19, 8
+    vpalignr     xmm11, xmm10, xmm19, 8
     vpternlogq   xmm5, xmm7, xmm11, 150
-    vpalignr     xmm9, xmm0, xmm9, 8
-    vpxorq       xmm2, xmm2, xmm9
+    vpalignr     xmm10, xmm0, xmm10, 8
+    vpxorq       xmm2, xmm2, xmm10
     vpalignr     xmm0, xmm1, xmm0, 8
-    vpternlogq   xmm10, xmm24, xmm0, 150
+    vpternlogq   xmm9, xmm24, xmm0, 150
     vpsrldq      xmm0, xmm1, 8
-    vpternlogq   xmm13, xmm7, xmm0, 150
-    vpclmulqdq   xmm0, xmm13, [rcx - 128], 0
-    vpclmulqdq   xmm1, xmm13, [rcx - 128], 1
-    vpclmulqdq   xmm7, xmm10, [rcx - 128], 0
-    vpclmulqdq   xmm9, xmm10, [rcx - 128], 1
+    vpternlogq   xmm14, xmm7, xmm0, 150
+    vpclmulqdq   xmm0, xmm14, [rcx - 128], 0
+    vpclmulqdq   xmm1, xmm14, [rcx - 128], 1
+    vpclmulqdq   xmm7, xmm9, [rcx - 128], 0
+    vpclmulqdq   xmm9, xmm9, [rcx - 128], 1
     vpclmulqdq   xmm10, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
     vpclmulqdq   xmm11, xmm5, [rcx - 128], 0
@@ -13831,7 +14310,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm8, xmm1, xmm8
     vpsrldq      xmm8, xmm8, 8
     vpclmulqdq   xmm8, xmm8, [rcx - 128], 0
-    vpternlogq   xmm4, xmm14, xmm8, 150
+    vpternlogq   xmm4, xmm13, xmm8, 150
     vpternlogq   xmm6, xmm18, xmm5, 150
     vmovdqa64    xmm5, [rsp + 768]                   ; reload
     vpternlogq   xmm15, xmm5, xmm2, 150
@@ -13845,58 +14324,68 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm3, xmm9, xmm6, 150
     vpsrldq      xmm0, xmm0, 8
     vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm1, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm6, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpclmulqdq   xmm7, xmm4, xmm4, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm8, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm9, xmm0, [rcx - 128], 0
+    vgf2p8affineqb xmm1, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm3, xmm3, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm6, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vgf2p8affineqb xmm3, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm5, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm3, xmm5
+    vpunpckhbw   xmm3, xmm3, xmm5
+    vgf2p8affineqb xmm5, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm4, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm5, xmm4
+    vpunpckhbw   xmm4, xmm5, xmm4
+    vgf2p8affineqb xmm5, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm5, xmm2
+    vpunpckhbw   xmm2, xmm5, xmm2
+    vpclmulqdq   xmm5, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm10, xmm1, [rcx - 128], 0
     vpclmulqdq   xmm1, xmm1, [rcx - 128], 1
-    vpclmulqdq   xmm11, xmm3, [rcx - 128], 0
-    vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
-    vpclmulqdq   xmm12, xmm6, [rcx - 128], 0
+    vpclmulqdq   xmm11, xmm6, [rcx - 128], 0
     vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpxorq       xmm0, xmm5, xmm0
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm0, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, [rcx - 128], 0
+    vpclmulqdq   xmm12, xmm3, [rcx - 128], 0
+    vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm7, xmm5, 8
+    vpxorq       xmm7, xmm0, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rcx - 128], 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm2, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm5, 150
-    vpalignr     xmm5, xmm10, xmm11, 8
-    vpternlogq   xmm4, xmm3, xmm5, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm7, xmm1, xmm3, 150
-    vpsrldq      xmm1, xmm9, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm3, xmm7, 150
+    vpalignr     xmm3, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm6, xmm3, 150
+    vpalignr     xmm3, xmm5, xmm10, 8
+    vpternlogq   xmm4, xmm1, xmm3, 150
+    vpsrldq      xmm1, xmm5, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm2, [rsp + 320], 0
-    vpclmulqdq   xmm3, xmm2, [rsp + 320], 17
-    vpshufd      xmm5, xmm2, 78
-    vpxorq       xmm5, xmm2, xmm5
+    vpclmulqdq   xmm0, xmm9, [rsp + 320], 0
+    vpclmulqdq   xmm3, xmm9, [rsp + 320], 17
+    vpshufd      xmm5, xmm9, 78
+    vpxorq       xmm5, xmm9, xmm5
     vpshufd      xmm6, [rsp + 320], 78
-    vmovdqa64    xmm9, [rsp + 320]                   ; reload
-    vpxorq       xmm6, xmm9, xmm6
+    vmovdqa64    xmm7, [rsp + 320]                   ; reload
+    vpxorq       xmm6, xmm7, xmm6
     vpclmulqdq   xmm5, xmm5, xmm6, 0
     vpternlogq   xmm5, xmm0, xmm3, 150
-    vpclmulqdq   xmm6, xmm8, [rsp + 256], 0
-    vpclmulqdq   xmm10, xmm8, [rsp + 256], 17
-    vpshufd      xmm11, xmm8, 78
-    vpxorq       xmm11, xmm8, xmm11
+    vpclmulqdq   xmm6, xmm2, [rsp + 256], 0
+    vpclmulqdq   xmm10, xmm2, [rsp + 256], 17
+    vpshufd      xmm11, xmm2, 78
+    vpxorq       xmm11, xmm2, xmm11
     vpshufd      xmm12, [rsp + 256], 78
     vmovdqa64    xmm13, [rsp + 256]                  ; reload
     vpxorq       xmm12, xmm13, xmm12
     vpclmulqdq   xmm14, xmm11, xmm12, 0
     vpternlogq   xmm14, xmm6, xmm10, 150
-    vpxorq       xmm15, xmm2, xmm8
-    vpxorq       xmm16, xmm9, xmm13
+    vpxorq       xmm15, xmm9, xmm2
+    vpxorq       xmm16, xmm7, xmm13
     vpclmulqdq   xmm17, xmm15, xmm16, 0
     vpclmulqdq   xmm18, xmm15, xmm16, 17
     vpshufd      xmm19, xmm15, 78
@@ -13910,17 +14399,17 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm6, xmm6, xmm3
     vpternlogq   xmm15, xmm5, xmm14, 150
     vpxorq       xmm16, xmm18, xmm10
-    vpclmulqdq   xmm17, xmm4, [rsp + 64], 0
-    vpclmulqdq   xmm18, xmm4, [rsp + 64], 17
-    vpshufd      xmm19, xmm4, 78
-    vpxorq       xmm19, xmm4, xmm19
+    vpclmulqdq   xmm17, xmm8, [rsp + 64], 0
+    vpclmulqdq   xmm18, xmm8, [rsp + 64], 17
+    vpshufd      xmm19, xmm8, 78
+    vpxorq       xmm19, xmm8, xmm19
     vpshufd      xmm20, [rsp + 64], 78
     vmovdqa64    xmm21, [rsp + 64]                   ; reload
     vpxorq       xmm20, xmm21, xmm20
     vpclmulqdq   xmm22, xmm19, xmm20, 0
     vpternlogq   xmm22, xmm17, xmm18, 150
-    vpxorq       xmm23, xmm2, xmm4
-    vpxorq       xmm24, xmm9, xmm21
+    vpxorq       xmm23, xmm9, xmm8
+    vpxorq       xmm24, xmm7, xmm21
     vpclmulqdq   xmm25, xmm23, xmm24, 0
     vpclmulqdq   xmm26, xmm23, xmm24, 17
     vpshufd      xmm27, xmm23, 78
@@ -13929,11 +14418,11 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm28, xmm24, xmm28
     vpclmulqdq   xmm27, xmm27, xmm28, 0
     vpternlogq   xmm27, xmm25, xmm26, 150
-    vpclmulqdq   xmm28, xmm8, xmm13, 0
-    vpclmulqdq   xmm29, xmm8, xmm13, 17
+    vpclmulqdq   xmm28, xmm2, xmm13, 0
+    vpclmulqdq   xmm29, xmm2, xmm13, 17
     vpclmulqdq   xmm11, xmm11, xmm12, 0
     vpternlogq   xmm11, xmm28, xmm29, 150
-    vpxorq       xmm12, xmm23, xmm8
+    vpxorq       xmm12, xmm23, xmm2
     vpxorq       xmm23, xmm24, xmm13
     vpclmulqdq   xmm24, xmm12, xmm23, 0
     vpclmulqdq   xmm30, xmm12, xmm23, 17
@@ -13956,17 +14445,17 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm17, xmm17, xmm3
     vpternlogq   xmm24, xmm23, xmm6, 150
     vpternlogq   xmm26, xmm23, xmm16, 150
-    vpclmulqdq   xmm16, xmm7, [rsp + 192], 0
-    vpclmulqdq   xmm18, xmm7, [rsp + 192], 17
-    vpshufd      xmm22, xmm7, 78
-    vpxorq       xmm22, xmm7, xmm22
+    vpclmulqdq   xmm16, xmm4, [rsp + 192], 0
+    vpclmulqdq   xmm18, xmm4, [rsp + 192], 17
+    vpshufd      xmm22, xmm4, 78
+    vpxorq       xmm22, xmm4, xmm22
     vpshufd      xmm23, [rsp + 192], 78
     vmovdqa64    xmm25, [rsp + 192]                  ; reload
     vpxorq       xmm23, xmm25, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
     vpternlogq   xmm22, xmm16, xmm18, 150
     vpclmulqdq   xmm23, xmm1, [rsp + 128], 0
-    vpxorq       xmm27, xmm7, xmm1
+    vpxorq       xmm27, xmm4, xmm1
     vpxorq       xmm28, xmm25, [rsp + 128]
     vpclmulqdq   xmm30, xmm27, xmm28, 0
     vpclmulqdq   xmm31, xmm27, xmm28, 17
@@ -13981,32 +14470,32 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm23, xmm16, xmm30
     vpxorq       xmm17, xmm22, xmm17
     vpxorq       xmm27, xmm31, xmm18
-    vpxorq       xmm2, xmm2, xmm7
-    vpxorq       xmm1, xmm8, xmm1
-    vpxorq       xmm7, xmm9, xmm25
-    vpxorq       xmm8, xmm13, [rsp + 128]
-    vpclmulqdq   xmm28, xmm2, xmm7, 0
-    vpclmulqdq   xmm30, xmm2, xmm7, 17
-    vpshufd      xmm31, xmm2, 78
-    vpxorq       xmm31, xmm2, xmm31
-    vpshufd      xmm25, xmm7, 78
-    vpxorq       xmm25, xmm7, xmm25
+    vpxorq       xmm4, xmm9, xmm4
+    vpxorq       xmm1, xmm2, xmm1
+    vpxorq       xmm2, xmm7, xmm25
+    vpxorq       xmm9, xmm13, [rsp + 128]
+    vpclmulqdq   xmm28, xmm4, xmm2, 0
+    vpclmulqdq   xmm30, xmm4, xmm2, 17
+    vpshufd      xmm31, xmm4, 78
+    vpxorq       xmm31, xmm4, xmm31
+    vpshufd      xmm25, xmm2, 78
+    vpxorq       xmm25, xmm2, xmm25
     vpclmulqdq   xmm25, xmm31, xmm25, 0
     vpternlogq   xmm25, xmm28, xmm30, 150
-    vpclmulqdq   xmm31, xmm1, xmm8, 0
-    vpclmulqdq   xmm13, xmm1, xmm8, 17
-    vpshufd      xmm9, xmm1, 78
-    vpxorq       xmm9, xmm1, xmm9
+    vpclmulqdq   xmm31, xmm1, xmm9, 0
+    vpclmulqdq   xmm13, xmm1, xmm9, 17
+    vpshufd      xmm7, xmm1, 78
+    vpxorq       xmm7, xmm1, xmm7
     vmovdqa64    [rsp + 384], xmm14                  ; spill
-    vpshufd      xmm14, xmm8, 78
-    vpxorq       xmm14, xmm8, xmm14
+    vpshufd      xmm14, xmm9, 78
+    vpxorq       xmm14, xmm9, xmm14
     vmovdqa64    [rsp], xmm6                         ; spill
-    vpclmulqdq   xmm6, xmm9, xmm14, 0
+    vpclmulqdq   xmm6, xmm7, xmm14, 0
     vpternlogq   xmm6, xmm31, xmm13, 150
     vmovdqa64    [rsp + 512], xmm5                   ; spill
-    vpxorq       xmm5, xmm2, xmm1
+    vpxorq       xmm5, xmm4, xmm1
     vmovdqa64    [rsp + 640], xmm0                   ; spill
-    vpxorq       xmm0, xmm7, xmm8
+    vpxorq       xmm0, xmm2, xmm9
     vmovdqa64    [rsp + 576], xmm27                  ; spill
     vpclmulqdq   xmm27, xmm5, xmm0, 0
     vmovdqa64    [rsp + 448], xmm29                  ; spill
@@ -14023,55 +14512,55 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm5, xmm5, xmm3
     vpternlogq   xmm0, xmm25, xmm6, 150
     vpxorq       xmm27, xmm29, xmm13
-    vpclmulqdq   xmm29, xmm4, xmm21, 0
-    vpclmulqdq   xmm30, xmm4, xmm21, 17
+    vpclmulqdq   xmm29, xmm8, xmm21, 0
+    vpclmulqdq   xmm30, xmm8, xmm21, 17
     vpclmulqdq   xmm19, xmm19, xmm20, 0
     vpternlogq   xmm19, xmm29, xmm30, 150
-    vpxorq       xmm2, xmm2, xmm4
-    vpxorq       xmm4, xmm7, xmm21
-    vpclmulqdq   xmm7, xmm2, xmm4, 0
-    vpclmulqdq   xmm20, xmm2, xmm4, 17
-    vpshufd      xmm31, xmm2, 78
-    vpxorq       xmm31, xmm2, xmm31
-    vpshufd      xmm21, xmm4, 78
-    vpxorq       xmm21, xmm4, xmm21
+    vpxorq       xmm4, xmm4, xmm8
+    vpxorq       xmm2, xmm2, xmm21
+    vpclmulqdq   xmm8, xmm4, xmm2, 0
+    vpclmulqdq   xmm20, xmm4, xmm2, 17
+    vpshufd      xmm31, xmm4, 78
+    vpxorq       xmm31, xmm4, xmm31
+    vpshufd      xmm21, xmm2, 78
+    vpxorq       xmm21, xmm2, xmm21
     vpclmulqdq   xmm21, xmm31, xmm21, 0
-    vpternlogq   xmm21, xmm7, xmm20, 150
-    vpclmulqdq   xmm31, xmm1, xmm8, 0
+    vpternlogq   xmm21, xmm8, xmm20, 150
+    vpclmulqdq   xmm31, xmm1, xmm9, 0
     vmovdqa64    [rsp + 832], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm1, xmm8, 17
-    vpclmulqdq   xmm9, xmm9, xmm14, 0
-    vpternlogq   xmm9, xmm31, xmm0, 150
-    vpxorq       xmm1, xmm2, xmm1
-    vpxorq       xmm2, xmm4, xmm8
+    vpclmulqdq   xmm0, xmm1, xmm9, 17
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpternlogq   xmm7, xmm31, xmm0, 150
+    vpxorq       xmm1, xmm4, xmm1
+    vpxorq       xmm2, xmm2, xmm9
     vpclmulqdq   xmm4, xmm1, xmm2, 0
-    vpclmulqdq   xmm8, xmm1, xmm2, 17
+    vpclmulqdq   xmm9, xmm1, xmm2, 17
     vpshufd      xmm14, xmm1, 78
     vpxorq       xmm1, xmm1, xmm14
     vpshufd      xmm14, xmm2, 78
     vpxorq       xmm2, xmm2, xmm14
     vpclmulqdq   xmm1, xmm1, xmm2, 0
-    vpternlogq   xmm1, xmm4, xmm8, 150
+    vpternlogq   xmm1, xmm4, xmm9, 150
     vpxorq       xmm2, xmm20, xmm31
-    vpxorq       xmm4, xmm7, xmm4
-    vpternlogq   xmm1, xmm21, xmm9, 150
-    vpxorq       xmm8, xmm8, xmm0
+    vpxorq       xmm4, xmm8, xmm4
+    vpternlogq   xmm1, xmm21, xmm7, 150
+    vpxorq       xmm9, xmm9, xmm0
     vpternlogq   xmm27, xmm3, xmm29, 150
     vpxorq       xmm3, xmm6, xmm19
     vpxorq       xmm6, xmm13, xmm30
-    vpxorq       xmm7, xmm28, xmm7
+    vpxorq       xmm8, xmm28, xmm8
     vpxorq       xmm13, xmm25, xmm21
     vpternlogq   xmm4, xmm2, xmm5, 150
-    vpternlogq   xmm8, xmm2, xmm27, 150
-    vpxorq       xmm2, xmm9, xmm3
+    vpternlogq   xmm9, xmm2, xmm27, 150
+    vpxorq       xmm2, xmm7, xmm3
     vpxorq       xmm0, xmm0, xmm6
     vpternlogq   xmm24, xmm10, xmm16, 150
     vpternlogq   xmm12, xmm15, xmm22, 150
     vpternlogq   xmm23, xmm18, xmm26, 150
     vpternlogq   xmm17, xmm11, [rsp + 704], 150
-    vmovdqa64    xmm9, [rsp + 576]                   ; reload
+    vmovdqa64    xmm7, [rsp + 576]                   ; reload
     vmovdqa64    xmm11, [rsp + 448]                  ; reload
-    vpternlogq   xmm9, xmm11, xmm10, 150
+    vpternlogq   xmm7, xmm11, xmm10, 150
     vmovdqa64    xmm10, [rsp + 640]                  ; reload
     vpxorq       xmm11, xmm10, xmm28
     vmovdqa64    xmm14, [rsp + 512]                  ; reload
@@ -14081,7 +14570,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm5, xmm18, xmm5
     vpxorq       xmm19, xmm15, [rsp + 832]
     vpxorq       xmm19, xmm19, xmm17
-    vpternlogq   xmm7, xmm27, [rsp + 384], 150
+    vpternlogq   xmm8, xmm27, [rsp + 384], 150
     vpternlogq   xmm13, xmm3, [rsp + 768], 150
     vpternlogq   xmm4, xmm6, xmm24, 150
     vmovdqa64    xmm3, [rsp + 832]                   ; reload
@@ -14096,28 +14585,28 @@ kg_gf2m571_inv_avx512:
     vpalignr     xmm12, xmm19, xmm16, 8
     vpternlogq   xmm5, xmm23, xmm12, 150
     vpalignr     xmm12, xmm13, xmm19, 8
-    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm8, xmm7, xmm12, 150
     vpalignr     xmm12, xmm1, xmm13, 8
     vpxorq       xmm4, xmm4, xmm12
     vpalignr     xmm1, xmm2, xmm1, 8
-    vpternlogq   xmm8, xmm23, xmm1, 150
+    vpternlogq   xmm9, xmm23, xmm1, 150
     vpsrldq      xmm1, xmm2, 8
-    vpternlogq   xmm0, xmm9, xmm1, 150
+    vpternlogq   xmm0, xmm7, xmm1, 150
     vpclmulqdq   xmm1, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
-    vpclmulqdq   xmm2, xmm8, [rcx - 128], 0
-    vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
+    vpclmulqdq   xmm2, xmm9, [rcx - 128], 0
+    vpclmulqdq   xmm7, xmm9, [rcx - 128], 1
     vpclmulqdq   xmm9, xmm4, [rcx - 128], 0
     vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
-    vpclmulqdq   xmm12, xmm7, [rcx - 128], 0
-    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
+    vpclmulqdq   xmm12, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
     vpxorq       xmm0, xmm5, xmm0
     vpsrldq      xmm5, xmm1, 8
     vpxorq       xmm5, xmm0, xmm5
     vpsrldq      xmm5, xmm5, 8
     vpclmulqdq   xmm5, xmm5, [rcx - 128], 0
     vpternlogq   xmm3, xmm10, xmm5, 150
-    vpternlogq   xmm6, xmm18, xmm7, 150
+    vpternlogq   xmm6, xmm18, xmm8, 150
     vmovdqa64    xmm5, [rsp + 384]                   ; reload
     vpternlogq   xmm14, xmm5, xmm4, 150
     vpslldq      xmm4, xmm12, 8
@@ -14127,96 +14616,116 @@ kg_gf2m571_inv_avx512:
     vpalignr     xmm5, xmm2, xmm9, 8
     vpxorq       xmm5, xmm14, xmm5
     vpalignr     xmm2, xmm1, xmm2, 8
-    vpternlogq   xmm11, xmm8, xmm2, 150
+    vpternlogq   xmm11, xmm7, xmm2, 150
     vpsrldq      xmm1, xmm1, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm11, xmm11, 17
-    vpclmulqdq   xmm6, xmm11, xmm11, 0
-    vpclmulqdq   xmm7, xmm5, xmm5, 17
-    vpclmulqdq   xmm8, xmm5, xmm5, 0
-    vpclmulqdq   xmm9, xmm4, xmm4, 17
-    vpclmulqdq   xmm10, xmm4, xmm4, 0
-    vpclmulqdq   xmm12, xmm3, xmm3, 17
-    vpclmulqdq   xmm13, xmm3, xmm3, 0
+    vgf2p8affineqb xmm0, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm0, xmm2
+    vgf2p8affineqb xmm2, xmm11, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm11, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm2, xmm6
+    vpunpckhbw   xmm2, xmm2, xmm6
+    vgf2p8affineqb xmm6, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm8, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm6, xmm8
+    vpunpckhbw   xmm6, xmm6, xmm8
+    vgf2p8affineqb xmm8, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm10, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm12, xmm8, xmm10
+    vpunpckhbw   xmm8, xmm8, xmm10
+    vgf2p8affineqb xmm10, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm13, xmm3, [rel gf2m_spread_high], 0
     mov          rax, 16
     .repeat3:
+    vpunpcklbw   xmm14, xmm10, xmm13
+    vpunpckhbw   xmm10, xmm10, xmm13
     lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm14, xmm0, [rcx - 128], 0
+    vpclmulqdq   xmm13, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
-    vpclmulqdq   xmm16, xmm6, [rcx - 128], 0
-    vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpclmulqdq   xmm17, xmm7, [rcx - 128], 0
+    vpclmulqdq   xmm16, xmm7, [rcx - 128], 0
     vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
-    vpxorq       xmm0, xmm8, xmm0
-    vpsrldq      xmm8, xmm14, 8
-    vpxorq       xmm8, xmm0, xmm8
-    vpsrldq      xmm8, xmm8, 8
-    vpclmulqdq   xmm8, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm17, xmm6, [rcx - 128], 0
+    vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
+    vpxorq       xmm0, xmm9, xmm0
+    vpsrldq      xmm9, xmm13, 8
+    vpxorq       xmm9, xmm0, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm13, xmm8, xmm18, 150
-    vpalignr     xmm8, xmm16, xmm17, 8
-    vpternlogq   xmm12, xmm7, xmm8, 150
-    vpalignr     xmm7, xmm15, xmm16, 8
-    vpternlogq   xmm10, xmm6, xmm7, 150
-    vpalignr     xmm6, xmm14, xmm15, 8
-    vpternlogq   xmm9, xmm2, xmm6, 150
-    vpsrldq      xmm2, xmm14, 8
+    vpternlogq   xmm14, xmm9, xmm18, 150
+    vpalignr     xmm9, xmm16, xmm17, 8
+    vpternlogq   xmm10, xmm6, xmm9, 150
+    vpalignr     xmm6, xmm15, xmm16, 8
+    vpternlogq   xmm12, xmm7, xmm6, 150
+    vpalignr     xmm6, xmm13, xmm15, 8
+    vpternlogq   xmm8, xmm2, xmm6, 150
+    vpsrldq      xmm2, xmm13, 8
     vpternlogq   xmm2, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm9, xmm9, 17
-    vpclmulqdq   xmm6, xmm9, xmm9, 0
-    vpclmulqdq   xmm7, xmm10, xmm10, 17
-    vpclmulqdq   xmm8, xmm10, xmm10, 0
-    vpclmulqdq   xmm9, xmm12, xmm12, 17
-    vpclmulqdq   xmm10, xmm12, xmm12, 0
-    vpclmulqdq   xmm12, xmm13, xmm13, 17
-    vpclmulqdq   xmm13, xmm13, xmm13, 0
+    vgf2p8affineqb xmm0, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm0, xmm2
+    vgf2p8affineqb xmm2, xmm8, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm8, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm2, xmm6
+    vpunpckhbw   xmm2, xmm2, xmm6
+    vgf2p8affineqb xmm6, xmm12, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm8, xmm12, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm6, xmm8
+    vpunpckhbw   xmm6, xmm6, xmm8
+    vgf2p8affineqb xmm8, xmm10, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm10, xmm10, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm12, xmm8, xmm10
+    vpunpckhbw   xmm8, xmm8, xmm10
+    vgf2p8affineqb xmm10, xmm14, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm13, xmm14, [rel gf2m_spread_high], 0
     dec          rax
     jnz          .repeat3
+    vpunpcklbw   xmm14, xmm10, xmm13
+    vpunpckhbw   xmm10, xmm10, xmm13
     lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm14, xmm0, [rcx - 128], 0
+    vpclmulqdq   xmm13, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
-    vpclmulqdq   xmm16, xmm6, [rcx - 128], 0
-    vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpclmulqdq   xmm17, xmm7, [rcx - 128], 0
+    vpclmulqdq   xmm16, xmm7, [rcx - 128], 0
     vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
-    vpxorq       xmm0, xmm8, xmm0
-    vpsrldq      xmm8, xmm14, 8
-    vpxorq       xmm8, xmm0, xmm8
-    vpsrldq      xmm8, xmm8, 8
-    vpclmulqdq   xmm8, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm17, xmm6, [rcx - 128], 0
+    vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
+    vpxorq       xmm0, xmm9, xmm0
+    vpsrldq      xmm9, xmm13, 8
+    vpxorq       xmm9, xmm0, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm13, xmm8, xmm18, 150
-    vpalignr     xmm8, xmm16, xmm17, 8
-    vpternlogq   xmm12, xmm7, xmm8, 150
-    vpalignr     xmm7, xmm15, xmm16, 8
-    vpternlogq   xmm10, xmm6, xmm7, 150
-    vpalignr     xmm6, xmm14, xmm15, 8
-    vpternlogq   xmm9, xmm2, xmm6, 150
-    vpsrldq      xmm2, xmm14, 8
+    vpternlogq   xmm14, xmm9, xmm18, 150
+    vpalignr     xmm9, xmm16, xmm17, 8
+    vpternlogq   xmm10, xmm6, xmm9, 150
+    vpalignr     xmm6, xmm15, xmm16, 8
+    vpternlogq   xmm12, xmm7, xmm6, 150
+    vpalignr     xmm6, xmm13, xmm15, 8
+    vpternlogq   xmm8, xmm2, xmm6, 150
+    vpsrldq      xmm2, xmm13, 8
     vpternlogq   xmm2, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm13, xmm3, 0
-    vpclmulqdq   xmm6, xmm13, xmm3, 17
-    vpshufd      xmm7, xmm13, 78
-    vpxorq       xmm7, xmm13, xmm7
-    vpshufd      xmm8, xmm3, 78
-    vpxorq       xmm8, xmm3, xmm8
-    vpclmulqdq   xmm7, xmm7, xmm8, 0
+    vpclmulqdq   xmm0, xmm14, xmm3, 0
+    vpclmulqdq   xmm6, xmm14, xmm3, 17
+    vpshufd      xmm7, xmm14, 78
+    vpxorq       xmm7, xmm14, xmm7
+    vpshufd      xmm9, xmm3, 78
+    vpxorq       xmm9, xmm3, xmm9
+    vpclmulqdq   xmm7, xmm7, xmm9, 0
     vpternlogq   xmm7, xmm0, xmm6, 150
-    vpclmulqdq   xmm8, xmm12, xmm4, 0
-    vpclmulqdq   xmm14, xmm12, xmm4, 17
-    vpshufd      xmm15, xmm12, 78
-    vpxorq       xmm15, xmm12, xmm15
+    vpclmulqdq   xmm9, xmm10, xmm4, 0
+    vpclmulqdq   xmm13, xmm10, xmm4, 17
+    vpshufd      xmm15, xmm10, 78
+    vpxorq       xmm15, xmm10, xmm15
     vpshufd      xmm16, xmm4, 78
     vpxorq       xmm16, xmm4, xmm16
     vpclmulqdq   xmm17, xmm15, xmm16, 0
-    vpternlogq   xmm17, xmm8, xmm14, 150
-    vpxorq       xmm18, xmm13, xmm12
+    vpternlogq   xmm17, xmm9, xmm13, 150
+    vpxorq       xmm18, xmm14, xmm10
     vpxorq       xmm19, xmm3, xmm4
     vpclmulqdq   xmm20, xmm18, xmm19, 0
     vpclmulqdq   xmm21, xmm18, xmm19, 17
@@ -14226,20 +14735,20 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm19, xmm19, xmm22
     vpclmulqdq   xmm18, xmm18, xmm19, 0
     vpternlogq   xmm18, xmm20, xmm21, 150
-    vpxorq       xmm6, xmm6, xmm8
-    vpxorq       xmm8, xmm0, xmm20
-    vpxorq       xmm8, xmm8, xmm6
+    vpxorq       xmm6, xmm6, xmm9
+    vpxorq       xmm9, xmm0, xmm20
+    vpxorq       xmm9, xmm9, xmm6
     vpternlogq   xmm18, xmm7, xmm17, 150
-    vpxorq       xmm19, xmm21, xmm14
-    vpclmulqdq   xmm20, xmm10, xmm5, 0
-    vpclmulqdq   xmm21, xmm10, xmm5, 17
-    vpshufd      xmm22, xmm10, 78
-    vpxorq       xmm22, xmm10, xmm22
+    vpxorq       xmm19, xmm21, xmm13
+    vpclmulqdq   xmm20, xmm12, xmm5, 0
+    vpclmulqdq   xmm21, xmm12, xmm5, 17
+    vpshufd      xmm22, xmm12, 78
+    vpxorq       xmm22, xmm12, xmm22
     vpshufd      xmm23, xmm5, 78
     vpxorq       xmm23, xmm5, xmm23
     vpclmulqdq   xmm24, xmm22, xmm23, 0
     vpternlogq   xmm24, xmm20, xmm21, 150
-    vpxorq       xmm25, xmm13, xmm10
+    vpxorq       xmm25, xmm14, xmm12
     vpxorq       xmm26, xmm3, xmm5
     vpclmulqdq   xmm27, xmm25, xmm26, 0
     vpclmulqdq   xmm28, xmm25, xmm26, 17
@@ -14249,11 +14758,11 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm30, xmm26, xmm30
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm28, 150
-    vpclmulqdq   xmm30, xmm12, xmm4, 0
-    vpclmulqdq   xmm31, xmm12, xmm4, 17
+    vpclmulqdq   xmm30, xmm10, xmm4, 0
+    vpclmulqdq   xmm31, xmm10, xmm4, 17
     vpclmulqdq   xmm15, xmm15, xmm16, 0
     vpternlogq   xmm15, xmm30, xmm31, 150
-    vpxorq       xmm16, xmm25, xmm12
+    vpxorq       xmm16, xmm25, xmm10
     vpxorq       xmm25, xmm26, xmm4
     vpclmulqdq   xmm26, xmm16, xmm25, 0
     vmovdqa64    [rsp + 384], xmm18                  ; spill
@@ -14271,23 +14780,23 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm18, xmm18, xmm31
     vpternlogq   xmm19, xmm6, xmm20, 150
     vpxorq       xmm6, xmm17, xmm24
-    vpxorq       xmm14, xmm14, xmm21
+    vpxorq       xmm13, xmm13, xmm21
     vpxorq       xmm17, xmm0, xmm27
     vpxorq       xmm17, xmm17, xmm19
     vpxorq       xmm20, xmm7, xmm29
     vpxorq       xmm20, xmm20, xmm6
-    vpternlogq   xmm25, xmm22, xmm8, 150
+    vpternlogq   xmm25, xmm22, xmm9, 150
     vpternlogq   xmm18, xmm22, xmm19, 150
-    vpclmulqdq   xmm19, xmm9, xmm11, 0
-    vpclmulqdq   xmm21, xmm9, xmm11, 17
-    vpshufd      xmm22, xmm9, 78
-    vpxorq       xmm22, xmm9, xmm22
+    vpclmulqdq   xmm19, xmm8, xmm11, 0
+    vpclmulqdq   xmm21, xmm8, xmm11, 17
+    vpshufd      xmm22, xmm8, 78
+    vpxorq       xmm22, xmm8, xmm22
     vpshufd      xmm24, xmm11, 78
     vpxorq       xmm24, xmm11, xmm24
     vpclmulqdq   xmm22, xmm22, xmm24, 0
     vpternlogq   xmm22, xmm19, xmm21, 150
     vpclmulqdq   xmm24, xmm2, xmm1, 0
-    vpxorq       xmm26, xmm9, xmm2
+    vpxorq       xmm26, xmm8, xmm2
     vpxorq       xmm27, xmm11, xmm1
     vpclmulqdq   xmm28, xmm26, xmm27, 0
     vpclmulqdq   xmm29, xmm26, xmm27, 17
@@ -14301,19 +14810,19 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm24, xmm19, xmm28
     vpxorq       xmm26, xmm22, xmm26
     vpxorq       xmm27, xmm29, xmm21
-    vpxorq       xmm9, xmm13, xmm9
-    vpxorq       xmm2, xmm12, xmm2
+    vpxorq       xmm8, xmm14, xmm8
+    vpxorq       xmm2, xmm10, xmm2
     vpxorq       xmm3, xmm3, xmm11
     vpxorq       xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm9, xmm3, 0
-    vpclmulqdq   xmm11, xmm9, xmm3, 17
-    vpshufd      xmm12, xmm9, 78
-    vpxorq       xmm12, xmm9, xmm12
-    vpshufd      xmm13, xmm3, 78
-    vpxorq       xmm13, xmm3, xmm13
-    vpclmulqdq   xmm12, xmm12, xmm13, 0
-    vpternlogq   xmm12, xmm4, xmm11, 150
-    vpclmulqdq   xmm13, xmm2, xmm1, 0
+    vpclmulqdq   xmm4, xmm8, xmm3, 0
+    vpclmulqdq   xmm10, xmm8, xmm3, 17
+    vpshufd      xmm11, xmm8, 78
+    vpxorq       xmm11, xmm8, xmm11
+    vpshufd      xmm14, xmm3, 78
+    vpxorq       xmm14, xmm3, xmm14
+    vpclmulqdq   xmm11, xmm11, xmm14, 0
+    vpternlogq   xmm11, xmm4, xmm10, 150
+    vpclmulqdq   xmm14, xmm2, xmm1, 0
     vpclmulqdq   xmm28, xmm2, xmm1, 17
     vpshufd      xmm29, xmm2, 78
     vpxorq       xmm29, xmm2, xmm29
@@ -14321,114 +14830,114 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm30, xmm1, xmm30
     vmovdqa64    [rsp + 640], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
-    vpternlogq   xmm20, xmm13, xmm28, 150
+    vpternlogq   xmm20, xmm14, xmm28, 150
     vmovdqa64    [rsp + 768], xmm17                  ; spill
-    vpxorq       xmm17, xmm9, xmm2
-    vmovdqa64    [rsp + 512], xmm8                   ; spill
-    vpxorq       xmm8, xmm3, xmm1
+    vpxorq       xmm17, xmm8, xmm2
+    vmovdqa64    [rsp + 512], xmm9                   ; spill
+    vpxorq       xmm9, xmm3, xmm1
     vmovdqa64    [rsp + 832], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm17, xmm8, 0
+    vpclmulqdq   xmm7, xmm17, xmm9, 0
     vmovdqa64    [rsp + 448], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm17, xmm8, 17
+    vpclmulqdq   xmm0, xmm17, xmm9, 17
     vmovdqa64    [rsp + 576], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
-    vpshufd      xmm27, xmm8, 78
-    vpxorq       xmm8, xmm8, xmm27
-    vpclmulqdq   xmm8, xmm17, xmm8, 0
-    vpternlogq   xmm8, xmm7, xmm0, 150
-    vpxorq       xmm11, xmm11, xmm13
+    vpshufd      xmm27, xmm9, 78
+    vpxorq       xmm9, xmm9, xmm27
+    vpclmulqdq   xmm9, xmm17, xmm9, 0
+    vpternlogq   xmm9, xmm7, xmm0, 150
+    vpxorq       xmm10, xmm10, xmm14
     vpxorq       xmm7, xmm4, xmm7
-    vpxorq       xmm7, xmm7, xmm11
-    vpternlogq   xmm8, xmm12, xmm20, 150
+    vpxorq       xmm7, xmm7, xmm10
+    vpternlogq   xmm9, xmm11, xmm20, 150
     vpxorq       xmm0, xmm0, xmm28
-    vpclmulqdq   xmm13, xmm10, xmm5, 0
-    vpclmulqdq   xmm17, xmm10, xmm5, 17
+    vpclmulqdq   xmm14, xmm12, xmm5, 0
+    vpclmulqdq   xmm17, xmm12, xmm5, 17
     vmovdqa64    xmm27, [rsp]                        ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
-    vpternlogq   xmm23, xmm13, xmm17, 150
-    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm23, xmm14, xmm17, 150
+    vpxorq       xmm8, xmm8, xmm12
     vpxorq       xmm3, xmm3, xmm5
-    vpclmulqdq   xmm5, xmm9, xmm3, 0
-    vpclmulqdq   xmm10, xmm9, xmm3, 17
-    vpshufd      xmm27, xmm9, 78
-    vpxorq       xmm27, xmm9, xmm27
-    vmovdqa64    [rsp], xmm8                         ; spill
-    vpshufd      xmm8, xmm3, 78
-    vpxorq       xmm8, xmm3, xmm8
-    vpclmulqdq   xmm8, xmm27, xmm8, 0
-    vpternlogq   xmm8, xmm5, xmm10, 150
+    vpclmulqdq   xmm5, xmm8, xmm3, 0
+    vpclmulqdq   xmm12, xmm8, xmm3, 17
+    vpshufd      xmm27, xmm8, 78
+    vpxorq       xmm27, xmm8, xmm27
+    vmovdqa64    [rsp], xmm9                         ; spill
+    vpshufd      xmm9, xmm3, 78
+    vpxorq       xmm9, xmm3, xmm9
+    vpclmulqdq   xmm9, xmm27, xmm9, 0
+    vpternlogq   xmm9, xmm5, xmm12, 150
     vpclmulqdq   xmm27, xmm2, xmm1, 0
     vmovdqa64    [rsp + 704], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm2, xmm1, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
-    vpxorq       xmm2, xmm9, xmm2
+    vpxorq       xmm2, xmm8, xmm2
     vpxorq       xmm1, xmm3, xmm1
     vpclmulqdq   xmm3, xmm2, xmm1, 0
-    vpclmulqdq   xmm9, xmm2, xmm1, 17
+    vpclmulqdq   xmm8, xmm2, xmm1, 17
     vpshufd      xmm30, xmm2, 78
     vpxorq       xmm2, xmm2, xmm30
     vpshufd      xmm30, xmm1, 78
     vpxorq       xmm1, xmm1, xmm30
     vpclmulqdq   xmm1, xmm2, xmm1, 0
-    vpternlogq   xmm1, xmm3, xmm9, 150
-    vpxorq       xmm2, xmm10, xmm27
+    vpternlogq   xmm1, xmm3, xmm8, 150
+    vpxorq       xmm2, xmm12, xmm27
     vpxorq       xmm3, xmm5, xmm3
-    vpternlogq   xmm1, xmm8, xmm29, 150
-    vpxorq       xmm9, xmm9, xmm31
-    vpternlogq   xmm0, xmm11, xmm13, 150
+    vpternlogq   xmm1, xmm9, xmm29, 150
+    vpxorq       xmm8, xmm8, xmm31
+    vpternlogq   xmm0, xmm10, xmm14, 150
     vpxorq       xmm10, xmm20, xmm23
-    vpxorq       xmm11, xmm28, xmm17
+    vpxorq       xmm12, xmm28, xmm17
     vpxorq       xmm5, xmm4, xmm5
-    vpxorq       xmm8, xmm12, xmm8
+    vpxorq       xmm9, xmm11, xmm9
     vpternlogq   xmm3, xmm2, xmm7, 150
-    vpternlogq   xmm9, xmm2, xmm0, 150
+    vpternlogq   xmm8, xmm2, xmm0, 150
     vpxorq       xmm2, xmm29, xmm10
-    vpxorq       xmm13, xmm31, xmm11
-    vpternlogq   xmm25, xmm14, xmm19, 150
+    vpxorq       xmm14, xmm31, xmm12
+    vpternlogq   xmm25, xmm13, xmm19, 150
     vmovdqa64    xmm17, [rsp + 384]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm6, 150
     vmovdqa64    xmm6, [rsp + 576]                   ; reload
     vmovdqa64    xmm15, [rsp + 704]                  ; reload
-    vpternlogq   xmm6, xmm15, xmm14, 150
-    vmovdqa64    xmm14, [rsp + 448]                  ; reload
-    vpxorq       xmm4, xmm14, xmm4
+    vpternlogq   xmm6, xmm15, xmm13, 150
+    vmovdqa64    xmm13, [rsp + 448]                  ; reload
+    vpxorq       xmm4, xmm13, xmm4
     vmovdqa64    xmm15, [rsp + 832]                  ; reload
-    vpxorq       xmm12, xmm15, xmm12
-    vpxorq       xmm12, xmm12, xmm16
+    vpxorq       xmm11, xmm15, xmm11
+    vpxorq       xmm11, xmm11, xmm16
     vmovdqa64    xmm18, [rsp + 512]                  ; reload
     vpxorq       xmm7, xmm18, xmm7
     vpxorq       xmm19, xmm17, [rsp]
     vpxorq       xmm19, xmm19, xmm26
     vpternlogq   xmm5, xmm0, [rsp + 768], 150
-    vpternlogq   xmm8, xmm10, [rsp + 640], 150
-    vpternlogq   xmm3, xmm11, xmm25, 150
+    vpternlogq   xmm9, xmm10, [rsp + 640], 150
+    vpternlogq   xmm3, xmm12, xmm25, 150
     vmovdqa64    xmm0, [rsp]                         ; reload
     vpternlogq   xmm1, xmm0, xmm16, 150
     vpxorq       xmm0, xmm2, xmm26
     vpslldq      xmm2, xmm15, 8
     vpalignr     xmm10, xmm17, xmm15, 8
-    vmovdqa64    xmm11, [rsp + 640]                  ; reload
-    vpalignr     xmm15, xmm11, xmm17, 8
-    vpalignr     xmm11, xmm12, xmm11, 8
-    vpternlogq   xmm4, xmm25, xmm11, 150
-    vpalignr     xmm11, xmm19, xmm12, 8
+    vmovdqa64    xmm12, [rsp + 640]                  ; reload
+    vpalignr     xmm15, xmm12, xmm17, 8
+    vpalignr     xmm12, xmm11, xmm12, 8
+    vpternlogq   xmm4, xmm25, xmm12, 150
+    vpalignr     xmm11, xmm19, xmm11, 8
     vpternlogq   xmm7, xmm24, xmm11, 150
-    vpalignr     xmm11, xmm8, xmm19, 8
+    vpalignr     xmm11, xmm9, xmm19, 8
     vpternlogq   xmm5, xmm6, xmm11, 150
-    vpalignr     xmm8, xmm1, xmm8, 8
-    vpxorq       xmm3, xmm3, xmm8
+    vpalignr     xmm9, xmm1, xmm9, 8
+    vpxorq       xmm3, xmm3, xmm9
     vpalignr     xmm1, xmm0, xmm1, 8
-    vpternlogq   xmm9, xmm24, xmm1, 150
+    vpternlogq   xmm8, xmm24, xmm1, 150
     vpsrldq      xmm0, xmm0, 8
-    vpternlogq   xmm13, xmm6, xmm0, 150
-    vpclmulqdq   xmm0, xmm13, [rcx - 128], 0
-    vpclmulqdq   xmm1, xmm13, [rcx - 128], 1
-    vpclmulqdq   xmm6, xmm9, [rcx - 128], 0
-    vpclmulqdq   xmm8, xmm9, [rcx - 128], 1
+    vpternlogq   xmm14, xmm6, xmm0, 150
+    vpclmulqdq   xmm0, xmm14, [rcx - 128], 0
+    vpclmulqdq   xmm1, xmm14, [rcx - 128], 1
+    vpclmulqdq   xmm6, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
     vpclmulqdq   xmm9, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm11, xmm5, [rcx - 128], 0
@@ -14438,7 +14947,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm7, xmm1, xmm7
     vpsrldq      xmm7, xmm7, 8
     vpclmulqdq   xmm7, xmm7, [rcx - 128], 0
-    vpternlogq   xmm2, xmm14, xmm7, 150
+    vpternlogq   xmm2, xmm13, xmm7, 150
     vpternlogq   xmm10, xmm18, xmm5, 150
     vmovdqa64    xmm5, [rsp + 768]                   ; reload
     vpternlogq   xmm15, xmm5, xmm3, 150
@@ -14452,58 +14961,68 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm4, xmm8, xmm6, 150
     vpsrldq      xmm0, xmm0, 8
     vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm1, xmm4, xmm4, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm6, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpclmulqdq   xmm7, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm8, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm9, xmm0, [rcx - 128], 0
+    vgf2p8affineqb xmm1, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm4, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm6, xmm1, xmm4
+    vpunpckhbw   xmm1, xmm1, xmm4
+    vgf2p8affineqb xmm4, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm5, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm4, xmm5
+    vpunpckhbw   xmm4, xmm4, xmm5
+    vgf2p8affineqb xmm5, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm3, xmm3, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm5, xmm3
+    vpunpckhbw   xmm3, xmm5, xmm3
+    vgf2p8affineqb xmm5, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm5, xmm2
+    vpunpckhbw   xmm2, xmm5, xmm2
+    vpclmulqdq   xmm5, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm10, xmm1, [rcx - 128], 0
     vpclmulqdq   xmm1, xmm1, [rcx - 128], 1
-    vpclmulqdq   xmm11, xmm4, [rcx - 128], 0
-    vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
-    vpclmulqdq   xmm12, xmm6, [rcx - 128], 0
+    vpclmulqdq   xmm11, xmm6, [rcx - 128], 0
     vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpxorq       xmm0, xmm5, xmm0
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm0, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, [rcx - 128], 0
+    vpclmulqdq   xmm12, xmm4, [rcx - 128], 0
+    vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm7, xmm5, 8
+    vpxorq       xmm7, xmm0, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rcx - 128], 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm2, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm5, 150
-    vpalignr     xmm5, xmm10, xmm11, 8
-    vpternlogq   xmm3, xmm4, xmm5, 150
-    vpalignr     xmm4, xmm9, xmm10, 8
-    vpternlogq   xmm7, xmm1, xmm4, 150
-    vpsrldq      xmm1, xmm9, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm6, xmm4, 150
+    vpalignr     xmm4, xmm5, xmm10, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm5, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm2, [rsp + 320], 0
-    vpclmulqdq   xmm4, xmm2, [rsp + 320], 17
-    vpshufd      xmm5, xmm2, 78
-    vpxorq       xmm5, xmm2, xmm5
+    vpclmulqdq   xmm0, xmm9, [rsp + 320], 0
+    vpclmulqdq   xmm4, xmm9, [rsp + 320], 17
+    vpshufd      xmm5, xmm9, 78
+    vpxorq       xmm5, xmm9, xmm5
     vpshufd      xmm6, [rsp + 320], 78
-    vmovdqa64    xmm9, [rsp + 320]                   ; reload
-    vpxorq       xmm6, xmm9, xmm6
+    vmovdqa64    xmm7, [rsp + 320]                   ; reload
+    vpxorq       xmm6, xmm7, xmm6
     vpclmulqdq   xmm5, xmm5, xmm6, 0
     vpternlogq   xmm5, xmm0, xmm4, 150
-    vpclmulqdq   xmm6, xmm8, [rsp + 256], 0
-    vpclmulqdq   xmm10, xmm8, [rsp + 256], 17
-    vpshufd      xmm11, xmm8, 78
-    vpxorq       xmm11, xmm8, xmm11
+    vpclmulqdq   xmm6, xmm2, [rsp + 256], 0
+    vpclmulqdq   xmm10, xmm2, [rsp + 256], 17
+    vpshufd      xmm11, xmm2, 78
+    vpxorq       xmm11, xmm2, xmm11
     vpshufd      xmm12, [rsp + 256], 78
     vmovdqa64    xmm13, [rsp + 256]                  ; reload
     vpxorq       xmm12, xmm13, xmm12
     vpclmulqdq   xmm14, xmm11, xmm12, 0
     vpternlogq   xmm14, xmm6, xmm10, 150
-    vpxorq       xmm15, xmm2, xmm8
-    vpxorq       xmm16, xmm9, xmm13
+    vpxorq       xmm15, xmm9, xmm2
+    vpxorq       xmm16, xmm7, xmm13
     vpclmulqdq   xmm17, xmm15, xmm16, 0
     vpclmulqdq   xmm18, xmm15, xmm16, 17
     vpshufd      xmm19, xmm15, 78
@@ -14517,17 +15036,17 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm6, xmm6, xmm4
     vpternlogq   xmm15, xmm5, xmm14, 150
     vpxorq       xmm16, xmm18, xmm10
-    vpclmulqdq   xmm17, xmm3, [rsp + 64], 0
-    vpclmulqdq   xmm18, xmm3, [rsp + 64], 17
-    vpshufd      xmm19, xmm3, 78
-    vpxorq       xmm19, xmm3, xmm19
+    vpclmulqdq   xmm17, xmm8, [rsp + 64], 0
+    vpclmulqdq   xmm18, xmm8, [rsp + 64], 17
+    vpshufd      xmm19, xmm8, 78
+    vpxorq       xmm19, xmm8, xmm19
     vpshufd      xmm20, [rsp + 64], 78
     vmovdqa64    xmm21, [rsp + 64]                   ; reload
     vpxorq       xmm20, xmm21, xmm20
     vpclmulqdq   xmm22, xmm19, xmm20, 0
     vpternlogq   xmm22, xmm17, xmm18, 150
-    vpxorq       xmm23, xmm2, xmm3
-    vpxorq       xmm24, xmm9, xmm21
+    vpxorq       xmm23, xmm9, xmm8
+    vpxorq       xmm24, xmm7, xmm21
     vpclmulqdq   xmm25, xmm23, xmm24, 0
     vpclmulqdq   xmm26, xmm23, xmm24, 17
     vpshufd      xmm27, xmm23, 78
@@ -14536,11 +15055,11 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm28, xmm24, xmm28
     vpclmulqdq   xmm27, xmm27, xmm28, 0
     vpternlogq   xmm27, xmm25, xmm26, 150
-    vpclmulqdq   xmm28, xmm8, xmm13, 0
-    vpclmulqdq   xmm29, xmm8, xmm13, 17
+    vpclmulqdq   xmm28, xmm2, xmm13, 0
+    vpclmulqdq   xmm29, xmm2, xmm13, 17
     vpclmulqdq   xmm11, xmm11, xmm12, 0
     vpternlogq   xmm11, xmm28, xmm29, 150
-    vpxorq       xmm12, xmm23, xmm8
+    vpxorq       xmm12, xmm23, xmm2
     vpxorq       xmm23, xmm24, xmm13
     vpclmulqdq   xmm24, xmm12, xmm23, 0
     vpclmulqdq   xmm30, xmm12, xmm23, 17
@@ -14563,17 +15082,17 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm17, xmm17, xmm4
     vpternlogq   xmm24, xmm23, xmm6, 150
     vpternlogq   xmm26, xmm23, xmm16, 150
-    vpclmulqdq   xmm16, xmm7, [rsp + 192], 0
-    vpclmulqdq   xmm18, xmm7, [rsp + 192], 17
-    vpshufd      xmm22, xmm7, 78
-    vpxorq       xmm22, xmm7, xmm22
+    vpclmulqdq   xmm16, xmm3, [rsp + 192], 0
+    vpclmulqdq   xmm18, xmm3, [rsp + 192], 17
+    vpshufd      xmm22, xmm3, 78
+    vpxorq       xmm22, xmm3, xmm22
     vpshufd      xmm23, [rsp + 192], 78
     vmovdqa64    xmm25, [rsp + 192]                  ; reload
     vpxorq       xmm23, xmm25, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
     vpternlogq   xmm22, xmm16, xmm18, 150
     vpclmulqdq   xmm23, xmm1, [rsp + 128], 0
-    vpxorq       xmm27, xmm7, xmm1
+    vpxorq       xmm27, xmm3, xmm1
     vpxorq       xmm28, xmm25, [rsp + 128]
     vpclmulqdq   xmm30, xmm27, xmm28, 0
     vpclmulqdq   xmm31, xmm27, xmm28, 17
@@ -14588,32 +15107,32 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm23, xmm16, xmm30
     vpxorq       xmm17, xmm22, xmm17
     vpxorq       xmm27, xmm31, xmm18
-    vpxorq       xmm2, xmm2, xmm7
-    vpxorq       xmm1, xmm8, xmm1
-    vpxorq       xmm7, xmm9, xmm25
-    vpxorq       xmm8, xmm13, [rsp + 128]
-    vpclmulqdq   xmm28, xmm2, xmm7, 0
-    vpclmulqdq   xmm30, xmm2, xmm7, 17
-    vpshufd      xmm31, xmm2, 78
-    vpxorq       xmm31, xmm2, xmm31
-    vpshufd      xmm25, xmm7, 78
-    vpxorq       xmm25, xmm7, xmm25
+    vpxorq       xmm3, xmm9, xmm3
+    vpxorq       xmm1, xmm2, xmm1
+    vpxorq       xmm2, xmm7, xmm25
+    vpxorq       xmm9, xmm13, [rsp + 128]
+    vpclmulqdq   xmm28, xmm3, xmm2, 0
+    vpclmulqdq   xmm30, xmm3, xmm2, 17
+    vpshufd      xmm31, xmm3, 78
+    vpxorq       xmm31, xmm3, xmm31
+    vpshufd      xmm25, xmm2, 78
+    vpxorq       xmm25, xmm2, xmm25
     vpclmulqdq   xmm25, xmm31, xmm25, 0
     vpternlogq   xmm25, xmm28, xmm30, 150
-    vpclmulqdq   xmm31, xmm1, xmm8, 0
-    vpclmulqdq   xmm13, xmm1, xmm8, 17
-    vpshufd      xmm9, xmm1, 78
-    vpxorq       xmm9, xmm1, xmm9
+    vpclmulqdq   xmm31, xmm1, xmm9, 0
+    vpclmulqdq   xmm13, xmm1, xmm9, 17
+    vpshufd      xmm7, xmm1, 78
+    vpxorq       xmm7, xmm1, xmm7
     vmovdqa64    [rsp + 512], xmm14                  ; spill
-    vpshufd      xmm14, xmm8, 78
-    vpxorq       xmm14, xmm8, xmm14
+    vpshufd      xmm14, xmm9, 78
+    vpxorq       xmm14, xmm9, xmm14
     vmovdqa64    [rsp + 448], xmm6                   ; spill
-    vpclmulqdq   xmm6, xmm9, xmm14, 0
+    vpclmulqdq   xmm6, xmm7, xmm14, 0
     vpternlogq   xmm6, xmm31, xmm13, 150
     vmovdqa64    [rsp + 640], xmm5                   ; spill
-    vpxorq       xmm5, xmm2, xmm1
+    vpxorq       xmm5, xmm3, xmm1
     vmovdqa64    [rsp + 384], xmm0                   ; spill
-    vpxorq       xmm0, xmm7, xmm8
+    vpxorq       xmm0, xmm2, xmm9
     vmovdqa64    [rsp + 832], xmm27                  ; spill
     vpclmulqdq   xmm27, xmm5, xmm0, 0
     vmovdqa64    [rsp], xmm29                        ; spill
@@ -14630,55 +15149,55 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm5, xmm5, xmm4
     vpternlogq   xmm0, xmm25, xmm6, 150
     vpxorq       xmm27, xmm29, xmm13
-    vpclmulqdq   xmm29, xmm3, xmm21, 0
-    vpclmulqdq   xmm30, xmm3, xmm21, 17
+    vpclmulqdq   xmm29, xmm8, xmm21, 0
+    vpclmulqdq   xmm30, xmm8, xmm21, 17
     vpclmulqdq   xmm19, xmm19, xmm20, 0
     vpternlogq   xmm19, xmm29, xmm30, 150
-    vpxorq       xmm2, xmm2, xmm3
-    vpxorq       xmm3, xmm7, xmm21
-    vpclmulqdq   xmm7, xmm2, xmm3, 0
-    vpclmulqdq   xmm20, xmm2, xmm3, 17
-    vpshufd      xmm31, xmm2, 78
-    vpxorq       xmm31, xmm2, xmm31
-    vpshufd      xmm21, xmm3, 78
-    vpxorq       xmm21, xmm3, xmm21
+    vpxorq       xmm3, xmm3, xmm8
+    vpxorq       xmm2, xmm2, xmm21
+    vpclmulqdq   xmm8, xmm3, xmm2, 0
+    vpclmulqdq   xmm20, xmm3, xmm2, 17
+    vpshufd      xmm31, xmm3, 78
+    vpxorq       xmm31, xmm3, xmm31
+    vpshufd      xmm21, xmm2, 78
+    vpxorq       xmm21, xmm2, xmm21
     vpclmulqdq   xmm21, xmm31, xmm21, 0
-    vpternlogq   xmm21, xmm7, xmm20, 150
-    vpclmulqdq   xmm31, xmm1, xmm8, 0
+    vpternlogq   xmm21, xmm8, xmm20, 150
+    vpclmulqdq   xmm31, xmm1, xmm9, 0
     vmovdqa64    [rsp + 576], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm1, xmm8, 17
-    vpclmulqdq   xmm9, xmm9, xmm14, 0
-    vpternlogq   xmm9, xmm31, xmm0, 150
-    vpxorq       xmm1, xmm2, xmm1
-    vpxorq       xmm2, xmm3, xmm8
+    vpclmulqdq   xmm0, xmm1, xmm9, 17
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpternlogq   xmm7, xmm31, xmm0, 150
+    vpxorq       xmm1, xmm3, xmm1
+    vpxorq       xmm2, xmm2, xmm9
     vpclmulqdq   xmm3, xmm1, xmm2, 0
-    vpclmulqdq   xmm8, xmm1, xmm2, 17
+    vpclmulqdq   xmm9, xmm1, xmm2, 17
     vpshufd      xmm14, xmm1, 78
     vpxorq       xmm1, xmm1, xmm14
     vpshufd      xmm14, xmm2, 78
     vpxorq       xmm2, xmm2, xmm14
     vpclmulqdq   xmm1, xmm1, xmm2, 0
-    vpternlogq   xmm1, xmm3, xmm8, 150
+    vpternlogq   xmm1, xmm3, xmm9, 150
     vpxorq       xmm2, xmm20, xmm31
-    vpxorq       xmm3, xmm7, xmm3
-    vpternlogq   xmm1, xmm21, xmm9, 150
-    vpxorq       xmm8, xmm8, xmm0
+    vpxorq       xmm3, xmm8, xmm3
+    vpternlogq   xmm1, xmm21, xmm7, 150
+    vpxorq       xmm9, xmm9, xmm0
     vpternlogq   xmm27, xmm4, xmm29, 150
     vpxorq       xmm4, xmm6, xmm19
     vpxorq       xmm6, xmm13, xmm30
-    vpxorq       xmm7, xmm28, xmm7
+    vpxorq       xmm8, xmm28, xmm8
     vpxorq       xmm13, xmm25, xmm21
     vpternlogq   xmm3, xmm2, xmm5, 150
-    vpternlogq   xmm8, xmm2, xmm27, 150
-    vpxorq       xmm2, xmm9, xmm4
+    vpternlogq   xmm9, xmm2, xmm27, 150
+    vpxorq       xmm2, xmm7, xmm4
     vpxorq       xmm0, xmm0, xmm6
     vpternlogq   xmm24, xmm10, xmm16, 150
     vpternlogq   xmm12, xmm15, xmm22, 150
     vpternlogq   xmm23, xmm18, xmm26, 150
     vpternlogq   xmm17, xmm11, [rsp + 704], 150
-    vmovdqa64    xmm9, [rsp + 832]                   ; reload
+    vmovdqa64    xmm7, [rsp + 832]                   ; reload
     vmovdqa64    xmm11, [rsp]                        ; reload
-    vpternlogq   xmm9, xmm11, xmm10, 150
+    vpternlogq   xmm7, xmm11, xmm10, 150
     vmovdqa64    xmm10, [rsp + 384]                  ; reload
     vpxorq       xmm11, xmm10, xmm28
     vmovdqa64    xmm14, [rsp + 640]                  ; reload
@@ -14688,7 +15207,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm5, xmm18, xmm5
     vpxorq       xmm19, xmm15, [rsp + 576]
     vpxorq       xmm19, xmm19, xmm17
-    vpternlogq   xmm7, xmm27, [rsp + 512], 150
+    vpternlogq   xmm8, xmm27, [rsp + 512], 150
     vpternlogq   xmm13, xmm4, [rsp + 768], 150
     vpternlogq   xmm3, xmm6, xmm24, 150
     vmovdqa64    xmm4, [rsp + 576]                   ; reload
@@ -14703,28 +15222,28 @@ kg_gf2m571_inv_avx512:
     vpalignr     xmm12, xmm19, xmm16, 8
     vpternlogq   xmm5, xmm23, xmm12, 150
     vpalignr     xmm12, xmm13, xmm19, 8
-    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm8, xmm7, xmm12, 150
     vpalignr     xmm12, xmm1, xmm13, 8
     vpxorq       xmm3, xmm3, xmm12
     vpalignr     xmm1, xmm2, xmm1, 8
-    vpternlogq   xmm8, xmm23, xmm1, 150
+    vpternlogq   xmm9, xmm23, xmm1, 150
     vpsrldq      xmm1, xmm2, 8
-    vpternlogq   xmm0, xmm9, xmm1, 150
+    vpternlogq   xmm0, xmm7, xmm1, 150
     vpclmulqdq   xmm1, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
-    vpclmulqdq   xmm2, xmm8, [rcx - 128], 0
-    vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
+    vpclmulqdq   xmm2, xmm9, [rcx - 128], 0
+    vpclmulqdq   xmm7, xmm9, [rcx - 128], 1
     vpclmulqdq   xmm9, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
-    vpclmulqdq   xmm12, xmm7, [rcx - 128], 0
-    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
+    vpclmulqdq   xmm12, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
     vpxorq       xmm0, xmm5, xmm0
     vpsrldq      xmm5, xmm1, 8
     vpxorq       xmm5, xmm0, xmm5
     vpsrldq      xmm5, xmm5, 8
     vpclmulqdq   xmm5, xmm5, [rcx - 128], 0
     vpternlogq   xmm4, xmm10, xmm5, 150
-    vpternlogq   xmm6, xmm18, xmm7, 150
+    vpternlogq   xmm6, xmm18, xmm8, 150
     vmovdqa64    xmm5, [rsp + 512]                   ; reload
     vpternlogq   xmm14, xmm5, xmm3, 150
     vpslldq      xmm3, xmm12, 8
@@ -14734,96 +15253,116 @@ kg_gf2m571_inv_avx512:
     vpalignr     xmm5, xmm2, xmm9, 8
     vpxorq       xmm5, xmm14, xmm5
     vpalignr     xmm2, xmm1, xmm2, 8
-    vpternlogq   xmm11, xmm8, xmm2, 150
+    vpternlogq   xmm11, xmm7, xmm2, 150
     vpsrldq      xmm1, xmm1, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm1, xmm1, 0
-    vpclmulqdq   xmm2, xmm11, xmm11, 17
-    vpclmulqdq   xmm6, xmm11, xmm11, 0
-    vpclmulqdq   xmm7, xmm5, xmm5, 17
-    vpclmulqdq   xmm8, xmm5, xmm5, 0
-    vpclmulqdq   xmm9, xmm4, xmm4, 17
-    vpclmulqdq   xmm10, xmm4, xmm4, 0
-    vpclmulqdq   xmm12, xmm3, xmm3, 17
-    vpclmulqdq   xmm13, xmm3, xmm3, 0
+    vgf2p8affineqb xmm0, xmm1, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm1, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm0, xmm2
+    vgf2p8affineqb xmm2, xmm11, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm11, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm2, xmm6
+    vpunpckhbw   xmm2, xmm2, xmm6
+    vgf2p8affineqb xmm6, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm8, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm6, xmm8
+    vpunpckhbw   xmm6, xmm6, xmm8
+    vgf2p8affineqb xmm8, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm10, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm12, xmm8, xmm10
+    vpunpckhbw   xmm8, xmm8, xmm10
+    vgf2p8affineqb xmm10, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm13, xmm3, [rel gf2m_spread_high], 0
     mov          rax, 34
     .repeat4:
+    vpunpcklbw   xmm14, xmm10, xmm13
+    vpunpckhbw   xmm10, xmm10, xmm13
     lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm14, xmm0, [rcx - 128], 0
+    vpclmulqdq   xmm13, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
-    vpclmulqdq   xmm16, xmm6, [rcx - 128], 0
-    vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpclmulqdq   xmm17, xmm7, [rcx - 128], 0
+    vpclmulqdq   xmm16, xmm7, [rcx - 128], 0
     vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
-    vpxorq       xmm0, xmm8, xmm0
-    vpsrldq      xmm8, xmm14, 8
-    vpxorq       xmm8, xmm0, xmm8
-    vpsrldq      xmm8, xmm8, 8
-    vpclmulqdq   xmm8, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm17, xmm6, [rcx - 128], 0
+    vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
+    vpxorq       xmm0, xmm9, xmm0
+    vpsrldq      xmm9, xmm13, 8
+    vpxorq       xmm9, xmm0, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm13, xmm8, xmm18, 150
-    vpalignr     xmm8, xmm16, xmm17, 8
-    vpternlogq   xmm12, xmm7, xmm8, 150
-    vpalignr     xmm7, xmm15, xmm16, 8
-    vpternlogq   xmm10, xmm6, xmm7, 150
-    vpalignr     xmm6, xmm14, xmm15, 8
-    vpternlogq   xmm9, xmm2, xmm6, 150
-    vpsrldq      xmm2, xmm14, 8
+    vpternlogq   xmm14, xmm9, xmm18, 150
+    vpalignr     xmm9, xmm16, xmm17, 8
+    vpternlogq   xmm10, xmm6, xmm9, 150
+    vpalignr     xmm6, xmm15, xmm16, 8
+    vpternlogq   xmm12, xmm7, xmm6, 150
+    vpalignr     xmm6, xmm13, xmm15, 8
+    vpternlogq   xmm8, xmm2, xmm6, 150
+    vpsrldq      xmm2, xmm13, 8
     vpternlogq   xmm2, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm2, xmm2, 0
-    vpclmulqdq   xmm2, xmm9, xmm9, 17
-    vpclmulqdq   xmm6, xmm9, xmm9, 0
-    vpclmulqdq   xmm7, xmm10, xmm10, 17
-    vpclmulqdq   xmm8, xmm10, xmm10, 0
-    vpclmulqdq   xmm9, xmm12, xmm12, 17
-    vpclmulqdq   xmm10, xmm12, xmm12, 0
-    vpclmulqdq   xmm12, xmm13, xmm13, 17
-    vpclmulqdq   xmm13, xmm13, xmm13, 0
+    vgf2p8affineqb xmm0, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm0, xmm2
+    vgf2p8affineqb xmm2, xmm8, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm8, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm2, xmm6
+    vpunpckhbw   xmm2, xmm2, xmm6
+    vgf2p8affineqb xmm6, xmm12, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm8, xmm12, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm6, xmm8
+    vpunpckhbw   xmm6, xmm6, xmm8
+    vgf2p8affineqb xmm8, xmm10, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm10, xmm10, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm12, xmm8, xmm10
+    vpunpckhbw   xmm8, xmm8, xmm10
+    vgf2p8affineqb xmm10, xmm14, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm13, xmm14, [rel gf2m_spread_high], 0
     dec          rax
     jnz          .repeat4
+    vpunpcklbw   xmm14, xmm10, xmm13
+    vpunpckhbw   xmm10, xmm10, xmm13
     lea          rcx, [rel gf2m_g_84a0 + 128]        ; addresses gf2m_g_84a0 near byte 0
-    vpclmulqdq   xmm14, xmm0, [rcx - 128], 0
+    vpclmulqdq   xmm13, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm15, xmm2, [rcx - 128], 0
     vpclmulqdq   xmm2, xmm2, [rcx - 128], 1
-    vpclmulqdq   xmm16, xmm6, [rcx - 128], 0
-    vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpclmulqdq   xmm17, xmm7, [rcx - 128], 0
+    vpclmulqdq   xmm16, xmm7, [rcx - 128], 0
     vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
-    vpxorq       xmm0, xmm8, xmm0
-    vpsrldq      xmm8, xmm14, 8
-    vpxorq       xmm8, xmm0, xmm8
-    vpsrldq      xmm8, xmm8, 8
-    vpclmulqdq   xmm8, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm17, xmm6, [rcx - 128], 0
+    vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
+    vpxorq       xmm0, xmm9, xmm0
+    vpsrldq      xmm9, xmm13, 8
+    vpxorq       xmm9, xmm0, xmm9
+    vpsrldq      xmm9, xmm9, 8
+    vpclmulqdq   xmm9, xmm9, [rcx - 128], 0
     vpslldq      xmm18, xmm17, 8
-    vpternlogq   xmm13, xmm8, xmm18, 150
-    vpalignr     xmm8, xmm16, xmm17, 8
-    vpternlogq   xmm12, xmm7, xmm8, 150
-    vpalignr     xmm7, xmm15, xmm16, 8
-    vpternlogq   xmm10, xmm6, xmm7, 150
-    vpalignr     xmm6, xmm14, xmm15, 8
-    vpternlogq   xmm9, xmm2, xmm6, 150
-    vpsrldq      xmm2, xmm14, 8
+    vpternlogq   xmm14, xmm9, xmm18, 150
+    vpalignr     xmm9, xmm16, xmm17, 8
+    vpternlogq   xmm10, xmm6, xmm9, 150
+    vpalignr     xmm6, xmm15, xmm16, 8
+    vpternlogq   xmm12, xmm7, xmm6, 150
+    vpalignr     xmm6, xmm13, xmm15, 8
+    vpternlogq   xmm8, xmm2, xmm6, 150
+    vpsrldq      xmm2, xmm13, 8
     vpternlogq   xmm2, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm13, xmm3, 0
-    vpclmulqdq   xmm6, xmm13, xmm3, 17
-    vpshufd      xmm7, xmm13, 78
-    vpxorq       xmm7, xmm13, xmm7
-    vpshufd      xmm8, xmm3, 78
-    vpxorq       xmm8, xmm3, xmm8
-    vpclmulqdq   xmm7, xmm7, xmm8, 0
+    vpclmulqdq   xmm0, xmm14, xmm3, 0
+    vpclmulqdq   xmm6, xmm14, xmm3, 17
+    vpshufd      xmm7, xmm14, 78
+    vpxorq       xmm7, xmm14, xmm7
+    vpshufd      xmm9, xmm3, 78
+    vpxorq       xmm9, xmm3, xmm9
+    vpclmulqdq   xmm7, xmm7, xmm9, 0
     vpternlogq   xmm7, xmm0, xmm6, 150
-    vpclmulqdq   xmm8, xmm12, xmm4, 0
-    vpclmulqdq   xmm14, xmm12, xmm4, 17
-    vpshufd      xmm15, xmm12, 78
-    vpxorq       xmm15, xmm12, xmm15
+    vpclmulqdq   xmm9, xmm10, xmm4, 0
+    vpclmulqdq   xmm13, xmm10, xmm4, 17
+    vpshufd      xmm15, xmm10, 78
+    vpxorq       xmm15, xmm10, xmm15
     vpshufd      xmm16, xmm4, 78
     vpxorq       xmm16, xmm4, xmm16
     vpclmulqdq   xmm17, xmm15, xmm16, 0
-    vpternlogq   xmm17, xmm8, xmm14, 150
-    vpxorq       xmm18, xmm13, xmm12
+    vpternlogq   xmm17, xmm9, xmm13, 150
+    vpxorq       xmm18, xmm14, xmm10
     vpxorq       xmm19, xmm3, xmm4
     vpclmulqdq   xmm20, xmm18, xmm19, 0
     vpclmulqdq   xmm21, xmm18, xmm19, 17
@@ -14833,20 +15372,20 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm19, xmm19, xmm22
     vpclmulqdq   xmm18, xmm18, xmm19, 0
     vpternlogq   xmm18, xmm20, xmm21, 150
-    vpxorq       xmm6, xmm6, xmm8
-    vpxorq       xmm8, xmm0, xmm20
-    vpxorq       xmm8, xmm8, xmm6
+    vpxorq       xmm6, xmm6, xmm9
+    vpxorq       xmm9, xmm0, xmm20
+    vpxorq       xmm9, xmm9, xmm6
     vpternlogq   xmm18, xmm7, xmm17, 150
-    vpxorq       xmm19, xmm21, xmm14
-    vpclmulqdq   xmm20, xmm10, xmm5, 0
-    vpclmulqdq   xmm21, xmm10, xmm5, 17
-    vpshufd      xmm22, xmm10, 78
-    vpxorq       xmm22, xmm10, xmm22
+    vpxorq       xmm19, xmm21, xmm13
+    vpclmulqdq   xmm20, xmm12, xmm5, 0
+    vpclmulqdq   xmm21, xmm12, xmm5, 17
+    vpshufd      xmm22, xmm12, 78
+    vpxorq       xmm22, xmm12, xmm22
     vpshufd      xmm23, xmm5, 78
     vpxorq       xmm23, xmm5, xmm23
     vpclmulqdq   xmm24, xmm22, xmm23, 0
     vpternlogq   xmm24, xmm20, xmm21, 150
-    vpxorq       xmm25, xmm13, xmm10
+    vpxorq       xmm25, xmm14, xmm12
     vpxorq       xmm26, xmm3, xmm5
     vpclmulqdq   xmm27, xmm25, xmm26, 0
     vpclmulqdq   xmm28, xmm25, xmm26, 17
@@ -14856,11 +15395,11 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm30, xmm26, xmm30
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm28, 150
-    vpclmulqdq   xmm30, xmm12, xmm4, 0
-    vpclmulqdq   xmm31, xmm12, xmm4, 17
+    vpclmulqdq   xmm30, xmm10, xmm4, 0
+    vpclmulqdq   xmm31, xmm10, xmm4, 17
     vpclmulqdq   xmm15, xmm15, xmm16, 0
     vpternlogq   xmm15, xmm30, xmm31, 150
-    vpxorq       xmm16, xmm25, xmm12
+    vpxorq       xmm16, xmm25, xmm10
     vpxorq       xmm25, xmm26, xmm4
     vpclmulqdq   xmm26, xmm16, xmm25, 0
     vmovdqa64    [rsp + 512], xmm18                  ; spill
@@ -14878,23 +15417,23 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm18, xmm18, xmm31
     vpternlogq   xmm19, xmm6, xmm20, 150
     vpxorq       xmm6, xmm17, xmm24
-    vpxorq       xmm14, xmm14, xmm21
+    vpxorq       xmm13, xmm13, xmm21
     vpxorq       xmm17, xmm0, xmm27
     vpxorq       xmm17, xmm17, xmm19
     vpxorq       xmm20, xmm7, xmm29
     vpxorq       xmm20, xmm20, xmm6
-    vpternlogq   xmm25, xmm22, xmm8, 150
+    vpternlogq   xmm25, xmm22, xmm9, 150
     vpternlogq   xmm18, xmm22, xmm19, 150
-    vpclmulqdq   xmm19, xmm9, xmm11, 0
-    vpclmulqdq   xmm21, xmm9, xmm11, 17
-    vpshufd      xmm22, xmm9, 78
-    vpxorq       xmm22, xmm9, xmm22
+    vpclmulqdq   xmm19, xmm8, xmm11, 0
+    vpclmulqdq   xmm21, xmm8, xmm11, 17
+    vpshufd      xmm22, xmm8, 78
+    vpxorq       xmm22, xmm8, xmm22
     vpshufd      xmm24, xmm11, 78
     vpxorq       xmm24, xmm11, xmm24
     vpclmulqdq   xmm22, xmm22, xmm24, 0
     vpternlogq   xmm22, xmm19, xmm21, 150
     vpclmulqdq   xmm24, xmm2, xmm1, 0
-    vpxorq       xmm26, xmm9, xmm2
+    vpxorq       xmm26, xmm8, xmm2
     vpxorq       xmm27, xmm11, xmm1
     vpclmulqdq   xmm28, xmm26, xmm27, 0
     vpclmulqdq   xmm29, xmm26, xmm27, 17
@@ -14908,19 +15447,19 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm24, xmm19, xmm28
     vpxorq       xmm26, xmm22, xmm26
     vpxorq       xmm27, xmm29, xmm21
-    vpxorq       xmm9, xmm13, xmm9
-    vpxorq       xmm2, xmm12, xmm2
+    vpxorq       xmm8, xmm14, xmm8
+    vpxorq       xmm2, xmm10, xmm2
     vpxorq       xmm3, xmm3, xmm11
     vpxorq       xmm1, xmm4, xmm1
-    vpclmulqdq   xmm4, xmm9, xmm3, 0
-    vpclmulqdq   xmm11, xmm9, xmm3, 17
-    vpshufd      xmm12, xmm9, 78
-    vpxorq       xmm12, xmm9, xmm12
-    vpshufd      xmm13, xmm3, 78
-    vpxorq       xmm13, xmm3, xmm13
-    vpclmulqdq   xmm12, xmm12, xmm13, 0
-    vpternlogq   xmm12, xmm4, xmm11, 150
-    vpclmulqdq   xmm13, xmm2, xmm1, 0
+    vpclmulqdq   xmm4, xmm8, xmm3, 0
+    vpclmulqdq   xmm10, xmm8, xmm3, 17
+    vpshufd      xmm11, xmm8, 78
+    vpxorq       xmm11, xmm8, xmm11
+    vpshufd      xmm14, xmm3, 78
+    vpxorq       xmm14, xmm3, xmm14
+    vpclmulqdq   xmm11, xmm11, xmm14, 0
+    vpternlogq   xmm11, xmm4, xmm10, 150
+    vpclmulqdq   xmm14, xmm2, xmm1, 0
     vpclmulqdq   xmm28, xmm2, xmm1, 17
     vpshufd      xmm29, xmm2, 78
     vpxorq       xmm29, xmm2, xmm29
@@ -14928,114 +15467,114 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm30, xmm1, xmm30
     vmovdqa64    [rsp + 384], xmm20                  ; spill
     vpclmulqdq   xmm20, xmm29, xmm30, 0
-    vpternlogq   xmm20, xmm13, xmm28, 150
+    vpternlogq   xmm20, xmm14, xmm28, 150
     vmovdqa64    [rsp + 768], xmm17                  ; spill
-    vpxorq       xmm17, xmm9, xmm2
-    vmovdqa64    [rsp + 640], xmm8                   ; spill
-    vpxorq       xmm8, xmm3, xmm1
+    vpxorq       xmm17, xmm8, xmm2
+    vmovdqa64    [rsp + 640], xmm9                   ; spill
+    vpxorq       xmm9, xmm3, xmm1
     vmovdqa64    [rsp + 576], xmm7                   ; spill
-    vpclmulqdq   xmm7, xmm17, xmm8, 0
+    vpclmulqdq   xmm7, xmm17, xmm9, 0
     vmovdqa64    [rsp], xmm0                         ; spill
-    vpclmulqdq   xmm0, xmm17, xmm8, 17
+    vpclmulqdq   xmm0, xmm17, xmm9, 17
     vmovdqa64    [rsp + 832], xmm27                  ; spill
     vpshufd      xmm27, xmm17, 78
     vpxorq       xmm17, xmm17, xmm27
-    vpshufd      xmm27, xmm8, 78
-    vpxorq       xmm8, xmm8, xmm27
-    vpclmulqdq   xmm8, xmm17, xmm8, 0
-    vpternlogq   xmm8, xmm7, xmm0, 150
-    vpxorq       xmm11, xmm11, xmm13
+    vpshufd      xmm27, xmm9, 78
+    vpxorq       xmm9, xmm9, xmm27
+    vpclmulqdq   xmm9, xmm17, xmm9, 0
+    vpternlogq   xmm9, xmm7, xmm0, 150
+    vpxorq       xmm10, xmm10, xmm14
     vpxorq       xmm7, xmm4, xmm7
-    vpxorq       xmm7, xmm7, xmm11
-    vpternlogq   xmm8, xmm12, xmm20, 150
+    vpxorq       xmm7, xmm7, xmm10
+    vpternlogq   xmm9, xmm11, xmm20, 150
     vpxorq       xmm0, xmm0, xmm28
-    vpclmulqdq   xmm13, xmm10, xmm5, 0
-    vpclmulqdq   xmm17, xmm10, xmm5, 17
+    vpclmulqdq   xmm14, xmm12, xmm5, 0
+    vpclmulqdq   xmm17, xmm12, xmm5, 17
     vmovdqa64    xmm27, [rsp + 448]                  ; reload
     vpclmulqdq   xmm23, xmm27, xmm23, 0
-    vpternlogq   xmm23, xmm13, xmm17, 150
-    vpxorq       xmm9, xmm9, xmm10
+    vpternlogq   xmm23, xmm14, xmm17, 150
+    vpxorq       xmm8, xmm8, xmm12
     vpxorq       xmm3, xmm3, xmm5
-    vpclmulqdq   xmm5, xmm9, xmm3, 0
-    vpclmulqdq   xmm10, xmm9, xmm3, 17
-    vpshufd      xmm27, xmm9, 78
-    vpxorq       xmm27, xmm9, xmm27
-    vmovdqa64    [rsp + 448], xmm8                   ; spill
-    vpshufd      xmm8, xmm3, 78
-    vpxorq       xmm8, xmm3, xmm8
-    vpclmulqdq   xmm8, xmm27, xmm8, 0
-    vpternlogq   xmm8, xmm5, xmm10, 150
+    vpclmulqdq   xmm5, xmm8, xmm3, 0
+    vpclmulqdq   xmm12, xmm8, xmm3, 17
+    vpshufd      xmm27, xmm8, 78
+    vpxorq       xmm27, xmm8, xmm27
+    vmovdqa64    [rsp + 448], xmm9                   ; spill
+    vpshufd      xmm9, xmm3, 78
+    vpxorq       xmm9, xmm3, xmm9
+    vpclmulqdq   xmm9, xmm27, xmm9, 0
+    vpternlogq   xmm9, xmm5, xmm12, 150
     vpclmulqdq   xmm27, xmm2, xmm1, 0
     vmovdqa64    [rsp + 704], xmm31                  ; spill
     vpclmulqdq   xmm31, xmm2, xmm1, 17
     vpclmulqdq   xmm29, xmm29, xmm30, 0
     vpternlogq   xmm29, xmm27, xmm31, 150
-    vpxorq       xmm2, xmm9, xmm2
+    vpxorq       xmm2, xmm8, xmm2
     vpxorq       xmm1, xmm3, xmm1
     vpclmulqdq   xmm3, xmm2, xmm1, 0
-    vpclmulqdq   xmm9, xmm2, xmm1, 17
+    vpclmulqdq   xmm8, xmm2, xmm1, 17
     vpshufd      xmm30, xmm2, 78
     vpxorq       xmm2, xmm2, xmm30
     vpshufd      xmm30, xmm1, 78
     vpxorq       xmm1, xmm1, xmm30
     vpclmulqdq   xmm1, xmm2, xmm1, 0
-    vpternlogq   xmm1, xmm3, xmm9, 150
-    vpxorq       xmm2, xmm10, xmm27
+    vpternlogq   xmm1, xmm3, xmm8, 150
+    vpxorq       xmm2, xmm12, xmm27
     vpxorq       xmm3, xmm5, xmm3
-    vpternlogq   xmm1, xmm8, xmm29, 150
-    vpxorq       xmm9, xmm9, xmm31
-    vpternlogq   xmm0, xmm11, xmm13, 150
+    vpternlogq   xmm1, xmm9, xmm29, 150
+    vpxorq       xmm8, xmm8, xmm31
+    vpternlogq   xmm0, xmm10, xmm14, 150
     vpxorq       xmm10, xmm20, xmm23
-    vpxorq       xmm11, xmm28, xmm17
+    vpxorq       xmm12, xmm28, xmm17
     vpxorq       xmm5, xmm4, xmm5
-    vpxorq       xmm8, xmm12, xmm8
+    vpxorq       xmm9, xmm11, xmm9
     vpternlogq   xmm3, xmm2, xmm7, 150
-    vpternlogq   xmm9, xmm2, xmm0, 150
+    vpternlogq   xmm8, xmm2, xmm0, 150
     vpxorq       xmm2, xmm29, xmm10
-    vpxorq       xmm13, xmm31, xmm11
-    vpternlogq   xmm25, xmm14, xmm19, 150
+    vpxorq       xmm14, xmm31, xmm12
+    vpternlogq   xmm25, xmm13, xmm19, 150
     vmovdqa64    xmm17, [rsp + 512]                  ; reload
     vpternlogq   xmm16, xmm17, xmm22, 150
     vpternlogq   xmm24, xmm21, xmm18, 150
     vpternlogq   xmm26, xmm15, xmm6, 150
     vmovdqa64    xmm6, [rsp + 832]                   ; reload
     vmovdqa64    xmm15, [rsp + 704]                  ; reload
-    vpternlogq   xmm6, xmm15, xmm14, 150
-    vmovdqa64    xmm14, [rsp]                        ; reload
-    vpxorq       xmm4, xmm14, xmm4
+    vpternlogq   xmm6, xmm15, xmm13, 150
+    vmovdqa64    xmm13, [rsp]                        ; reload
+    vpxorq       xmm4, xmm13, xmm4
     vmovdqa64    xmm15, [rsp + 576]                  ; reload
-    vpxorq       xmm12, xmm15, xmm12
-    vpxorq       xmm12, xmm12, xmm16
+    vpxorq       xmm11, xmm15, xmm11
+    vpxorq       xmm11, xmm11, xmm16
     vmovdqa64    xmm18, [rsp + 640]                  ; reload
     vpxorq       xmm7, xmm18, xmm7
     vpxorq       xmm19, xmm17, [rsp + 448]
     vpxorq       xmm19, xmm19, xmm26
     vpternlogq   xmm5, xmm0, [rsp + 768], 150
-    vpternlogq   xmm8, xmm10, [rsp + 384], 150
-    vpternlogq   xmm3, xmm11, xmm25, 150
+    vpternlogq   xmm9, xmm10, [rsp + 384], 150
+    vpternlogq   xmm3, xmm12, xmm25, 150
     vmovdqa64    xmm0, [rsp + 448]                   ; reload
     vpternlogq   xmm1, xmm0, xmm16, 150
     vpxorq       xmm0, xmm2, xmm26
     vpslldq      xmm2, xmm15, 8
     vpalignr     xmm10, xmm17, xmm15, 8
-    vmovdqa64    xmm11, [rsp + 384]                  ; reload
-    vpalignr     xmm15, xmm11, xmm17, 8
-    vpalignr     xmm11, xmm12, xmm11, 8
-    vpternlogq   xmm4, xmm25, xmm11, 150
-    vpalignr     xmm11, xmm19, xmm12, 8
+    vmovdqa64    xmm12, [rsp + 384]                  ; reload
+    vpalignr     xmm15, xmm12, xmm17, 8
+    vpalignr     xmm12, xmm11, xmm12, 8
+    vpternlogq   xmm4, xmm25, xmm12, 150
+    vpalignr     xmm11, xmm19, xmm11, 8
     vpternlogq   xmm7, xmm24, xmm11, 150
-    vpalignr     xmm11, xmm8, xmm19, 8
+    vpalignr     xmm11, xmm9, xmm19, 8
     vpternlogq   xmm5, xmm6, xmm11, 150
-    vpalignr     xmm8, xmm1, xmm8, 8
-    vpxorq       xmm3, xmm3, xmm8
+    vpalignr     xmm9, xmm1, xmm9, 8
+    vpxorq       xmm3, xmm3, xmm9
     vpalignr     xmm1, xmm0, xmm1, 8
-    vpternlogq   xmm9, xmm24, xmm1, 150
+    vpternlogq   xmm8, xmm24, xmm1, 150
     vpsrldq      xmm0, xmm0, 8
-    vpternlogq   xmm13, xmm6, xmm0, 150
-    vpclmulqdq   xmm0, xmm13, [rcx - 128], 0
-    vpclmulqdq   xmm1, xmm13, [rcx - 128], 1
-    vpclmulqdq   xmm6, xmm9, [rcx - 128], 0
-    vpclmulqdq   xmm8, xmm9, [rcx - 128], 1
+    vpternlogq   xmm14, xmm6, xmm0, 150
+    vpclmulqdq   xmm0, xmm14, [rcx - 128], 0
+    vpclmulqdq   xmm1, xmm14, [rcx - 128], 1
+    vpclmulqdq   xmm6, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
     vpclmulqdq   xmm9, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
     vpclmulqdq   xmm11, xmm5, [rcx - 128], 0
@@ -15045,7 +15584,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm7, xmm1, xmm7
     vpsrldq      xmm7, xmm7, 8
     vpclmulqdq   xmm7, xmm7, [rcx - 128], 0
-    vpternlogq   xmm2, xmm14, xmm7, 150
+    vpternlogq   xmm2, xmm13, xmm7, 150
     vpternlogq   xmm10, xmm18, xmm5, 150
     vmovdqa64    xmm5, [rsp + 768]                   ; reload
     vpternlogq   xmm15, xmm5, xmm3, 150
@@ -15059,58 +15598,68 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm4, xmm8, xmm6, 150
     vpsrldq      xmm0, xmm0, 8
     vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm1, xmm4, xmm4, 17
-    vpclmulqdq   xmm4, xmm4, xmm4, 0
-    vpclmulqdq   xmm6, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpclmulqdq   xmm7, xmm3, xmm3, 17
-    vpclmulqdq   xmm3, xmm3, xmm3, 0
-    vpclmulqdq   xmm8, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm9, xmm0, [rcx - 128], 0
+    vgf2p8affineqb xmm1, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm4, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm6, xmm1, xmm4
+    vpunpckhbw   xmm1, xmm1, xmm4
+    vgf2p8affineqb xmm4, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm5, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm4, xmm5
+    vpunpckhbw   xmm4, xmm4, xmm5
+    vgf2p8affineqb xmm5, xmm3, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm3, xmm3, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm5, xmm3
+    vpunpckhbw   xmm3, xmm5, xmm3
+    vgf2p8affineqb xmm5, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm5, xmm2
+    vpunpckhbw   xmm2, xmm5, xmm2
+    vpclmulqdq   xmm5, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm10, xmm1, [rcx - 128], 0
     vpclmulqdq   xmm1, xmm1, [rcx - 128], 1
-    vpclmulqdq   xmm11, xmm4, [rcx - 128], 0
-    vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
-    vpclmulqdq   xmm12, xmm6, [rcx - 128], 0
+    vpclmulqdq   xmm11, xmm6, [rcx - 128], 0
     vpclmulqdq   xmm6, xmm6, [rcx - 128], 1
-    vpxorq       xmm0, xmm5, xmm0
-    vpsrldq      xmm5, xmm9, 8
-    vpxorq       xmm5, xmm0, xmm5
-    vpsrldq      xmm5, xmm5, 8
-    vpclmulqdq   xmm5, xmm5, [rcx - 128], 0
+    vpclmulqdq   xmm12, xmm4, [rcx - 128], 0
+    vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm7, xmm5, 8
+    vpxorq       xmm7, xmm0, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rcx - 128], 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm2, xmm5, xmm13, 150
-    vpalignr     xmm5, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm6, xmm5, 150
-    vpalignr     xmm5, xmm10, xmm11, 8
-    vpternlogq   xmm3, xmm4, xmm5, 150
-    vpalignr     xmm4, xmm9, xmm10, 8
-    vpternlogq   xmm7, xmm1, xmm4, 150
-    vpsrldq      xmm1, xmm9, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm4, xmm7, 150
+    vpalignr     xmm4, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm6, xmm4, 150
+    vpalignr     xmm4, xmm5, xmm10, 8
+    vpternlogq   xmm3, xmm1, xmm4, 150
+    vpsrldq      xmm1, xmm5, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm2, [rsp + 320], 0
-    vpclmulqdq   xmm4, xmm2, [rsp + 320], 17
-    vpshufd      xmm5, xmm2, 78
-    vpxorq       xmm5, xmm2, xmm5
+    vpclmulqdq   xmm0, xmm9, [rsp + 320], 0
+    vpclmulqdq   xmm4, xmm9, [rsp + 320], 17
+    vpshufd      xmm5, xmm9, 78
+    vpxorq       xmm5, xmm9, xmm5
     vpshufd      xmm6, [rsp + 320], 78
-    vmovdqa64    xmm9, [rsp + 320]                   ; reload
-    vpxorq       xmm6, xmm9, xmm6
+    vmovdqa64    xmm7, [rsp + 320]                   ; reload
+    vpxorq       xmm6, xmm7, xmm6
     vpclmulqdq   xmm5, xmm5, xmm6, 0
     vpternlogq   xmm5, xmm0, xmm4, 150
-    vpclmulqdq   xmm6, xmm8, [rsp + 256], 0
-    vpclmulqdq   xmm10, xmm8, [rsp + 256], 17
-    vpshufd      xmm11, xmm8, 78
-    vpxorq       xmm11, xmm8, xmm11
+    vpclmulqdq   xmm6, xmm2, [rsp + 256], 0
+    vpclmulqdq   xmm10, xmm2, [rsp + 256], 17
+    vpshufd      xmm11, xmm2, 78
+    vpxorq       xmm11, xmm2, xmm11
     vpshufd      xmm12, [rsp + 256], 78
     vmovdqa64    xmm13, [rsp + 256]                  ; reload
     vpxorq       xmm12, xmm13, xmm12
     vpclmulqdq   xmm14, xmm11, xmm12, 0
     vpternlogq   xmm14, xmm6, xmm10, 150
-    vpxorq       xmm15, xmm2, xmm8
-    vpxorq       xmm16, xmm9, xmm13
+    vpxorq       xmm15, xmm9, xmm2
+    vpxorq       xmm16, xmm7, xmm13
     vpclmulqdq   xmm17, xmm15, xmm16, 0
     vpclmulqdq   xmm18, xmm15, xmm16, 17
     vpshufd      xmm19, xmm15, 78
@@ -15124,17 +15673,17 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm6, xmm6, xmm4
     vpternlogq   xmm15, xmm5, xmm14, 150
     vpxorq       xmm16, xmm18, xmm10
-    vpclmulqdq   xmm17, xmm3, [rsp + 64], 0
-    vpclmulqdq   xmm18, xmm3, [rsp + 64], 17
-    vpshufd      xmm19, xmm3, 78
-    vpxorq       xmm19, xmm3, xmm19
+    vpclmulqdq   xmm17, xmm8, [rsp + 64], 0
+    vpclmulqdq   xmm18, xmm8, [rsp + 64], 17
+    vpshufd      xmm19, xmm8, 78
+    vpxorq       xmm19, xmm8, xmm19
     vpshufd      xmm20, [rsp + 64], 78
     vmovdqa64    xmm21, [rsp + 64]                   ; reload
     vpxorq       xmm20, xmm21, xmm20
     vpclmulqdq   xmm22, xmm19, xmm20, 0
     vpternlogq   xmm22, xmm17, xmm18, 150
-    vpxorq       xmm23, xmm2, xmm3
-    vpxorq       xmm24, xmm9, xmm21
+    vpxorq       xmm23, xmm9, xmm8
+    vpxorq       xmm24, xmm7, xmm21
     vpclmulqdq   xmm25, xmm23, xmm24, 0
     vpclmulqdq   xmm26, xmm23, xmm24, 17
     vpshufd      xmm27, xmm23, 78
@@ -15143,11 +15692,11 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm28, xmm24, xmm28
     vpclmulqdq   xmm27, xmm27, xmm28, 0
     vpternlogq   xmm27, xmm25, xmm26, 150
-    vpclmulqdq   xmm28, xmm8, xmm13, 0
-    vpclmulqdq   xmm29, xmm8, xmm13, 17
+    vpclmulqdq   xmm28, xmm2, xmm13, 0
+    vpclmulqdq   xmm29, xmm2, xmm13, 17
     vpclmulqdq   xmm11, xmm11, xmm12, 0
     vpternlogq   xmm11, xmm28, xmm29, 150
-    vpxorq       xmm12, xmm23, xmm8
+    vpxorq       xmm12, xmm23, xmm2
     vpxorq       xmm23, xmm24, xmm13
     vpclmulqdq   xmm24, xmm12, xmm23, 0
     vpclmulqdq   xmm30, xmm12, xmm23, 17
@@ -15170,17 +15719,17 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm17, xmm17, xmm4
     vpternlogq   xmm24, xmm23, xmm6, 150
     vpternlogq   xmm26, xmm23, xmm16, 150
-    vpclmulqdq   xmm16, xmm7, [rsp + 192], 0
-    vpclmulqdq   xmm18, xmm7, [rsp + 192], 17
-    vpshufd      xmm22, xmm7, 78
-    vpxorq       xmm22, xmm7, xmm22
+    vpclmulqdq   xmm16, xmm3, [rsp + 192], 0
+    vpclmulqdq   xmm18, xmm3, [rsp + 192], 17
+    vpshufd      xmm22, xmm3, 78
+    vpxorq       xmm22, xmm3, xmm22
     vpshufd      xmm23, [rsp + 192], 78
     vmovdqa64    xmm25, [rsp + 192]                  ; reload
     vpxorq       xmm23, xmm25, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
     vpternlogq   xmm22, xmm16, xmm18, 150
     vpclmulqdq   xmm23, xmm1, [rsp + 128], 0
-    vpxorq       xmm27, xmm7, xmm1
+    vpxorq       xmm27, xmm3, xmm1
     vpxorq       xmm28, xmm25, [rsp + 128]
     vpclmulqdq   xmm30, xmm27, xmm28, 0
     vpclmulqdq   xmm31, xmm27, xmm28, 17
@@ -15195,32 +15744,32 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm23, xmm16, xmm30
     vpxorq       xmm17, xmm22, xmm17
     vpxorq       xmm27, xmm31, xmm18
-    vpxorq       xmm2, xmm2, xmm7
-    vpxorq       xmm1, xmm8, xmm1
-    vpxorq       xmm7, xmm9, xmm25
-    vpxorq       xmm8, xmm13, [rsp + 128]
-    vpclmulqdq   xmm28, xmm2, xmm7, 0
-    vpclmulqdq   xmm30, xmm2, xmm7, 17
-    vpshufd      xmm31, xmm2, 78
-    vpxorq       xmm31, xmm2, xmm31
-    vpshufd      xmm25, xmm7, 78
-    vpxorq       xmm25, xmm7, xmm25
+    vpxorq       xmm3, xmm9, xmm3
+    vpxorq       xmm1, xmm2, xmm1
+    vpxorq       xmm2, xmm7, xmm25
+    vpxorq       xmm9, xmm13, [rsp + 128]
+    vpclmulqdq   xmm28, xmm3, xmm2, 0
+    vpclmulqdq   xmm30, xmm3, xmm2, 17
+    vpshufd      xmm31, xmm3, 78
+    vpxorq       xmm31, xmm3, xmm31
+    vpshufd      xmm25, xmm2, 78
+    vpxorq       xmm25, xmm2, xmm25
     vpclmulqdq   xmm25, xmm31, xmm25, 0
     vpternlogq   xmm25, xmm28, xmm30, 150
-    vpclmulqdq   xmm31, xmm1, xmm8, 0
-    vpclmulqdq   xmm13, xmm1, xmm8, 17
-    vpshufd      xmm9, xmm1, 78
-    vpxorq       xmm9, xmm1, xmm9
+    vpclmulqdq   xmm31, xmm1, xmm9, 0
+    vpclmulqdq   xmm13, xmm1, xmm9, 17
+    vpshufd      xmm7, xmm1, 78
+    vpxorq       xmm7, xmm1, xmm7
     vmovdqa64    [rsp + 640], xmm14                  ; spill
-    vpshufd      xmm14, xmm8, 78
-    vpxorq       xmm14, xmm8, xmm14
+    vpshufd      xmm14, xmm9, 78
+    vpxorq       xmm14, xmm9, xmm14
     vmovdqa64    [rsp], xmm6                         ; spill
-    vpclmulqdq   xmm6, xmm9, xmm14, 0
+    vpclmulqdq   xmm6, xmm7, xmm14, 0
     vpternlogq   xmm6, xmm31, xmm13, 150
     vmovdqa64    [rsp + 384], xmm5                   ; spill
-    vpxorq       xmm5, xmm2, xmm1
+    vpxorq       xmm5, xmm3, xmm1
     vmovdqa64    [rsp + 512], xmm0                   ; spill
-    vpxorq       xmm0, xmm7, xmm8
+    vpxorq       xmm0, xmm2, xmm9
     vmovdqa64    [rsp + 576], xmm27                  ; spill
     vpclmulqdq   xmm27, xmm5, xmm0, 0
     vmovdqa64    [rsp + 448], xmm29                  ; spill
@@ -15237,55 +15786,55 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm5, xmm5, xmm4
     vpternlogq   xmm0, xmm25, xmm6, 150
     vpxorq       xmm27, xmm29, xmm13
-    vpclmulqdq   xmm29, xmm3, xmm21, 0
-    vpclmulqdq   xmm30, xmm3, xmm21, 17
+    vpclmulqdq   xmm29, xmm8, xmm21, 0
+    vpclmulqdq   xmm30, xmm8, xmm21, 17
     vpclmulqdq   xmm19, xmm19, xmm20, 0
     vpternlogq   xmm19, xmm29, xmm30, 150
-    vpxorq       xmm2, xmm2, xmm3
-    vpxorq       xmm3, xmm7, xmm21
-    vpclmulqdq   xmm7, xmm2, xmm3, 0
-    vpclmulqdq   xmm20, xmm2, xmm3, 17
-    vpshufd      xmm31, xmm2, 78
-    vpxorq       xmm31, xmm2, xmm31
-    vpshufd      xmm21, xmm3, 78
-    vpxorq       xmm21, xmm3, xmm21
+    vpxorq       xmm3, xmm3, xmm8
+    vpxorq       xmm2, xmm2, xmm21
+    vpclmulqdq   xmm8, xmm3, xmm2, 0
+    vpclmulqdq   xmm20, xmm3, xmm2, 17
+    vpshufd      xmm31, xmm3, 78
+    vpxorq       xmm31, xmm3, xmm31
+    vpshufd      xmm21, xmm2, 78
+    vpxorq       xmm21, xmm2, xmm21
     vpclmulqdq   xmm21, xmm31, xmm21, 0
-    vpternlogq   xmm21, xmm7, xmm20, 150
-    vpclmulqdq   xmm31, xmm1, xmm8, 0
+    vpternlogq   xmm21, xmm8, xmm20, 150
+    vpclmulqdq   xmm31, xmm1, xmm9, 0
     vmovdqa64    [rsp + 832], xmm0                   ; spill
-    vpclmulqdq   xmm0, xmm1, xmm8, 17
-    vpclmulqdq   xmm9, xmm9, xmm14, 0
-    vpternlogq   xmm9, xmm31, xmm0, 150
-    vpxorq       xmm1, xmm2, xmm1
-    vpxorq       xmm2, xmm3, xmm8
+    vpclmulqdq   xmm0, xmm1, xmm9, 17
+    vpclmulqdq   xmm7, xmm7, xmm14, 0
+    vpternlogq   xmm7, xmm31, xmm0, 150
+    vpxorq       xmm1, xmm3, xmm1
+    vpxorq       xmm2, xmm2, xmm9
     vpclmulqdq   xmm3, xmm1, xmm2, 0
-    vpclmulqdq   xmm8, xmm1, xmm2, 17
+    vpclmulqdq   xmm9, xmm1, xmm2, 17
     vpshufd      xmm14, xmm1, 78
     vpxorq       xmm1, xmm1, xmm14
     vpshufd      xmm14, xmm2, 78
     vpxorq       xmm2, xmm2, xmm14
     vpclmulqdq   xmm1, xmm1, xmm2, 0
-    vpternlogq   xmm1, xmm3, xmm8, 150
+    vpternlogq   xmm1, xmm3, xmm9, 150
     vpxorq       xmm2, xmm20, xmm31
-    vpxorq       xmm3, xmm7, xmm3
-    vpternlogq   xmm1, xmm21, xmm9, 150
-    vpxorq       xmm8, xmm8, xmm0
+    vpxorq       xmm3, xmm8, xmm3
+    vpternlogq   xmm1, xmm21, xmm7, 150
+    vpxorq       xmm9, xmm9, xmm0
     vpternlogq   xmm27, xmm4, xmm29, 150
     vpxorq       xmm4, xmm6, xmm19
     vpxorq       xmm6, xmm13, xmm30
-    vpxorq       xmm7, xmm28, xmm7
+    vpxorq       xmm8, xmm28, xmm8
     vpxorq       xmm13, xmm25, xmm21
     vpternlogq   xmm3, xmm2, xmm5, 150
-    vpternlogq   xmm8, xmm2, xmm27, 150
-    vpxorq       xmm2, xmm9, xmm4
+    vpternlogq   xmm9, xmm2, xmm27, 150
+    vpxorq       xmm2, xmm7, xmm4
     vpxorq       xmm0, xmm0, xmm6
     vpternlogq   xmm24, xmm10, xmm16, 150
     vpternlogq   xmm12, xmm15, xmm22, 150
     vpternlogq   xmm23, xmm18, xmm26, 150
     vpternlogq   xmm17, xmm11, [rsp + 704], 150
-    vmovdqa64    xmm9, [rsp + 576]                   ; reload
+    vmovdqa64    xmm7, [rsp + 576]                   ; reload
     vmovdqa64    xmm11, [rsp + 448]                  ; reload
-    vpternlogq   xmm9, xmm11, xmm10, 150
+    vpternlogq   xmm7, xmm11, xmm10, 150
     vmovdqa64    xmm10, [rsp + 512]                  ; reload
     vpxorq       xmm11, xmm10, xmm28
     vmovdqa64    xmm14, [rsp + 384]                  ; reload
@@ -15295,7 +15844,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm5, xmm18, xmm5
     vpxorq       xmm19, xmm15, [rsp + 832]
     vpxorq       xmm19, xmm19, xmm17
-    vpternlogq   xmm7, xmm27, [rsp + 640], 150
+    vpternlogq   xmm8, xmm27, [rsp + 640], 150
     vpternlogq   xmm13, xmm4, [rsp + 768], 150
     vpternlogq   xmm3, xmm6, xmm24, 150
     vmovdqa64    xmm4, [rsp + 832]                   ; reload
@@ -15310,28 +15859,28 @@ kg_gf2m571_inv_avx512:
     vpalignr     xmm12, xmm19, xmm16, 8
     vpternlogq   xmm5, xmm23, xmm12, 150
     vpalignr     xmm12, xmm13, xmm19, 8
-    vpternlogq   xmm7, xmm9, xmm12, 150
+    vpternlogq   xmm8, xmm7, xmm12, 150
     vpalignr     xmm12, xmm1, xmm13, 8
     vpxorq       xmm3, xmm3, xmm12
     vpalignr     xmm1, xmm2, xmm1, 8
-    vpternlogq   xmm8, xmm23, xmm1, 150
+    vpternlogq   xmm9, xmm23, xmm1, 150
     vpsrldq      xmm1, xmm2, 8
-    vpternlogq   xmm0, xmm9, xmm1, 150
+    vpternlogq   xmm0, xmm7, xmm1, 150
     vpclmulqdq   xmm1, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
-    vpclmulqdq   xmm2, xmm8, [rcx - 128], 0
-    vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
+    vpclmulqdq   xmm2, xmm9, [rcx - 128], 0
+    vpclmulqdq   xmm7, xmm9, [rcx - 128], 1
     vpclmulqdq   xmm9, xmm3, [rcx - 128], 0
     vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
-    vpclmulqdq   xmm12, xmm7, [rcx - 128], 0
-    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
+    vpclmulqdq   xmm12, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
     vpxorq       xmm0, xmm5, xmm0
     vpsrldq      xmm5, xmm1, 8
     vpxorq       xmm5, xmm0, xmm5
     vpsrldq      xmm5, xmm5, 8
     vpclmulqdq   xmm5, xmm5, [rcx - 128], 0
     vpternlogq   xmm4, xmm10, xmm5, 150
-    vpternlogq   xmm6, xmm18, xmm7, 150
+    vpternlogq   xmm6, xmm18, xmm8, 150
     vmovdqa64    xmm5, [rsp + 640]                   ; reload
     vpternlogq   xmm14, xmm5, xmm3, 150
     vpslldq      xmm3, xmm12, 8
@@ -15341,7 +15890,7 @@ kg_gf2m571_inv_avx512:
     vpalignr     xmm5, xmm2, xmm9, 8
     vpxorq       xmm5, xmm14, xmm5
     vpalignr     xmm2, xmm1, xmm2, 8
-    vpternlogq   xmm11, xmm8, xmm2, 150
+    vpternlogq   xmm11, xmm7, xmm2, 150
     vpsrldq      xmm1, xmm1, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
     vpsrlq       xmm0, xmm1, 59
@@ -21380,58 +21929,68 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm4, xmm3, xmm7, 150
     vpsrldq      xmm0, xmm0, 8
     vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm1, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm7, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpclmulqdq   xmm8, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm9, xmm0, [rcx - 128], 0
+    vgf2p8affineqb xmm1, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm3, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vgf2p8affineqb xmm3, xmm6, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm6, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vgf2p8affineqb xmm6, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm5, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm6, xmm5
+    vpunpckhbw   xmm5, xmm6, xmm5
+    vgf2p8affineqb xmm6, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vpclmulqdq   xmm6, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm10, xmm1, [rcx - 128], 0
     vpclmulqdq   xmm1, xmm1, [rcx - 128], 1
-    vpclmulqdq   xmm11, xmm3, [rcx - 128], 0
-    vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
-    vpclmulqdq   xmm12, xmm4, [rcx - 128], 0
+    vpclmulqdq   xmm11, xmm4, [rcx - 128], 0
     vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
-    vpxorq       xmm0, xmm6, xmm0
-    vpsrldq      xmm6, xmm9, 8
-    vpxorq       xmm6, xmm0, xmm6
-    vpsrldq      xmm6, xmm6, 8
-    vpclmulqdq   xmm6, xmm6, [rcx - 128], 0
+    vpclmulqdq   xmm12, xmm3, [rcx - 128], 0
+    vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm0, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rcx - 128], 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm2, xmm6, xmm13, 150
-    vpalignr     xmm6, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm5, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm7, xmm1, xmm3, 150
-    vpsrldq      xmm1, xmm9, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm3, xmm7, 150
+    vpalignr     xmm3, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm4, xmm3, 150
+    vpalignr     xmm3, xmm6, xmm10, 8
+    vpternlogq   xmm5, xmm1, xmm3, 150
+    vpsrldq      xmm1, xmm6, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm2, [rsp + 320], 0
-    vpclmulqdq   xmm3, xmm2, [rsp + 320], 17
-    vpshufd      xmm4, xmm2, 78
-    vpxorq       xmm4, xmm2, xmm4
+    vpclmulqdq   xmm0, xmm9, [rsp + 320], 0
+    vpclmulqdq   xmm3, xmm9, [rsp + 320], 17
+    vpshufd      xmm4, xmm9, 78
+    vpxorq       xmm4, xmm9, xmm4
     vpshufd      xmm6, [rsp + 320], 78
-    vmovdqa64    xmm9, [rsp + 320]                   ; reload
-    vpxorq       xmm6, xmm9, xmm6
+    vmovdqa64    xmm7, [rsp + 320]                   ; reload
+    vpxorq       xmm6, xmm7, xmm6
     vpclmulqdq   xmm4, xmm4, xmm6, 0
     vpternlogq   xmm4, xmm0, xmm3, 150
-    vpclmulqdq   xmm6, xmm8, [rsp + 256], 0
-    vpclmulqdq   xmm10, xmm8, [rsp + 256], 17
-    vpshufd      xmm11, xmm8, 78
-    vpxorq       xmm11, xmm8, xmm11
+    vpclmulqdq   xmm6, xmm2, [rsp + 256], 0
+    vpclmulqdq   xmm10, xmm2, [rsp + 256], 17
+    vpshufd      xmm11, xmm2, 78
+    vpxorq       xmm11, xmm2, xmm11
     vpshufd      xmm12, [rsp + 256], 78
     vmovdqa64    xmm13, [rsp + 256]                  ; reload
     vpxorq       xmm12, xmm13, xmm12
     vpclmulqdq   xmm14, xmm11, xmm12, 0
     vpternlogq   xmm14, xmm6, xmm10, 150
-    vpxorq       xmm15, xmm2, xmm8
-    vpxorq       xmm16, xmm9, xmm13
+    vpxorq       xmm15, xmm9, xmm2
+    vpxorq       xmm16, xmm7, xmm13
     vpclmulqdq   xmm17, xmm15, xmm16, 0
     vpclmulqdq   xmm18, xmm15, xmm16, 17
     vpshufd      xmm19, xmm15, 78
@@ -21445,17 +22004,17 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm6, xmm6, xmm3
     vpternlogq   xmm15, xmm4, xmm14, 150
     vpxorq       xmm16, xmm18, xmm10
-    vpclmulqdq   xmm17, xmm5, [rsp + 64], 0
-    vpclmulqdq   xmm18, xmm5, [rsp + 64], 17
-    vpshufd      xmm19, xmm5, 78
-    vpxorq       xmm19, xmm5, xmm19
+    vpclmulqdq   xmm17, xmm8, [rsp + 64], 0
+    vpclmulqdq   xmm18, xmm8, [rsp + 64], 17
+    vpshufd      xmm19, xmm8, 78
+    vpxorq       xmm19, xmm8, xmm19
     vpshufd      xmm20, [rsp + 64], 78
     vmovdqa64    xmm21, [rsp + 64]                   ; reload
     vpxorq       xmm20, xmm21, xmm20
     vpclmulqdq   xmm22, xmm19, xmm20, 0
     vpternlogq   xmm22, xmm17, xmm18, 150
-    vpxorq       xmm23, xmm2, xmm5
-    vpxorq       xmm24, xmm9, xmm21
+    vpxorq       xmm23, xmm9, xmm8
+    vpxorq       xmm24, xmm7, xmm21
     vpclmulqdq   xmm25, xmm23, xmm24, 0
     vpclmulqdq   xmm26, xmm23, xmm24, 17
     vpshufd      xmm27, xmm23, 78
@@ -21464,11 +22023,11 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm28, xmm24, xmm28
     vpclmulqdq   xmm27, xmm27, xmm28, 0
     vpternlogq   xmm27, xmm25, xmm26, 150
-    vpclmulqdq   xmm28, xmm8, xmm13, 0
-    vpclmulqdq   xmm29, xmm8, xmm13, 17
+    vpclmulqdq   xmm28, xmm2, xmm13, 0
+    vpclmulqdq   xmm29, xmm2, xmm13, 17
     vpclmulqdq   xmm11, xmm11, xmm12, 0
     vpternlogq   xmm11, xmm28, xmm29, 150
-    vpxorq       xmm12, xmm23, xmm8
+    vpxorq       xmm12, xmm23, xmm2
     vpxorq       xmm23, xmm24, xmm13
     vpclmulqdq   xmm24, xmm12, xmm23, 0
     vpclmulqdq   xmm30, xmm12, xmm23, 17
@@ -21491,17 +22050,17 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm17, xmm17, xmm3
     vpternlogq   xmm24, xmm23, xmm6, 150
     vpternlogq   xmm26, xmm23, xmm16, 150
-    vpclmulqdq   xmm16, xmm7, [rsp + 192], 0
-    vpclmulqdq   xmm18, xmm7, [rsp + 192], 17
-    vpshufd      xmm22, xmm7, 78
-    vpxorq       xmm22, xmm7, xmm22
+    vpclmulqdq   xmm16, xmm5, [rsp + 192], 0
+    vpclmulqdq   xmm18, xmm5, [rsp + 192], 17
+    vpshufd      xmm22, xmm5, 78
+    vpxorq       xmm22, xmm5, xmm22
     vpshufd      xmm23, [rsp + 192], 78
     vmovdqa64    xmm25, [rsp + 192]                  ; reload
     vpxorq       xmm23, xmm25, xmm23
     vpclmulqdq   xmm22, xmm22, xmm23, 0
     vpternlogq   xmm22, xmm16, xmm18, 150
     vpclmulqdq   xmm23, xmm1, [rsp + 128], 0
-    vpxorq       xmm27, xmm7, xmm1
+    vpxorq       xmm27, xmm5, xmm1
     vpxorq       xmm28, xmm25, [rsp + 128]
     vpclmulqdq   xmm30, xmm27, xmm28, 0
     vpclmulqdq   xmm31, xmm27, xmm28, 17
@@ -21516,32 +22075,32 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm23, xmm16, xmm30
     vpxorq       xmm17, xmm22, xmm17
     vpxorq       xmm27, xmm31, xmm18
-    vpxorq       xmm2, xmm2, xmm7
-    vpxorq       xmm1, xmm8, xmm1
-    vpxorq       xmm7, xmm9, xmm25
-    vpxorq       xmm8, xmm13, [rsp + 128]
-    vpclmulqdq   xmm9, xmm2, xmm7, 0
-    vpclmulqdq   xmm13, xmm2, xmm7, 17
-    vpshufd      xmm25, xmm2, 78
-    vpxorq       xmm25, xmm2, xmm25
-    vpshufd      xmm28, xmm7, 78
-    vpxorq       xmm28, xmm7, xmm28
+    vpxorq       xmm5, xmm9, xmm5
+    vpxorq       xmm1, xmm2, xmm1
+    vpxorq       xmm2, xmm7, xmm25
+    vpxorq       xmm7, xmm13, [rsp + 128]
+    vpclmulqdq   xmm9, xmm5, xmm2, 0
+    vpclmulqdq   xmm13, xmm5, xmm2, 17
+    vpshufd      xmm25, xmm5, 78
+    vpxorq       xmm25, xmm5, xmm25
+    vpshufd      xmm28, xmm2, 78
+    vpxorq       xmm28, xmm2, xmm28
     vpclmulqdq   xmm25, xmm25, xmm28, 0
     vpternlogq   xmm25, xmm9, xmm13, 150
-    vpclmulqdq   xmm28, xmm1, xmm8, 0
-    vpclmulqdq   xmm30, xmm1, xmm8, 17
+    vpclmulqdq   xmm28, xmm1, xmm7, 0
+    vpclmulqdq   xmm30, xmm1, xmm7, 17
     vpshufd      xmm31, xmm1, 78
     vpxorq       xmm31, xmm1, xmm31
     vmovdqa64    [rsp + 128], xmm14                  ; spill
-    vpshufd      xmm14, xmm8, 78
-    vpxorq       xmm14, xmm8, xmm14
+    vpshufd      xmm14, xmm7, 78
+    vpxorq       xmm14, xmm7, xmm14
     vmovdqa64    [rsp + 256], xmm6                   ; spill
     vpclmulqdq   xmm6, xmm31, xmm14, 0
     vpternlogq   xmm6, xmm28, xmm30, 150
     vmovdqa64    [rsp + 192], xmm4                   ; spill
-    vpxorq       xmm4, xmm2, xmm1
+    vpxorq       xmm4, xmm5, xmm1
     vmovdqa64    [rsp + 320], xmm0                   ; spill
-    vpxorq       xmm0, xmm7, xmm8
+    vpxorq       xmm0, xmm2, xmm7
     vmovdqa64    [rsp + 640], xmm27                  ; spill
     vpclmulqdq   xmm27, xmm4, xmm0, 0
     vmovdqa64    [rsp], xmm29                        ; spill
@@ -21558,46 +22117,46 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm4, xmm4, xmm3
     vpternlogq   xmm0, xmm25, xmm6, 150
     vpxorq       xmm13, xmm29, xmm30
-    vpclmulqdq   xmm27, xmm5, xmm21, 0
-    vpclmulqdq   xmm28, xmm5, xmm21, 17
+    vpclmulqdq   xmm27, xmm8, xmm21, 0
+    vpclmulqdq   xmm28, xmm8, xmm21, 17
     vpclmulqdq   xmm19, xmm19, xmm20, 0
     vpternlogq   xmm19, xmm27, xmm28, 150
-    vpxorq       xmm2, xmm2, xmm5
-    vpxorq       xmm5, xmm7, xmm21
-    vpclmulqdq   xmm7, xmm2, xmm5, 0
-    vpclmulqdq   xmm20, xmm2, xmm5, 17
-    vpshufd      xmm21, xmm2, 78
-    vpxorq       xmm21, xmm2, xmm21
-    vpshufd      xmm29, xmm5, 78
-    vpxorq       xmm29, xmm5, xmm29
+    vpxorq       xmm5, xmm5, xmm8
+    vpxorq       xmm2, xmm2, xmm21
+    vpclmulqdq   xmm8, xmm5, xmm2, 0
+    vpclmulqdq   xmm20, xmm5, xmm2, 17
+    vpshufd      xmm21, xmm5, 78
+    vpxorq       xmm21, xmm5, xmm21
+    vpshufd      xmm29, xmm2, 78
+    vpxorq       xmm29, xmm2, xmm29
     vpclmulqdq   xmm21, xmm21, xmm29, 0
-    vpternlogq   xmm21, xmm7, xmm20, 150
-    vpclmulqdq   xmm29, xmm1, xmm8, 0
+    vpternlogq   xmm21, xmm8, xmm20, 150
+    vpclmulqdq   xmm29, xmm1, xmm7, 0
     vmovdqa64    [rsp + 64], xmm0                    ; spill
-    vpclmulqdq   xmm0, xmm1, xmm8, 17
+    vpclmulqdq   xmm0, xmm1, xmm7, 17
     vpclmulqdq   xmm14, xmm31, xmm14, 0
     vpternlogq   xmm14, xmm29, xmm0, 150
-    vpxorq       xmm1, xmm2, xmm1
-    vpxorq       xmm2, xmm5, xmm8
+    vpxorq       xmm1, xmm5, xmm1
+    vpxorq       xmm2, xmm2, xmm7
     vpclmulqdq   xmm5, xmm1, xmm2, 0
-    vpclmulqdq   xmm8, xmm1, xmm2, 17
+    vpclmulqdq   xmm7, xmm1, xmm2, 17
     vpshufd      xmm31, xmm1, 78
     vpxorq       xmm1, xmm1, xmm31
     vpshufd      xmm31, xmm2, 78
     vpxorq       xmm2, xmm2, xmm31
     vpclmulqdq   xmm1, xmm1, xmm2, 0
-    vpternlogq   xmm1, xmm5, xmm8, 150
+    vpternlogq   xmm1, xmm5, xmm7, 150
     vpxorq       xmm2, xmm20, xmm29
-    vpxorq       xmm5, xmm7, xmm5
+    vpxorq       xmm5, xmm8, xmm5
     vpternlogq   xmm1, xmm21, xmm14, 150
-    vpxorq       xmm8, xmm8, xmm0
+    vpxorq       xmm7, xmm7, xmm0
     vpternlogq   xmm13, xmm3, xmm27, 150
     vpxorq       xmm3, xmm6, xmm19
     vpxorq       xmm6, xmm30, xmm28
-    vpxorq       xmm7, xmm9, xmm7
+    vpxorq       xmm8, xmm9, xmm8
     vpxorq       xmm19, xmm25, xmm21
     vpternlogq   xmm5, xmm2, xmm4, 150
-    vpternlogq   xmm8, xmm2, xmm13, 150
+    vpternlogq   xmm7, xmm2, xmm13, 150
     vpxorq       xmm2, xmm14, xmm3
     vpxorq       xmm0, xmm0, xmm6
     vpternlogq   xmm24, xmm10, xmm16, 150
@@ -21616,7 +22175,7 @@ kg_gf2m571_inv_avx512:
     vpxorq       xmm4, xmm18, xmm4
     vpxorq       xmm20, xmm15, [rsp + 64]
     vpxorq       xmm20, xmm20, xmm17
-    vpternlogq   xmm7, xmm13, [rsp + 128], 150
+    vpternlogq   xmm8, xmm13, [rsp + 128], 150
     vpternlogq   xmm19, xmm3, [rsp + 512], 150
     vpternlogq   xmm5, xmm6, xmm24, 150
     vmovdqa64    xmm3, [rsp + 64]                    ; reload
@@ -21631,28 +22190,28 @@ kg_gf2m571_inv_avx512:
     vpalignr     xmm12, xmm20, xmm16, 8
     vpternlogq   xmm4, xmm23, xmm12, 150
     vpalignr     xmm12, xmm19, xmm20, 8
-    vpternlogq   xmm7, xmm11, xmm12, 150
+    vpternlogq   xmm8, xmm11, xmm12, 150
     vpalignr     xmm12, xmm1, xmm19, 8
     vpxorq       xmm5, xmm5, xmm12
     vpalignr     xmm1, xmm2, xmm1, 8
-    vpternlogq   xmm8, xmm23, xmm1, 150
+    vpternlogq   xmm7, xmm23, xmm1, 150
     vpsrldq      xmm1, xmm2, 8
     vpternlogq   xmm0, xmm11, xmm1, 150
     vpclmulqdq   xmm1, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
-    vpclmulqdq   xmm2, xmm8, [rcx - 128], 0
-    vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
+    vpclmulqdq   xmm2, xmm7, [rcx - 128], 0
+    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
     vpclmulqdq   xmm11, xmm5, [rcx - 128], 0
     vpclmulqdq   xmm5, xmm5, [rcx - 128], 1
-    vpclmulqdq   xmm12, xmm7, [rcx - 128], 0
-    vpclmulqdq   xmm7, xmm7, [rcx - 128], 1
+    vpclmulqdq   xmm12, xmm8, [rcx - 128], 0
+    vpclmulqdq   xmm8, xmm8, [rcx - 128], 1
     vpxorq       xmm0, xmm4, xmm0
     vpsrldq      xmm4, xmm1, 8
     vpxorq       xmm4, xmm0, xmm4
     vpsrldq      xmm4, xmm4, 8
     vpclmulqdq   xmm4, xmm4, [rcx - 128], 0
     vpternlogq   xmm3, xmm10, xmm4, 150
-    vpternlogq   xmm6, xmm18, xmm7, 150
+    vpternlogq   xmm6, xmm18, xmm8, 150
     vmovdqa64    xmm4, [rsp + 128]                   ; reload
     vpternlogq   xmm13, xmm4, xmm5, 150
     vpslldq      xmm4, xmm12, 8
@@ -21662,7 +22221,7 @@ kg_gf2m571_inv_avx512:
     vpalignr     xmm5, xmm2, xmm11, 8
     vpxorq       xmm5, xmm13, xmm5
     vpalignr     xmm2, xmm1, xmm2, 8
-    vpternlogq   xmm9, xmm8, xmm2, 150
+    vpternlogq   xmm9, xmm7, xmm2, 150
     vpsrldq      xmm1, xmm1, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
     vpsrlq       xmm0, xmm1, 59
@@ -24683,37 +25242,47 @@ kg_gf2m571_inv_avx512:
     vpternlogq   xmm4, xmm3, xmm7, 150
     vpsrldq      xmm0, xmm0, 8
     vpternlogq   xmm0, xmm1, [rel gf2m_mask_ffffffffffffffff_0], 40
-    vpclmulqdq   xmm0, xmm0, xmm0, 0
-    vpclmulqdq   xmm1, xmm4, xmm4, 17
-    vpclmulqdq   xmm3, xmm4, xmm4, 0
-    vpclmulqdq   xmm4, xmm6, xmm6, 17
-    vpclmulqdq   xmm6, xmm6, xmm6, 0
-    vpclmulqdq   xmm7, xmm5, xmm5, 17
-    vpclmulqdq   xmm5, xmm5, xmm5, 0
-    vpclmulqdq   xmm8, xmm2, xmm2, 17
-    vpclmulqdq   xmm2, xmm2, xmm2, 0
-    vpclmulqdq   xmm9, xmm0, [rcx - 128], 0
+    vgf2p8affineqb xmm1, xmm0, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm0, xmm0, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm0, xmm1, xmm0
+    vgf2p8affineqb xmm1, xmm4, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm3, xmm4, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm4, xmm1, xmm3
+    vpunpckhbw   xmm1, xmm1, xmm3
+    vgf2p8affineqb xmm3, xmm6, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm6, xmm6, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm7, xmm3, xmm6
+    vpunpckhbw   xmm3, xmm3, xmm6
+    vgf2p8affineqb xmm6, xmm5, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm5, xmm5, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm8, xmm6, xmm5
+    vpunpckhbw   xmm5, xmm6, xmm5
+    vgf2p8affineqb xmm6, xmm2, [rel gf2m_spread_low], 0
+    vgf2p8affineqb xmm2, xmm2, [rel gf2m_spread_high], 0
+    vpunpcklbw   xmm9, xmm6, xmm2
+    vpunpckhbw   xmm2, xmm6, xmm2
+    vpclmulqdq   xmm6, xmm0, [rcx - 128], 0
     vpclmulqdq   xmm0, xmm0, [rcx - 128], 1
     vpclmulqdq   xmm10, xmm1, [rcx - 128], 0
     vpclmulqdq   xmm1, xmm1, [rcx - 128], 1
-    vpclmulqdq   xmm11, xmm3, [rcx - 128], 0
-    vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
-    vpclmulqdq   xmm12, xmm4, [rcx - 128], 0
+    vpclmulqdq   xmm11, xmm4, [rcx - 128], 0
     vpclmulqdq   xmm4, xmm4, [rcx - 128], 1
-    vpxorq       xmm0, xmm6, xmm0
-    vpsrldq      xmm6, xmm9, 8
-    vpxorq       xmm6, xmm0, xmm6
-    vpsrldq      xmm6, xmm6, 8
-    vpclmulqdq   xmm6, xmm6, [rcx - 128], 0
+    vpclmulqdq   xmm12, xmm3, [rcx - 128], 0
+    vpclmulqdq   xmm3, xmm3, [rcx - 128], 1
+    vpxorq       xmm0, xmm7, xmm0
+    vpsrldq      xmm7, xmm6, 8
+    vpxorq       xmm7, xmm0, xmm7
+    vpsrldq      xmm7, xmm7, 8
+    vpclmulqdq   xmm7, xmm7, [rcx - 128], 0
     vpslldq      xmm13, xmm12, 8
-    vpternlogq   xmm2, xmm6, xmm13, 150
-    vpalignr     xmm6, xmm11, xmm12, 8
-    vpternlogq   xmm8, xmm4, xmm6, 150
-    vpalignr     xmm4, xmm10, xmm11, 8
-    vpternlogq   xmm5, xmm3, xmm4, 150
-    vpalignr     xmm3, xmm9, xmm10, 8
-    vpternlogq   xmm7, xmm1, xmm3, 150
-    vpsrldq      xmm1, xmm9, 8
+    vpternlogq   xmm9, xmm7, xmm13, 150
+    vpalignr     xmm7, xmm11, xmm12, 8
+    vpternlogq   xmm2, xmm3, xmm7, 150
+    vpalignr     xmm3, xmm10, xmm11, 8
+    vpternlogq   xmm8, xmm4, xmm3, 150
+    vpalignr     xmm3, xmm6, xmm10, 8
+    vpternlogq   xmm5, xmm1, xmm3, 150
+    vpsrldq      xmm1, xmm6, 8
     vpternlogq   xmm1, xmm0, [rel gf2m_mask_ffffffffffffffff_0], 40
     vpsrlq       xmm0, xmm1, 59
     vpsllq       xmm3, xmm0, 10
@@ -24722,11 +25291,11 @@ kg_gf2m571_inv_avx512:
     vpandq       xmm1, xmm1, [rel gf2m_mask_7ffffffffffffff_0]
     vpxorq       xmm0, xmm6, xmm0
     vpternlogq   xmm3, xmm4, xmm0, 150
-    vpxorq       xmm0, xmm2, xmm3
+    vpxorq       xmm0, xmm9, xmm3
     vmovdqu64    [rdi], xmm0
-    vmovdqu64    [rdi + 16], xmm8
-    vmovdqu64    [rdi + 32], xmm5
-    vmovdqu64    [rdi + 48], xmm7
+    vmovdqu64    [rdi + 16], xmm2
+    vmovdqu64    [rdi + 32], xmm8
+    vmovdqu64    [rdi + 48], xmm5
     vmovq        qword [rdi + 64], xmm1
     mov rsp, rbp
     pop rbp

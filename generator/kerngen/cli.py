@@ -258,7 +258,9 @@ def parser() -> argparse.ArgumentParser:
                                    "unsigned extremes; shift counts at and above the lane width; the immediates of "
                                    "the shipped kernels and random ones; masks all zeros, all ones and mixed), and "
                                    "its results compared with the semantics the verifier reads (element-wise "
-                                   "arithmetic, lane moves, widening products). Each mismatch is printed with a "
+                                   "arithmetic, lane moves, widening products, and the block semantics the model runs: "
+                                   "carry-less products, byte look-ups and affine maps, sums of products). Each "
+                                   "mismatch is printed with a "
                                    "witness; forms needing extensions this CPU lacks are skipped and named (they do "
                                    "not count as passed); rows without lane semantics are listed as not modelled. "
                                    "Exit code 1 on any failure.")

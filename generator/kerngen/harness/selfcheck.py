@@ -8,8 +8,10 @@ all of them go into one file, assembled and linked by the harness toolchain
 and called through ctypes. The expected results come from the table alone:
 `Arith.exact` for element-wise rows (on numpy arrays of Python integers, so
 lanes wrap as the verifier's do), `ir.lanes.move_lanes` applied to the
-row's `Move` for movement rows, and the widening rows' products on the
-halves of their units from the rows doing those operations. Rows with none
+row's `Move` for movement rows, the widening rows' products on the
+halves of their units from the rows doing those operations, and `Blocks`
+block by block (carry-less products, byte look-ups and affine maps, the
+model's semantics of them, as it runs kernels). Rows with none
 of these (the verifier follows them only inside a tagged idiom, or not at
 all) are listed as not modelled; forms needing an extension this CPU lacks
 are skipped, by name.
@@ -77,7 +79,7 @@ def _form_label(op: Op, form: Form, bits: int) -> str:
 
 def why_not_modelled(op: Op) -> str | None:
     """Why the selfcheck cannot compare `op` with the table (None: it can)."""
-    if op.arith is None and op.move is None and op.widen is None:
+    if op.arith is None and op.move is None and op.widen is None and op.blocks is None:
         return "no lane semantics in the table"
     if any(s.kind not in _RUNNABLE_KINDS for s in op.slots):
         return "a memory-only operand"
@@ -327,6 +329,16 @@ def _widen_model(case: Case, table: InstructionTable, buf: np.ndarray) -> np.nda
     return _lane_bytes(result, half)
 
 
+def _blocks_model(case: Case, buf: np.ndarray) -> np.ndarray:
+    """The destination's bytes as the row's block semantics compute them, block by block."""
+    blocks = case.op.blocks
+    part = np.dtype(f"<u{blocks.part // 8}")
+    shape = (len(buf), case.bits // blocks.block, blocks.block // blocks.part)
+    sources = tuple(buf[:, i, :case.bits // 8].copy().view(part).reshape(shape)
+                    for i in case.op.read if case.op.slots[i].kind != "i")
+    return np.asarray(blocks.value(sources, case.imm)).astype(part).reshape(len(buf), -1).view(np.uint8)
+
+
 def models(case: Case, table: InstructionTable, buf: np.ndarray) -> list[tuple[str, np.ndarray]]:
     """(which semantics, the destination's expected bytes) for each semantics the row has."""
     op, out = case.op, []
@@ -338,6 +350,8 @@ def models(case: Case, table: InstructionTable, buf: np.ndarray) -> list[tuple[s
             out.append(("move", moved))
     if op.widen is not None:
         out.append(("widen", _widen_model(case, table, buf)))
+    if op.blocks is not None:
+        out.append(("blocks", _blocks_model(case, buf)))
     return out
 
 

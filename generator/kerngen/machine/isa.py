@@ -187,5 +187,6 @@ CPUID: dict[str, CpuidBit] = {
     "AVX512VL": CpuidBit(7, 0, "ebx", 31, _ZMM_STATE),
     "AVX512VBMI": CpuidBit(7, 0, "ecx", 1, _ZMM_STATE),
     "AVX512VBMI2": CpuidBit(7, 0, "ecx", 6, _ZMM_STATE),
+    "GFNI": CpuidBit(7, 0, "ecx", 8),
     "LZCNT": CpuidBit(0x80000001, 0, "ecx", 5),
 }

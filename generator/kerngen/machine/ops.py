@@ -379,6 +379,20 @@ def _byte_lookup(sources, imm):
     return np.where(control & 0x80, 0, picked)
 
 
+def _affine_bytes(sources, imm):
+    """vgf2p8affineqb: per 64-bit block, bit i of each byte x of the first source is the parity of x and
+    byte 7 - i of the second (an 8 x 8 bit matrix over GF(2)), xored with bit i of the immediate."""
+    import numpy as np
+
+    x, matrix = sources
+    parity = np.array([bin(k).count("1") & 1 for k in range(256)], dtype=np.uint8)
+    out = np.zeros_like(x)
+    for i in range(8):
+        bit = parity[x & matrix[..., 7 - i:8 - i]] ^ np.uint8(imm >> i & 1)
+        out |= bit << np.uint8(i)
+    return out
+
+
 Route = tuple[tuple[int, int] | None, ...]
 
 
@@ -901,7 +915,7 @@ _row("vpshuflw", "w:v,r:vm,r:i", "shuffle", _forms("vpshuflw", "pshuflw", "SSE2"
 _row("vpshufhw", "w:v,r:vm,r:i", "shuffle", _forms("vpshufhw", "pshufhw", "SSE2", "AVX") + _evex("vpshufhw", "AVX512BW"), elem=16,
      generic="shuffle_high", move=Move(16, _pshufhw))
 _row("vpalignr", _VEX3I, "shuffle", _forms("vpalignr", "palignr", "SSSE3", "AVX") + _evex("vpalignr", "AVX512BW"), move=Move(8, _alignr))
-for _w, _s in ((16, "wd"), (32, "dq"), (64, "qdq")):
+for _w, _s in ((8, "bw"), (16, "wd"), (32, "dq"), (64, "qdq")):
     _row(f"vpunpckl{_s}", _VEX3, "shuffle", _forms(f"vpunpckl{_s}", f"punpckl{_s}", "SSE2", "AVX")
          + _evex_elementwise(f"vpunpckl{_s}", _w), elem=_w,
          generic="interleave_low", move=Move(_w, _unpack(high=False)))
@@ -915,6 +929,10 @@ _row("vinserti128", _VEX3I, "shuffle", _vex("vinserti128", "AVX2", widths=_YMM)
 _row("vpclmulqdq", _VEX3I, "clmul",
      _forms("vpclmulqdq", "pclmulqdq", None, "AVX", extra=("PCLMULQDQ",), extra256=("VPCLMULQDQ",), avx256="AVX")
      + _evex("vpclmulqdq", "VPCLMULQDQ"), blocks=Blocks(128, 64, _carryless))
+# GFNI's EVEX forms only: its legacy and VEX forms would make SSE and AVX2 kernels leave out CPUs without GFNI
+# (AMD Zen 3 has AVX2 and VPCLMULQDQ), while every CPU with AVX-512 VBMI2 and VPCLMULQDQ has it
+_row("vgf2p8affineqb", _VEX3I, "alu", _evex("vgf2p8affineqb", "GFNI"), elem=8, generic="affine_bytes",
+     blocks=Blocks(64, 8, _affine_bytes))
 
 # general-purpose registers, and moves between them and vectors
 _row("mov", "w:g,r:gm", "move", _gpr("mov"), move=IDENTITY)

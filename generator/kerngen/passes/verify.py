@@ -267,6 +267,8 @@ class _Machine:
             if a.vid == b.vid and imm in (0x00, 0x11):  # a square: GF(2)-linear
                 return a.form
             return product(a.form, b.form)
+        if g == "affine_bytes" and sources[1].constant is not None:  # a constant bit matrix on each byte
+            return sources[0].form if ins.operands[3].value == 0 else union(sources[0].form, frozenset({()}))
         if g == "ternary" and ternary_is_linear(ins.operands[-1].value, tuple(consts)):
             return union(*(f for f, c in zip(forms, consts) if not c))
         if g in ("cmpgt", "cmpgt_mask") and sources[0].constant is not None and not any(sources[0].constant):

@@ -55,12 +55,16 @@ def build(params: Gf2mParams, cfg: MulConfig | None = None, msqr_steps=MSQR_STEP
     poly_s = poly_text(params.poly)
     pm = {"name": params.name, "family": "gf2m", "m": m, "poly": list(params.poly), "isa": names_manifest(params.isas),
           "prefix": params.prefix}
+    fields = [Field(params, t, cfg) for t in params.targets]
     notes = (f"f = {poly_s}, {n} limbs of 64 bits, slack s = {plan.slack} bits", *_plan_lines(f),
              "sse bundles are legacy-encoded (no VEX); avx2 bundles use VEX-encoded pclmulqdq on xmm "
              "(needs AVX and PCLMULQDQ, not VPCLMULQDQ)",
              *(("512-bit kernels multiply one element in one zmm register: four vpclmulqdq and a one-pass "
                 "reduction by valignq, vpshrdq and vpternlogq (needs AVX512F, AVX512VBMI2, VPCLMULQDQ)",)
-               if any(f.whole for f in (Field(params, t, cfg) for t in params.targets)) else ()))
+               if any(f.whole for f in fields) else ()),
+             *(("EVEX kernels square without carry-less products: vgf2p8affineqb spreads each byte's nibbles "
+                "to every other bit and vpunpcklbw/vpunpckhbw interleave them (needs GFNI)",)
+               if any(f.spread for f in fields) else ()))
     return Bundle(params.name, params, params.target, f"GF(2^{m}) arithmetic, f = {poly_s}", pm, tuple(functions),
                   notes)
 

@@ -40,6 +40,9 @@ class Field:
         self.one_pass = target.isa.has("shift_right_pair", 64)
         # whole 256-bit registers of limbs with EVEX (`valignq`, `vpshrdq`): the operations measured to pay
         # on one element in one register (`quad.WHOLE`)
+        # squares by spreading bits (GFNI), not carry-less products: on AMD Zen 5 a vpclmulqdq issues every
+        # other cycle and four of them bounded a squaring (README, "Squares without carry-less products")
+        self.spread = target.isa.has("affine_bytes", 8)
         self.whole = (QUAD_WHOLE if self.one_pass and target.isa.vector_bits >= QUAD_BITS and quad_fits(self.plan)
                       else frozenset())
 
@@ -72,7 +75,7 @@ class Field:
         return self.reduce_product(v, self.mul_pairs(v, x, y), lazy)
 
     def sqrmod(self, v: Pairs, x: list[VReg], lazy: bool = False) -> list[VReg]:
-        return self.reduce(v, square(v, x, self.n), 2 * self.degree(lazy), lazy)
+        return self.reduce(v, square(v, x, self.n, self.spread), 2 * self.degree(lazy), lazy)
 
     def freeze(self, v: Pairs, x: list[VReg]) -> list[VReg]:
         """A lazy element in its reduced form."""

@@ -149,11 +149,17 @@ def _mul_blocks(v: Pairs, a: list[_Blk], b: list[_Blk], cfg: MulConfig) -> dict[
     return normalize(v, terms)
 
 
-def square(v: Pairs, pairs: list[VReg], nwords: int) -> list[VReg]:
+def square(v: Pairs, pairs: list[VReg], nwords: int, spread: bool = False) -> list[VReg]:
     """Squares land on even limb offsets, so each limb's square is one pair.
     They are made from the top limb down: the reduction folds the top first,
-    so its products start the longest chain."""
-    top_first = {i: v.clmul(pairs[i // 2], pairs[i // 2], 0x11 * (i & 1)) for i in reversed(range(nwords))}
+    so its products start the longest chain. `spread`: by spreading bits
+    (`Pairs.squares`), not by carry-less products."""
+    if spread:
+        top_first = {}
+        for k in reversed(range(len(pairs))):
+            top_first.update(zip((2 * k, 2 * k + 1), v.squares(pairs[k], both=2 * k + 1 < nwords)))
+    else:
+        top_first = {i: v.clmul(pairs[i // 2], pairs[i // 2], 0x11 * (i & 1)) for i in reversed(range(nwords))}
     return [top_first[i] for i in range(nwords)]
 
 

@@ -39,6 +39,15 @@ class Pairs:
     def clmul(self, a, c, imm: int) -> VReg:
         return self._op("vpclmulqdq", a, c, Imm(imm))
 
+    def squares(self, a, both: bool = True) -> tuple[VReg, ...]:
+        """The squares of a's limbs (lane 0's, then lane 1's where `both`) with no carry-less product: a
+        square puts bit k at bit 2k, so each byte's low and high nibble are spread to every other bit by a
+        constant bit matrix (`vgf2p8affineqb`) and the two interleaved byte by byte."""
+        low, high = (self._op("vgf2p8affineqb", a, self.const(f"gf2m_spread_{name}", (_spread(nibble),) * 2,
+                                                                f"spreads each byte's {name} nibble"), Imm(0))
+                     for nibble, name in ((0, "low"), (1, "high")))
+        return (self._op("vpunpcklbw", low, high),) + ((self._op("vpunpckhbw", low, high),) if both else ())
+
     def sll(self, a, r: int) -> VReg:
         return self._op("vpsllq", a, Imm(r))
 
@@ -94,6 +103,12 @@ class Pairs:
                 nxt.append(regs[-1])
             regs = nxt
         return regs[0]
+
+
+def _spread(nibble: int) -> int:
+    """The bit matrix taking bit k of a byte's `nibble` (0 low, 1 high) to bit 2k: the row of result bit i
+    is byte 7 - i of the word."""
+    return sum(1 << (4 * nibble + k) << 8 * (7 - 2 * k) for k in range(4))
 
 
 def normalize(v: Pairs, terms: Terms) -> dict[int, VReg]:
