@@ -264,6 +264,44 @@ def test_verifier_refuses_a_schedule_without_its_reductions(path, mul):
     assert compiled.proof.idioms_checked == good.count
 
 
+def _kyber_avx512_inverse():
+    p = load(REPO / "params/kyber-3329.toml")
+    target = next(t for t in p.targets if t.isa.name == "avx512")
+    ar = design(p, target)
+    return p, target, ar, schedule(ar, p.policy, "inverse", input_bound(ar.math, "inverse", p.width))
+
+
+def test_an_inverse_reduces_its_sums_after_the_layer_that_made_them():
+    """kyber-3329's zmm inverse: the sums of layer 3 reduced in layer 3's registers (four of them) keep
+    layers 2 to 0 inside int16, where reductions before layer 2 (in its registers, after the lane moves
+    between) took eight; in the kernel they come before the lane moves."""
+    p, _, ar, s = _kyber_avx512_inverse()
+    assert s.after == ((3, frozenset({0, 64, 128, 192})),) and s.count == 4 and not any(r for _, r in s.before)
+    assert any("after layer 3" in line for line in s.describe())
+    assert s.manifest()["after_layer"] == [{"layer": 3, "registers": [0, 64, 128, 192]}]
+    body = STORE.bundle(p).function("ntt_inverse", isa="avx512").kernel.body
+    reduced = [i for i, ins in enumerate(body) if ins.comment.endswith("after layer 3")]
+    layer_2 = next(i for i, ins in enumerate(body) if ins.comment.endswith("layer 2"))
+    moves = [i for i, ins in enumerate(body) if ins.op == "vshufi64x2" and i < layer_2]
+    assert len(reduced) == 4 and moves and max(reduced) < min(moves)
+
+
+def test_verifier_refuses_an_inverse_without_its_reductions_after_a_layer():
+    p, target, ar, good = _kyber_avx512_inverse()
+    bad = dataclasses.replace(good, after=())
+    contract = STORE.bundle(p).function("ntt_inverse", isa="avx512").contract
+    top = input_bound(ar.math, "inverse", p.width)
+    b = kernel_builder(ar.layout)
+    build_ntt(b, ar, bad, "t_twiddles")
+    kernel = compile_kernel(b, "t_inverse", contract, target).kernel  # allocated, not verified
+    with pytest.raises(VerifyError, match=r"can overflow in lane \d+"):
+        verify_kernel(kernel, {0: (-top, top)}, p.q)
+    b = kernel_builder(ar.layout)
+    build_ntt(b, ar, good, "t_twiddles")
+    compiled = compile_kernel(b, "t_inverse", contract, target, modulus=p.q)
+    assert compiled.proof is not None
+
+
 def _natural(n: int, d: int) -> list[int]:
     """Block j (zeta psi^(2j+1)) at positions d*j..: the bit-reversed block index."""
     bits = (n // d).bit_length() - 1

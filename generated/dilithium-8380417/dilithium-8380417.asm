@@ -2445,59 +2445,121 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vmovdqu64    zmm0, [rel pd_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pd_index64_2_3_10_11_6_7_14_15]
     vmovdqu64    zmm2, [rel pd_8380417]              ; q = 8380417
-    vmovdqu64    zmm3, [rdi]
-    vmovdqu64    zmm4, [rdi + 128]
-    vmovdqu64    zmm5, [rdi + 256]
-    vmovdqu64    zmm6, [rdi + 384]
-    vmovdqu64    zmm7, [rdi + 512]
-    vmovdqu64    zmm8, [rdi + 640]
-    vmovdqu64    zmm9, [rdi + 768]
-    vmovdqu64    zmm10, [rdi + 896]
-    vshufi64x2   zmm11, zmm3, [rdi + 64], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 64], 238
-    vshufi64x2   zmm12, zmm4, [rdi + 192], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 192], 238
-    vshufi64x2   zmm13, zmm5, [rdi + 320], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 320], 238
-    vshufi64x2   zmm14, zmm6, [rdi + 448], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 448], 238
-    vshufi64x2   zmm15, zmm7, [rdi + 576], 68
-    vshufi64x2   zmm7, zmm7, [rdi + 576], 238
-    vshufi64x2   zmm16, zmm8, [rdi + 704], 68
-    vshufi64x2   zmm8, zmm8, [rdi + 704], 238
-    vshufi64x2   zmm17, zmm9, [rdi + 832], 68
-    vshufi64x2   zmm9, zmm9, [rdi + 832], 238
-    vshufi64x2   zmm18, zmm10, [rdi + 960], 68
-    vshufi64x2   zmm10, zmm10, [rdi + 960], 238
-    vpaddd       zmm19, zmm11, zmm3                  ; layer 7
-    vpaddd       zmm11, zmm11, zmm21
-    vpsubd       zmm3, zmm11, zmm3
-    vmovshdup    zmm11, zmm3
+    vmovdqu64    ymm3, yword [rdi]
+    vinserti64x4 zmm3, zmm3, yword [rdi + 64], 1
+    vmovdqu64    ymm4, yword [rdi + 32]
+    vinserti64x4 zmm4, zmm4, yword [rdi + 96], 1
+    vmovdqu64    ymm5, yword [rdi + 128]
+    vinserti64x4 zmm5, zmm5, yword [rdi + 192], 1
+    vmovdqu64    ymm6, yword [rdi + 160]
+    vinserti64x4 zmm6, zmm6, yword [rdi + 224], 1
+    vmovdqu64    ymm7, yword [rdi + 256]
+    vinserti64x4 zmm7, zmm7, yword [rdi + 320], 1
+    vmovdqu64    ymm8, yword [rdi + 288]
+    vinserti64x4 zmm8, zmm8, yword [rdi + 352], 1
+    vmovdqu64    ymm9, yword [rdi + 384]
+    vinserti64x4 zmm9, zmm9, yword [rdi + 448], 1
+    vmovdqu64    ymm10, yword [rdi + 416]
+    vinserti64x4 zmm10, zmm10, yword [rdi + 480], 1
+    vmovdqu64    ymm11, yword [rdi + 512]
+    vinserti64x4 zmm11, zmm11, yword [rdi + 576], 1
+    vmovdqu64    ymm12, yword [rdi + 544]
+    vinserti64x4 zmm12, zmm12, yword [rdi + 608], 1
+    vmovdqu64    ymm13, yword [rdi + 640]
+    vinserti64x4 zmm13, zmm13, yword [rdi + 704], 1
+    vmovdqu64    ymm14, yword [rdi + 672]
+    vinserti64x4 zmm14, zmm14, yword [rdi + 736], 1
+    vmovdqu64    ymm15, yword [rdi + 768]
+    vinserti64x4 zmm15, zmm15, yword [rdi + 832], 1
+    vmovdqu64    ymm16, yword [rdi + 800]
+    vinserti64x4 zmm16, zmm16, yword [rdi + 864], 1
+    vmovdqu64    ymm17, yword [rdi + 896]
+    vinserti64x4 zmm17, zmm17, yword [rdi + 960], 1
+    vmovdqu64    ymm18, yword [rdi + 928]
+    vinserti64x4 zmm18, zmm18, yword [rdi + 992], 1
+    vpaddd       zmm19, zmm3, zmm4                   ; layer 7
+    vpaddd       zmm3, zmm3, zmm21
+    vpsubd       zmm3, zmm3, zmm4
+    vmovshdup    zmm4, zmm3
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 128] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 0
     vpmuludq     zmm20, zmm3, [rax - 64]
-    vpmuludq     zmm11, zmm11, [rax]
-    vmovshdup    zmm11{k2}, zmm20
+    vpmuludq     zmm4, zmm4, [rax]
+    vmovshdup    zmm4{k2}, zmm20
     vpmulld      zmm3, zmm3, [rax - 128]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm3, zmm3, zmm11
-    vmovshdup    zmm11, zmm19
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm3, zmm3, zmm4
+    vmovshdup    zmm4, zmm19
     vpmuludq     zmm20, zmm19, zmm22
-    vpmuludq     zmm11, zmm11, zmm22
-    vmovshdup    zmm11{k2}, zmm20
+    vpmuludq     zmm4, zmm4, zmm22
+    vmovshdup    zmm4{k2}, zmm20
     vpmulld      zmm19, zmm19, zmm26
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm11, zmm19, zmm11
-    vpaddd       zmm19, zmm12, zmm4                  ; layer 7
-    vpaddd       zmm12, zmm12, zmm21
-    vpsubd       zmm4, zmm12, zmm4
-    vmovshdup    zmm12, zmm4
+    vpmulld      zmm4, zmm4, zmm2
+    vpsubd       zmm4, zmm19, zmm4
+    vpaddd       zmm19, zmm5, zmm6                   ; layer 7
+    vpaddd       zmm5, zmm5, zmm21
+    vpsubd       zmm5, zmm5, zmm6
+    vmovshdup    zmm6, zmm5
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 320] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 192
-    vpmuludq     zmm20, zmm4, [rax - 64]
+    vpmuludq     zmm20, zmm5, [rax - 64]
+    vpmuludq     zmm6, zmm6, [rax]
+    vmovshdup    zmm6{k2}, zmm20
+    vpmulld      zmm5, zmm5, [rax - 128]
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm5, zmm5, zmm6
+    vmovshdup    zmm6, zmm19
+    vpmuludq     zmm20, zmm19, zmm22
+    vpmuludq     zmm6, zmm6, zmm22
+    vmovshdup    zmm6{k2}, zmm20
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm6, zmm19, zmm6
+    vpaddd       zmm19, zmm7, zmm8                   ; layer 7
+    vpaddd       zmm7, zmm7, zmm21
+    vpsubd       zmm7, zmm7, zmm8
+    vmovshdup    zmm8, zmm7
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 512] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 384
+    vpmuludq     zmm20, zmm7, [rax - 64]
+    vpmuludq     zmm8, zmm8, [rax]
+    vmovshdup    zmm8{k2}, zmm20
+    vpmulld      zmm7, zmm7, [rax - 128]
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm7, zmm7, zmm8
+    vmovshdup    zmm8, zmm19
+    vpmuludq     zmm20, zmm19, zmm22
+    vpmuludq     zmm8, zmm8, zmm22
+    vmovshdup    zmm8{k2}, zmm20
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm19, zmm8
+    vpaddd       zmm19, zmm9, zmm10                  ; layer 7
+    vpaddd       zmm9, zmm9, zmm21
+    vpsubd       zmm9, zmm9, zmm10
+    vmovshdup    zmm10, zmm9
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 704] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 576
+    vpmuludq     zmm20, zmm9, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax]
+    vmovshdup    zmm10{k2}, zmm20
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm9, zmm9, zmm10
+    vmovshdup    zmm10, zmm19
+    vpmuludq     zmm20, zmm19, zmm22
+    vpmuludq     zmm10, zmm10, zmm22
+    vmovshdup    zmm10{k2}, zmm20
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm19, zmm10
+    vpaddd       zmm19, zmm11, zmm12                 ; layer 7
+    vpaddd       zmm11, zmm11, zmm21
+    vpsubd       zmm11, zmm11, zmm12
+    vmovshdup    zmm12, zmm11
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 768
+    vpmuludq     zmm20, zmm11, [rax - 64]
     vpmuludq     zmm12, zmm12, [rax]
     vmovshdup    zmm12{k2}, zmm20
-    vpmulld      zmm4, zmm4, [rax - 128]
+    vpmulld      zmm11, zmm11, [rax - 128]
     vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm4, zmm4, zmm12
+    vpsubd       zmm11, zmm11, zmm12
     vmovshdup    zmm12, zmm19
     vpmuludq     zmm20, zmm19, zmm22
     vpmuludq     zmm12, zmm12, zmm22
@@ -2505,35 +2567,17 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm19, zmm19, zmm26
     vpmulld      zmm12, zmm12, zmm2
     vpsubd       zmm12, zmm19, zmm12
-    vpaddd       zmm19, zmm13, zmm5                  ; layer 7
+    vpaddd       zmm19, zmm13, zmm14                 ; layer 7
     vpaddd       zmm13, zmm13, zmm21
-    vpsubd       zmm5, zmm13, zmm5
-    vmovshdup    zmm13, zmm5
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 512] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 384
-    vpmuludq     zmm20, zmm5, [rax - 64]
-    vpmuludq     zmm13, zmm13, [rax]
-    vmovshdup    zmm13{k2}, zmm20
-    vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm13, zmm13, zmm2
-    vpsubd       zmm5, zmm5, zmm13
-    vmovshdup    zmm13, zmm19
-    vpmuludq     zmm20, zmm19, zmm22
-    vpmuludq     zmm13, zmm13, zmm22
-    vmovshdup    zmm13{k2}, zmm20
-    vpmulld      zmm19, zmm19, zmm26
-    vpmulld      zmm13, zmm13, zmm2
-    vpsubd       zmm13, zmm19, zmm13
-    vpaddd       zmm19, zmm14, zmm6                  ; layer 7
-    vpaddd       zmm14, zmm14, zmm21
-    vpsubd       zmm6, zmm14, zmm6
-    vmovshdup    zmm14, zmm6
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 704] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 576
-    vpmuludq     zmm20, zmm6, [rax - 64]
+    vpsubd       zmm13, zmm13, zmm14
+    vmovshdup    zmm14, zmm13
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1088] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 960
+    vpmuludq     zmm20, zmm13, [rax - 64]
     vpmuludq     zmm14, zmm14, [rax]
     vmovshdup    zmm14{k2}, zmm20
-    vpmulld      zmm6, zmm6, [rax - 128]
+    vpmulld      zmm13, zmm13, [rax - 128]
     vpmulld      zmm14, zmm14, zmm2
-    vpsubd       zmm6, zmm6, zmm14
+    vpsubd       zmm13, zmm13, zmm14
     vmovshdup    zmm14, zmm19
     vpmuludq     zmm20, zmm19, zmm22
     vpmuludq     zmm14, zmm14, zmm22
@@ -2541,35 +2585,17 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm19, zmm19, zmm26
     vpmulld      zmm14, zmm14, zmm2
     vpsubd       zmm14, zmm19, zmm14
-    vpaddd       zmm19, zmm15, zmm7                  ; layer 7
+    vpaddd       zmm19, zmm15, zmm16                 ; layer 7
     vpaddd       zmm15, zmm15, zmm21
-    vpsubd       zmm7, zmm15, zmm7
-    vmovshdup    zmm15, zmm7
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 768
-    vpmuludq     zmm20, zmm7, [rax - 64]
-    vpmuludq     zmm15, zmm15, [rax]
-    vmovshdup    zmm15{k2}, zmm20
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm15, zmm15, zmm2
-    vpsubd       zmm7, zmm7, zmm15
-    vmovshdup    zmm15, zmm19
-    vpmuludq     zmm20, zmm19, zmm22
-    vpmuludq     zmm15, zmm15, zmm22
-    vmovshdup    zmm15{k2}, zmm20
-    vpmulld      zmm19, zmm19, zmm26
-    vpmulld      zmm15, zmm15, zmm2
-    vpsubd       zmm15, zmm19, zmm15
-    vpaddd       zmm19, zmm16, zmm8                  ; layer 7
-    vpaddd       zmm16, zmm16, zmm21
-    vpsubd       zmm8, zmm16, zmm8
-    vmovshdup    zmm16, zmm8
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1088] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 960
-    vpmuludq     zmm20, zmm8, [rax - 64]
+    vpsubd       zmm15, zmm15, zmm16
+    vmovshdup    zmm16, zmm15
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1280] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1152
+    vpmuludq     zmm20, zmm15, [rax - 64]
     vpmuludq     zmm16, zmm16, [rax]
     vmovshdup    zmm16{k2}, zmm20
-    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm15, zmm15, [rax - 128]
     vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm8, zmm8, zmm16
+    vpsubd       zmm15, zmm15, zmm16
     vmovshdup    zmm16, zmm19
     vpmuludq     zmm20, zmm19, zmm22
     vpmuludq     zmm16, zmm16, zmm22
@@ -2577,35 +2603,17 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm19, zmm19, zmm26
     vpmulld      zmm16, zmm16, zmm2
     vpsubd       zmm16, zmm19, zmm16
-    vpaddd       zmm19, zmm17, zmm9                  ; layer 7
+    vpaddd       zmm19, zmm17, zmm18                 ; layer 7
     vpaddd       zmm17, zmm17, zmm21
-    vpsubd       zmm9, zmm17, zmm9
-    vmovshdup    zmm17, zmm9
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1280] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1152
-    vpmuludq     zmm20, zmm9, [rax - 64]
-    vpmuludq     zmm17, zmm17, [rax]
-    vmovshdup    zmm17{k2}, zmm20
-    vpmulld      zmm9, zmm9, [rax - 128]
-    vpmulld      zmm17, zmm17, zmm2
-    vpsubd       zmm9, zmm9, zmm17
-    vmovshdup    zmm17, zmm19
-    vpmuludq     zmm20, zmm19, zmm22
-    vpmuludq     zmm17, zmm17, zmm22
-    vmovshdup    zmm17{k2}, zmm20
-    vpmulld      zmm19, zmm19, zmm26
-    vpmulld      zmm17, zmm17, zmm2
-    vpsubd       zmm17, zmm19, zmm17
-    vpaddd       zmm19, zmm18, zmm10                 ; layer 7
-    vpaddd       zmm18, zmm18, zmm21
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm18, zmm10
+    vpsubd       zmm17, zmm17, zmm18
+    vmovshdup    zmm18, zmm17
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1472] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1344
-    vpmuludq     zmm20, zmm10, [rax - 64]
+    vpmuludq     zmm20, zmm17, [rax - 64]
     vpmuludq     zmm18, zmm18, [rax]
     vmovshdup    zmm18{k2}, zmm20
-    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm17, zmm17, [rax - 128]
     vpmulld      zmm18, zmm18, zmm2
-    vpsubd       zmm10, zmm10, zmm18
+    vpsubd       zmm17, zmm17, zmm18
     vmovshdup    zmm18, zmm19
     vpmuludq     zmm20, zmm19, zmm22
     vpmuludq     zmm18, zmm18, zmm22
@@ -2613,39 +2621,39 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm19, zmm19, zmm26
     vpmulld      zmm18, zmm18, zmm2
     vpsubd       zmm18, zmm19, zmm18
-    vpshufd      zmm11, zmm11, 216
-    vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm19, zmm11, zmm3
-    vpunpckhdq   zmm3, zmm11, zmm3
-    vpshufd      zmm11, zmm12, 216
     vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm12, zmm11, zmm4
-    vpunpckhdq   zmm4, zmm11, zmm4
-    vpshufd      zmm11, zmm13, 216
+    vpshufd      zmm3, zmm3, 216
+    vpunpckldq   zmm19, zmm4, zmm3
+    vpunpckhdq   zmm3, zmm4, zmm3
+    vpshufd      zmm4, zmm6, 216
     vpshufd      zmm5, zmm5, 216
-    vpunpckldq   zmm13, zmm11, zmm5
-    vpunpckhdq   zmm5, zmm11, zmm5
-    vpshufd      zmm11, zmm14, 216
-    vpshufd      zmm6, zmm6, 216
-    vpunpckldq   zmm14, zmm11, zmm6
-    vpunpckhdq   zmm6, zmm11, zmm6
-    vpshufd      zmm11, zmm15, 216
+    vpunpckldq   zmm6, zmm4, zmm5
+    vpunpckhdq   zmm4, zmm4, zmm5
+    vpshufd      zmm5, zmm8, 216
     vpshufd      zmm7, zmm7, 216
-    vpunpckldq   zmm15, zmm11, zmm7
-    vpunpckhdq   zmm7, zmm11, zmm7
-    vpshufd      zmm11, zmm16, 216
-    vpshufd      zmm8, zmm8, 216
-    vpunpckldq   zmm16, zmm11, zmm8
-    vpunpckhdq   zmm8, zmm11, zmm8
-    vpshufd      zmm11, zmm17, 216
+    vpunpckldq   zmm8, zmm5, zmm7
+    vpunpckhdq   zmm5, zmm5, zmm7
+    vpshufd      zmm7, zmm10, 216
     vpshufd      zmm9, zmm9, 216
-    vpunpckldq   zmm17, zmm11, zmm9
-    vpunpckhdq   zmm9, zmm11, zmm9
-    vpshufd      zmm11, zmm18, 216
-    vpshufd      zmm10, zmm10, 216
-    vpunpckldq   zmm18, zmm11, zmm10
-    vpunpckhdq   zmm10, zmm11, zmm10
-    vpaddd       zmm11, zmm19, zmm3                  ; layer 6
+    vpunpckldq   zmm10, zmm7, zmm9
+    vpunpckhdq   zmm7, zmm7, zmm9
+    vpshufd      zmm9, zmm12, 216
+    vpshufd      zmm11, zmm11, 216
+    vpunpckldq   zmm12, zmm9, zmm11
+    vpunpckhdq   zmm9, zmm9, zmm11
+    vpshufd      zmm11, zmm14, 216
+    vpshufd      zmm13, zmm13, 216
+    vpunpckldq   zmm14, zmm11, zmm13
+    vpunpckhdq   zmm11, zmm11, zmm13
+    vpshufd      zmm13, zmm16, 216
+    vpshufd      zmm15, zmm15, 216
+    vpunpckldq   zmm16, zmm13, zmm15
+    vpunpckhdq   zmm13, zmm13, zmm15
+    vpshufd      zmm15, zmm18, 216
+    vpshufd      zmm17, zmm17, 216
+    vpunpckldq   zmm18, zmm15, zmm17
+    vpunpckhdq   zmm15, zmm15, zmm17
+    vpaddd       zmm17, zmm19, zmm3                  ; layer 6
     vpaddd       zmm19, zmm19, zmm21
     vpsubd       zmm3, zmm19, zmm3
     vmovshdup    zmm19, zmm3
@@ -2656,96 +2664,96 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm19, zmm19, zmm2
     vpsubd       zmm3, zmm3, zmm19
-    vpaddd       zmm19, zmm12, zmm4                  ; layer 6
-    vpaddd       zmm12, zmm12, zmm21
-    vpsubd       zmm4, zmm12, zmm4
-    vmovshdup    zmm12, zmm4
+    vpaddd       zmm19, zmm6, zmm4                   ; layer 6
+    vpaddd       zmm6, zmm6, zmm21
+    vpsubd       zmm4, zmm6, zmm4
+    vmovshdup    zmm6, zmm4
     vpmuludq     zmm20, zmm4, [rax + 64]
-    vpmuludq     zmm12, zmm12, [rax + 64]
-    vmovshdup    zmm12{k2}, zmm20
+    vpmuludq     zmm6, zmm6, [rax + 64]
+    vmovshdup    zmm6{k2}, zmm20
     vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm4, zmm4, zmm12
-    vpaddd       zmm12, zmm13, zmm5                  ; layer 6
-    vpaddd       zmm13, zmm13, zmm21
-    vpsubd       zmm5, zmm13, zmm5
-    vmovshdup    zmm13, zmm5
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm4, zmm4, zmm6
+    vpaddd       zmm6, zmm8, zmm5                    ; layer 6
+    vpaddd       zmm8, zmm8, zmm21
+    vpsubd       zmm5, zmm8, zmm5
+    vmovshdup    zmm8, zmm5
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 1792
     vpmuludq     zmm20, zmm5, [rax - 64]
-    vpmuludq     zmm13, zmm13, [rax - 64]
-    vmovshdup    zmm13{k2}, zmm20
+    vpmuludq     zmm8, zmm8, [rax - 64]
+    vmovshdup    zmm8{k2}, zmm20
     vpmulld      zmm5, zmm5, [rax - 128]
-    vpmulld      zmm13, zmm13, zmm2
-    vpsubd       zmm5, zmm5, zmm13
-    vpaddd       zmm13, zmm14, zmm6                  ; layer 6
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm5, zmm5, zmm8
+    vpaddd       zmm8, zmm10, zmm7                   ; layer 6
+    vpaddd       zmm10, zmm10, zmm21
+    vpsubd       zmm7, zmm10, zmm7
+    vmovshdup    zmm10, zmm7
+    vpmuludq     zmm20, zmm7, [rax + 64]
+    vpmuludq     zmm10, zmm10, [rax + 64]
+    vmovshdup    zmm10{k2}, zmm20
+    vpmulld      zmm7, zmm7, [rax]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm7, zmm7, zmm10
+    vpaddd       zmm10, zmm12, zmm9                  ; layer 6
+    vpaddd       zmm12, zmm12, zmm21
+    vpsubd       zmm9, zmm12, zmm9
+    vmovshdup    zmm12, zmm9
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2048
+    vpmuludq     zmm20, zmm9, [rax - 64]
+    vpmuludq     zmm12, zmm12, [rax - 64]
+    vmovshdup    zmm12{k2}, zmm20
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm9, zmm9, zmm12
+    vpaddd       zmm12, zmm14, zmm11                 ; layer 6
     vpaddd       zmm14, zmm14, zmm21
-    vpsubd       zmm6, zmm14, zmm6
-    vmovshdup    zmm14, zmm6
-    vpmuludq     zmm20, zmm6, [rax + 64]
+    vpsubd       zmm11, zmm14, zmm11
+    vmovshdup    zmm14, zmm11
+    vpmuludq     zmm20, zmm11, [rax + 64]
     vpmuludq     zmm14, zmm14, [rax + 64]
     vmovshdup    zmm14{k2}, zmm20
-    vpmulld      zmm6, zmm6, [rax]
+    vpmulld      zmm11, zmm11, [rax]
     vpmulld      zmm14, zmm14, zmm2
-    vpsubd       zmm6, zmm6, zmm14
-    vpaddd       zmm14, zmm15, zmm7                  ; layer 6
-    vpaddd       zmm15, zmm15, zmm21
-    vpsubd       zmm7, zmm15, zmm7
-    vmovshdup    zmm15, zmm7
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2048
-    vpmuludq     zmm20, zmm7, [rax - 64]
-    vpmuludq     zmm15, zmm15, [rax - 64]
-    vmovshdup    zmm15{k2}, zmm20
-    vpmulld      zmm7, zmm7, [rax - 128]
-    vpmulld      zmm15, zmm15, zmm2
-    vpsubd       zmm7, zmm7, zmm15
-    vpaddd       zmm15, zmm16, zmm8                  ; layer 6
+    vpsubd       zmm11, zmm11, zmm14
+    vpaddd       zmm14, zmm16, zmm13                 ; layer 6
     vpaddd       zmm16, zmm16, zmm21
-    vpsubd       zmm8, zmm16, zmm8
-    vmovshdup    zmm16, zmm8
-    vpmuludq     zmm20, zmm8, [rax + 64]
-    vpmuludq     zmm16, zmm16, [rax + 64]
-    vmovshdup    zmm16{k2}, zmm20
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm8, zmm8, zmm16
-    vpaddd       zmm16, zmm17, zmm9                  ; layer 6
-    vpaddd       zmm17, zmm17, zmm21
-    vpsubd       zmm9, zmm17, zmm9
-    vmovshdup    zmm17, zmm9
+    vpsubd       zmm13, zmm16, zmm13
+    vmovshdup    zmm16, zmm13
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 2304
-    vpmuludq     zmm20, zmm9, [rax - 64]
-    vpmuludq     zmm17, zmm17, [rax - 64]
-    vmovshdup    zmm17{k2}, zmm20
-    vpmulld      zmm9, zmm9, [rax - 128]
-    vpmulld      zmm17, zmm17, zmm2
-    vpsubd       zmm9, zmm9, zmm17
-    vpaddd       zmm17, zmm18, zmm10                 ; layer 6
+    vpmuludq     zmm20, zmm13, [rax - 64]
+    vpmuludq     zmm16, zmm16, [rax - 64]
+    vmovshdup    zmm16{k2}, zmm20
+    vpmulld      zmm13, zmm13, [rax - 128]
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm13, zmm13, zmm16
+    vpaddd       zmm16, zmm18, zmm15                 ; layer 6
     vpaddd       zmm18, zmm18, zmm21
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm18, zmm10
-    vpmuludq     zmm20, zmm10, [rax + 64]
+    vpsubd       zmm15, zmm18, zmm15
+    vmovshdup    zmm18, zmm15
+    vpmuludq     zmm20, zmm15, [rax + 64]
     vpmuludq     zmm18, zmm18, [rax + 64]
     vmovshdup    zmm18{k2}, zmm20
-    vpmulld      zmm10, zmm10, [rax]
+    vpmulld      zmm15, zmm15, [rax]
     vpmulld      zmm18, zmm18, zmm2
-    vpsubd       zmm10, zmm10, zmm18
-    vpunpcklqdq  zmm18, zmm11, zmm3
-    vpunpckhqdq  zmm3, zmm11, zmm3
-    vpunpcklqdq  zmm11, zmm19, zmm4
+    vpsubd       zmm15, zmm15, zmm18
+    vpunpcklqdq  zmm18, zmm17, zmm3
+    vpunpckhqdq  zmm3, zmm17, zmm3
+    vpunpcklqdq  zmm17, zmm19, zmm4
     vpunpckhqdq  zmm4, zmm19, zmm4
-    vpunpcklqdq  zmm19, zmm12, zmm5
-    vpunpckhqdq  zmm5, zmm12, zmm5
-    vpunpcklqdq  zmm12, zmm13, zmm6
-    vpunpckhqdq  zmm6, zmm13, zmm6
-    vpunpcklqdq  zmm13, zmm14, zmm7
-    vpunpckhqdq  zmm7, zmm14, zmm7
-    vpunpcklqdq  zmm14, zmm15, zmm8
-    vpunpckhqdq  zmm8, zmm15, zmm8
-    vpunpcklqdq  zmm15, zmm16, zmm9
-    vpunpckhqdq  zmm9, zmm16, zmm9
-    vpunpcklqdq  zmm16, zmm17, zmm10
-    vpunpckhqdq  zmm10, zmm17, zmm10
-    vpaddd       zmm17, zmm18, zmm3                  ; layer 5
+    vpunpcklqdq  zmm19, zmm6, zmm5
+    vpunpckhqdq  zmm5, zmm6, zmm5
+    vpunpcklqdq  zmm6, zmm8, zmm7
+    vpunpckhqdq  zmm7, zmm8, zmm7
+    vpunpcklqdq  zmm8, zmm10, zmm9
+    vpunpckhqdq  zmm9, zmm10, zmm9
+    vpunpcklqdq  zmm10, zmm12, zmm11
+    vpunpckhqdq  zmm11, zmm12, zmm11
+    vpunpcklqdq  zmm12, zmm14, zmm13
+    vpunpckhqdq  zmm13, zmm14, zmm13
+    vpunpcklqdq  zmm14, zmm16, zmm15
+    vpunpckhqdq  zmm15, zmm16, zmm15
+    vpaddd       zmm16, zmm18, zmm3                  ; layer 5
     vpaddd       zmm18, zmm18, zmm24
     vpsubd       zmm3, zmm18, zmm3
     vmovshdup    zmm18, zmm3
@@ -2756,17 +2764,17 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm3, zmm3, [rax - 128]
     vpmulld      zmm18, zmm18, zmm2
     vpsubd       zmm3, zmm3, zmm18
-    vpaddd       zmm18, zmm11, zmm4                  ; layer 5
-    vpaddd       zmm11, zmm11, zmm24
-    vpsubd       zmm4, zmm11, zmm4
-    vmovshdup    zmm11, zmm4
+    vpaddd       zmm18, zmm17, zmm4                  ; layer 5
+    vpaddd       zmm17, zmm17, zmm24
+    vpsubd       zmm4, zmm17, zmm4
+    vmovshdup    zmm17, zmm4
     vpmuludq     zmm20, zmm4, [rax + 64]
-    vpmuludq     zmm11, zmm11, [rax + 64]
-    vmovshdup    zmm11{k2}, zmm20
+    vpmuludq     zmm17, zmm17, [rax + 64]
+    vmovshdup    zmm17{k2}, zmm20
     vpmulld      zmm4, zmm4, [rax]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm4, zmm4, zmm11
-    vpaddd       zmm11, zmm19, zmm5                  ; layer 5
+    vpmulld      zmm17, zmm17, zmm2
+    vpsubd       zmm4, zmm4, zmm17
+    vpaddd       zmm17, zmm19, zmm5                  ; layer 5
     vpaddd       zmm19, zmm19, zmm24
     vpsubd       zmm5, zmm19, zmm5
     vmovshdup    zmm19, zmm5
@@ -2777,133 +2785,133 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm5, zmm5, [rax - 128]
     vpmulld      zmm19, zmm19, zmm2
     vpsubd       zmm5, zmm5, zmm19
-    vpaddd       zmm19, zmm12, zmm6                  ; layer 5
-    vpaddd       zmm12, zmm12, zmm24
-    vpsubd       zmm6, zmm12, zmm6
-    vmovshdup    zmm12, zmm6
+    vpaddd       zmm19, zmm6, zmm7                   ; layer 5
+    vpaddd       zmm6, zmm6, zmm24
+    vpsubd       zmm6, zmm6, zmm7
+    vmovshdup    zmm7, zmm6
     vpmuludq     zmm20, zmm6, [rax + 64]
-    vpmuludq     zmm12, zmm12, [rax + 64]
-    vmovshdup    zmm12{k2}, zmm20
+    vpmuludq     zmm7, zmm7, [rax + 64]
+    vmovshdup    zmm7{k2}, zmm20
     vpmulld      zmm6, zmm6, [rax]
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm6, zmm6, zmm12
-    vpaddd       zmm12, zmm13, zmm7                  ; layer 5
-    vpaddd       zmm13, zmm13, zmm24
-    vpsubd       zmm7, zmm13, zmm7
-    vmovshdup    zmm13, zmm7
+    vpmulld      zmm7, zmm7, zmm2
+    vpsubd       zmm6, zmm6, zmm7
+    vpaddd       zmm7, zmm8, zmm9                    ; layer 5
+    vpaddd       zmm8, zmm8, zmm24
+    vpsubd       zmm8, zmm8, zmm9
+    vmovshdup    zmm9, zmm8
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3072
-    vpmuludq     zmm20, zmm7, [rax - 64]
+    vpmuludq     zmm20, zmm8, [rax - 64]
+    vpmuludq     zmm9, zmm9, [rax - 64]
+    vmovshdup    zmm9{k2}, zmm20
+    vpmulld      zmm8, zmm8, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm8, zmm8, zmm9
+    vpaddd       zmm9, zmm10, zmm11                  ; layer 5
+    vpaddd       zmm10, zmm10, zmm24
+    vpsubd       zmm10, zmm10, zmm11
+    vmovshdup    zmm11, zmm10
+    vpmuludq     zmm20, zmm10, [rax + 64]
+    vpmuludq     zmm11, zmm11, [rax + 64]
+    vmovshdup    zmm11{k2}, zmm20
+    vpmulld      zmm10, zmm10, [rax]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm10, zmm10, zmm11
+    vpaddd       zmm11, zmm12, zmm13                 ; layer 5
+    vpaddd       zmm12, zmm12, zmm24
+    vpsubd       zmm12, zmm12, zmm13
+    vmovshdup    zmm13, zmm12
+    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3456] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3328
+    vpmuludq     zmm20, zmm12, [rax - 64]
     vpmuludq     zmm13, zmm13, [rax - 64]
     vmovshdup    zmm13{k2}, zmm20
-    vpmulld      zmm7, zmm7, [rax - 128]
+    vpmulld      zmm12, zmm12, [rax - 128]
     vpmulld      zmm13, zmm13, zmm2
-    vpsubd       zmm7, zmm7, zmm13
-    vpaddd       zmm13, zmm14, zmm8                  ; layer 5
+    vpsubd       zmm12, zmm12, zmm13
+    vpaddd       zmm13, zmm14, zmm15                 ; layer 5
     vpaddd       zmm14, zmm14, zmm24
-    vpsubd       zmm8, zmm14, zmm8
-    vmovshdup    zmm14, zmm8
-    vpmuludq     zmm20, zmm8, [rax + 64]
-    vpmuludq     zmm14, zmm14, [rax + 64]
-    vmovshdup    zmm14{k2}, zmm20
-    vpmulld      zmm8, zmm8, [rax]
-    vpmulld      zmm14, zmm14, zmm2
-    vpsubd       zmm8, zmm8, zmm14
-    vpaddd       zmm14, zmm15, zmm9                  ; layer 5
-    vpaddd       zmm15, zmm15, zmm24
-    vpsubd       zmm9, zmm15, zmm9
-    vmovshdup    zmm15, zmm9
-    lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3456] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3328
-    vpmuludq     zmm20, zmm9, [rax - 64]
-    vpmuludq     zmm15, zmm15, [rax - 64]
+    vpsubd       zmm14, zmm14, zmm15
+    vmovshdup    zmm15, zmm14
+    vpmuludq     zmm20, zmm14, [rax + 64]
+    vpmuludq     zmm15, zmm15, [rax + 64]
     vmovshdup    zmm15{k2}, zmm20
-    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm14, zmm14, [rax]
     vpmulld      zmm15, zmm15, zmm2
-    vpsubd       zmm9, zmm9, zmm15
-    vpaddd       zmm15, zmm16, zmm10                 ; layer 5
-    vpaddd       zmm16, zmm16, zmm24
-    vpsubd       zmm10, zmm16, zmm10
-    vmovshdup    zmm16, zmm10
-    vpmuludq     zmm20, zmm10, [rax + 64]
-    vpmuludq     zmm16, zmm16, [rax + 64]
-    vmovshdup    zmm16{k2}, zmm20
-    vpmulld      zmm10, zmm10, [rax]
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm10, zmm10, zmm16
-    vmovdqa64    zmm16, zmm0
-    vpermi2q     zmm16, zmm17, zmm3
+    vpsubd       zmm14, zmm14, zmm15
+    vmovdqa64    zmm15, zmm0
+    vpermi2q     zmm15, zmm16, zmm3
     vmovdqa64    zmm20, zmm1
-    vpermi2q     zmm20, zmm17, zmm3
+    vpermi2q     zmm20, zmm16, zmm3
     vmovdqa64    zmm3, zmm0
     vpermi2q     zmm3, zmm18, zmm4
-    vmovdqa64    zmm17, zmm1
-    vpermi2q     zmm17, zmm18, zmm4
+    vmovdqa64    zmm16, zmm1
+    vpermi2q     zmm16, zmm18, zmm4
     vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm11, zmm5
+    vpermi2q     zmm4, zmm17, zmm5
     vmovdqa64    zmm18, zmm1
-    vpermi2q     zmm18, zmm11, zmm5
+    vpermi2q     zmm18, zmm17, zmm5
     vmovdqa64    zmm5, zmm0
     vpermi2q     zmm5, zmm19, zmm6
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm19, zmm6
+    vmovdqa64    zmm17, zmm1
+    vpermi2q     zmm17, zmm19, zmm6
     vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm6, zmm12, zmm7
+    vpermi2q     zmm6, zmm7, zmm8
     vmovdqa64    zmm19, zmm1
-    vpermi2q     zmm19, zmm12, zmm7
+    vpermi2q     zmm19, zmm7, zmm8
     vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm13, zmm8
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm13, zmm8
-    vmovdqa64    zmm8, zmm0
-    vpermi2q     zmm8, zmm14, zmm9
-    vmovdqa64    zmm13, zmm1
-    vpermi2q     zmm13, zmm14, zmm9
+    vpermi2q     zmm7, zmm9, zmm10
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm9, zmm10
+    vmovdqa64    zmm9, zmm0
+    vpermi2q     zmm9, zmm11, zmm12
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm11, zmm12
     vmovdqa64    zmm0, zmm0
-    vpermi2q     zmm0, zmm15, zmm10
+    vpermi2q     zmm0, zmm13, zmm14
     vmovdqa64    zmm1, zmm1
-    vpermi2q     zmm1, zmm15, zmm10
-    vpaddd       zmm9, zmm16, zmm20                  ; layer 4
-    vpaddd       zmm10, zmm16, zmm25
-    vpsubd       zmm10, zmm10, zmm20
-    vmovshdup    zmm14, zmm10
+    vpermi2q     zmm1, zmm13, zmm14
+    vpaddd       zmm11, zmm15, zmm20                 ; layer 4
+    vpaddd       zmm12, zmm15, zmm25
+    vpsubd       zmm12, zmm12, zmm20
+    vmovshdup    zmm13, zmm12
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3712] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3584
-    vpmuludq     zmm15, zmm10, [rax - 64]
-    vpmuludq     zmm14, zmm14, [rax - 64]
-    vmovshdup    zmm14{k2}, zmm15
-    vpmulld      zmm10, zmm10, [rax - 128]
-    vpmulld      zmm14, zmm14, zmm2
-    vpsubd       zmm10, zmm10, zmm14
-    vpaddd       zmm14, zmm3, zmm17                  ; layer 4
+    vpmuludq     zmm14, zmm12, [rax - 64]
+    vpmuludq     zmm13, zmm13, [rax - 64]
+    vmovshdup    zmm13{k2}, zmm14
+    vpmulld      zmm12, zmm12, [rax - 128]
+    vpmulld      zmm13, zmm13, zmm2
+    vpsubd       zmm12, zmm12, zmm13
+    vpaddd       zmm13, zmm3, zmm16                  ; layer 4
     vpaddd       zmm3, zmm3, zmm25
-    vpsubd       zmm3, zmm3, zmm17
-    vmovshdup    zmm15, zmm3
-    vpmuludq     zmm16, zmm3, [rax + 64]
-    vpmuludq     zmm15, zmm15, [rax + 64]
-    vmovshdup    zmm15{k2}, zmm16
+    vpsubd       zmm3, zmm3, zmm16
+    vmovshdup    zmm14, zmm3
+    vpmuludq     zmm15, zmm3, [rax + 64]
+    vpmuludq     zmm14, zmm14, [rax + 64]
+    vmovshdup    zmm14{k2}, zmm15
     vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm15, zmm15, zmm2
-    vpsubd       zmm3, zmm3, zmm15
-    vpaddd       zmm15, zmm4, zmm18                  ; layer 4
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm3, zmm3, zmm14
+    vpaddd       zmm14, zmm4, zmm18                  ; layer 4
     vpaddd       zmm4, zmm4, zmm25
     vpsubd       zmm4, zmm4, zmm18
-    vmovshdup    zmm16, zmm4
+    vmovshdup    zmm15, zmm4
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 3968] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 3840
-    vpmuludq     zmm17, zmm4, [rax - 64]
-    vpmuludq     zmm16, zmm16, [rax - 64]
-    vmovshdup    zmm16{k2}, zmm17
+    vpmuludq     zmm16, zmm4, [rax - 64]
+    vpmuludq     zmm15, zmm15, [rax - 64]
+    vmovshdup    zmm15{k2}, zmm16
     vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm4, zmm4, zmm16
-    vpaddd       zmm16, zmm5, zmm11                  ; layer 4
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm4, zmm4, zmm15
+    vpaddd       zmm15, zmm5, zmm17                  ; layer 4
     vpaddd       zmm5, zmm5, zmm25
-    vpsubd       zmm5, zmm5, zmm11
-    vmovshdup    zmm11, zmm5
+    vpsubd       zmm5, zmm5, zmm17
+    vmovshdup    zmm16, zmm5
     vpmuludq     zmm17, zmm5, [rax + 64]
-    vpmuludq     zmm11, zmm11, [rax + 64]
-    vmovshdup    zmm11{k2}, zmm17
+    vpmuludq     zmm16, zmm16, [rax + 64]
+    vmovshdup    zmm16{k2}, zmm17
     vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm5, zmm5, zmm11
-    vpaddd       zmm11, zmm6, zmm19                  ; layer 4
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm5, zmm5, zmm16
+    vpaddd       zmm16, zmm6, zmm19                  ; layer 4
     vpaddd       zmm6, zmm6, zmm25
     vpsubd       zmm6, zmm6, zmm19
     vmovshdup    zmm17, zmm6
@@ -2914,28 +2922,28 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm17, zmm17, zmm2
     vpsubd       zmm6, zmm6, zmm17
-    vpaddd       zmm17, zmm7, zmm12                  ; layer 4
+    vpaddd       zmm17, zmm7, zmm8                   ; layer 4
     vpaddd       zmm7, zmm7, zmm25
-    vpsubd       zmm7, zmm7, zmm12
-    vmovshdup    zmm12, zmm7
+    vpsubd       zmm7, zmm7, zmm8
+    vmovshdup    zmm8, zmm7
     vpmuludq     zmm18, zmm7, [rax + 64]
-    vpmuludq     zmm12, zmm12, [rax + 64]
-    vmovshdup    zmm12{k2}, zmm18
+    vpmuludq     zmm8, zmm8, [rax + 64]
+    vmovshdup    zmm8{k2}, zmm18
     vpmulld      zmm7, zmm7, [rax]
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm7, zmm7, zmm12
-    vpaddd       zmm12, zmm8, zmm13                  ; layer 4
-    vpaddd       zmm8, zmm8, zmm25
-    vpsubd       zmm8, zmm8, zmm13
-    vmovshdup    zmm13, zmm8
+    vpmulld      zmm8, zmm8, zmm2
+    vpsubd       zmm7, zmm7, zmm8
+    vpaddd       zmm8, zmm9, zmm10                   ; layer 4
+    vpaddd       zmm9, zmm9, zmm25
+    vpsubd       zmm9, zmm9, zmm10
+    vmovshdup    zmm10, zmm9
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4480] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4352
-    vpmuludq     zmm18, zmm8, [rax - 64]
-    vpmuludq     zmm13, zmm13, [rax - 64]
-    vmovshdup    zmm13{k2}, zmm18
-    vpmulld      zmm8, zmm8, [rax - 128]
-    vpmulld      zmm13, zmm13, zmm2
-    vpsubd       zmm8, zmm8, zmm13
-    vpaddd       zmm13, zmm0, zmm1                   ; layer 4
+    vpmuludq     zmm18, zmm9, [rax - 64]
+    vpmuludq     zmm10, zmm10, [rax - 64]
+    vmovshdup    zmm10{k2}, zmm18
+    vpmulld      zmm9, zmm9, [rax - 128]
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm9, zmm9, zmm10
+    vpaddd       zmm10, zmm0, zmm1                   ; layer 4
     vpaddd       zmm0, zmm0, zmm25
     vpsubd       zmm0, zmm0, zmm1
     vmovshdup    zmm1, zmm0
@@ -2945,86 +2953,86 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm0, zmm0, [rax]
     vpmulld      zmm1, zmm1, zmm2
     vpsubd       zmm0, zmm0, zmm1
-    vshufi64x2   zmm1, zmm9, zmm10, 68
-    vshufi64x2   zmm9, zmm9, zmm10, 238
-    vshufi64x2   zmm10, zmm14, zmm3, 68
-    vshufi64x2   zmm3, zmm14, zmm3, 238
-    vshufi64x2   zmm14, zmm15, zmm4, 68
-    vshufi64x2   zmm4, zmm15, zmm4, 238
-    vshufi64x2   zmm15, zmm16, zmm5, 68
-    vshufi64x2   zmm5, zmm16, zmm5, 238
-    vshufi64x2   zmm16, zmm11, zmm6, 68
-    vshufi64x2   zmm6, zmm11, zmm6, 238
-    vshufi64x2   zmm11, zmm17, zmm7, 68
+    vshufi64x2   zmm1, zmm11, zmm12, 68
+    vshufi64x2   zmm11, zmm11, zmm12, 238
+    vshufi64x2   zmm12, zmm13, zmm3, 68
+    vshufi64x2   zmm3, zmm13, zmm3, 238
+    vshufi64x2   zmm13, zmm14, zmm4, 68
+    vshufi64x2   zmm4, zmm14, zmm4, 238
+    vshufi64x2   zmm14, zmm15, zmm5, 68
+    vshufi64x2   zmm5, zmm15, zmm5, 238
+    vshufi64x2   zmm15, zmm16, zmm6, 68
+    vshufi64x2   zmm6, zmm16, zmm6, 238
+    vshufi64x2   zmm16, zmm17, zmm7, 68
     vshufi64x2   zmm7, zmm17, zmm7, 238
-    vshufi64x2   zmm17, zmm12, zmm8, 68
-    vshufi64x2   zmm8, zmm12, zmm8, 238
-    vshufi64x2   zmm12, zmm13, zmm0, 68
-    vshufi64x2   zmm0, zmm13, zmm0, 238
-    vpaddd       zmm13, zmm1, zmm9                   ; layer 3
+    vshufi64x2   zmm17, zmm8, zmm9, 68
+    vshufi64x2   zmm8, zmm8, zmm9, 238
+    vshufi64x2   zmm9, zmm10, zmm0, 68
+    vshufi64x2   zmm0, zmm10, zmm0, 238
+    vpaddd       zmm10, zmm1, zmm11                  ; layer 3
     vpaddd       zmm1, zmm1, zmm27
-    vpsubd       zmm1, zmm1, zmm9
-    vmovshdup    zmm9, zmm1
+    vpsubd       zmm1, zmm1, zmm11
+    vmovshdup    zmm11, zmm1
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4736] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4608
     vpmuludq     zmm18, zmm1, [rax - 64]
-    vpmuludq     zmm9, zmm9, [rax - 64]
-    vmovshdup    zmm9{k2}, zmm18
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm18
     vpmulld      zmm1, zmm1, [rax - 128]
-    vpmulld      zmm9, zmm9, zmm2
-    vpsubd       zmm1, zmm1, zmm9
-    vpaddd       zmm9, zmm10, zmm3                   ; layer 3
-    vpaddd       zmm10, zmm10, zmm27
-    vpsubd       zmm3, zmm10, zmm3
-    vmovshdup    zmm10, zmm3
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm1, zmm1, zmm11
+    vpaddd       zmm11, zmm12, zmm3                  ; layer 3
+    vpaddd       zmm12, zmm12, zmm27
+    vpsubd       zmm3, zmm12, zmm3
+    vmovshdup    zmm12, zmm3
     vpmuludq     zmm18, zmm3, [rax + 64]
-    vpmuludq     zmm10, zmm10, [rax + 64]
-    vmovshdup    zmm10{k2}, zmm18
+    vpmuludq     zmm12, zmm12, [rax + 64]
+    vmovshdup    zmm12{k2}, zmm18
     vpmulld      zmm3, zmm3, [rax]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm3, zmm3, zmm10
-    vpaddd       zmm10, zmm14, zmm4                  ; layer 3
-    vpaddd       zmm14, zmm14, zmm27
-    vpsubd       zmm4, zmm14, zmm4
-    vmovshdup    zmm14, zmm4
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm3, zmm3, zmm12
+    vpaddd       zmm12, zmm13, zmm4                  ; layer 3
+    vpaddd       zmm13, zmm13, zmm27
+    vpsubd       zmm4, zmm13, zmm4
+    vmovshdup    zmm13, zmm4
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 4992] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 4864
     vpmuludq     zmm18, zmm4, [rax - 64]
-    vpmuludq     zmm14, zmm14, [rax - 64]
-    vmovshdup    zmm14{k2}, zmm18
+    vpmuludq     zmm13, zmm13, [rax - 64]
+    vmovshdup    zmm13{k2}, zmm18
     vpmulld      zmm4, zmm4, [rax - 128]
-    vpmulld      zmm14, zmm14, zmm2
-    vpsubd       zmm4, zmm4, zmm14
-    vpaddd       zmm14, zmm15, zmm5                  ; layer 3
-    vpaddd       zmm15, zmm15, zmm27
-    vpsubd       zmm5, zmm15, zmm5
-    vmovshdup    zmm15, zmm5
+    vpmulld      zmm13, zmm13, zmm2
+    vpsubd       zmm4, zmm4, zmm13
+    vpaddd       zmm13, zmm14, zmm5                  ; layer 3
+    vpaddd       zmm14, zmm14, zmm27
+    vpsubd       zmm5, zmm14, zmm5
+    vmovshdup    zmm14, zmm5
     vpmuludq     zmm18, zmm5, [rax + 64]
-    vpmuludq     zmm15, zmm15, [rax + 64]
-    vmovshdup    zmm15{k2}, zmm18
+    vpmuludq     zmm14, zmm14, [rax + 64]
+    vmovshdup    zmm14{k2}, zmm18
     vpmulld      zmm5, zmm5, [rax]
-    vpmulld      zmm15, zmm15, zmm2
-    vpsubd       zmm5, zmm5, zmm15
-    vpaddd       zmm15, zmm16, zmm6                  ; layer 3
-    vpaddd       zmm16, zmm16, zmm27
-    vpsubd       zmm6, zmm16, zmm6
-    vmovshdup    zmm16, zmm6
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm5, zmm5, zmm14
+    vpaddd       zmm14, zmm15, zmm6                  ; layer 3
+    vpaddd       zmm15, zmm15, zmm27
+    vpsubd       zmm6, zmm15, zmm6
+    vmovshdup    zmm15, zmm6
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 5248] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5120
     vpmuludq     zmm18, zmm6, [rax - 64]
-    vpmuludq     zmm16, zmm16, [rax - 64]
-    vmovshdup    zmm16{k2}, zmm18
+    vpmuludq     zmm15, zmm15, [rax - 64]
+    vmovshdup    zmm15{k2}, zmm18
     vpmulld      zmm6, zmm6, [rax - 128]
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm6, zmm6, zmm16
-    vpaddd       zmm16, zmm11, zmm7                  ; layer 3
-    vpaddd       zmm11, zmm11, zmm27
-    vpsubd       zmm7, zmm11, zmm7
-    vmovshdup    zmm11, zmm7
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm6, zmm6, zmm15
+    vpaddd       zmm15, zmm16, zmm7                  ; layer 3
+    vpaddd       zmm16, zmm16, zmm27
+    vpsubd       zmm7, zmm16, zmm7
+    vmovshdup    zmm16, zmm7
     vpmuludq     zmm18, zmm7, [rax + 64]
-    vpmuludq     zmm11, zmm11, [rax + 64]
-    vmovshdup    zmm11{k2}, zmm18
+    vpmuludq     zmm16, zmm16, [rax + 64]
+    vmovshdup    zmm16{k2}, zmm18
     vpmulld      zmm7, zmm7, [rax]
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm7, zmm7, zmm11
-    vpaddd       zmm11, zmm17, zmm8                  ; layer 3
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm7, zmm7, zmm16
+    vpaddd       zmm16, zmm17, zmm8                  ; layer 3
     vpaddd       zmm17, zmm17, zmm27
     vpsubd       zmm8, zmm17, zmm8
     vmovshdup    zmm17, zmm8
@@ -3035,28 +3043,28 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm8, zmm8, [rax - 128]
     vpmulld      zmm17, zmm17, zmm2
     vpsubd       zmm8, zmm8, zmm17
-    vpaddd       zmm17, zmm12, zmm0                  ; layer 3
-    vpaddd       zmm12, zmm12, zmm27
-    vpsubd       zmm0, zmm12, zmm0
-    vmovshdup    zmm12, zmm0
+    vpaddd       zmm17, zmm9, zmm0                   ; layer 3
+    vpaddd       zmm9, zmm9, zmm27
+    vpsubd       zmm0, zmm9, zmm0
+    vmovshdup    zmm9, zmm0
     vpmuludq     zmm18, zmm0, [rax + 64]
-    vpmuludq     zmm12, zmm12, [rax + 64]
-    vmovshdup    zmm12{k2}, zmm18
+    vpmuludq     zmm9, zmm9, [rax + 64]
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm0, zmm0, [rax]
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm0, zmm0, zmm12
-    vpaddd       zmm12, zmm13, zmm9                  ; layer 2
-    vpaddd       zmm13, zmm13, [rel pd_142467089]
-    vpsubd       zmm9, zmm13, zmm9
-    vmovshdup    zmm13, zmm9
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm0, zmm0, zmm9
+    vpaddd       zmm9, zmm10, zmm11                  ; layer 2
+    vpaddd       zmm10, zmm10, [rel pd_142467089]
+    vpsubd       zmm10, zmm10, zmm11
+    vmovshdup    zmm11, zmm10
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 5760] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5632
-    vpmuludq     zmm18, zmm9, [rax - 64]
-    vpmuludq     zmm13, zmm13, [rax - 64]
-    vmovshdup    zmm13{k2}, zmm18
-    vpmulld      zmm9, zmm9, [rax - 128]
-    vpmulld      zmm13, zmm13, zmm2
-    vpsubd       zmm9, zmm9, zmm13
-    vpaddd       zmm13, zmm1, zmm3                   ; layer 2
+    vpmuludq     zmm18, zmm10, [rax - 64]
+    vpmuludq     zmm11, zmm11, [rax - 64]
+    vmovshdup    zmm11{k2}, zmm18
+    vpmulld      zmm10, zmm10, [rax - 128]
+    vpmulld      zmm11, zmm11, zmm2
+    vpsubd       zmm10, zmm10, zmm11
+    vpaddd       zmm11, zmm1, zmm3                   ; layer 2
     vpaddd       zmm1, zmm1, zmm21
     vpsubd       zmm1, zmm1, zmm3
     vmovshdup    zmm3, zmm1
@@ -3066,17 +3074,17 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm1, zmm1, [rax - 128]
     vpmulld      zmm3, zmm3, zmm2
     vpsubd       zmm1, zmm1, zmm3
-    vpaddd       zmm3, zmm10, zmm14                  ; layer 2
-    vpaddd       zmm10, zmm10, [rel pd_142467089]
-    vpsubd       zmm10, zmm10, zmm14
-    vmovshdup    zmm14, zmm10
-    vpmuludq     zmm18, zmm10, [rax + 64]
-    vpmuludq     zmm14, zmm14, [rax + 64]
-    vmovshdup    zmm14{k2}, zmm18
-    vpmulld      zmm10, zmm10, [rax]
-    vpmulld      zmm14, zmm14, zmm2
-    vpsubd       zmm10, zmm10, zmm14
-    vpaddd       zmm14, zmm4, zmm5                   ; layer 2
+    vpaddd       zmm3, zmm12, zmm13                  ; layer 2
+    vpaddd       zmm12, zmm12, [rel pd_142467089]
+    vpsubd       zmm12, zmm12, zmm13
+    vmovshdup    zmm13, zmm12
+    vpmuludq     zmm18, zmm12, [rax + 64]
+    vpmuludq     zmm13, zmm13, [rax + 64]
+    vmovshdup    zmm13{k2}, zmm18
+    vpmulld      zmm12, zmm12, [rax]
+    vpmulld      zmm13, zmm13, zmm2
+    vpsubd       zmm12, zmm12, zmm13
+    vpaddd       zmm13, zmm4, zmm5                   ; layer 2
     vpaddd       zmm4, zmm4, zmm21
     vpsubd       zmm4, zmm4, zmm5
     vmovshdup    zmm5, zmm4
@@ -3086,18 +3094,18 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm4, zmm4, [rax]
     vpmulld      zmm5, zmm5, zmm2
     vpsubd       zmm4, zmm4, zmm5
-    vpaddd       zmm5, zmm15, zmm16                  ; layer 2
-    vpaddd       zmm15, zmm15, [rel pd_142467089]
-    vpsubd       zmm15, zmm15, zmm16
-    vmovshdup    zmm16, zmm15
+    vpaddd       zmm5, zmm14, zmm15                  ; layer 2
+    vpaddd       zmm14, zmm14, [rel pd_142467089]
+    vpsubd       zmm14, zmm14, zmm15
+    vmovshdup    zmm15, zmm14
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 6016] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 5888
-    vpmuludq     zmm18, zmm15, [rax - 64]
-    vpmuludq     zmm16, zmm16, [rax - 64]
-    vmovshdup    zmm16{k2}, zmm18
-    vpmulld      zmm15, zmm15, [rax - 128]
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm15, zmm15, zmm16
-    vpaddd       zmm16, zmm6, zmm7                   ; layer 2
+    vpmuludq     zmm18, zmm14, [rax - 64]
+    vpmuludq     zmm15, zmm15, [rax - 64]
+    vmovshdup    zmm15{k2}, zmm18
+    vpmulld      zmm14, zmm14, [rax - 128]
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm14, zmm14, zmm15
+    vpaddd       zmm15, zmm6, zmm7                   ; layer 2
     vpaddd       zmm6, zmm6, zmm21
     vpsubd       zmm6, zmm6, zmm7
     vmovshdup    zmm7, zmm6
@@ -3107,16 +3115,16 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm6, zmm6, [rax - 128]
     vpmulld      zmm7, zmm7, zmm2
     vpsubd       zmm6, zmm6, zmm7
-    vpaddd       zmm7, zmm11, zmm17                  ; layer 2
-    vpaddd       zmm11, zmm11, [rel pd_142467089]
-    vpsubd       zmm11, zmm11, zmm17
-    vmovshdup    zmm17, zmm11
-    vpmuludq     zmm18, zmm11, [rax + 64]
+    vpaddd       zmm7, zmm16, zmm17                  ; layer 2
+    vpaddd       zmm16, zmm16, [rel pd_142467089]
+    vpsubd       zmm16, zmm16, zmm17
+    vmovshdup    zmm17, zmm16
+    vpmuludq     zmm18, zmm16, [rax + 64]
     vpmuludq     zmm17, zmm17, [rax + 64]
     vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm11, zmm11, [rax]
+    vpmulld      zmm16, zmm16, [rax]
     vpmulld      zmm17, zmm17, zmm2
-    vpsubd       zmm11, zmm11, zmm17
+    vpsubd       zmm16, zmm16, zmm17
     vpaddd       zmm17, zmm8, zmm0                   ; layer 2
     vpaddd       zmm8, zmm8, zmm21
     vpsubd       zmm0, zmm8, zmm0
@@ -3127,38 +3135,38 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm0, zmm0, [rax]
     vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm0, zmm0, zmm8
-    vpaddd       zmm8, zmm12, zmm3                   ; layer 1
-    vpaddd       zmm12, zmm12, [rel pd_276553761]
-    vpsubd       zmm3, zmm12, zmm3
-    vmovshdup    zmm12, zmm3
+    vpaddd       zmm8, zmm9, zmm3                    ; layer 1
+    vpaddd       zmm9, zmm9, [rel pd_276553761]
+    vpsubd       zmm3, zmm9, zmm3
+    vmovshdup    zmm9, zmm3
     vpmuludq     zmm18, zmm3, zmm28
-    vpmuludq     zmm12, zmm12, zmm28
-    vmovshdup    zmm12{k2}, zmm18
+    vpmuludq     zmm9, zmm9, zmm28
+    vmovshdup    zmm9{k2}, zmm18
     lea          rax, [rel kg_dilithium8380417_ntt_inverse_twiddles_avx512 + 6272] ; addresses kg_dilithium8380417_ntt_inverse_twiddles_avx512 near byte 6144
     vpmulld      zmm3, zmm3, [rax - 128]
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm3, zmm3, zmm9
+    vpaddd       zmm9, zmm11, zmm13                  ; layer 1
+    vpaddd       zmm11, zmm11, zmm24
+    vpsubd       zmm11, zmm11, zmm13
+    vmovshdup    zmm13, zmm11
+    vpmuludq     zmm18, zmm11, zmm28
+    vpmuludq     zmm13, zmm13, zmm28
+    vmovshdup    zmm13{k2}, zmm18
+    vpmulld      zmm11, zmm11, [rax - 128]
+    vpmulld      zmm13, zmm13, zmm2
+    vpsubd       zmm11, zmm11, zmm13
+    vpaddd       zmm13, zmm10, zmm12                 ; layer 1
+    vpaddd       zmm10, zmm10, zmm21
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm12, zmm10
+    vpmuludq     zmm18, zmm10, zmm28
+    vpmuludq     zmm12, zmm12, zmm28
+    vmovshdup    zmm12{k2}, zmm18
+    vpmulld      zmm10, zmm10, [rax - 128]
     vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm3, zmm3, zmm12
-    vpaddd       zmm12, zmm13, zmm14                 ; layer 1
-    vpaddd       zmm13, zmm13, zmm24
-    vpsubd       zmm13, zmm13, zmm14
-    vmovshdup    zmm14, zmm13
-    vpmuludq     zmm18, zmm13, zmm28
-    vpmuludq     zmm14, zmm14, zmm28
-    vmovshdup    zmm14{k2}, zmm18
-    vpmulld      zmm13, zmm13, [rax - 128]
-    vpmulld      zmm14, zmm14, zmm2
-    vpsubd       zmm13, zmm13, zmm14
-    vpaddd       zmm14, zmm9, zmm10                  ; layer 1
-    vpaddd       zmm9, zmm9, zmm21
-    vpsubd       zmm9, zmm9, zmm10
-    vmovshdup    zmm10, zmm9
-    vpmuludq     zmm18, zmm9, zmm28
-    vpmuludq     zmm10, zmm10, zmm28
-    vmovshdup    zmm10{k2}, zmm18
-    vpmulld      zmm9, zmm9, [rax - 128]
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm9, zmm9, zmm10
-    vpaddd       zmm10, zmm1, zmm4                   ; layer 1
+    vpsubd       zmm10, zmm10, zmm12
+    vpaddd       zmm12, zmm1, zmm4                   ; layer 1
     vpaddd       zmm1, zmm1, zmm21
     vpsubd       zmm1, zmm1, zmm4
     vmovshdup    zmm4, zmm1
@@ -3178,27 +3186,27 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm5, zmm5, [rax]
     vpmulld      zmm7, zmm7, zmm2
     vpsubd       zmm5, zmm5, zmm7
-    vpaddd       zmm7, zmm16, zmm17                  ; layer 1
-    vpaddd       zmm16, zmm16, zmm24
-    vpsubd       zmm16, zmm16, zmm17
-    vmovshdup    zmm17, zmm16
-    vpmuludq     zmm18, zmm16, zmm29
+    vpaddd       zmm7, zmm15, zmm17                  ; layer 1
+    vpaddd       zmm15, zmm15, zmm24
+    vpsubd       zmm15, zmm15, zmm17
+    vmovshdup    zmm17, zmm15
+    vpmuludq     zmm18, zmm15, zmm29
     vpmuludq     zmm17, zmm17, zmm29
     vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm16, zmm16, [rax]
+    vpmulld      zmm15, zmm15, [rax]
     vpmulld      zmm17, zmm17, zmm2
-    vpsubd       zmm16, zmm16, zmm17
-    vpaddd       zmm17, zmm15, zmm11                 ; layer 1
-    vpaddd       zmm15, zmm15, zmm21
-    vpsubd       zmm11, zmm15, zmm11
-    vmovshdup    zmm15, zmm11
-    vpmuludq     zmm18, zmm11, zmm29
-    vpmuludq     zmm15, zmm15, zmm29
-    vmovshdup    zmm15{k2}, zmm18
-    vpmulld      zmm11, zmm11, [rax]
-    vpmulld      zmm15, zmm15, zmm2
-    vpsubd       zmm11, zmm11, zmm15
-    vpaddd       zmm15, zmm6, zmm0                   ; layer 1
+    vpsubd       zmm15, zmm15, zmm17
+    vpaddd       zmm17, zmm14, zmm16                 ; layer 1
+    vpaddd       zmm14, zmm14, zmm21
+    vpsubd       zmm14, zmm14, zmm16
+    vmovshdup    zmm16, zmm14
+    vpmuludq     zmm18, zmm14, zmm29
+    vpmuludq     zmm16, zmm16, zmm29
+    vmovshdup    zmm16{k2}, zmm18
+    vpmulld      zmm14, zmm14, [rax]
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm14, zmm14, zmm16
+    vpaddd       zmm16, zmm6, zmm0                   ; layer 1
     vpaddd       zmm6, zmm6, zmm21
     vpsubd       zmm0, zmm6, zmm0
     vmovshdup    zmm6, zmm0
@@ -3218,37 +3226,37 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm4, zmm4, zmm30
     vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm4, zmm4, zmm8
-    vpaddd       zmm8, zmm12, zmm7                   ; layer 0
-    vpaddd       zmm12, zmm12, zmm25
-    vpsubd       zmm7, zmm12, zmm7
-    vmovshdup    zmm12, zmm7
+    vpaddd       zmm8, zmm9, zmm7                    ; layer 0
+    vpaddd       zmm9, zmm9, zmm25
+    vpsubd       zmm7, zmm9, zmm7
+    vmovshdup    zmm9, zmm7
     vpmuludq     zmm18, zmm7, zmm23
-    vpmuludq     zmm12, zmm12, zmm23
-    vmovshdup    zmm12{k2}, zmm18
+    vpmuludq     zmm9, zmm9, zmm23
+    vmovshdup    zmm9{k2}, zmm18
     vpmulld      zmm7, zmm7, zmm30
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm7, zmm7, zmm12
-    vpaddd       zmm12, zmm14, zmm17                 ; layer 0
-    vpaddd       zmm14, zmm14, zmm24
-    vpsubd       zmm14, zmm14, zmm17
-    vmovshdup    zmm17, zmm14
-    vpmuludq     zmm18, zmm14, zmm23
+    vpmulld      zmm9, zmm9, zmm2
+    vpsubd       zmm7, zmm7, zmm9
+    vpaddd       zmm9, zmm13, zmm17                  ; layer 0
+    vpaddd       zmm13, zmm13, zmm24
+    vpsubd       zmm13, zmm13, zmm17
+    vmovshdup    zmm17, zmm13
+    vpmuludq     zmm18, zmm13, zmm23
     vpmuludq     zmm17, zmm17, zmm23
     vmovshdup    zmm17{k2}, zmm18
-    vpmulld      zmm14, zmm14, zmm30
+    vpmulld      zmm13, zmm13, zmm30
     vpmulld      zmm17, zmm17, zmm2
-    vpsubd       zmm14, zmm14, zmm17
-    vpaddd       zmm17, zmm10, zmm15                 ; layer 0
-    vpaddd       zmm10, zmm10, zmm24
-    vpsubd       zmm10, zmm10, zmm15
-    vmovshdup    zmm15, zmm10
-    vpmuludq     zmm18, zmm10, zmm23
-    vpmuludq     zmm15, zmm15, zmm23
-    vmovshdup    zmm15{k2}, zmm18
-    vpmulld      zmm10, zmm10, zmm30
-    vpmulld      zmm15, zmm15, zmm2
-    vpsubd       zmm10, zmm10, zmm15
-    vpaddd       zmm15, zmm3, zmm5                   ; layer 0
+    vpsubd       zmm13, zmm13, zmm17
+    vpaddd       zmm17, zmm12, zmm16                 ; layer 0
+    vpaddd       zmm12, zmm12, zmm24
+    vpsubd       zmm12, zmm12, zmm16
+    vmovshdup    zmm16, zmm12
+    vpmuludq     zmm18, zmm12, zmm23
+    vpmuludq     zmm16, zmm16, zmm23
+    vmovshdup    zmm16{k2}, zmm18
+    vpmulld      zmm12, zmm12, zmm30
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm12, zmm12, zmm16
+    vpaddd       zmm16, zmm3, zmm5                   ; layer 0
     vpaddd       zmm3, zmm3, zmm21
     vpsubd       zmm3, zmm3, zmm5
     vmovshdup    zmm5, zmm3
@@ -3258,27 +3266,27 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpmulld      zmm3, zmm3, zmm30
     vpmulld      zmm5, zmm5, zmm2
     vpsubd       zmm3, zmm3, zmm5
-    vpaddd       zmm5, zmm13, zmm16                  ; layer 0
-    vpaddd       zmm13, zmm13, zmm21
-    vpsubd       zmm13, zmm13, zmm16
-    vmovshdup    zmm16, zmm13
-    vpmuludq     zmm18, zmm13, zmm23
-    vpmuludq     zmm16, zmm16, zmm23
-    vmovshdup    zmm16{k2}, zmm18
-    vpmulld      zmm13, zmm13, zmm30
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm13, zmm13, zmm16
-    vpaddd       zmm16, zmm9, zmm11                  ; layer 0
-    vpaddd       zmm9, zmm9, zmm21
-    vpsubd       zmm9, zmm9, zmm11
-    vmovshdup    zmm11, zmm9
-    vpmuludq     zmm18, zmm9, zmm23
-    vpmuludq     zmm11, zmm11, zmm23
-    vmovshdup    zmm11{k2}, zmm18
-    vpmulld      zmm9, zmm9, zmm30
-    vpmulld      zmm11, zmm11, zmm2
-    vpsubd       zmm9, zmm9, zmm11
-    vpaddd       zmm11, zmm1, zmm0                   ; layer 0
+    vpaddd       zmm5, zmm11, zmm15                  ; layer 0
+    vpaddd       zmm11, zmm11, zmm21
+    vpsubd       zmm11, zmm11, zmm15
+    vmovshdup    zmm15, zmm11
+    vpmuludq     zmm18, zmm11, zmm23
+    vpmuludq     zmm15, zmm15, zmm23
+    vmovshdup    zmm15{k2}, zmm18
+    vpmulld      zmm11, zmm11, zmm30
+    vpmulld      zmm15, zmm15, zmm2
+    vpsubd       zmm11, zmm11, zmm15
+    vpaddd       zmm15, zmm10, zmm14                 ; layer 0
+    vpaddd       zmm10, zmm10, zmm21
+    vpsubd       zmm10, zmm10, zmm14
+    vmovshdup    zmm14, zmm10
+    vpmuludq     zmm18, zmm10, zmm23
+    vpmuludq     zmm14, zmm14, zmm23
+    vmovshdup    zmm14{k2}, zmm18
+    vpmulld      zmm10, zmm10, zmm30
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm10, zmm10, zmm14
+    vpaddd       zmm14, zmm1, zmm0                   ; layer 0
     vpaddd       zmm1, zmm1, zmm21
     vpsubd       zmm0, zmm1, zmm0
     vmovshdup    zmm1, zmm0
@@ -3290,19 +3298,19 @@ kg_dilithium8380417_ntt_inverse_avx512:
     vpsubd       zmm0, zmm0, zmm1
     vmovdqu64    [rdi], zmm6
     vmovdqu64    [rdi + 64], zmm8
-    vmovdqu64    [rdi + 128], zmm12
+    vmovdqu64    [rdi + 128], zmm9
     vmovdqu64    [rdi + 192], zmm17
-    vmovdqu64    [rdi + 256], zmm15
+    vmovdqu64    [rdi + 256], zmm16
     vmovdqu64    [rdi + 320], zmm5
-    vmovdqu64    [rdi + 384], zmm16
-    vmovdqu64    [rdi + 448], zmm11
+    vmovdqu64    [rdi + 384], zmm15
+    vmovdqu64    [rdi + 448], zmm14
     vmovdqu64    [rdi + 512], zmm4
     vmovdqu64    [rdi + 576], zmm7
-    vmovdqu64    [rdi + 640], zmm14
-    vmovdqu64    [rdi + 704], zmm10
+    vmovdqu64    [rdi + 640], zmm13
+    vmovdqu64    [rdi + 704], zmm12
     vmovdqu64    [rdi + 768], zmm3
-    vmovdqu64    [rdi + 832], zmm13
-    vmovdqu64    [rdi + 896], zmm9
+    vmovdqu64    [rdi + 832], zmm11
+    vmovdqu64    [rdi + 896], zmm10
     vmovdqu64    [rdi + 960], zmm0
     vzeroupper
     ret

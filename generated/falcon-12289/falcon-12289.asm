@@ -2837,10 +2837,10 @@ kg_falcon12289_basemul_avx2:
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
-;   policy index, harvey reduction, 160 vector reductions
-;   before layer 6: 32 register(s), smallest indices 0,4,32,36,64,68,96,100,128,132,160,164,192,196,224,228,256,260,288,292,320,324,352,356,384,388,416,420,448,452,480,484
-;   before layer 5: 32 register(s), smallest indices 0,8,32,40,64,72,96,104,128,136,160,168,192,200,224,232,256,264,288,296,320,328,352,360,384,392,416,424,448,456,480,488
-;   before layer 4: 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496
+;   policy index, harvey reduction, 112 vector reductions
+;   after layer 7 (its sums, for the next layer): 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
+;   after layer 6 (its sums, for the next layer): 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
+;   after layer 5 (its sums, for the next layer): 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
 ;   before layer 3: 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
 ;   before layer 2: 16 register(s), smallest indices 0,16,64,80,128,144,192,208,256,272,320,336,384,400,448,464
 ;   before layer 1: 16 register(s), smallest indices 0,16,32,48,128,144,160,176,256,272,288,304,384,400,416,432
@@ -2851,7 +2851,7 @@ global kg_falcon12289_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_falcon122
 align 32
 kg_falcon12289_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm10, [rel pw_24578]               ; held in a register: read 304 times
+    vmovdqu      ymm10, [rel pw_24578]               ; held in a register: read 256 times
     vmovdqu      ymm11, [rel pw_682]                 ; held in a register: read 16 times
     vmovdqu      ymm12, [rel pw_128]                 ; held in a register: read 16 times
     lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 6048] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 5920
@@ -2932,6 +2932,8 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: after layer 7
+    vpminuw      ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
@@ -2939,127 +2941,115 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm2, ymm2, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm6, ymm3                    ; layer 7
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm5, ymm9, ymm5
+    vpaddw       ymm9, ymm6, ymm3                    ; layer 7
     vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm3, ymm6, ymm3
     vpmulhuw     ymm6, ymm3, [rax + 32]
     vpmullw      ymm3, ymm3, [rax]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm7, ymm4                    ; layer 7
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm4                    ; layer 7
     vpaddw       ymm7, ymm10, ymm7
     vpsubw       ymm4, ymm7, ymm4
     vpmulhuw     ymm7, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
-    vpsllq       ymm7, ymm1, 32
-    vpblendd     ymm7, ymm8, ymm7, 170
+    vpsubw       ymm7, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm7, ymm9, ymm7
+    vpsllq       ymm9, ymm1, 32
+    vpblendd     ymm9, ymm8, ymm9, 170
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm1, ymm8, ymm1, 170
     vpsllq       ymm8, ymm2, 32
-    vpblendd     ymm8, ymm9, ymm8, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm2, ymm9, ymm2, 170
-    vpsllq       ymm9, ymm3, 32
-    vpblendd     ymm9, ymm5, ymm9, 170
+    vpblendd     ymm8, ymm5, ymm8, 170
     vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm3, ymm5, ymm3, 170
-    vpsllq       ymm5, ymm4, 32
+    vpblendd     ymm2, ymm5, ymm2, 170
+    vpsllq       ymm5, ymm3, 32
     vpblendd     ymm5, ymm6, ymm5, 170
     vpsrlq       ymm6, ymm6, 32
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 6
-    vpminuw      ymm6, ymm7, ymm6
-    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 6
-    vpminuw      ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm6, ymm1                    ; layer 6
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm1, ymm6, ymm1
+    vpblendd     ymm3, ymm6, ymm3, 170
+    vpsllq       ymm6, ymm4, 32
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm4, ymm7, ymm4, 170
+    vpaddw       ymm7, ymm9, ymm1                    ; layer 6
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
     lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 640] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 512
-    vpmulhuw     ymm6, ymm1, [rax - 96]
+    vpmulhuw     ymm9, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm6
-    vpsubw       ymm6, ymm8, ymm10                   ; csub: before layer 6
-    vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm2, ymm10                   ; csub: before layer 6
-    vpminuw      ymm2, ymm8, ymm2
-    vpaddw       ymm8, ymm6, ymm2                    ; layer 6
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm2, ymm6, ymm2
-    vpmulhuw     ymm6, ymm2, [rax - 32]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: after layer 6
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm8, ymm2                    ; layer 6
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm2, ymm8, ymm2
+    vpmulhuw     ymm8, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpsubw       ymm6, ymm9, ymm10                   ; csub: before layer 6
-    vpminuw      ymm6, ymm9, ymm6
-    vpsubw       ymm9, ymm3, ymm10                   ; csub: before layer 6
-    vpminuw      ymm3, ymm9, ymm3
-    vpaddw       ymm9, ymm6, ymm3                    ; layer 6
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm3, ymm6, ymm3
-    vpmulhuw     ymm6, ymm3, [rax + 32]
-    vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 6
-    vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm4, ymm10                   ; csub: before layer 6
-    vpminuw      ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm5, ymm4                    ; layer 6
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rax + 96]
-    vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpunpcklqdq  ymm5, ymm7, ymm1
-    vpunpckhqdq  ymm1, ymm7, ymm1
-    vpunpcklqdq  ymm7, ymm8, ymm2
-    vpunpckhqdq  ymm2, ymm8, ymm2
-    vpunpcklqdq  ymm8, ymm9, ymm3
-    vpunpckhqdq  ymm3, ymm9, ymm3
-    vpunpcklqdq  ymm9, ymm6, ymm4
-    vpunpckhqdq  ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 5
-    vpminuw      ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 896] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 768
-    vpmulhuw     ymm5, ymm1, [rax - 96]
-    vpmullw      ymm1, ymm1, [rax - 128]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm2, ymm10                   ; csub: before layer 5
-    vpminuw      ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm5, ymm2                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rax - 32]
-    vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm3, ymm10                   ; csub: before layer 5
-    vpminuw      ymm3, ymm8, ymm3
-    vpaddw       ymm8, ymm5, ymm3                    ; layer 5
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm2, ymm2, ymm8
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: after layer 6
+    vpminuw      ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm5, ymm3                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm3, [rax + 32]
     vpmullw      ymm3, ymm3, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 5
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 6
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm4, ymm10                   ; csub: before layer 5
-    vpminuw      ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm6, ymm4                    ; layer 6
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm4, ymm6, ymm4
+    vpmulhuw     ymm6, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm4, ymm4, ymm6
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: after layer 6
+    vpminuw      ymm6, ymm9, ymm6
+    vpunpcklqdq  ymm9, ymm7, ymm1
+    vpunpckhqdq  ymm1, ymm7, ymm1
+    vpunpcklqdq  ymm7, ymm8, ymm2
+    vpunpckhqdq  ymm2, ymm8, ymm2
+    vpunpcklqdq  ymm8, ymm5, ymm3
+    vpunpckhqdq  ymm3, ymm5, ymm3
+    vpunpcklqdq  ymm5, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
+    vpaddw       ymm6, ymm9, ymm1                    ; layer 5
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 896] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 768
+    vpmulhuw     ymm9, ymm1, [rax - 96]
+    vpmullw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: after layer 5
+    vpminuw      ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm2                    ; layer 5
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm2, ymm7, ymm2
+    vpmulhuw     ymm7, ymm2, [rax - 32]
+    vpmullw      ymm2, ymm2, [rax - 64]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpsubw       ymm7, ymm9, ymm10                   ; csub: after layer 5
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm8, ymm3                    ; layer 5
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm3, ymm8, ymm3
+    vpmulhuw     ymm8, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm3, ymm3, ymm8
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: after layer 5
+    vpminuw      ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm5, ymm4                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
@@ -3067,90 +3057,76 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm4, ymm4, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vperm2i128   ymm5, ymm6, ymm1, 32
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 5
+    vpminuw      ymm5, ymm9, ymm5
+    vperm2i128   ymm9, ymm6, ymm1, 32
     vperm2i128   ymm1, ymm6, ymm1, 49
     vperm2i128   ymm6, ymm7, ymm2, 32
     vperm2i128   ymm2, ymm7, ymm2, 49
     vperm2i128   ymm7, ymm8, ymm3, 32
     vperm2i128   ymm3, ymm8, ymm3, 49
-    vperm2i128   ymm8, ymm9, ymm4, 32
-    vperm2i128   ymm4, ymm9, ymm4, 49
-    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm1, ymm10                   ; csub: before layer 4
-    vpminuw      ymm1, ymm9, ymm1
-    vpaddw       ymm9, ymm5, ymm1                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
+    vperm2i128   ymm8, ymm5, ymm4, 32
+    vperm2i128   ymm4, ymm5, ymm4, 49
+    vpaddw       ymm5, ymm9, ymm1                    ; layer 4
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
     lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1152] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 1024
-    vpmulhuw     ymm5, ymm1, [rax - 96]
+    vpmulhuw     ymm9, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm6, ymm5
-    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 4
-    vpminuw      ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm5, ymm2                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rax - 32]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm6, ymm2                    ; layer 4
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm2, ymm6, ymm2
+    vpmulhuw     ymm6, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm3, ymm10                   ; csub: before layer 4
-    vpminuw      ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm5, ymm3                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rax + 32]
-    vpmullw      ymm3, ymm3, [rax]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm4, ymm10                   ; csub: before layer 4
-    vpminuw      ymm4, ymm8, ymm4
-    vpaddw       ymm8, ymm5, ymm4                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rax + 96]
-    vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
-    vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 3
-    vpminuw      ymm6, ymm9, ymm6
-    vpaddw       ymm9, ymm5, ymm6                    ; layer 3
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm5, ymm5, ymm6
-    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1408] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 1280
-    vpmulhuw     ymm6, ymm5, [rax - 96]
-    vpmullw      ymm5, ymm5, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm1, ymm2                    ; layer 3
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm7, ymm3                    ; layer 4
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm3, ymm7, ymm3
+    vpmulhuw     ymm7, ymm3, [rax + 32]
+    vpmullw      ymm3, ymm3, [rax]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm7, ymm8, ymm4                    ; layer 4
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm4, ymm8, ymm4
+    vpmulhuw     ymm8, ymm4, [rax + 96]
+    vpmullw      ymm4, ymm4, [rax + 64]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm4, ymm4, ymm8
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 3
+    vpminuw      ymm5, ymm8, ymm5
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: before layer 3
+    vpminuw      ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm8, ymm5                    ; layer 3
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm5, ymm5, ymm8
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 1408] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 1280
+    vpmulhuw     ymm8, ymm5, [rax - 96]
+    vpmullw      ymm5, ymm5, [rax - 128]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm5, ymm5, ymm8
+    vpaddw       ymm8, ymm1, ymm2                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vpmulhuw     ymm2, ymm1, [rax - 96]
     vpmullw      ymm1, ymm1, [rax - 128]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm7, ymm10                   ; csub: before layer 3
-    vpminuw      ymm2, ymm7, ymm2
-    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 3
-    vpminuw      ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm2, ymm7                    ; layer 3
+    vpsubw       ymm2, ymm6, ymm10                   ; csub: before layer 3
+    vpminuw      ymm2, ymm6, ymm2
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 3
+    vpminuw      ymm6, ymm7, ymm6
+    vpaddw       ymm7, ymm2, ymm6                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
-    vpsubw       ymm2, ymm2, ymm7
-    vpmulhuw     ymm7, ymm2, [rax - 32]
+    vpsubw       ymm2, ymm2, ymm6
+    vpmulhuw     ymm6, ymm2, [rax - 32]
     vpmullw      ymm2, ymm2, [rax - 64]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm3, ymm4                    ; layer 3
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm3, ymm4                    ; layer 3
     vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
     vpmulhuw     ymm4, ymm3, [rax - 32]
@@ -3159,22 +3135,22 @@ kg_falcon12289_ntt_inverse_avx2:
     vpsubw       ymm3, ymm3, ymm4
     vpsubw       ymm4, ymm9, ymm10                   ; csub: before layer 2
     vpminuw      ymm4, ymm9, ymm4
-    vpsubw       ymm9, ymm8, ymm10                   ; csub: before layer 2
-    vpminuw      ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm8, ymm4                    ; layer 2
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: before layer 2
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm4, ymm7                    ; layer 2
     vpaddw       ymm4, ymm10, ymm4
-    vpsubw       ymm4, ymm4, ymm8
-    vpmulhuw     ymm8, ymm4, [rax + 32]
+    vpsubw       ymm4, ymm4, ymm7
+    vpmulhuw     ymm7, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm4, ymm4, ymm7
+    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 2
+    vpminuw      ymm7, ymm8, ymm7
     vpsubw       ymm8, ymm6, ymm10                   ; csub: before layer 2
     vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm7, ymm10                   ; csub: before layer 2
-    vpminuw      ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm6, ymm7                    ; layer 2
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm6, ymm6, ymm7
+    vpaddw       ymm8, ymm7, ymm6                    ; layer 2
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm6, [rax + 32]
     vpmullw      ymm6, ymm6, [rax]
     vpmullw      ymm7, ymm7, ymm0
@@ -3273,6 +3249,8 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: after layer 7
+    vpminuw      ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
@@ -3281,127 +3259,115 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm2, ymm2, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm6, ymm3                    ; layer 7
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm5, ymm9, ymm5
+    vpaddw       ymm9, ymm6, ymm3                    ; layer 7
     vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm3, ymm6, ymm3
     vpmulhuw     ymm6, ymm3, [rax - 32]
     vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm7, ymm4                    ; layer 7
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm4                    ; layer 7
     vpaddw       ymm7, ymm10, ymm7
     vpsubw       ymm4, ymm7, ymm4
     vpmulhuw     ymm7, ymm4, [rax + 32]
     vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
-    vpsllq       ymm7, ymm1, 32
-    vpblendd     ymm7, ymm8, ymm7, 170
+    vpsubw       ymm7, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm7, ymm9, ymm7
+    vpsllq       ymm9, ymm1, 32
+    vpblendd     ymm9, ymm8, ymm9, 170
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm1, ymm8, ymm1, 170
     vpsllq       ymm8, ymm2, 32
-    vpblendd     ymm8, ymm9, ymm8, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm2, ymm9, ymm2, 170
-    vpsllq       ymm9, ymm3, 32
-    vpblendd     ymm9, ymm5, ymm9, 170
+    vpblendd     ymm8, ymm5, ymm8, 170
     vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm3, ymm5, ymm3, 170
-    vpsllq       ymm5, ymm4, 32
+    vpblendd     ymm2, ymm5, ymm2, 170
+    vpsllq       ymm5, ymm3, 32
     vpblendd     ymm5, ymm6, ymm5, 170
     vpsrlq       ymm6, ymm6, 32
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 6
-    vpminuw      ymm6, ymm7, ymm6
-    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 6
-    vpminuw      ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm6, ymm1                    ; layer 6
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm1, ymm6, ymm1
-    vpmulhuw     ymm6, ymm1, [rax + 96]
+    vpblendd     ymm3, ymm6, ymm3, 170
+    vpsllq       ymm6, ymm4, 32
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm4, ymm7, ymm4, 170
+    vpaddw       ymm7, ymm9, ymm1                    ; layer 6
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm1, [rax + 96]
     vpmullw      ymm1, ymm1, [rax + 64]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm6
-    vpsubw       ymm6, ymm8, ymm10                   ; csub: before layer 6
-    vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm2, ymm10                   ; csub: before layer 6
-    vpminuw      ymm2, ymm8, ymm2
-    vpaddw       ymm8, ymm6, ymm2                    ; layer 6
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm2, ymm6, ymm2
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: after layer 6
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm8, ymm2                    ; layer 6
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm2, ymm8, ymm2
     lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 2048
-    vpmulhuw     ymm6, ymm2, [rax - 96]
+    vpmulhuw     ymm8, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpsubw       ymm6, ymm9, ymm10                   ; csub: before layer 6
-    vpminuw      ymm6, ymm9, ymm6
-    vpsubw       ymm9, ymm3, ymm10                   ; csub: before layer 6
-    vpminuw      ymm3, ymm9, ymm3
-    vpaddw       ymm9, ymm6, ymm3                    ; layer 6
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm3, ymm6, ymm3
-    vpmulhuw     ymm6, ymm3, [rax - 32]
-    vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 6
-    vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm4, ymm10                   ; csub: before layer 6
-    vpminuw      ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm5, ymm4                    ; layer 6
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rax + 32]
-    vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpunpcklqdq  ymm5, ymm7, ymm1
-    vpunpckhqdq  ymm1, ymm7, ymm1
-    vpunpcklqdq  ymm7, ymm8, ymm2
-    vpunpckhqdq  ymm2, ymm8, ymm2
-    vpunpcklqdq  ymm8, ymm9, ymm3
-    vpunpckhqdq  ymm3, ymm9, ymm3
-    vpunpcklqdq  ymm9, ymm6, ymm4
-    vpunpckhqdq  ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 5
-    vpminuw      ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rax + 96]
-    vpmullw      ymm1, ymm1, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm2, ymm10                   ; csub: before layer 5
-    vpminuw      ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm5, ymm2                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
-    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 2304
-    vpmulhuw     ymm5, ymm2, [rax - 96]
-    vpmullw      ymm2, ymm2, [rax - 128]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm3, ymm10                   ; csub: before layer 5
-    vpminuw      ymm3, ymm8, ymm3
-    vpaddw       ymm8, ymm5, ymm3                    ; layer 5
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm2, ymm2, ymm8
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: after layer 6
+    vpminuw      ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm5, ymm3                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm3, [rax - 32]
     vpmullw      ymm3, ymm3, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 5
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 6
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm4, ymm10                   ; csub: before layer 5
-    vpminuw      ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm6, ymm4                    ; layer 6
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm4, ymm6, ymm4
+    vpmulhuw     ymm6, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm4, ymm4, ymm6
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: after layer 6
+    vpminuw      ymm6, ymm9, ymm6
+    vpunpcklqdq  ymm9, ymm7, ymm1
+    vpunpckhqdq  ymm1, ymm7, ymm1
+    vpunpcklqdq  ymm7, ymm8, ymm2
+    vpunpckhqdq  ymm2, ymm8, ymm2
+    vpunpcklqdq  ymm8, ymm5, ymm3
+    vpunpckhqdq  ymm3, ymm5, ymm3
+    vpunpcklqdq  ymm5, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
+    vpaddw       ymm6, ymm9, ymm1                    ; layer 5
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm1, [rax + 96]
+    vpmullw      ymm1, ymm1, [rax + 64]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: after layer 5
+    vpminuw      ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm2                    ; layer 5
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm2, ymm7, ymm2
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 2304
+    vpmulhuw     ymm7, ymm2, [rax - 96]
+    vpmullw      ymm2, ymm2, [rax - 128]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpsubw       ymm7, ymm9, ymm10                   ; csub: after layer 5
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm8, ymm3                    ; layer 5
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm3, ymm8, ymm3
+    vpmulhuw     ymm8, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm3, ymm3, ymm8
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: after layer 5
+    vpminuw      ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm5, ymm4                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
@@ -3409,90 +3375,76 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm4, ymm4, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vperm2i128   ymm5, ymm6, ymm1, 32
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 5
+    vpminuw      ymm5, ymm9, ymm5
+    vperm2i128   ymm9, ymm6, ymm1, 32
     vperm2i128   ymm1, ymm6, ymm1, 49
     vperm2i128   ymm6, ymm7, ymm2, 32
     vperm2i128   ymm2, ymm7, ymm2, 49
     vperm2i128   ymm7, ymm8, ymm3, 32
     vperm2i128   ymm3, ymm8, ymm3, 49
-    vperm2i128   ymm8, ymm9, ymm4, 32
-    vperm2i128   ymm4, ymm9, ymm4, 49
-    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm1, ymm10                   ; csub: before layer 4
-    vpminuw      ymm1, ymm9, ymm1
-    vpaddw       ymm9, ymm5, ymm1                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rax + 96]
+    vperm2i128   ymm8, ymm5, ymm4, 32
+    vperm2i128   ymm4, ymm5, ymm4, 49
+    vpaddw       ymm5, ymm9, ymm1                    ; layer 4
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm1, [rax + 96]
     vpmullw      ymm1, ymm1, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm6, ymm5
-    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 4
-    vpminuw      ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm5, ymm2                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm6, ymm2                    ; layer 4
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm2, ymm6, ymm2
     lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2688] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 2560
-    vpmulhuw     ymm5, ymm2, [rax - 96]
+    vpmulhuw     ymm6, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm3, ymm10                   ; csub: before layer 4
-    vpminuw      ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm5, ymm3                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rax - 32]
-    vpmullw      ymm3, ymm3, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm4, ymm10                   ; csub: before layer 4
-    vpminuw      ymm4, ymm8, ymm4
-    vpaddw       ymm8, ymm5, ymm4                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rax + 32]
-    vpmullw      ymm4, ymm4, [rax]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
-    vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 3
-    vpminuw      ymm6, ymm9, ymm6
-    vpaddw       ymm9, ymm5, ymm6                    ; layer 3
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rax + 96]
-    vpmullw      ymm5, ymm5, [rax + 64]
     vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm1, ymm2                    ; layer 3
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm7, ymm3                    ; layer 4
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm3, ymm7, ymm3
+    vpmulhuw     ymm7, ymm3, [rax - 32]
+    vpmullw      ymm3, ymm3, [rax - 64]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm7, ymm8, ymm4                    ; layer 4
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm4, ymm8, ymm4
+    vpmulhuw     ymm8, ymm4, [rax + 32]
+    vpmullw      ymm4, ymm4, [rax]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm4, ymm4, ymm8
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 3
+    vpminuw      ymm5, ymm8, ymm5
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: before layer 3
+    vpminuw      ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm8, ymm5                    ; layer 3
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm5, ymm5, ymm8
+    vpmulhuw     ymm8, ymm5, [rax + 96]
+    vpmullw      ymm5, ymm5, [rax + 64]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm5, ymm5, ymm8
+    vpaddw       ymm8, ymm1, ymm2                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vpmulhuw     ymm2, ymm1, [rax + 96]
     vpmullw      ymm1, ymm1, [rax + 64]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm7, ymm10                   ; csub: before layer 3
-    vpminuw      ymm2, ymm7, ymm2
-    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 3
-    vpminuw      ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm2, ymm7                    ; layer 3
+    vpsubw       ymm2, ymm6, ymm10                   ; csub: before layer 3
+    vpminuw      ymm2, ymm6, ymm2
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 3
+    vpminuw      ymm6, ymm7, ymm6
+    vpaddw       ymm7, ymm2, ymm6                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
-    vpsubw       ymm2, ymm2, ymm7
+    vpsubw       ymm2, ymm2, ymm6
     lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 2944] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 2816
-    vpmulhuw     ymm7, ymm2, [rax - 96]
+    vpmulhuw     ymm6, ymm2, [rax - 96]
     vpmullw      ymm2, ymm2, [rax - 128]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm3, ymm4                    ; layer 3
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm3, ymm4                    ; layer 3
     vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
     vpmulhuw     ymm4, ymm3, [rax - 96]
@@ -3501,22 +3453,22 @@ kg_falcon12289_ntt_inverse_avx2:
     vpsubw       ymm3, ymm3, ymm4
     vpsubw       ymm4, ymm9, ymm10                   ; csub: before layer 2
     vpminuw      ymm4, ymm9, ymm4
-    vpsubw       ymm9, ymm8, ymm10                   ; csub: before layer 2
-    vpminuw      ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm8, ymm4                    ; layer 2
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: before layer 2
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm4, ymm7                    ; layer 2
     vpaddw       ymm4, ymm10, ymm4
-    vpsubw       ymm4, ymm4, ymm8
-    vpmulhuw     ymm8, ymm4, [rax - 32]
+    vpsubw       ymm4, ymm4, ymm7
+    vpmulhuw     ymm7, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm4, ymm4, ymm7
+    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 2
+    vpminuw      ymm7, ymm8, ymm7
     vpsubw       ymm8, ymm6, ymm10                   ; csub: before layer 2
     vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm7, ymm10                   ; csub: before layer 2
-    vpminuw      ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm6, ymm7                    ; layer 2
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm6, ymm6, ymm7
+    vpaddw       ymm8, ymm7, ymm6                    ; layer 2
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm6, [rax - 32]
     vpmullw      ymm6, ymm6, [rax - 64]
     vpmullw      ymm7, ymm7, ymm0
@@ -3615,6 +3567,8 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: after layer 7
+    vpminuw      ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
@@ -3622,7 +3576,9 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm2, ymm2, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm6, ymm3                    ; layer 7
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm5, ymm9, ymm5
+    vpaddw       ymm9, ymm6, ymm3                    ; layer 7
     vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm3, ymm6, ymm3
     lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3456] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 3328
@@ -3630,120 +3586,106 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm7, ymm4                    ; layer 7
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm4                    ; layer 7
     vpaddw       ymm7, ymm10, ymm7
     vpsubw       ymm4, ymm7, ymm4
     vpmulhuw     ymm7, ymm4, [rax - 32]
     vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
-    vpsllq       ymm7, ymm1, 32
-    vpblendd     ymm7, ymm8, ymm7, 170
+    vpsubw       ymm7, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm7, ymm9, ymm7
+    vpsllq       ymm9, ymm1, 32
+    vpblendd     ymm9, ymm8, ymm9, 170
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm1, ymm8, ymm1, 170
     vpsllq       ymm8, ymm2, 32
-    vpblendd     ymm8, ymm9, ymm8, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm2, ymm9, ymm2, 170
-    vpsllq       ymm9, ymm3, 32
-    vpblendd     ymm9, ymm5, ymm9, 170
+    vpblendd     ymm8, ymm5, ymm8, 170
     vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm3, ymm5, ymm3, 170
-    vpsllq       ymm5, ymm4, 32
+    vpblendd     ymm2, ymm5, ymm2, 170
+    vpsllq       ymm5, ymm3, 32
     vpblendd     ymm5, ymm6, ymm5, 170
     vpsrlq       ymm6, ymm6, 32
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 6
-    vpminuw      ymm6, ymm7, ymm6
-    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 6
-    vpminuw      ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm6, ymm1                    ; layer 6
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm1, ymm6, ymm1
-    vpmulhuw     ymm6, ymm1, [rax + 32]
+    vpblendd     ymm3, ymm6, ymm3, 170
+    vpsllq       ymm6, ymm4, 32
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm4, ymm7, ymm4, 170
+    vpaddw       ymm7, ymm9, ymm1                    ; layer 6
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm1, [rax + 32]
     vpmullw      ymm1, ymm1, [rax]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm6
-    vpsubw       ymm6, ymm8, ymm10                   ; csub: before layer 6
-    vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm2, ymm10                   ; csub: before layer 6
-    vpminuw      ymm2, ymm8, ymm2
-    vpaddw       ymm8, ymm6, ymm2                    ; layer 6
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm2, ymm6, ymm2
-    vpmulhuw     ymm6, ymm2, [rax + 96]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: after layer 6
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm8, ymm2                    ; layer 6
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm2, ymm8, ymm2
+    vpmulhuw     ymm8, ymm2, [rax + 96]
     vpmullw      ymm2, ymm2, [rax + 64]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpsubw       ymm6, ymm9, ymm10                   ; csub: before layer 6
-    vpminuw      ymm6, ymm9, ymm6
-    vpsubw       ymm9, ymm3, ymm10                   ; csub: before layer 6
-    vpminuw      ymm3, ymm9, ymm3
-    vpaddw       ymm9, ymm6, ymm3                    ; layer 6
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm3, ymm6, ymm3
-    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3712] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 3584
-    vpmulhuw     ymm6, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 6
-    vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm4, ymm10                   ; csub: before layer 6
-    vpminuw      ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm5, ymm4                    ; layer 6
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rax - 32]
-    vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpunpcklqdq  ymm5, ymm7, ymm1
-    vpunpckhqdq  ymm1, ymm7, ymm1
-    vpunpcklqdq  ymm7, ymm8, ymm2
-    vpunpckhqdq  ymm2, ymm8, ymm2
-    vpunpcklqdq  ymm8, ymm9, ymm3
-    vpunpckhqdq  ymm3, ymm9, ymm3
-    vpunpcklqdq  ymm9, ymm6, ymm4
-    vpunpckhqdq  ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 5
-    vpminuw      ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rax + 32]
-    vpmullw      ymm1, ymm1, [rax]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm2, ymm10                   ; csub: before layer 5
-    vpminuw      ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm5, ymm2                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rax + 96]
-    vpmullw      ymm2, ymm2, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm3, ymm10                   ; csub: before layer 5
-    vpminuw      ymm3, ymm8, ymm3
-    vpaddw       ymm8, ymm5, ymm3                    ; layer 5
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm2, ymm2, ymm8
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: after layer 6
+    vpminuw      ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm5, ymm3                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
-    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3968] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 3840
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3712] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 3584
     vpmulhuw     ymm5, ymm3, [rax - 96]
     vpmullw      ymm3, ymm3, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 5
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 6
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm4, ymm10                   ; csub: before layer 5
-    vpminuw      ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm6, ymm4                    ; layer 6
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm4, ymm6, ymm4
+    vpmulhuw     ymm6, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm4, ymm4, ymm6
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: after layer 6
+    vpminuw      ymm6, ymm9, ymm6
+    vpunpcklqdq  ymm9, ymm7, ymm1
+    vpunpckhqdq  ymm1, ymm7, ymm1
+    vpunpcklqdq  ymm7, ymm8, ymm2
+    vpunpckhqdq  ymm2, ymm8, ymm2
+    vpunpcklqdq  ymm8, ymm5, ymm3
+    vpunpckhqdq  ymm3, ymm5, ymm3
+    vpunpcklqdq  ymm5, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
+    vpaddw       ymm6, ymm9, ymm1                    ; layer 5
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm1, [rax + 32]
+    vpmullw      ymm1, ymm1, [rax]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: after layer 5
+    vpminuw      ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm2                    ; layer 5
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm2, ymm7, ymm2
+    vpmulhuw     ymm7, ymm2, [rax + 96]
+    vpmullw      ymm2, ymm2, [rax + 64]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpsubw       ymm7, ymm9, ymm10                   ; csub: after layer 5
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm8, ymm3                    ; layer 5
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm3, ymm8, ymm3
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 3968] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 3840
+    vpmulhuw     ymm8, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm3, ymm3, ymm8
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: after layer 5
+    vpminuw      ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm5, ymm4                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
@@ -3751,89 +3693,75 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm4, ymm4, [rax - 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vperm2i128   ymm5, ymm6, ymm1, 32
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 5
+    vpminuw      ymm5, ymm9, ymm5
+    vperm2i128   ymm9, ymm6, ymm1, 32
     vperm2i128   ymm1, ymm6, ymm1, 49
     vperm2i128   ymm6, ymm7, ymm2, 32
     vperm2i128   ymm2, ymm7, ymm2, 49
     vperm2i128   ymm7, ymm8, ymm3, 32
     vperm2i128   ymm3, ymm8, ymm3, 49
-    vperm2i128   ymm8, ymm9, ymm4, 32
-    vperm2i128   ymm4, ymm9, ymm4, 49
-    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm1, ymm10                   ; csub: before layer 4
-    vpminuw      ymm1, ymm9, ymm1
-    vpaddw       ymm9, ymm5, ymm1                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rax + 32]
+    vperm2i128   ymm8, ymm5, ymm4, 32
+    vperm2i128   ymm4, ymm5, ymm4, 49
+    vpaddw       ymm5, ymm9, ymm1                    ; layer 4
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm1, [rax + 32]
     vpmullw      ymm1, ymm1, [rax]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm6, ymm5
-    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 4
-    vpminuw      ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm5, ymm2                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rax + 96]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm6, ymm2                    ; layer 4
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm2, ymm6, ymm2
+    vpmulhuw     ymm6, ymm2, [rax + 96]
     vpmullw      ymm2, ymm2, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm3, ymm10                   ; csub: before layer 4
-    vpminuw      ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm5, ymm3                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm3, ymm5, ymm3
-    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4224] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 4096
-    vpmulhuw     ymm5, ymm3, [rax - 96]
-    vpmullw      ymm3, ymm3, [rax - 128]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm4, ymm10                   ; csub: before layer 4
-    vpminuw      ymm4, ymm8, ymm4
-    vpaddw       ymm8, ymm5, ymm4                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rax - 32]
-    vpmullw      ymm4, ymm4, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
-    vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 3
-    vpminuw      ymm6, ymm9, ymm6
-    vpaddw       ymm9, ymm5, ymm6                    ; layer 3
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rax + 32]
-    vpmullw      ymm5, ymm5, [rax]
     vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm1, ymm2                    ; layer 3
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm7, ymm3                    ; layer 4
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm3, ymm7, ymm3
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4224] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 4096
+    vpmulhuw     ymm7, ymm3, [rax - 96]
+    vpmullw      ymm3, ymm3, [rax - 128]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm7, ymm8, ymm4                    ; layer 4
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm4, ymm8, ymm4
+    vpmulhuw     ymm8, ymm4, [rax - 32]
+    vpmullw      ymm4, ymm4, [rax - 64]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm4, ymm4, ymm8
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 3
+    vpminuw      ymm5, ymm8, ymm5
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: before layer 3
+    vpminuw      ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm8, ymm5                    ; layer 3
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm5, ymm5, ymm8
+    vpmulhuw     ymm8, ymm5, [rax + 32]
+    vpmullw      ymm5, ymm5, [rax]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm5, ymm5, ymm8
+    vpaddw       ymm8, ymm1, ymm2                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vpmulhuw     ymm2, ymm1, [rax + 32]
     vpmullw      ymm1, ymm1, [rax]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm7, ymm10                   ; csub: before layer 3
-    vpminuw      ymm2, ymm7, ymm2
-    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 3
-    vpminuw      ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm2, ymm7                    ; layer 3
+    vpsubw       ymm2, ymm6, ymm10                   ; csub: before layer 3
+    vpminuw      ymm2, ymm6, ymm2
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 3
+    vpminuw      ymm6, ymm7, ymm6
+    vpaddw       ymm7, ymm2, ymm6                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
-    vpsubw       ymm2, ymm2, ymm7
-    vpmulhuw     ymm7, ymm2, [rax + 96]
+    vpsubw       ymm2, ymm2, ymm6
+    vpmulhuw     ymm6, ymm2, [rax + 96]
     vpmullw      ymm2, ymm2, [rax + 64]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm3, ymm4                    ; layer 3
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm3, ymm4                    ; layer 3
     vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
     vpmulhuw     ymm4, ymm3, [rax + 96]
@@ -3842,23 +3770,23 @@ kg_falcon12289_ntt_inverse_avx2:
     vpsubw       ymm3, ymm3, ymm4
     vpsubw       ymm4, ymm9, ymm10                   ; csub: before layer 2
     vpminuw      ymm4, ymm9, ymm4
-    vpsubw       ymm9, ymm8, ymm10                   ; csub: before layer 2
-    vpminuw      ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm8, ymm4                    ; layer 2
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: before layer 2
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm4, ymm7                    ; layer 2
     vpaddw       ymm4, ymm10, ymm4
-    vpsubw       ymm4, ymm4, ymm8
+    vpsubw       ymm4, ymm4, ymm7
     lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4480] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 4352
-    vpmulhuw     ymm8, ymm4, [rax - 96]
+    vpmulhuw     ymm7, ymm4, [rax - 96]
     vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm4, ymm4, ymm7
+    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 2
+    vpminuw      ymm7, ymm8, ymm7
     vpsubw       ymm8, ymm6, ymm10                   ; csub: before layer 2
     vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm7, ymm10                   ; csub: before layer 2
-    vpminuw      ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm6, ymm7                    ; layer 2
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm6, ymm6, ymm7
+    vpaddw       ymm8, ymm7, ymm6                    ; layer 2
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm6, [rax - 96]
     vpmullw      ymm6, ymm6, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
@@ -3957,6 +3885,8 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: after layer 7
+    vpminuw      ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
@@ -3964,14 +3894,18 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm2, ymm2, [rax]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm6, ymm3                    ; layer 7
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm5, ymm9, ymm5
+    vpaddw       ymm9, ymm6, ymm3                    ; layer 7
     vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm3, ymm6, ymm3
     vpmulhuw     ymm6, ymm3, [rax + 96]
     vpmullw      ymm3, ymm3, [rax + 64]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm7, ymm4                    ; layer 7
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm4                    ; layer 7
     vpaddw       ymm7, ymm10, ymm7
     vpsubw       ymm4, ymm7, ymm4
     lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 4992] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 4864
@@ -3979,112 +3913,96 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
-    vpsllq       ymm7, ymm1, 32
-    vpblendd     ymm7, ymm8, ymm7, 170
+    vpsubw       ymm7, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm7, ymm9, ymm7
+    vpsllq       ymm9, ymm1, 32
+    vpblendd     ymm9, ymm8, ymm9, 170
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm1, ymm8, ymm1, 170
     vpsllq       ymm8, ymm2, 32
-    vpblendd     ymm8, ymm9, ymm8, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm2, ymm9, ymm2, 170
-    vpsllq       ymm9, ymm3, 32
-    vpblendd     ymm9, ymm5, ymm9, 170
+    vpblendd     ymm8, ymm5, ymm8, 170
     vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm3, ymm5, ymm3, 170
-    vpsllq       ymm5, ymm4, 32
+    vpblendd     ymm2, ymm5, ymm2, 170
+    vpsllq       ymm5, ymm3, 32
     vpblendd     ymm5, ymm6, ymm5, 170
     vpsrlq       ymm6, ymm6, 32
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 6
-    vpminuw      ymm6, ymm7, ymm6
-    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 6
-    vpminuw      ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm6, ymm1                    ; layer 6
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm1, ymm6, ymm1
-    vpmulhuw     ymm6, ymm1, [rax - 32]
+    vpblendd     ymm3, ymm6, ymm3, 170
+    vpsllq       ymm6, ymm4, 32
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm4, ymm7, ymm4, 170
+    vpaddw       ymm7, ymm9, ymm1                    ; layer 6
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm1, [rax - 32]
     vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm6
-    vpsubw       ymm6, ymm8, ymm10                   ; csub: before layer 6
-    vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm2, ymm10                   ; csub: before layer 6
-    vpminuw      ymm2, ymm8, ymm2
-    vpaddw       ymm8, ymm6, ymm2                    ; layer 6
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm2, ymm6, ymm2
-    vpmulhuw     ymm6, ymm2, [rax + 32]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: after layer 6
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm8, ymm2                    ; layer 6
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm2, ymm8, ymm2
+    vpmulhuw     ymm8, ymm2, [rax + 32]
     vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpsubw       ymm6, ymm9, ymm10                   ; csub: before layer 6
-    vpminuw      ymm6, ymm9, ymm6
-    vpsubw       ymm9, ymm3, ymm10                   ; csub: before layer 6
-    vpminuw      ymm3, ymm9, ymm3
-    vpaddw       ymm9, ymm6, ymm3                    ; layer 6
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm3, ymm6, ymm3
-    vpmulhuw     ymm6, ymm3, [rax + 96]
-    vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 6
-    vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm4, ymm10                   ; csub: before layer 6
-    vpminuw      ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm5, ymm4                    ; layer 6
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5248] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 5120
-    vpmulhuw     ymm5, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpunpcklqdq  ymm5, ymm7, ymm1
-    vpunpckhqdq  ymm1, ymm7, ymm1
-    vpunpcklqdq  ymm7, ymm8, ymm2
-    vpunpckhqdq  ymm2, ymm8, ymm2
-    vpunpcklqdq  ymm8, ymm9, ymm3
-    vpunpckhqdq  ymm3, ymm9, ymm3
-    vpunpcklqdq  ymm9, ymm6, ymm4
-    vpunpckhqdq  ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 5
-    vpminuw      ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rax - 32]
-    vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm2, ymm10                   ; csub: before layer 5
-    vpminuw      ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm5, ymm2                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rax + 32]
-    vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm3, ymm10                   ; csub: before layer 5
-    vpminuw      ymm3, ymm8, ymm3
-    vpaddw       ymm8, ymm5, ymm3                    ; layer 5
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm2, ymm2, ymm8
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: after layer 6
+    vpminuw      ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm5, ymm3                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm3, ymm5, ymm3
     vpmulhuw     ymm5, ymm3, [rax + 96]
     vpmullw      ymm3, ymm3, [rax + 64]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 5
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 6
     vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm4, ymm10                   ; csub: before layer 5
-    vpminuw      ymm4, ymm9, ymm4
+    vpaddw       ymm9, ymm6, ymm4                    ; layer 6
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm4, ymm6, ymm4
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5248] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 5120
+    vpmulhuw     ymm6, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm4, ymm4, ymm6
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: after layer 6
+    vpminuw      ymm6, ymm9, ymm6
+    vpunpcklqdq  ymm9, ymm7, ymm1
+    vpunpckhqdq  ymm1, ymm7, ymm1
+    vpunpcklqdq  ymm7, ymm8, ymm2
+    vpunpckhqdq  ymm2, ymm8, ymm2
+    vpunpcklqdq  ymm8, ymm5, ymm3
+    vpunpckhqdq  ymm3, ymm5, ymm3
+    vpunpcklqdq  ymm5, ymm6, ymm4
+    vpunpckhqdq  ymm4, ymm6, ymm4
+    vpaddw       ymm6, ymm9, ymm1                    ; layer 5
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm1, [rax - 32]
+    vpmullw      ymm1, ymm1, [rax - 64]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: after layer 5
+    vpminuw      ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm2                    ; layer 5
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm2, ymm7, ymm2
+    vpmulhuw     ymm7, ymm2, [rax + 32]
+    vpmullw      ymm2, ymm2, [rax]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpsubw       ymm7, ymm9, ymm10                   ; csub: after layer 5
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm8, ymm3                    ; layer 5
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm3, ymm8, ymm3
+    vpmulhuw     ymm8, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm3, ymm3, ymm8
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: after layer 5
+    vpminuw      ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm5, ymm4                    ; layer 5
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
@@ -4093,89 +4011,75 @@ kg_falcon12289_ntt_inverse_avx2:
     vpmullw      ymm4, ymm4, [rax - 128]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vperm2i128   ymm5, ymm6, ymm1, 32
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 5
+    vpminuw      ymm5, ymm9, ymm5
+    vperm2i128   ymm9, ymm6, ymm1, 32
     vperm2i128   ymm1, ymm6, ymm1, 49
     vperm2i128   ymm6, ymm7, ymm2, 32
     vperm2i128   ymm2, ymm7, ymm2, 49
     vperm2i128   ymm7, ymm8, ymm3, 32
     vperm2i128   ymm3, ymm8, ymm3, 49
-    vperm2i128   ymm8, ymm9, ymm4, 32
-    vperm2i128   ymm4, ymm9, ymm4, 49
-    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm1, ymm10                   ; csub: before layer 4
-    vpminuw      ymm1, ymm9, ymm1
-    vpaddw       ymm9, ymm5, ymm1                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rax - 32]
+    vperm2i128   ymm8, ymm5, ymm4, 32
+    vperm2i128   ymm4, ymm5, ymm4, 49
+    vpaddw       ymm5, ymm9, ymm1                    ; layer 4
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm1, [rax - 32]
     vpmullw      ymm1, ymm1, [rax - 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm6, ymm5
-    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 4
-    vpminuw      ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm5, ymm2                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rax + 32]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm6, ymm2                    ; layer 4
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm2, ymm6, ymm2
+    vpmulhuw     ymm6, ymm2, [rax + 32]
     vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm3, ymm10                   ; csub: before layer 4
-    vpminuw      ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm5, ymm3                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rax + 96]
-    vpmullw      ymm3, ymm3, [rax + 64]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm4, ymm10                   ; csub: before layer 4
-    vpminuw      ymm4, ymm8, ymm4
-    vpaddw       ymm8, ymm5, ymm4                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5760] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 5632
-    vpmulhuw     ymm5, ymm4, [rax - 96]
-    vpmullw      ymm4, ymm4, [rax - 128]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 3
-    vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 3
-    vpminuw      ymm6, ymm9, ymm6
-    vpaddw       ymm9, ymm5, ymm6                    ; layer 3
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rax - 32]
-    vpmullw      ymm5, ymm5, [rax - 64]
     vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm1, ymm2                    ; layer 3
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm7, ymm3                    ; layer 4
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm3, ymm7, ymm3
+    vpmulhuw     ymm7, ymm3, [rax + 96]
+    vpmullw      ymm3, ymm3, [rax + 64]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm7, ymm8, ymm4                    ; layer 4
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm4, ymm8, ymm4
+    lea          rax, [rel kg_falcon12289_ntt_inverse_twiddles_avx2 + 5760] ; addresses kg_falcon12289_ntt_inverse_twiddles_avx2 near byte 5632
+    vpmulhuw     ymm8, ymm4, [rax - 96]
+    vpmullw      ymm4, ymm4, [rax - 128]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm4, ymm4, ymm8
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 3
+    vpminuw      ymm5, ymm8, ymm5
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: before layer 3
+    vpminuw      ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm8, ymm5                    ; layer 3
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm5, ymm5, ymm8
+    vpmulhuw     ymm8, ymm5, [rax - 32]
+    vpmullw      ymm5, ymm5, [rax - 64]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm5, ymm5, ymm8
+    vpaddw       ymm8, ymm1, ymm2                    ; layer 3
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vpmulhuw     ymm2, ymm1, [rax - 32]
     vpmullw      ymm1, ymm1, [rax - 64]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm7, ymm10                   ; csub: before layer 3
-    vpminuw      ymm2, ymm7, ymm2
-    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 3
-    vpminuw      ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm2, ymm7                    ; layer 3
+    vpsubw       ymm2, ymm6, ymm10                   ; csub: before layer 3
+    vpminuw      ymm2, ymm6, ymm2
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 3
+    vpminuw      ymm6, ymm7, ymm6
+    vpaddw       ymm7, ymm2, ymm6                    ; layer 3
     vpaddw       ymm2, ymm10, ymm2
-    vpsubw       ymm2, ymm2, ymm7
-    vpmulhuw     ymm7, ymm2, [rax + 32]
+    vpsubw       ymm2, ymm2, ymm6
+    vpmulhuw     ymm6, ymm2, [rax + 32]
     vpmullw      ymm2, ymm2, [rax]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm3, ymm4                    ; layer 3
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm3, ymm4                    ; layer 3
     vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
     vpmulhuw     ymm4, ymm3, [rax + 32]
@@ -4184,22 +4088,22 @@ kg_falcon12289_ntt_inverse_avx2:
     vpsubw       ymm3, ymm3, ymm4
     vpsubw       ymm4, ymm9, ymm10                   ; csub: before layer 2
     vpminuw      ymm4, ymm9, ymm4
-    vpsubw       ymm9, ymm8, ymm10                   ; csub: before layer 2
-    vpminuw      ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm8, ymm4                    ; layer 2
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: before layer 2
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm4, ymm7                    ; layer 2
     vpaddw       ymm4, ymm10, ymm4
-    vpsubw       ymm4, ymm4, ymm8
-    vpmulhuw     ymm8, ymm4, [rax + 96]
+    vpsubw       ymm4, ymm4, ymm7
+    vpmulhuw     ymm7, ymm4, [rax + 96]
     vpmullw      ymm4, ymm4, [rax + 64]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm4, ymm4, ymm7
+    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 2
+    vpminuw      ymm7, ymm8, ymm7
     vpsubw       ymm8, ymm6, ymm10                   ; csub: before layer 2
     vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm7, ymm10                   ; csub: before layer 2
-    vpminuw      ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm6, ymm7                    ; layer 2
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm6, ymm6, ymm7
+    vpaddw       ymm8, ymm7, ymm6                    ; layer 2
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm6, [rax + 96]
     vpmullw      ymm6, ymm6, [rax + 64]
     vpmullw      ymm7, ymm7, ymm0
@@ -10584,13 +10488,13 @@ kg_falcon12289_basemul_sse:
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
-;   loops: 4 x 131 and 4 x 104 instructions (repeated groups rolled: 4717 instructions run, 4198 written)
+;   loops: 4 x 131 and 4 x 104 instructions (repeated groups rolled: 4417 instructions run, 3895 written)
 ;
 ; reduction schedule:
-;   policy index, harvey reduction, 160 vector reductions
-;   before layer 6: 32 register(s), smallest indices 0,4,32,36,64,68,96,100,128,132,160,164,192,196,224,228,256,260,288,292,320,324,352,356,384,388,416,420,448,452,480,484
-;   before layer 5: 32 register(s), smallest indices 0,8,32,40,64,72,96,104,128,136,160,168,192,200,224,232,256,264,288,296,320,328,352,360,384,392,416,424,448,456,480,488
-;   before layer 4: 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496
+;   policy index, harvey reduction, 112 vector reductions
+;   after layer 7 (its sums, for the next layer): 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
+;   after layer 6 (its sums, for the next layer): 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
+;   after layer 5 (its sums, for the next layer): 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
 ;   before layer 3: 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
 ;   before layer 2: 16 register(s), smallest indices 0,16,64,80,128,144,192,208,256,272,320,336,384,400,448,464
 ;   before layer 1: 16 register(s), smallest indices 0,16,32,48,128,144,160,176,256,272,288,304,384,400,416,432
@@ -10816,3993 +10720,3690 @@ kg_falcon12289_ntt_inverse_sse:
     pmullw       xmm14, xmm15
     psubw        xmm0, xmm13
     psubw        xmm7, xmm14
+    movdqa       xmm13, xmm6                         ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm13, [rcx - 128]
+    movdqa       xmm14, xmm12
+    psubw        xmm14, [rcx - 112]
+    pminuw       xmm6, xmm13
+    pminuw       xmm12, xmm14
     movdqa       xmm13, xmm10                        ; layer 7
     paddw        xmm13, xmm3
     movdqa       xmm14, [rsp + 128]                  ; reload
-    movdqa       [rsp + 64], xmm13                   ; spill
-    movdqa       xmm13, xmm14
-    paddw        xmm13, [rsp]
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm14
+    paddw        xmm12, [rsp]
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
     psubw        xmm10, xmm3
     psubw        xmm14, [rsp]
     movdqa       xmm3, xmm10
-    pmulhuw      xmm3, [rcx - 32]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm14
-    pmulhuw      xmm13, [rcx - 16]
-    pmullw       xmm10, [rcx - 64]
-    pmullw       xmm14, [rcx - 48]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 448] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 320
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       [rsp], xmm6                         ; spill
+    movdqa       xmm6, xmm14
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm3, xmm15
-    pmullw       xmm13, xmm15
+    pmullw       xmm6, xmm15
     psubw        xmm10, xmm3
-    psubw        xmm14, xmm13
+    psubw        xmm14, xmm6
+    movdqa       xmm3, xmm13                         ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm3, [rcx - 128]
+    movdqa       xmm6, xmm12
+    psubw        xmm6, [rcx - 112]
+    pminuw       xmm13, xmm3
+    pminuw       xmm12, xmm6
     movdqa       xmm3, [rsp + 160]                   ; reload
-    movdqa       xmm13, xmm3                         ; layer 7
-    paddw        xmm13, xmm4
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, xmm1
-    paddw        xmm13, xmm2
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    movdqa       xmm6, xmm3                          ; layer 7
+    paddw        xmm6, xmm4
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm1
+    paddw        xmm12, xmm2
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
     psubw        xmm3, xmm4
     psubw        xmm1, xmm2
     movdqa       xmm2, xmm3
-    pmulhuw      xmm2, [rcx + 32]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 512] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 384
+    pmulhuw      xmm2, [rcx - 96]
     movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rcx + 48]
-    pmullw       xmm3, [rcx]
-    pmullw       xmm1, [rcx + 16]
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
     pmullw       xmm2, xmm15
     pmullw       xmm4, xmm15
     psubw        xmm3, xmm2
     psubw        xmm1, xmm4
+    movdqa       xmm2, xmm6                          ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rcx - 128]
+    movdqa       xmm4, xmm12
+    psubw        xmm4, [rcx - 112]
+    pminuw       xmm6, xmm2
+    pminuw       xmm12, xmm4
     movdqa       xmm2, xmm9                          ; layer 7
     paddw        xmm2, xmm11
     movdqa       xmm4, xmm5
     paddw        xmm4, xmm8
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
     psubw        xmm9, xmm11
     psubw        xmm5, xmm8
     movdqa       xmm8, xmm9
-    pmulhuw      xmm8, [rcx + 96]
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 576] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 448
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm11, xmm5
-    pmulhuw      xmm11, [rcx + 112]
-    pmullw       xmm9, [rcx + 64]
-    pmullw       xmm5, [rcx + 80]
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
     pmullw       xmm8, xmm15
     pmullw       xmm11, xmm15
     psubw        xmm9, xmm8
     psubw        xmm5, xmm11
+    movdqa       xmm8, xmm2                          ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
+    movdqa       xmm11, xmm4
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm2, xmm8
+    pminuw       xmm4, xmm11
     movdqa       xmm8, xmm0
     psllq        xmm8, 32
     movdqa       xmm11, xmm7
     psllq        xmm11, 32
-    movdqa       xmm15, xmm6
-    pblendw      xmm15, xmm8, 204
-    movdqa       xmm8, xmm12
-    pblendw      xmm8, xmm11, 204
-    psrlq        xmm6, 32
-    psrlq        xmm12, 32
-    pblendw      xmm6, xmm0, 204
-    pblendw      xmm12, xmm7, 204
+    movdqa       xmm15, [rsp]                        ; reload
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, xmm15
+    pblendw      xmm4, xmm8, 204
+    movdqa       xmm8, [rsp + 64]                    ; reload
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm8
+    pblendw      xmm4, xmm11, 204
+    psrlq        xmm15, 32
+    psrlq        xmm8, 32
+    pblendw      xmm15, xmm0, 204
+    pblendw      xmm8, xmm7, 204
     movdqa       xmm0, xmm10
     psllq        xmm0, 32
     movdqa       xmm7, xmm14
     psllq        xmm7, 32
-    movdqa       xmm11, [rsp + 64]                   ; reload
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm11
-    pblendw      xmm12, xmm0, 204
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm12                   ; spill
-    movdqa       xmm12, xmm0
-    pblendw      xmm12, xmm7, 204
-    psrlq        xmm11, 32
+    movdqa       xmm11, xmm13
+    pblendw      xmm11, xmm0, 204
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqa       [rsp + 64], xmm11                   ; spill
+    movdqa       xmm11, xmm0
+    pblendw      xmm11, xmm7, 204
+    psrlq        xmm13, 32
     psrlq        xmm0, 32
-    pblendw      xmm11, xmm10, 204
+    pblendw      xmm13, xmm10, 204
     pblendw      xmm0, xmm14, 204
     movdqa       xmm7, xmm3
     psllq        xmm7, 32
     movdqa       xmm10, xmm1
     psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 128]                  ; reload
-    movdqa       [rsp], xmm0                         ; spill
-    movdqa       xmm0, xmm14
-    pblendw      xmm0, xmm7, 204
-    movdqa       xmm7, xmm13
+    movdqa       xmm14, xmm6
+    pblendw      xmm14, xmm7, 204
+    movdqa       xmm7, xmm12
     pblendw      xmm7, xmm10, 204
-    psrlq        xmm14, 32
-    psrlq        xmm13, 32
-    pblendw      xmm14, xmm3, 204
-    pblendw      xmm13, xmm1, 204
+    psrlq        xmm6, 32
+    psrlq        xmm12, 32
+    pblendw      xmm6, xmm3, 204
+    pblendw      xmm12, xmm1, 204
     movdqa       xmm1, xmm9
     psllq        xmm1, 32
     movdqa       xmm3, xmm5
     psllq        xmm3, 32
     movdqa       xmm10, xmm2
     pblendw      xmm10, xmm1, 204
-    movdqa       xmm1, xmm4
-    pblendw      xmm1, xmm3, 204
+    movdqa       xmm1, [rsp + 160]                   ; reload
+    movdqa       [rsp + 128], xmm10                  ; spill
+    movdqa       xmm10, xmm1
+    pblendw      xmm10, xmm3, 204
     psrlq        xmm2, 32
-    psrlq        xmm4, 32
+    psrlq        xmm1, 32
     pblendw      xmm2, xmm9, 204
-    pblendw      xmm4, xmm5, 204
-    movdqa       xmm3, xmm15                         ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm3, [rcx - 128]
-    movdqa       xmm5, xmm8
-    psubw        xmm5, [rcx - 112]
-    pminuw       xmm15, xmm3
-    pminuw       xmm8, xmm5
-    movdqa       xmm3, xmm6                          ; csub: before layer 6
-    psubw        xmm3, [rcx - 128]
-    movdqa       xmm5, [rsp + 160]                   ; reload
-    movdqa       xmm9, xmm5
-    psubw        xmm9, [rcx - 112]
-    pminuw       xmm6, xmm3
-    pminuw       xmm5, xmm9
-    movdqa       xmm3, xmm15                         ; layer 6
-    paddw        xmm3, xmm6
-    movdqa       xmm9, xmm8
-    paddw        xmm9, xmm5
-    paddw        xmm15, [rcx - 128]
-    paddw        xmm8, [rcx - 112]
-    psubw        xmm15, xmm6
-    psubw        xmm8, xmm5
-    movdqa       xmm5, xmm15
+    pblendw      xmm1, xmm5, 204
+    movdqa       xmm3, [rsp + 96]                    ; reload
+    movdqa       xmm5, xmm3                          ; layer 6
+    paddw        xmm5, xmm15
+    movdqa       xmm9, xmm4
+    paddw        xmm9, xmm8
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
+    psubw        xmm3, xmm15
+    psubw        xmm4, xmm8
+    movdqa       xmm8, xmm3
     lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 640] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 512
-    pmulhuw      xmm5, [rcx - 96]
-    movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rcx - 80]
-    pmullw       xmm15, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
-    movdqa       [rsp + 160], xmm9                   ; spill
-    movdqu       xmm9, [rel pw_12289]                ; reload
-    pmullw       xmm5, xmm9
-    pmullw       xmm6, xmm9
-    psubw        xmm15, xmm5
-    psubw        xmm8, xmm6
-    movdqa       xmm5, [rsp + 96]                    ; reload
-    movdqa       xmm6, xmm5                          ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqa       xmm8, xmm12
-    psubw        xmm8, [rcx - 112]
-    pminuw       xmm5, xmm6
-    pminuw       xmm12, xmm8
-    movdqa       xmm6, xmm11                         ; csub: before layer 6
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm8, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm8
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm11, xmm6
-    pminuw       xmm8, xmm15
-    movdqa       xmm6, xmm5                          ; layer 6
-    paddw        xmm6, xmm11
-    movdqa       xmm15, xmm12
-    paddw        xmm15, xmm8
-    paddw        xmm5, [rcx - 128]
-    paddw        xmm12, [rcx - 112]
-    psubw        xmm5, xmm11
-    psubw        xmm12, xmm8
-    movdqa       xmm8, xmm5
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 704] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 576
     pmulhuw      xmm8, [rcx - 96]
-    movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm12, [rcx - 112]
-    pmullw       xmm8, xmm9
-    pmullw       xmm11, xmm9
-    psubw        xmm5, xmm8
-    psubw        xmm12, xmm11
-    movdqa       xmm8, xmm0                          ; csub: before layer 6
+    movdqa       xmm15, xmm4
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
+    movdqa       [rsp + 96], xmm1                    ; spill
+    movdqu       xmm1, [rel pw_12289]                ; reload
+    pmullw       xmm8, xmm1
+    pmullw       xmm15, xmm1
+    psubw        xmm3, xmm8
+    psubw        xmm4, xmm15
+    movdqa       xmm8, xmm5                          ; csub: after layer 6
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
     psubw        xmm8, [rcx - 128]
-    movdqa       xmm11, xmm7
-    psubw        xmm11, [rcx - 112]
-    pminuw       xmm0, xmm8
-    pminuw       xmm7, xmm11
-    movdqa       xmm8, xmm14                         ; csub: before layer 6
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm11, xmm13
-    psubw        xmm11, [rcx - 112]
-    pminuw       xmm14, xmm8
-    pminuw       xmm13, xmm11
-    movdqa       xmm8, xmm0                          ; layer 6
-    paddw        xmm8, xmm14
-    movdqa       xmm11, xmm7
-    paddw        xmm11, xmm13
-    paddw        xmm0, [rcx - 128]
+    movdqa       xmm15, xmm9
+    psubw        xmm15, [rcx - 112]
+    pminuw       xmm5, xmm8
+    pminuw       xmm9, xmm15
+    movdqa       xmm8, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm8                         ; layer 6
+    paddw        xmm15, xmm13
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, xmm11
+    paddw        xmm4, xmm0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
+    psubw        xmm8, xmm13
+    psubw        xmm11, xmm0
+    movdqa       xmm0, xmm8
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 704] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 576
+    pmulhuw      xmm0, [rcx - 96]
+    movdqa       xmm13, xmm11
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
+    pmullw       xmm0, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm8, xmm0
+    psubw        xmm11, xmm13
+    movdqa       xmm0, xmm15                         ; csub: after layer 6
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm0, [rcx - 128]
+    movdqa       xmm13, xmm4
+    psubw        xmm13, [rcx - 112]
+    pminuw       xmm15, xmm0
+    pminuw       xmm4, xmm13
+    movdqa       xmm0, xmm14                         ; layer 6
+    paddw        xmm0, xmm6
+    movdqa       xmm13, xmm7
+    paddw        xmm13, xmm12
+    paddw        xmm14, [rcx - 128]
     paddw        xmm7, [rcx - 112]
-    psubw        xmm0, xmm14
-    psubw        xmm7, xmm13
-    movdqa       xmm13, xmm0
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm14
     lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 768] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 640
-    pmulhuw      xmm13, [rcx - 96]
-    movdqa       xmm14, xmm7
-    pmulhuw      xmm14, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
+    pmulhuw      xmm6, [rcx - 96]
+    movdqa       xmm12, xmm7
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm14, [rcx - 128]
     pmullw       xmm7, [rcx - 112]
-    pmullw       xmm13, xmm9
-    pmullw       xmm14, xmm9
-    psubw        xmm0, xmm13
-    psubw        xmm7, xmm14
-    movdqa       xmm13, xmm10                        ; csub: before layer 6
+    pmullw       xmm6, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm0                          ; csub: after layer 6
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm13, [rcx - 128]
-    movdqa       xmm14, xmm1
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm10, xmm13
-    pminuw       xmm1, xmm14
-    movdqa       xmm13, xmm2                         ; csub: before layer 6
-    psubw        xmm13, [rcx - 128]
-    movdqa       xmm14, xmm4
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm2, xmm13
-    pminuw       xmm4, xmm14
-    movdqa       xmm13, xmm10                        ; layer 6
-    paddw        xmm13, xmm2
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm4
-    paddw        xmm10, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
-    psubw        xmm10, xmm2
-    psubw        xmm1, xmm4
-    movdqa       xmm2, xmm10
+    psubw        xmm6, [rcx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm0, xmm6
+    pminuw       xmm13, xmm12
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       xmm12, xmm6                         ; layer 6
+    paddw        xmm12, xmm2
+    movdqa       [rsp + 64], xmm7                    ; spill
+    movdqa       xmm7, xmm10
+    paddw        xmm7, [rsp + 96]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
+    psubw        xmm6, xmm2
+    psubw        xmm10, [rsp + 96]
+    movdqa       xmm2, xmm6
     lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 832] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 704
     pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rcx - 80]
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm2, xmm9
-    pmullw       xmm4, xmm9
-    psubw        xmm10, xmm2
-    psubw        xmm1, xmm4
-    movdqa       xmm2, xmm3
-    punpcklqdq   xmm2, [rsp + 96]
-    movdqa       xmm4, [rsp + 160]                   ; reload
-    movdqa       xmm9, xmm4
-    punpcklqdq   xmm9, [rsp + 128]
-    punpckhqdq   xmm3, [rsp + 96]
-    punpckhqdq   xmm4, [rsp + 128]
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, xmm6
-    punpcklqdq   xmm4, xmm5
-    movdqa       [rsp + 160], xmm4                   ; spill
-    movdqa       xmm4, xmm15
-    punpcklqdq   xmm4, xmm12
-    punpckhqdq   xmm6, xmm5
-    punpckhqdq   xmm15, xmm12
-    movdqa       xmm5, xmm8
-    punpcklqdq   xmm5, xmm0
-    movdqa       xmm12, xmm11
-    punpcklqdq   xmm12, xmm7
-    punpckhqdq   xmm8, xmm0
-    punpckhqdq   xmm11, xmm7
-    movdqa       xmm0, xmm13
-    punpcklqdq   xmm0, xmm10
-    movdqa       xmm7, xmm14
-    punpcklqdq   xmm7, xmm1
-    punpckhqdq   xmm13, xmm10
-    punpckhqdq   xmm14, xmm1
-    movdqa       xmm1, xmm2                          ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm1, [rcx - 128]
-    movdqa       xmm10, xmm9
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm2, xmm1
-    pminuw       xmm9, xmm10
-    movdqa       xmm1, xmm3                          ; csub: before layer 5
-    psubw        xmm1, [rcx - 128]
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm10
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm3, xmm1
-    pminuw       xmm10, xmm14
-    movdqa       xmm1, xmm2                          ; layer 5
-    paddw        xmm1, xmm3
-    movdqa       xmm14, xmm9
-    paddw        xmm14, xmm10
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
-    psubw        xmm2, xmm3
-    psubw        xmm9, xmm10
-    movdqa       xmm3, xmm2
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 896] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 768
-    pmulhuw      xmm3, [rcx - 96]
-    movdqa       xmm10, xmm9
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
-    movdqa       [rsp + 128], xmm14                  ; spill
-    movdqu       xmm14, [rel pw_12289]               ; reload
-    pmullw       xmm3, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm2, xmm3
-    psubw        xmm9, xmm10
-    movdqa       xmm3, [rsp + 160]                   ; reload
-    movdqa       xmm10, xmm3                         ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rcx - 128]
-    movdqa       [rsp], xmm9                         ; spill
-    movdqa       xmm9, xmm4
-    psubw        xmm9, [rcx - 112]
-    pminuw       xmm3, xmm10
-    pminuw       xmm4, xmm9
-    movdqa       xmm9, xmm6                          ; csub: before layer 5
-    psubw        xmm9, [rcx - 128]
-    movdqa       xmm10, xmm15
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm6, xmm9
-    pminuw       xmm15, xmm10
-    movdqa       xmm9, xmm3                          ; layer 5
-    paddw        xmm9, xmm6
-    movdqa       xmm10, xmm4
-    paddw        xmm10, xmm15
-    paddw        xmm3, [rcx - 128]
-    paddw        xmm4, [rcx - 112]
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm15
-    movdqa       xmm6, xmm3
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 960] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 832
-    pmulhuw      xmm6, [rcx - 96]
-    movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm3, [rcx - 128]
-    pmullw       xmm4, [rcx - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm15
-    movdqa       xmm6, xmm5                          ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm15, xmm12
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm5, xmm6
-    pminuw       xmm12, xmm15
-    movdqa       xmm6, xmm8                          ; csub: before layer 5
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm15, xmm11
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm11, xmm15
-    movdqa       xmm6, xmm5                          ; layer 5
-    paddw        xmm6, xmm8
-    movdqa       xmm15, xmm12
-    paddw        xmm15, xmm11
-    paddw        xmm5, [rcx - 128]
-    paddw        xmm12, [rcx - 112]
-    psubw        xmm5, xmm8
-    psubw        xmm12, xmm11
-    movdqa       xmm8, xmm5
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1024] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 896
-    pmulhuw      xmm8, [rcx - 96]
-    movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm12, [rcx - 112]
-    pmullw       xmm8, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm5, xmm8
-    psubw        xmm12, xmm11
-    movdqa       xmm8, xmm0                          ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm11, xmm7
-    psubw        xmm11, [rcx - 112]
-    pminuw       xmm0, xmm8
-    pminuw       xmm7, xmm11
-    movdqa       xmm8, xmm13                         ; csub: before layer 5
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm11, [rsp + 96]                   ; reload
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm11
-    psubw        xmm12, [rcx - 112]
-    pminuw       xmm13, xmm8
-    pminuw       xmm11, xmm12
-    movdqa       xmm8, xmm0                          ; layer 5
-    paddw        xmm8, xmm13
-    movdqa       xmm12, xmm7
-    paddw        xmm12, xmm11
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm7, [rcx - 112]
-    psubw        xmm0, xmm13
-    psubw        xmm7, xmm11
-    movdqa       xmm11, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1088] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 960
-    pmulhuw      xmm11, [rcx - 96]
-    movdqa       xmm13, xmm7
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm7, [rcx - 112]
-    pmullw       xmm11, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm0, xmm11
-    psubw        xmm7, xmm13
-    movdqa       xmm11, xmm1                         ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm11, [rcx - 128]
-    movdqa       xmm13, xmm2
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm1, xmm11
-    pminuw       xmm2, xmm13
-    movdqa       xmm11, [rsp + 128]                  ; reload
-    movdqa       xmm13, xmm11                        ; csub: before layer 4
-    psubw        xmm13, [rcx - 128]
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       [rsp + 64], xmm12                   ; spill
-    movdqa       xmm12, xmm7
-    psubw        xmm12, [rcx - 112]
-    pminuw       xmm11, xmm13
-    pminuw       xmm7, xmm12
-    movdqa       xmm12, xmm1                         ; layer 4
-    paddw        xmm12, xmm11
-    movdqa       xmm13, xmm2
-    paddw        xmm13, xmm7
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
-    psubw        xmm1, xmm11
-    psubw        xmm2, xmm7
-    movdqa       xmm7, xmm1
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1152] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1024
-    pmulhuw      xmm7, [rcx - 96]
-    movdqa       xmm11, xmm2
-    pmulhuw      xmm11, [rcx - 80]
-    pmullw       xmm1, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    pmullw       xmm7, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm1, xmm7
-    psubw        xmm2, xmm11
-    movdqa       xmm7, xmm9                          ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm11, xmm3
-    psubw        xmm11, [rcx - 112]
-    pminuw       xmm9, xmm7
-    pminuw       xmm3, xmm11
-    movdqa       xmm7, xmm10                         ; csub: before layer 4
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm11, xmm4
-    psubw        xmm11, [rcx - 112]
-    pminuw       xmm10, xmm7
-    pminuw       xmm4, xmm11
-    movdqa       xmm7, xmm9                          ; layer 4
-    paddw        xmm7, xmm10
-    movdqa       xmm11, xmm3
-    paddw        xmm11, xmm4
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
-    psubw        xmm9, xmm10
-    psubw        xmm3, xmm4
-    movdqa       xmm4, xmm9
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1216] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1088
-    pmulhuw      xmm4, [rcx - 96]
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
-    pmullw       xmm4, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm9, xmm4
-    psubw        xmm3, xmm10
-    movdqa       xmm4, xmm6                          ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rcx - 128]
-    movdqa       xmm10, xmm5
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm6, xmm4
-    pminuw       xmm5, xmm10
-    movdqa       xmm4, xmm15                         ; csub: before layer 4
-    psubw        xmm4, [rcx - 128]
-    movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, xmm10
-    psubw        xmm3, [rcx - 112]
-    pminuw       xmm15, xmm4
-    pminuw       xmm10, xmm3
-    movdqa       xmm3, xmm6                          ; layer 4
-    paddw        xmm3, xmm15
-    movdqa       xmm4, xmm5
-    paddw        xmm4, xmm10
-    paddw        xmm6, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
-    psubw        xmm6, xmm15
-    psubw        xmm5, xmm10
-    movdqa       xmm10, xmm6
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1280] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1152
-    pmulhuw      xmm10, [rcx - 96]
-    movdqa       xmm15, xmm5
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm5, [rcx - 112]
-    pmullw       xmm10, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm6, xmm10
-    psubw        xmm5, xmm15
-    movdqa       xmm10, xmm8                         ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rcx - 128]
-    movdqa       xmm15, xmm0
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm8, xmm10
-    pminuw       xmm0, xmm15
-    movdqa       xmm10, [rsp + 64]                   ; reload
-    movdqa       xmm15, xmm10                        ; csub: before layer 4
-    psubw        xmm15, [rcx - 128]
-    movdqa       [rsp + 160], xmm5                   ; spill
-    movdqa       xmm5, [rsp + 96]                    ; reload
-    movdqa       [rsp + 128], xmm6                   ; spill
-    movdqa       xmm6, xmm5
-    psubw        xmm6, [rcx - 112]
-    pminuw       xmm10, xmm15
-    pminuw       xmm5, xmm6
-    movdqa       xmm6, xmm8                          ; layer 4
-    paddw        xmm6, xmm10
-    movdqa       xmm15, xmm0
-    paddw        xmm15, xmm5
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm0, [rcx - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm0, xmm5
-    movdqa       xmm5, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1344] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1216
-    pmulhuw      xmm5, [rcx - 96]
-    movdqa       xmm10, xmm0
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm0, [rcx - 112]
-    pmullw       xmm5, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm8, xmm5
-    psubw        xmm0, xmm10
-    movdqa       xmm5, xmm12                         ; csub: before layer 3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rcx - 128]
-    movdqa       xmm10, xmm13
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm12, xmm5
-    pminuw       xmm13, xmm10
-    movdqa       xmm5, xmm7                          ; csub: before layer 3
-    psubw        xmm5, [rcx - 128]
-    movdqa       xmm10, xmm11
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm7, xmm5
-    pminuw       xmm11, xmm10
-    movdqa       xmm5, xmm12                         ; layer 3
-    paddw        xmm5, xmm7
-    movdqa       xmm10, xmm13
-    paddw        xmm10, xmm11
-    paddw        xmm12, [rcx - 128]
-    paddw        xmm13, [rcx - 112]
-    psubw        xmm12, xmm7
-    psubw        xmm13, xmm11
-    movdqa       xmm7, xmm12
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1408] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1280
-    pmulhuw      xmm7, [rcx - 96]
-    movdqa       xmm11, xmm13
-    pmulhuw      xmm11, [rcx - 80]
-    pmullw       xmm12, [rcx - 128]
-    pmullw       xmm13, [rcx - 112]
-    pmullw       xmm7, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm12, xmm7
-    psubw        xmm13, xmm11
-    movdqa       xmm7, xmm1                          ; layer 3
-    paddw        xmm7, xmm9
-    movdqa       xmm11, xmm2
-    paddw        xmm11, [rsp]
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm9
-    psubw        xmm2, [rsp]
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rcx - 96]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm2
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm1, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    pmullw       xmm9, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm1, xmm9
-    psubw        xmm2, xmm13
-    movdqa       xmm9, xmm3                          ; csub: before layer 3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm4
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm3, xmm9
-    pminuw       xmm4, xmm13
-    movdqa       xmm9, xmm6                          ; csub: before layer 3
-    psubw        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm6, xmm9
-    pminuw       xmm15, xmm13
-    movdqa       xmm9, xmm3                          ; layer 3
-    paddw        xmm9, xmm6
-    movdqa       xmm13, xmm4
-    paddw        xmm13, xmm15
-    paddw        xmm3, [rcx - 128]
-    paddw        xmm4, [rcx - 112]
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm15
-    movdqa       xmm6, xmm3
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1472] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1344
-    pmulhuw      xmm6, [rcx - 96]
-    movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm3, [rcx - 128]
-    pmullw       xmm4, [rcx - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm15
-    movdqa       xmm6, [rsp + 128]                   ; reload
-    movdqa       xmm15, xmm6                         ; layer 3
-    paddw        xmm15, xmm8
-    movdqa       [rsp + 96], xmm2                    ; spill
-    movdqa       xmm2, [rsp + 160]                   ; reload
-    movdqa       [rsp + 64], xmm1                    ; spill
-    movdqa       xmm1, xmm2
-    paddw        xmm1, xmm0
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm6, xmm8
-    psubw        xmm2, xmm0
-    movdqa       xmm0, xmm6
-    pmulhuw      xmm0, [rcx - 96]
-    movdqa       xmm8, xmm2
-    pmulhuw      xmm8, [rcx - 80]
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    pmullw       xmm0, xmm14
-    pmullw       xmm8, xmm14
-    psubw        xmm6, xmm0
-    psubw        xmm2, xmm8
-    movdqa       xmm0, xmm5                          ; csub: before layer 2
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm0, [rcx - 128]
-    movdqa       xmm8, xmm10
-    psubw        xmm8, [rcx - 112]
-    pminuw       xmm5, xmm0
-    pminuw       xmm10, xmm8
-    movdqa       xmm0, xmm9                          ; csub: before layer 2
-    psubw        xmm0, [rcx - 128]
-    movdqa       xmm8, xmm13
-    psubw        xmm8, [rcx - 112]
-    pminuw       xmm9, xmm0
-    pminuw       xmm13, xmm8
-    movdqa       xmm0, xmm5                          ; layer 2
-    paddw        xmm0, xmm9
-    movdqa       xmm8, xmm10
-    paddw        xmm8, xmm13
-    paddw        xmm5, [rcx - 128]
-    paddw        xmm10, [rcx - 112]
-    psubw        xmm5, xmm9
-    psubw        xmm10, xmm13
-    movdqa       xmm9, xmm5
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1408
-    pmulhuw      xmm9, [rcx - 96]
-    movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm10, [rcx - 112]
-    pmullw       xmm9, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm5, xmm9
-    psubw        xmm10, xmm13
-    movdqa       xmm9, xmm7                          ; csub: before layer 2
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm11
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm7, xmm9
-    pminuw       xmm11, xmm13
-    movdqa       xmm9, xmm15                         ; csub: before layer 2
-    psubw        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm1
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm15, xmm9
-    pminuw       xmm1, xmm13
-    movdqa       xmm9, xmm7                          ; layer 2
-    paddw        xmm9, xmm15
-    movdqa       xmm13, xmm11
-    paddw        xmm13, xmm1
-    paddw        xmm7, [rcx - 128]
-    paddw        xmm11, [rcx - 112]
-    psubw        xmm7, xmm15
-    psubw        xmm11, xmm1
-    movdqa       xmm1, xmm7
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1408
-    pmulhuw      xmm1, [rcx - 96]
-    movdqa       xmm15, xmm11
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm7, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
-    pmullw       xmm1, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm7, xmm1
-    psubw        xmm11, xmm15
-    movdqa       xmm1, xmm12                         ; layer 2
-    paddw        xmm1, xmm3
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, xmm4
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm12, xmm3
-    psubw        xmm15, xmm4
-    movdqa       xmm3, xmm12
-    pmulhuw      xmm3, [rcx - 96]
-    movdqa       xmm4, xmm15
-    pmulhuw      xmm4, [rcx - 80]
-    pmullw       xmm12, [rcx - 128]
-    pmullw       xmm15, [rcx - 112]
-    pmullw       xmm3, xmm14
-    pmullw       xmm4, xmm14
-    psubw        xmm12, xmm3
-    psubw        xmm15, xmm4
-    movdqa       xmm3, [rsp + 64]                    ; reload
-    movdqa       xmm4, xmm3                          ; layer 2
-    paddw        xmm4, xmm6
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       [rsp + 128], xmm12                  ; spill
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm2
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm3, xmm6
-    psubw        xmm15, xmm2
-    movdqa       xmm2, xmm3
-    pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm6, xmm15
-    pmulhuw      xmm6, [rcx - 80]
-    pmullw       xmm3, [rcx - 128]
-    pmullw       xmm15, [rcx - 112]
-    pmullw       xmm2, xmm14
-    pmullw       xmm6, xmm14
-    psubw        xmm3, xmm2
-    psubw        xmm15, xmm6
-    movdqu       [rdi], xmm0
-    movdqu       [rdi + 16], xmm8
-    movdqu       [rdi + 32], xmm9
-    movdqu       [rdi + 48], xmm13
-    movdqu       [rdi + 64], xmm1
-    movdqu       [rdi + 80], xmm11
-    movdqu       [rdi + 96], xmm4
-    movdqu       [rdi + 112], xmm12
-    movdqu       [rdi + 128], xmm5
-    movdqu       [rdi + 144], xmm10
-    movdqu       [rdi + 160], xmm7
-    movdqa       xmm0, [rsp + 160]                   ; reload
-    movdqu       [rdi + 176], xmm0
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqu       [rdi + 192], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 208], xmm0
-    movdqu       [rdi + 224], xmm3
-    movdqu       [rdi + 240], xmm15
-    movdqu       xmm0, [rdi + 256]
-    movdqu       xmm1, [rdi + 272]
-    movdqu       xmm2, [rdi + 288]
-    movdqu       xmm3, [rdi + 304]
-    movdqu       xmm4, [rdi + 320]
-    movdqu       xmm5, [rdi + 336]
-    movdqu       xmm6, [rdi + 352]
-    movdqu       xmm7, [rdi + 368]
-    movdqu       xmm8, [rdi + 384]
-    movdqu       xmm9, [rdi + 400]
-    movdqu       xmm10, [rdi + 416]
-    movdqu       xmm11, [rdi + 432]
-    movdqu       xmm12, [rdi + 448]
-    movdqu       xmm13, [rdi + 464]
-    movdqu       xmm15, [rdi + 480]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqu       xmm13, [rdi + 496]
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, xmm0                         ; layer 8
-    paddw        xmm13, xmm2
-    movdqa       [rsp + 160], xmm15                  ; spill
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rcx - 32]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rcx - 16]
-    pmullw       xmm0, [rcx - 64]
-    pmullw       xmm1, [rcx - 48]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm13
-    pmulhuw      xmm2, [rel pw_682]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_682 + 16]
-    pmullw       xmm13, [rel pw_128]
-    pmullw       xmm15, [rel pw_128 + 16]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm13, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm4                          ; layer 8
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rcx + 32]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rcx + 48]
-    pmullw       xmm4, [rcx]
-    pmullw       xmm5, [rcx + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_682]
-    movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_682 + 16]
-    pmullw       xmm2, [rel pw_128]
-    pmullw       xmm3, [rel pw_128 + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm2, xmm6
-    psubw        xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 8
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rcx + 96]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rcx + 112]
-    pmullw       xmm8, [rcx + 64]
-    pmullw       xmm9, [rcx + 80]
-    pmullw       xmm10, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_682]
-    movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_682 + 16]
-    pmullw       xmm6, [rel pw_128]
-    pmullw       xmm7, [rel pw_128 + 16]
-    pmullw       xmm10, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm6, xmm10
-    psubw        xmm7, xmm11
-    movdqa       xmm10, xmm12                        ; layer 8
-    paddw        xmm10, [rsp + 160]
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    paddw        xmm7, [rsp + 128]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, [rsp + 160]
-    psubw        xmm11, [rsp + 128]
-    movdqa       [rsp + 128], xmm6                   ; spill
-    movdqa       xmm6, xmm12
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1792] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1664
-    pmulhuw      xmm6, [rcx - 96]
-    movdqa       [rsp + 160], xmm9                   ; spill
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rcx - 80]
-    pmullw       xmm12, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm9, xmm14
-    psubw        xmm12, xmm6
-    psubw        xmm11, xmm9
-    movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel pw_682]
-    movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel pw_682 + 16]
-    pmullw       xmm10, [rel pw_128]
-    pmullw       xmm7, [rel pw_128 + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm9, xmm14
-    psubw        xmm10, xmm6
-    psubw        xmm7, xmm9
-    movdqa       xmm6, xmm0
-    pslld        xmm6, 16
-    movdqa       xmm9, xmm1
-    pslld        xmm9, 16
-    movdqa       xmm14, xmm13
-    pblendw      xmm14, xmm6, 170
-    movdqa       xmm6, xmm15
-    pblendw      xmm6, xmm9, 170
-    psrld        xmm13, 16
-    psrld        xmm15, 16
-    pblendw      xmm13, xmm0, 170
-    pblendw      xmm15, xmm1, 170
-    movdqa       xmm0, xmm4
-    pslld        xmm0, 16
-    movdqa       xmm1, xmm5
-    pslld        xmm1, 16
-    movdqa       xmm9, xmm2
-    pblendw      xmm9, xmm0, 170
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    psrld        xmm2, 16
-    psrld        xmm3, 16
-    pblendw      xmm2, xmm4, 170
-    pblendw      xmm3, xmm5, 170
-    movdqa       xmm1, xmm8
-    pslld        xmm1, 16
-    movdqa       xmm4, [rsp + 160]                   ; reload
-    movdqa       xmm5, xmm4
-    pslld        xmm5, 16
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm1
-    pblendw      xmm0, xmm5, 170
-    psrld        xmm3, 16
-    psrld        xmm1, 16
-    pblendw      xmm3, xmm8, 170
-    pblendw      xmm1, xmm4, 170
-    movdqa       xmm4, xmm12
-    pslld        xmm4, 16
-    movdqa       xmm5, xmm11
-    pslld        xmm5, 16
-    movdqa       xmm8, xmm10
-    pblendw      xmm8, xmm4, 170
-    movdqa       xmm4, xmm7
-    pblendw      xmm4, xmm5, 170
-    psrld        xmm10, 16
-    psrld        xmm7, 16
-    pblendw      xmm10, xmm12, 170
-    pblendw      xmm7, xmm11, 170
-    movdqa       xmm5, xmm14                         ; layer 7
-    paddw        xmm5, xmm13
-    movdqa       xmm11, xmm6
-    paddw        xmm11, xmm15
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm14, xmm13
-    psubw        xmm6, xmm15
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rcx - 32]
-    movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rcx - 16]
-    pmullw       xmm14, [rcx - 64]
-    pmullw       xmm6, [rcx - 48]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm12, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm14, xmm12
-    psubw        xmm6, xmm13
-    movdqa       xmm12, xmm9                         ; layer 7
-    paddw        xmm12, xmm2
-    movdqa       xmm13, [rsp + 64]                   ; reload
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm13
-    paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
-    psubw        xmm9, xmm2
-    psubw        xmm13, [rsp]
-    movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rcx + 32]
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rcx + 48]
-    pmullw       xmm9, [rcx]
-    pmullw       xmm13, [rcx + 16]
-    pmullw       xmm2, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm2
-    psubw        xmm13, xmm12
-    movdqa       xmm2, [rsp + 32]                    ; reload
-    movdqa       xmm12, xmm2                         ; layer 7
-    paddw        xmm12, xmm3
-    movdqa       [rsp + 64], xmm12                   ; spill
-    movdqa       xmm12, xmm0
-    paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm2, xmm3
-    psubw        xmm0, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rcx + 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rcx + 112]
-    pmullw       xmm2, [rcx + 64]
-    pmullw       xmm0, [rcx + 80]
-    pmullw       xmm1, xmm15
-    pmullw       xmm3, xmm15
-    psubw        xmm2, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm8                          ; layer 7
-    paddw        xmm1, xmm10
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm4, xmm7
-    movdqa       xmm7, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2048] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1920
-    pmulhuw      xmm7, [rcx - 96]
-    movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm4, [rcx - 112]
-    pmullw       xmm7, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm4, xmm10
-    movdqa       xmm7, xmm14
-    psllq        xmm7, 32
-    movdqa       xmm10, xmm6
-    psllq        xmm10, 32
-    movdqa       xmm15, xmm5
-    pblendw      xmm15, xmm7, 204
-    movdqa       xmm7, xmm11
-    pblendw      xmm7, xmm10, 204
-    psrlq        xmm5, 32
-    psrlq        xmm11, 32
-    pblendw      xmm5, xmm14, 204
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, xmm9
-    psllq        xmm6, 32
-    movdqa       xmm10, xmm13
-    psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 160]                  ; reload
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pblendw      xmm11, xmm10, 204
-    psrlq        xmm14, 32
-    psrlq        xmm6, 32
-    pblendw      xmm14, xmm9, 204
-    pblendw      xmm6, xmm13, 204
-    movdqa       xmm9, xmm2
-    psllq        xmm9, 32
-    movdqa       xmm10, xmm0
-    psllq        xmm10, 32
-    movdqa       xmm13, [rsp + 64]                   ; reload
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm13
-    pblendw      xmm6, xmm9, 204
-    movdqa       xmm9, xmm12
-    pblendw      xmm9, xmm10, 204
-    psrlq        xmm13, 32
-    psrlq        xmm12, 32
-    pblendw      xmm13, xmm2, 204
-    pblendw      xmm12, xmm0, 204
-    movdqa       xmm0, xmm8
-    psllq        xmm0, 32
-    movdqa       xmm2, xmm4
-    psllq        xmm2, 32
-    movdqa       xmm10, xmm1
-    pblendw      xmm10, xmm0, 204
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm2, 204
-    psrlq        xmm1, 32
-    psrlq        xmm3, 32
-    pblendw      xmm1, xmm8, 204
-    pblendw      xmm3, xmm4, 204
-    movdqa       xmm2, xmm15                         ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rcx - 128]
-    movdqa       xmm4, xmm7
-    psubw        xmm4, [rcx - 112]
-    pminuw       xmm15, xmm2
-    pminuw       xmm7, xmm4
-    movdqa       xmm2, xmm5                          ; csub: before layer 6
-    psubw        xmm2, [rcx - 128]
-    movdqa       xmm4, [rsp + 32]                    ; reload
-    movdqa       xmm8, xmm4
-    psubw        xmm8, [rcx - 112]
-    pminuw       xmm5, xmm2
-    pminuw       xmm4, xmm8
-    movdqa       xmm2, xmm15                         ; layer 6
-    paddw        xmm2, xmm5
-    movdqa       xmm8, xmm7
-    paddw        xmm8, xmm4
-    paddw        xmm15, [rcx - 128]
-    paddw        xmm7, [rcx - 112]
-    psubw        xmm15, xmm5
-    psubw        xmm7, xmm4
-    movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2112] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1984
-    pmulhuw      xmm4, [rcx - 96]
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rcx - 80]
-    pmullw       xmm15, [rcx - 128]
-    pmullw       xmm7, [rcx - 112]
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqu       xmm8, [rel pw_12289]                ; reload
-    pmullw       xmm4, xmm8
-    pmullw       xmm5, xmm8
-    psubw        xmm15, xmm4
-    psubw        xmm7, xmm5
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rcx - 128]
-    movdqa       [rsp + 64], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm7
-    movdqa       xmm5, xmm14                         ; csub: before layer 6
-    psubw        xmm5, [rcx - 128]
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm7
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm14, xmm5
-    pminuw       xmm7, xmm15
-    movdqa       xmm5, xmm4                          ; layer 6
-    paddw        xmm5, xmm14
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm7
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm11, [rcx - 112]
-    psubw        xmm4, xmm14
-    psubw        xmm11, xmm7
-    movdqa       xmm7, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2176] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2048
-    pmulhuw      xmm7, [rcx - 96]
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
-    pmullw       xmm7, xmm8
-    pmullw       xmm14, xmm8
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm6                          ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm9
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm14
-    movdqa       xmm7, xmm13                         ; csub: before layer 6
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm12
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm13, xmm7
-    pminuw       xmm12, xmm14
-    movdqa       xmm7, xmm6                          ; layer 6
-    paddw        xmm7, xmm13
-    movdqa       xmm14, xmm9
-    paddw        xmm14, xmm12
-    paddw        xmm6, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
-    psubw        xmm6, xmm13
-    psubw        xmm9, xmm12
-    movdqa       xmm12, xmm6
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2240] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2112
-    pmulhuw      xmm12, [rcx - 96]
-    movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
-    pmullw       xmm12, xmm8
-    pmullw       xmm13, xmm8
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm10                        ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rcx - 128]
-    movdqa       xmm13, xmm0
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm10, xmm12
-    pminuw       xmm0, xmm13
-    movdqa       xmm12, xmm1                         ; csub: before layer 6
-    psubw        xmm12, [rcx - 128]
-    movdqa       xmm13, xmm3
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm1, xmm12
-    pminuw       xmm3, xmm13
-    movdqa       xmm12, xmm10                        ; layer 6
-    paddw        xmm12, xmm1
-    movdqa       xmm13, xmm0
-    paddw        xmm13, xmm3
-    paddw        xmm10, [rcx - 128]
-    paddw        xmm0, [rcx - 112]
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm10
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2304] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2176
-    pmulhuw      xmm1, [rcx - 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm0, [rcx - 112]
-    pmullw       xmm1, xmm8
-    pmullw       xmm3, xmm8
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm2
-    punpcklqdq   xmm1, [rsp + 96]
-    movdqa       xmm3, [rsp + 32]                    ; reload
-    movdqa       xmm8, xmm3
-    punpcklqdq   xmm8, [rsp + 64]
-    punpckhqdq   xmm2, [rsp + 96]
-    punpckhqdq   xmm3, [rsp + 64]
-    movdqa       [rsp + 64], xmm3                    ; spill
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm4
-    movdqa       [rsp + 32], xmm3                    ; spill
-    movdqa       xmm3, xmm15
-    punpcklqdq   xmm3, xmm11
-    punpckhqdq   xmm5, xmm4
-    punpckhqdq   xmm15, xmm11
-    movdqa       xmm4, xmm7
-    punpcklqdq   xmm4, xmm6
-    movdqa       xmm11, xmm14
-    punpcklqdq   xmm11, xmm9
-    punpckhqdq   xmm7, xmm6
-    punpckhqdq   xmm14, xmm9
-    movdqa       xmm6, xmm12
-    punpcklqdq   xmm6, xmm10
-    movdqa       xmm9, xmm13
-    punpcklqdq   xmm9, xmm0
-    punpckhqdq   xmm12, xmm10
-    punpckhqdq   xmm13, xmm0
-    movdqa       xmm0, xmm1                          ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm0, [rcx - 128]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm1, xmm0
-    pminuw       xmm8, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 5
-    psubw        xmm0, [rcx - 128]
-    movdqa       xmm10, [rsp + 64]                   ; reload
     movdqa       [rsp + 96], xmm13                   ; spill
     movdqa       xmm13, xmm10
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm2, xmm0
-    pminuw       xmm10, xmm13
-    movdqa       xmm0, xmm1                          ; layer 5
-    paddw        xmm0, xmm2
-    movdqa       xmm13, xmm8
-    paddw        xmm13, xmm10
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm8, [rcx - 112]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, xmm1
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2368] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2240
-    pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm1, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
-    movdqa       [rsp + 64], xmm13                   ; spill
-    movdqu       xmm13, [rel pw_12289]               ; reload
-    pmullw       xmm2, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm2                         ; csub: before layer 5
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
+    pmullw       xmm2, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm6, xmm2
+    psubw        xmm10, xmm13
+    movdqa       xmm2, xmm12                         ; csub: after layer 6
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rcx - 128]
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, xmm3
-    psubw        xmm8, [rcx - 112]
-    pminuw       xmm2, xmm10
-    pminuw       xmm3, xmm8
-    movdqa       xmm8, xmm5                          ; csub: before layer 5
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm10, xmm15
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm10
-    movdqa       xmm8, xmm2                          ; layer 5
-    paddw        xmm8, xmm5
-    movdqa       xmm10, xmm3
-    paddw        xmm10, xmm15
+    psubw        xmm2, [rcx - 128]
+    movdqa       xmm13, xmm7
+    psubw        xmm13, [rcx - 112]
+    pminuw       xmm12, xmm2
+    pminuw       xmm7, xmm13
+    movdqa       xmm2, xmm5
+    punpcklqdq   xmm2, xmm3
+    movdqa       xmm13, xmm9
+    punpcklqdq   xmm13, [rsp + 160]
+    punpckhqdq   xmm5, xmm3
+    punpckhqdq   xmm9, [rsp + 160]
+    movdqa       xmm3, xmm15
+    punpcklqdq   xmm3, xmm8
+    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqa       xmm3, xmm4
+    punpcklqdq   xmm3, xmm11
+    punpckhqdq   xmm15, xmm8
+    punpckhqdq   xmm4, xmm11
+    movdqa       xmm8, xmm0
+    punpcklqdq   xmm8, xmm14
+    movdqa       xmm11, [rsp + 96]                   ; reload
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm11
+    punpcklqdq   xmm8, [rsp + 64]
+    punpckhqdq   xmm0, xmm14
+    punpckhqdq   xmm11, [rsp + 64]
+    movdqa       xmm14, xmm12
+    punpcklqdq   xmm14, xmm6
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm7
+    punpcklqdq   xmm14, xmm10
+    punpckhqdq   xmm12, xmm6
+    punpckhqdq   xmm7, xmm10
+    movdqa       xmm6, xmm2                          ; layer 5
+    paddw        xmm6, xmm5
+    movdqa       xmm10, xmm13
+    paddw        xmm10, xmm9
     paddw        xmm2, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
+    paddw        xmm13, [rcx - 112]
     psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
+    psubw        xmm13, xmm9
     movdqa       xmm5, xmm2
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2432] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2304
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 896] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 768
     pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    pmullw       xmm5, xmm1
+    pmullw       xmm9, xmm1
+    psubw        xmm2, xmm5
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm6                          ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm9, xmm10
+    psubw        xmm9, [rcx - 112]
+    pminuw       xmm6, xmm5
+    pminuw       xmm10, xmm9
+    movdqa       xmm5, [rsp + 160]                   ; reload
+    movdqa       xmm9, xmm5                          ; layer 5
+    paddw        xmm9, xmm15
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, xmm3
+    paddw        xmm13, xmm4
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
+    psubw        xmm5, xmm15
+    psubw        xmm3, xmm4
+    movdqa       xmm4, xmm5
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 960] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 832
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm15, xmm3
     pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm4                          ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rcx - 128]
-    movdqa       xmm15, xmm11
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm15
-    movdqa       xmm5, xmm7                          ; csub: before layer 5
-    psubw        xmm5, [rcx - 128]
-    movdqa       xmm15, xmm14
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm7, xmm5
-    pminuw       xmm14, xmm15
-    movdqa       xmm5, xmm4                          ; layer 5
-    paddw        xmm5, xmm7
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm14
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm11, [rcx - 112]
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2496] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2368
-    pmulhuw      xmm7, [rcx - 96]
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
-    pmullw       xmm7, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm6                          ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm9
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm14
-    movdqa       xmm7, xmm12                         ; csub: before layer 5
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm14, [rsp + 96]                   ; reload
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    psubw        xmm11, [rcx - 112]
-    pminuw       xmm12, xmm7
-    pminuw       xmm14, xmm11
-    movdqa       xmm7, xmm6                          ; layer 5
-    paddw        xmm7, xmm12
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm14
-    paddw        xmm6, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm6
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2560] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2432
-    pmulhuw      xmm12, [rcx - 96]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rcx - 80]
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
-    pmullw       xmm12, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm0                         ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rcx - 128]
-    movdqa       xmm14, xmm1
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm0, xmm12
-    pminuw       xmm1, xmm14
-    movdqa       xmm12, [rsp + 64]                   ; reload
-    movdqa       xmm14, xmm12                        ; csub: before layer 4
-    psubw        xmm14, [rcx - 128]
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, [rsp]                         ; reload
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm9
-    psubw        xmm11, [rcx - 112]
-    pminuw       xmm12, xmm14
-    pminuw       xmm9, xmm11
-    movdqa       xmm11, xmm0                         ; layer 4
-    paddw        xmm11, xmm12
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm9
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
-    psubw        xmm0, xmm12
-    psubw        xmm1, xmm9
-    movdqa       xmm9, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2624] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2496
-    pmulhuw      xmm9, [rcx - 96]
-    movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm0, xmm9
-    psubw        xmm1, xmm12
-    movdqa       xmm9, xmm8                          ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rcx - 128]
-    movdqa       xmm12, xmm2
-    psubw        xmm12, [rcx - 112]
-    pminuw       xmm8, xmm9
-    pminuw       xmm2, xmm12
-    movdqa       xmm9, xmm10                         ; csub: before layer 4
-    psubw        xmm9, [rcx - 128]
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rcx - 112]
-    pminuw       xmm10, xmm9
-    pminuw       xmm3, xmm12
-    movdqa       xmm9, xmm8                          ; layer 4
-    paddw        xmm9, xmm10
-    movdqa       xmm12, xmm2
-    paddw        xmm12, xmm3
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm2, xmm3
-    movdqa       xmm3, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2688] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2560
-    pmulhuw      xmm3, [rcx - 96]
-    movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    pmullw       xmm3, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm8, xmm3
-    psubw        xmm2, xmm10
-    movdqa       xmm3, xmm5                          ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm3, [rcx - 128]
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm5, xmm3
-    pminuw       xmm4, xmm10
-    movdqa       xmm3, xmm15                         ; csub: before layer 4
-    psubw        xmm3, [rcx - 128]
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, xmm10
-    psubw        xmm2, [rcx - 112]
-    pminuw       xmm15, xmm3
-    pminuw       xmm10, xmm2
-    movdqa       xmm2, xmm5                          ; layer 4
-    paddw        xmm2, xmm15
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm10
-    paddw        xmm5, [rcx - 128]
-    paddw        xmm4, [rcx - 112]
-    psubw        xmm5, xmm15
-    psubw        xmm4, xmm10
-    movdqa       xmm10, xmm5
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2752] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2624
-    pmulhuw      xmm10, [rcx - 96]
-    movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rcx - 80]
     pmullw       xmm5, [rcx - 128]
-    pmullw       xmm4, [rcx - 112]
-    pmullw       xmm10, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm5, xmm10
-    psubw        xmm4, xmm15
-    movdqa       xmm10, xmm7                         ; csub: before layer 4
+    pmullw       xmm3, [rcx - 112]
+    pmullw       xmm4, xmm1
+    pmullw       xmm15, xmm1
+    psubw        xmm5, xmm4
+    psubw        xmm3, xmm15
+    movdqa       xmm4, xmm9                          ; csub: after layer 5
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rcx - 128]
-    movdqa       xmm15, xmm6
+    psubw        xmm4, [rcx - 128]
+    movdqa       xmm15, xmm13
     psubw        xmm15, [rcx - 112]
-    pminuw       xmm7, xmm10
-    pminuw       xmm6, xmm15
-    movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       xmm15, xmm10                        ; csub: before layer 4
-    psubw        xmm15, [rcx - 128]
-    movdqa       [rsp + 32], xmm4                    ; spill
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       [rsp + 64], xmm5                    ; spill
-    movdqa       xmm5, xmm4
-    psubw        xmm5, [rcx - 112]
-    pminuw       xmm10, xmm15
-    pminuw       xmm4, xmm5
-    movdqa       xmm5, xmm7                          ; layer 4
-    paddw        xmm5, xmm10
-    movdqa       xmm15, xmm6
-    paddw        xmm15, xmm4
-    paddw        xmm7, [rcx - 128]
-    paddw        xmm6, [rcx - 112]
-    psubw        xmm7, xmm10
-    psubw        xmm6, xmm4
-    movdqa       xmm4, xmm7
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2816] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2688
-    pmulhuw      xmm4, [rcx - 96]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm7, [rcx - 128]
-    pmullw       xmm6, [rcx - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm7, xmm4
-    psubw        xmm6, xmm10
-    movdqa       xmm4, xmm11                         ; csub: before layer 3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rcx - 128]
-    movdqa       xmm10, xmm14
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm11, xmm4
-    pminuw       xmm14, xmm10
-    movdqa       xmm4, xmm9                          ; csub: before layer 3
-    psubw        xmm4, [rcx - 128]
-    movdqa       xmm10, xmm12
-    psubw        xmm10, [rcx - 112]
     pminuw       xmm9, xmm4
-    pminuw       xmm12, xmm10
-    movdqa       xmm4, xmm11                         ; layer 3
-    paddw        xmm4, xmm9
-    movdqa       xmm10, xmm14
-    paddw        xmm10, xmm12
-    paddw        xmm11, [rcx - 128]
+    pminuw       xmm13, xmm15
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm15, xmm4                         ; layer 5
+    paddw        xmm15, xmm0
+    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqa       xmm3, xmm8
+    paddw        xmm3, xmm11
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
+    psubw        xmm4, xmm0
+    psubw        xmm8, xmm11
+    movdqa       xmm0, xmm4
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1024] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 896
+    pmulhuw      xmm0, [rcx - 96]
+    movdqa       xmm11, xmm8
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
+    pmullw       xmm0, xmm1
+    pmullw       xmm11, xmm1
+    psubw        xmm4, xmm0
+    psubw        xmm8, xmm11
+    movdqa       xmm0, xmm15                         ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm0, [rcx - 128]
+    movdqa       xmm11, xmm3
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm15, xmm0
+    pminuw       xmm3, xmm11
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqa       xmm11, xmm0                         ; layer 5
+    paddw        xmm11, xmm12
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm7
+    paddw        xmm0, [rcx - 128]
     paddw        xmm14, [rcx - 112]
-    psubw        xmm11, xmm9
-    psubw        xmm14, xmm12
-    movdqa       xmm9, xmm11
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2880] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2752
-    pmulhuw      xmm9, [rcx - 96]
+    psubw        xmm0, xmm12
+    psubw        xmm14, xmm7
+    movdqa       xmm7, xmm0
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1088] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 960
+    pmulhuw      xmm7, [rcx - 96]
     movdqa       xmm12, xmm14
     pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm14, [rcx - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm11, xmm9
-    psubw        xmm14, xmm12
-    movdqa       xmm9, xmm0                          ; layer 3
-    paddw        xmm9, xmm8
-    movdqa       xmm12, xmm1
-    paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm8
-    psubw        xmm1, [rsp]
-    movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rcx - 96]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rcx - 80]
     pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm0, xmm8
-    psubw        xmm1, xmm14
-    movdqa       xmm8, xmm2                          ; csub: before layer 3
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm7, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm0, xmm7
+    psubw        xmm14, xmm12
+    movdqa       xmm7, xmm11                         ; csub: after layer 5
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm14, xmm3
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm14
-    movdqa       xmm8, xmm5                          ; csub: before layer 3
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm14, xmm15
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm14
-    movdqa       xmm8, xmm2                          ; layer 3
-    paddw        xmm8, xmm5
-    movdqa       xmm14, xmm3
-    paddw        xmm14, xmm15
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2944] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2816
-    pmulhuw      xmm5, [rcx - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, [rsp + 64]                    ; reload
-    movdqa       xmm15, xmm5                         ; layer 3
-    paddw        xmm15, xmm7
-    movdqa       [rsp + 96], xmm1                    ; spill
-    movdqa       xmm1, [rsp + 32]                    ; reload
-    movdqa       [rsp + 160], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm5, xmm7
-    psubw        xmm1, xmm6
-    movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rcx - 96]
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm5, xmm6
-    psubw        xmm1, xmm7
-    movdqa       xmm6, xmm4                          ; csub: before layer 2
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm10
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm4, xmm6
-    pminuw       xmm10, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 2
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm14
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm14, xmm7
-    movdqa       xmm6, xmm4                          ; layer 2
-    paddw        xmm6, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm14
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm10, [rcx - 112]
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm14
-    movdqa       xmm8, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2880
-    pmulhuw      xmm8, [rcx - 96]
-    movdqa       xmm14, xmm10
-    pmulhuw      xmm14, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm10, [rcx - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm14
-    movdqa       xmm8, xmm9                          ; csub: before layer 2
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm14, xmm12
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm9, xmm8
-    pminuw       xmm12, xmm14
-    movdqa       xmm8, xmm15                         ; csub: before layer 2
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm14, xmm0
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm15, xmm8
-    pminuw       xmm0, xmm14
-    movdqa       xmm8, xmm9                          ; layer 2
-    paddw        xmm8, xmm15
-    movdqa       xmm14, xmm12
-    paddw        xmm14, xmm0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm12, [rcx - 112]
-    psubw        xmm9, xmm15
-    psubw        xmm12, xmm0
-    movdqa       xmm0, xmm9
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2880
-    pmulhuw      xmm0, [rcx - 96]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
-    pmullw       xmm12, [rcx - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm9, xmm0
-    psubw        xmm12, xmm15
-    movdqa       xmm0, xmm11                         ; layer 2
-    paddw        xmm0, xmm2
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 32], xmm12                   ; spill
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm3
+    psubw        xmm7, [rcx - 128]
+    movdqa       xmm12, xmm8
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm11, xmm7
+    pminuw       xmm8, xmm12
+    movdqa       xmm7, xmm6                          ; layer 4
+    paddw        xmm7, xmm10
+    movdqa       xmm12, xmm2
+    paddw        xmm12, [rsp + 96]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
+    psubw        xmm6, xmm10
+    psubw        xmm2, [rsp + 96]
+    movdqa       xmm10, xmm6
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1152] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1024
+    pmulhuw      xmm10, [rcx - 96]
+    movdqa       [rsp + 96], xmm12                   ; spill
+    movdqa       xmm12, xmm2
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
+    pmullw       xmm10, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm6, xmm10
+    psubw        xmm2, xmm12
+    movdqa       xmm10, xmm9                         ; layer 4
+    paddw        xmm10, xmm13
+    movdqa       xmm12, xmm5
+    paddw        xmm12, [rsp + 160]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm9, xmm13
+    psubw        xmm5, [rsp + 160]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx - 32]
+    movdqa       [rsp + 160], xmm2                   ; spill
+    movdqa       xmm2, xmm5
+    pmulhuw      xmm2, [rcx - 16]
+    pmullw       xmm9, [rcx - 64]
+    pmullw       xmm5, [rcx - 48]
+    pmullw       xmm13, xmm1
+    pmullw       xmm2, xmm1
+    psubw        xmm9, xmm13
+    psubw        xmm5, xmm2
+    movdqa       xmm2, xmm15                         ; layer 4
+    paddw        xmm2, xmm3
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 128]
+    paddw        xmm15, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm15, xmm3
+    psubw        xmm4, [rsp + 128]
+    movdqa       xmm3, xmm15
+    pmulhuw      xmm3, [rcx + 32]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm4
+    pmulhuw      xmm13, [rcx + 48]
+    pmullw       xmm15, [rcx]
+    pmullw       xmm4, [rcx + 16]
+    pmullw       xmm3, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm15, xmm3
+    psubw        xmm4, xmm13
+    movdqa       xmm3, xmm11                         ; layer 4
+    paddw        xmm3, xmm8
+    movdqa       xmm13, xmm0
+    paddw        xmm13, xmm14
     paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm15, [rcx - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, [rsp + 160]                   ; reload
-    movdqa       xmm3, xmm2                          ; layer 2
-    paddw        xmm3, xmm5
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm2, xmm5
-    psubw        xmm15, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rcx - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rcx - 80]
+    paddw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm11, xmm8
+    psubw        xmm0, xmm14
+    movdqa       xmm8, xmm11
+    pmulhuw      xmm8, [rcx + 96]
+    movdqa       xmm14, xmm0
+    pmulhuw      xmm14, [rcx + 112]
+    pmullw       xmm11, [rcx + 64]
+    pmullw       xmm0, [rcx + 80]
+    pmullw       xmm8, xmm1
+    pmullw       xmm14, xmm1
+    psubw        xmm11, xmm8
+    psubw        xmm0, xmm14
+    movdqa       xmm8, xmm7                          ; csub: before layer 3
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
+    movdqa       xmm14, [rsp + 96]                   ; reload
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm14
+    psubw        xmm0, [rcx - 112]
+    pminuw       xmm7, xmm8
+    pminuw       xmm14, xmm0
+    movdqa       xmm0, xmm10                         ; csub: before layer 3
+    psubw        xmm0, [rcx - 128]
+    movdqa       xmm8, xmm12
+    psubw        xmm8, [rcx - 112]
+    pminuw       xmm10, xmm0
+    pminuw       xmm12, xmm8
+    movdqa       xmm0, xmm7                          ; layer 3
+    paddw        xmm0, xmm10
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm12
+    paddw        xmm7, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm7
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1408] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1280
+    pmulhuw      xmm10, [rcx - 96]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm10, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm6                         ; layer 3
+    paddw        xmm10, xmm9
+    movdqa       xmm12, [rsp + 160]                  ; reload
+    movdqa       [rsp + 96], xmm14                   ; spill
+    movdqa       xmm14, xmm12
+    paddw        xmm14, xmm5
+    paddw        xmm6, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm6, xmm9
+    psubw        xmm12, xmm5
+    movdqa       xmm5, xmm6
+    pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
+    pmullw       xmm5, xmm1
+    pmullw       xmm9, xmm1
+    psubw        xmm6, xmm5
+    psubw        xmm12, xmm9
+    movdqa       xmm5, xmm2                          ; csub: before layer 3
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm9, [rsp + 128]                   ; reload
+    movdqa       [rsp + 160], xmm12                  ; spill
+    movdqa       xmm12, xmm9
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm2, xmm5
+    pminuw       xmm9, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 3
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm2                          ; layer 3
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm9
+    paddw        xmm12, xmm13
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm2
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1472] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1344
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx - 80]
     pmullw       xmm2, [rcx - 128]
-    pmullw       xmm15, [rcx - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm2, xmm1
-    psubw        xmm15, xmm5
-    movdqu       [rdi + 256], xmm6
-    movdqu       [rdi + 272], xmm7
-    movdqu       [rdi + 288], xmm8
-    movdqu       [rdi + 304], xmm14
-    movdqu       [rdi + 320], xmm0
-    movdqu       [rdi + 336], xmm12
-    movdqu       [rdi + 352], xmm3
-    movdqu       [rdi + 368], xmm11
-    movdqu       [rdi + 384], xmm4
-    movdqu       [rdi + 400], xmm10
-    movdqu       [rdi + 416], xmm9
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 432], xmm0
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 448], xmm0
+    pmullw       xmm9, [rcx - 112]
+    pmullw       xmm3, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm15                         ; layer 3
+    paddw        xmm3, xmm11
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 64]
+    paddw        xmm15, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm15, xmm11
+    psubw        xmm4, [rsp + 64]
+    movdqa       xmm11, xmm15
+    pmulhuw      xmm11, [rcx - 96]
+    movdqa       [rsp + 64], xmm6                    ; spill
+    movdqa       xmm6, xmm4
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm15, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
+    pmullw       xmm11, xmm1
+    pmullw       xmm6, xmm1
+    psubw        xmm15, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm0                          ; csub: before layer 2
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
+    movdqa       xmm11, xmm8
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm0, xmm6
+    pminuw       xmm8, xmm11
+    movdqa       xmm6, xmm5                          ; csub: before layer 2
+    psubw        xmm6, [rcx - 128]
+    movdqa       xmm11, xmm12
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm5, xmm6
+    pminuw       xmm12, xmm11
+    movdqa       xmm6, xmm0                          ; layer 2
+    paddw        xmm6, xmm5
+    movdqa       xmm11, xmm8
+    paddw        xmm11, xmm12
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
+    psubw        xmm0, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm0
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1408
+    pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
+    pmullw       xmm5, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm0, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm10                         ; csub: before layer 2
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm12, xmm14
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm10, xmm5
+    pminuw       xmm14, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 2
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm10                         ; layer 2
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm14
+    paddw        xmm12, xmm13
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm10
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1408
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       xmm13, xmm14
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm3, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm7                          ; layer 2
+    paddw        xmm3, xmm2
+    movdqa       xmm13, [rsp + 96]                   ; reload
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm9
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, xmm7
+    pmulhuw      xmm2, [rcx - 96]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    pmullw       xmm2, xmm1
+    pmullw       xmm9, xmm1
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, [rsp + 64]                    ; reload
+    movdqa       xmm9, xmm2                          ; layer 2
+    paddw        xmm9, xmm15
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, [rsp + 160]                  ; reload
+    movdqa       [rsp], xmm7                         ; spill
+    movdqa       xmm7, xmm13
+    paddw        xmm7, xmm4
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm2, xmm15
+    psubw        xmm13, xmm4
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx - 96]
+    movdqa       xmm15, xmm13
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    pmullw       xmm4, xmm1
+    pmullw       xmm15, xmm1
+    psubw        xmm2, xmm4
+    psubw        xmm13, xmm15
+    movdqu       [rdi], xmm6
+    movdqu       [rdi + 16], xmm11
+    movdqu       [rdi + 32], xmm5
+    movdqu       [rdi + 48], xmm12
+    movdqu       [rdi + 64], xmm3
+    movdqu       [rdi + 80], xmm14
+    movdqu       [rdi + 96], xmm9
+    movdqu       [rdi + 112], xmm7
+    movdqu       [rdi + 128], xmm0
+    movdqu       [rdi + 144], xmm8
+    movdqu       [rdi + 160], xmm10
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqu       [rdi + 176], xmm0
     movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 464], xmm0
-    movdqu       [rdi + 480], xmm2
-    movdqu       [rdi + 496], xmm15
-    movdqu       xmm0, [rdi + 512]
-    movdqu       xmm1, [rdi + 528]
-    movdqu       xmm2, [rdi + 544]
-    movdqu       xmm3, [rdi + 560]
-    movdqu       xmm4, [rdi + 576]
-    movdqu       xmm5, [rdi + 592]
-    movdqu       xmm6, [rdi + 608]
-    movdqu       xmm7, [rdi + 624]
-    movdqu       xmm8, [rdi + 640]
-    movdqu       xmm9, [rdi + 656]
-    movdqu       xmm10, [rdi + 672]
-    movdqu       xmm11, [rdi + 688]
-    movdqu       xmm12, [rdi + 704]
-    movdqu       xmm14, [rdi + 720]
-    movdqu       xmm15, [rdi + 736]
+    movdqu       [rdi + 192], xmm0
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqu       [rdi + 208], xmm0
+    movdqu       [rdi + 224], xmm2
+    movdqu       [rdi + 240], xmm13
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm2, [rdi + 272]
+    movdqu       xmm3, [rdi + 288]
+    movdqu       xmm4, [rdi + 304]
+    movdqu       xmm5, [rdi + 320]
+    movdqu       xmm6, [rdi + 336]
+    movdqu       xmm7, [rdi + 352]
+    movdqu       xmm8, [rdi + 368]
+    movdqu       xmm9, [rdi + 384]
+    movdqu       xmm10, [rdi + 400]
+    movdqu       xmm11, [rdi + 416]
+    movdqu       xmm12, [rdi + 432]
+    movdqu       xmm13, [rdi + 448]
+    movdqu       xmm14, [rdi + 464]
+    movdqu       xmm15, [rdi + 480]
+    movdqa       [rsp + 96], xmm14                   ; spill
+    movdqu       xmm14, [rdi + 496]
     movdqa       [rsp], xmm14                        ; spill
-    movdqu       xmm14, [rdi + 752]
-    movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm0                         ; layer 8
-    paddw        xmm14, xmm2
-    movdqa       [rsp + 32], xmm15                   ; spill
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
+    paddw        xmm14, xmm3
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm2
+    paddw        xmm15, xmm4
     paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rcx - 32]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rcx - 16]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm0, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm0
+    pmulhuw      xmm3, [rcx - 32]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx - 16]
     pmullw       xmm0, [rcx - 64]
-    pmullw       xmm1, [rcx - 48]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm14
-    pmulhuw      xmm2, [rel pw_682]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_682 + 16]
+    pmullw       xmm2, [rcx - 48]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm1
+    psubw        xmm0, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm14
+    pmulhuw      xmm3, [rel pw_682]
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rel pw_682 + 16]
     pmullw       xmm14, [rel pw_128]
     pmullw       xmm15, [rel pw_128 + 16]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm14, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm4                          ; layer 8
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm1
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm5                          ; layer 8
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rcx + 32]
+    psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rcx + 48]
-    pmullw       xmm4, [rcx]
-    pmullw       xmm5, [rcx + 16]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
+    pmulhuw      xmm7, [rcx + 32]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rcx + 48]
+    pmullw       xmm5, [rcx]
+    pmullw       xmm6, [rcx + 16]
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm1
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_682]
+    psubw        xmm6, xmm8
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_682 + 16]
-    pmullw       xmm2, [rel pw_128]
-    pmullw       xmm3, [rel pw_128 + 16]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm2, xmm6
+    pmulhuw      xmm7, [rel pw_682]
+    movdqa       xmm8, xmm4
+    pmulhuw      xmm8, [rel pw_682 + 16]
+    pmullw       xmm3, [rel pw_128]
+    pmullw       xmm4, [rel pw_128 + 16]
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm1
     psubw        xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 8
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm9                          ; layer 8
     paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
     psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rcx + 96]
+    psubw        xmm10, xmm12
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rcx + 112]
-    pmullw       xmm8, [rcx + 64]
-    pmullw       xmm9, [rcx + 80]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm8, xmm10
+    pmulhuw      xmm11, [rcx + 96]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rcx + 112]
+    pmullw       xmm9, [rcx + 64]
+    pmullw       xmm10, [rcx + 80]
+    pmullw       xmm11, xmm1
+    pmullw       xmm12, xmm1
     psubw        xmm9, xmm11
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_682]
+    psubw        xmm10, xmm12
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_682 + 16]
-    pmullw       xmm6, [rel pw_128]
-    pmullw       xmm7, [rel pw_128 + 16]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm6, xmm10
+    pmulhuw      xmm11, [rel pw_682]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_682 + 16]
+    pmullw       xmm7, [rel pw_128]
+    pmullw       xmm8, [rel pw_128 + 16]
+    pmullw       xmm11, xmm1
+    pmullw       xmm12, xmm1
     psubw        xmm7, xmm11
-    movdqa       xmm10, xmm12                        ; layer 8
-    paddw        xmm10, [rsp + 32]
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 96], xmm7                    ; spill
+    psubw        xmm8, xmm12
+    movdqa       xmm11, xmm13                        ; layer 8
+    paddw        xmm11, [rsp + 128]
+    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       [rsp + 160], xmm8                   ; spill
+    movdqa       xmm8, xmm12
+    paddw        xmm8, [rsp]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm13, [rsp + 128]
+    psubw        xmm12, [rsp]
+    movdqa       [rsp], xmm7                         ; spill
+    movdqa       xmm7, xmm13
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1792] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1664
+    pmulhuw      xmm7, [rcx - 96]
+    movdqa       [rsp + 128], xmm10                  ; spill
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
+    pmullw       xmm7, xmm1
+    pmullw       xmm10, xmm1
+    psubw        xmm13, xmm7
+    psubw        xmm12, xmm10
     movdqa       xmm7, xmm11
-    paddw        xmm7, [rsp + 64]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, [rsp + 32]
-    psubw        xmm11, [rsp + 64]
-    movdqa       [rsp + 64], xmm6                    ; spill
-    movdqa       xmm6, xmm12
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3264] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3136
-    pmulhuw      xmm6, [rcx - 96]
-    movdqa       [rsp + 32], xmm9                    ; spill
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rcx - 80]
-    pmullw       xmm12, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm12, xmm6
-    psubw        xmm11, xmm9
-    movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel pw_682]
-    movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel pw_682 + 16]
-    pmullw       xmm10, [rel pw_128]
-    pmullw       xmm7, [rel pw_128 + 16]
-    pmullw       xmm6, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm10, xmm6
-    psubw        xmm7, xmm9
-    movdqa       xmm6, xmm0
-    pslld        xmm6, 16
-    movdqa       xmm9, xmm1
-    pslld        xmm9, 16
-    movdqa       xmm13, xmm14
-    pblendw      xmm13, xmm6, 170
-    movdqa       xmm6, xmm15
-    pblendw      xmm6, xmm9, 170
+    pmulhuw      xmm7, [rel pw_682]
+    movdqa       xmm10, xmm8
+    pmulhuw      xmm10, [rel pw_682 + 16]
+    pmullw       xmm11, [rel pw_128]
+    pmullw       xmm8, [rel pw_128 + 16]
+    pmullw       xmm7, xmm1
+    pmullw       xmm10, xmm1
+    psubw        xmm11, xmm7
+    psubw        xmm8, xmm10
+    movdqa       xmm7, xmm0
+    pslld        xmm7, 16
+    movdqa       xmm10, xmm2
+    pslld        xmm10, 16
+    movdqa       xmm1, xmm14
+    pblendw      xmm1, xmm7, 170
+    movdqa       xmm7, xmm15
+    pblendw      xmm7, xmm10, 170
     psrld        xmm14, 16
     psrld        xmm15, 16
     pblendw      xmm14, xmm0, 170
-    pblendw      xmm15, xmm1, 170
-    movdqa       xmm0, xmm4
+    pblendw      xmm15, xmm2, 170
+    movdqa       xmm0, xmm5
     pslld        xmm0, 16
-    movdqa       xmm1, xmm5
-    pslld        xmm1, 16
-    movdqa       xmm9, xmm2
-    pblendw      xmm9, xmm0, 170
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    psrld        xmm2, 16
+    movdqa       xmm2, xmm6
+    pslld        xmm2, 16
+    movdqa       xmm10, xmm3
+    pblendw      xmm10, xmm0, 170
+    movdqa       xmm0, xmm4
+    pblendw      xmm0, xmm2, 170
     psrld        xmm3, 16
-    pblendw      xmm2, xmm4, 170
+    psrld        xmm4, 16
     pblendw      xmm3, xmm5, 170
-    movdqa       xmm1, xmm8
-    pslld        xmm1, 16
-    movdqa       xmm4, [rsp + 32]                    ; reload
-    movdqa       xmm5, xmm4
-    pslld        xmm5, 16
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, [rsp + 64]                    ; reload
-    movdqa       [rsp + 160], xmm0                   ; spill
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    pblendw      xmm0, xmm5, 170
-    psrld        xmm3, 16
-    psrld        xmm1, 16
-    pblendw      xmm3, xmm8, 170
-    pblendw      xmm1, xmm4, 170
-    movdqa       xmm4, xmm12
-    pslld        xmm4, 16
-    movdqa       xmm5, xmm11
-    pslld        xmm5, 16
-    movdqa       xmm8, xmm10
-    pblendw      xmm8, xmm4, 170
-    movdqa       xmm4, xmm7
-    pblendw      xmm4, xmm5, 170
-    psrld        xmm10, 16
-    psrld        xmm7, 16
-    pblendw      xmm10, xmm12, 170
-    pblendw      xmm7, xmm11, 170
-    movdqa       xmm5, xmm13                         ; layer 7
-    paddw        xmm5, xmm14
-    movdqa       xmm11, xmm6
-    paddw        xmm11, xmm15
-    paddw        xmm13, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm13, xmm14
-    psubw        xmm6, xmm15
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rcx - 32]
-    movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rcx - 16]
-    pmullw       xmm13, [rcx - 64]
-    pmullw       xmm6, [rcx - 48]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm12, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm13, xmm12
-    psubw        xmm6, xmm14
-    movdqa       xmm12, xmm9                         ; layer 7
-    paddw        xmm12, xmm2
-    movdqa       xmm14, [rsp + 160]                  ; reload
-    movdqa       [rsp + 32], xmm12                   ; spill
-    movdqa       xmm12, xmm14
-    paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm9, xmm2
-    psubw        xmm14, [rsp]
+    pblendw      xmm4, xmm6, 170
     movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rcx + 32]
-    movdqa       [rsp], xmm12                        ; spill
+    pslld        xmm2, 16
+    movdqa       xmm5, [rsp + 128]                   ; reload
+    movdqa       xmm6, xmm5
+    pslld        xmm6, 16
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm4
+    pblendw      xmm0, xmm2, 170
+    movdqa       xmm2, [rsp + 160]                   ; reload
+    movdqa       [rsp + 32], xmm0                    ; spill
+    movdqa       xmm0, xmm2
+    pblendw      xmm0, xmm6, 170
+    psrld        xmm4, 16
+    psrld        xmm2, 16
+    pblendw      xmm4, xmm9, 170
+    pblendw      xmm2, xmm5, 170
+    movdqa       xmm5, xmm13
+    pslld        xmm5, 16
+    movdqa       xmm6, xmm12
+    pslld        xmm6, 16
+    movdqa       xmm9, xmm11
+    pblendw      xmm9, xmm5, 170
+    movdqa       xmm5, xmm8
+    pblendw      xmm5, xmm6, 170
+    psrld        xmm11, 16
+    psrld        xmm8, 16
+    pblendw      xmm11, xmm13, 170
+    pblendw      xmm8, xmm12, 170
+    movdqa       xmm6, xmm1                          ; layer 7
+    paddw        xmm6, xmm14
+    movdqa       xmm12, xmm7
+    paddw        xmm12, xmm15
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm1, xmm14
+    psubw        xmm7, xmm15
+    movdqa       xmm13, xmm1
+    pmulhuw      xmm13, [rcx - 32]
+    movdqa       xmm14, xmm7
+    pmulhuw      xmm14, [rcx - 16]
+    pmullw       xmm1, [rcx - 64]
+    pmullw       xmm7, [rcx - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
+    pmullw       xmm13, xmm15
+    pmullw       xmm14, xmm15
+    psubw        xmm1, xmm13
+    psubw        xmm7, xmm14
+    movdqa       xmm13, xmm6                         ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm13, [rcx - 128]
+    movdqa       xmm14, xmm12
+    psubw        xmm14, [rcx - 112]
+    pminuw       xmm6, xmm13
+    pminuw       xmm12, xmm14
+    movdqa       xmm13, xmm10                        ; layer 7
+    paddw        xmm13, xmm3
+    movdqa       xmm14, [rsp + 64]                   ; reload
+    movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rcx + 48]
-    pmullw       xmm9, [rcx]
-    pmullw       xmm14, [rcx + 16]
-    pmullw       xmm2, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm2
-    psubw        xmm14, xmm12
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       xmm12, xmm2                         ; layer 7
-    paddw        xmm12, xmm3
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm0
-    paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm2, xmm3
-    psubw        xmm0, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rcx + 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rcx + 112]
-    pmullw       xmm2, [rcx + 64]
-    pmullw       xmm0, [rcx + 80]
-    pmullw       xmm1, xmm15
+    paddw        xmm12, [rsp + 96]
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, [rsp + 96]
+    movdqa       xmm3, xmm10
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1920] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1792
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       [rsp + 96], xmm6                    ; spill
+    movdqa       xmm6, xmm14
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
     pmullw       xmm3, xmm15
-    psubw        xmm2, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm8                          ; layer 7
-    paddw        xmm1, xmm10
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm4, xmm7
-    movdqa       xmm7, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3520] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3392
-    pmulhuw      xmm7, [rcx - 96]
-    movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm4, [rcx - 112]
-    pmullw       xmm7, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm4, xmm10
-    movdqa       xmm7, xmm13
+    pmullw       xmm6, xmm15
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm6
+    movdqa       xmm3, xmm13                         ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm3, [rcx - 128]
+    movdqa       xmm6, xmm12
+    psubw        xmm6, [rcx - 112]
+    pminuw       xmm13, xmm3
+    pminuw       xmm12, xmm6
+    movdqa       xmm3, [rsp + 32]                    ; reload
+    movdqa       xmm6, xmm3                          ; layer 7
+    paddw        xmm6, xmm4
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm0
+    paddw        xmm12, xmm2
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
+    psubw        xmm3, xmm4
+    psubw        xmm0, xmm2
+    movdqa       xmm2, xmm3
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 1984] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1856
+    pmulhuw      xmm2, [rcx - 96]
+    movdqa       xmm4, xmm0
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm0, [rcx - 112]
+    pmullw       xmm2, xmm15
+    pmullw       xmm4, xmm15
+    psubw        xmm3, xmm2
+    psubw        xmm0, xmm4
+    movdqa       xmm2, xmm6                          ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rcx - 128]
+    movdqa       xmm4, xmm12
+    psubw        xmm4, [rcx - 112]
+    pminuw       xmm6, xmm2
+    pminuw       xmm12, xmm4
+    movdqa       xmm2, xmm9                          ; layer 7
+    paddw        xmm2, xmm11
+    movdqa       xmm4, xmm5
+    paddw        xmm4, xmm8
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
+    psubw        xmm9, xmm11
+    psubw        xmm5, xmm8
+    movdqa       xmm8, xmm9
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2048] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1920
+    pmulhuw      xmm8, [rcx - 96]
+    movdqa       xmm11, xmm5
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
+    pmullw       xmm8, xmm15
+    pmullw       xmm11, xmm15
+    psubw        xmm9, xmm8
+    psubw        xmm5, xmm11
+    movdqa       xmm8, xmm2                          ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
+    movdqa       xmm11, xmm4
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm2, xmm8
+    pminuw       xmm4, xmm11
+    movdqa       xmm8, xmm1
+    psllq        xmm8, 32
+    movdqa       xmm11, xmm7
+    psllq        xmm11, 32
+    movdqa       xmm15, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       xmm4, xmm15
+    pblendw      xmm4, xmm8, 204
+    movdqa       xmm8, [rsp + 128]                   ; reload
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, xmm8
+    pblendw      xmm4, xmm11, 204
+    psrlq        xmm15, 32
+    psrlq        xmm8, 32
+    pblendw      xmm15, xmm1, 204
+    pblendw      xmm8, xmm7, 204
+    movdqa       xmm1, xmm10
+    psllq        xmm1, 32
+    movdqa       xmm7, xmm14
     psllq        xmm7, 32
-    movdqa       xmm10, xmm6
-    psllq        xmm10, 32
-    movdqa       xmm15, xmm5
-    pblendw      xmm15, xmm7, 204
-    movdqa       xmm7, xmm11
-    pblendw      xmm7, xmm10, 204
-    psrlq        xmm5, 32
-    psrlq        xmm11, 32
-    pblendw      xmm5, xmm13, 204
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, xmm9
-    psllq        xmm6, 32
-    movdqa       xmm10, xmm14
-    psllq        xmm10, 32
-    movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm13
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pblendw      xmm11, xmm10, 204
+    pblendw      xmm11, xmm1, 204
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       [rsp + 128], xmm11                  ; spill
+    movdqa       xmm11, xmm1
+    pblendw      xmm11, xmm7, 204
     psrlq        xmm13, 32
-    psrlq        xmm6, 32
-    pblendw      xmm13, xmm9, 204
-    pblendw      xmm6, xmm14, 204
-    movdqa       xmm9, xmm2
-    psllq        xmm9, 32
+    psrlq        xmm1, 32
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm1, xmm14, 204
+    movdqa       xmm7, xmm3
+    psllq        xmm7, 32
     movdqa       xmm10, xmm0
     psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 160]                  ; reload
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm14
-    pblendw      xmm6, xmm9, 204
-    movdqa       xmm9, xmm12
-    pblendw      xmm9, xmm10, 204
-    psrlq        xmm14, 32
+    movdqa       xmm14, xmm6
+    pblendw      xmm14, xmm7, 204
+    movdqa       xmm7, xmm12
+    pblendw      xmm7, xmm10, 204
+    psrlq        xmm6, 32
     psrlq        xmm12, 32
-    pblendw      xmm14, xmm2, 204
+    pblendw      xmm6, xmm3, 204
     pblendw      xmm12, xmm0, 204
-    movdqa       xmm0, xmm8
+    movdqa       xmm0, xmm9
     psllq        xmm0, 32
-    movdqa       xmm2, xmm4
-    psllq        xmm2, 32
-    movdqa       xmm10, xmm1
-    pblendw      xmm10, xmm0, 204
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm2, 204
-    psrlq        xmm1, 32
-    psrlq        xmm3, 32
-    pblendw      xmm1, xmm8, 204
-    pblendw      xmm3, xmm4, 204
-    movdqa       xmm2, xmm15                         ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rcx - 128]
-    movdqa       xmm4, xmm7
-    psubw        xmm4, [rcx - 112]
-    pminuw       xmm15, xmm2
-    pminuw       xmm7, xmm4
-    movdqa       xmm2, xmm5                          ; csub: before layer 6
-    psubw        xmm2, [rcx - 128]
-    movdqa       xmm4, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm4
-    psubw        xmm8, [rcx - 112]
-    pminuw       xmm5, xmm2
-    pminuw       xmm4, xmm8
-    movdqa       xmm2, xmm15                         ; layer 6
-    paddw        xmm2, xmm5
-    movdqa       xmm8, xmm7
-    paddw        xmm8, xmm4
-    paddw        xmm15, [rcx - 128]
-    paddw        xmm7, [rcx - 112]
-    psubw        xmm15, xmm5
-    psubw        xmm7, xmm4
-    movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3584] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3456
-    pmulhuw      xmm4, [rcx - 96]
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rcx - 80]
-    pmullw       xmm15, [rcx - 128]
-    pmullw       xmm7, [rcx - 112]
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqu       xmm8, [rel pw_12289]                ; reload
-    pmullw       xmm4, xmm8
-    pmullw       xmm5, xmm8
-    psubw        xmm15, xmm4
-    psubw        xmm7, xmm5
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rcx - 128]
-    movdqa       [rsp + 160], xmm7                   ; spill
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm7
-    movdqa       xmm5, xmm13                         ; csub: before layer 6
-    psubw        xmm5, [rcx - 128]
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm7
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm13, xmm5
-    pminuw       xmm7, xmm15
-    movdqa       xmm5, xmm4                          ; layer 6
-    paddw        xmm5, xmm13
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm7
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm11, [rcx - 112]
-    psubw        xmm4, xmm13
-    psubw        xmm11, xmm7
-    movdqa       xmm7, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3648] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3520
-    pmulhuw      xmm7, [rcx - 96]
-    movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
-    pmullw       xmm7, xmm8
-    pmullw       xmm13, xmm8
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm13
-    movdqa       xmm7, xmm6                          ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm13, xmm9
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm13
-    movdqa       xmm7, xmm14                         ; csub: before layer 6
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm13, xmm12
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm14, xmm7
-    pminuw       xmm12, xmm13
-    movdqa       xmm7, xmm6                          ; layer 6
-    paddw        xmm7, xmm14
-    movdqa       xmm13, xmm9
-    paddw        xmm13, xmm12
-    paddw        xmm6, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
-    psubw        xmm6, xmm14
-    psubw        xmm9, xmm12
-    movdqa       xmm12, xmm6
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3712] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3584
-    pmulhuw      xmm12, [rcx - 96]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rcx - 80]
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
-    pmullw       xmm12, xmm8
-    pmullw       xmm14, xmm8
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm10                        ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rcx - 128]
-    movdqa       xmm14, xmm0
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm10, xmm12
-    pminuw       xmm0, xmm14
-    movdqa       xmm12, xmm1                         ; csub: before layer 6
-    psubw        xmm12, [rcx - 128]
-    movdqa       xmm14, xmm3
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm1, xmm12
-    pminuw       xmm3, xmm14
-    movdqa       xmm12, xmm10                        ; layer 6
-    paddw        xmm12, xmm1
-    movdqa       xmm14, xmm0
-    paddw        xmm14, xmm3
-    paddw        xmm10, [rcx - 128]
-    paddw        xmm0, [rcx - 112]
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm10
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3776] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3648
-    pmulhuw      xmm1, [rcx - 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm0, [rcx - 112]
-    pmullw       xmm1, xmm8
-    pmullw       xmm3, xmm8
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm2
-    punpcklqdq   xmm1, [rsp + 96]
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm3
-    punpcklqdq   xmm8, [rsp + 160]
-    punpckhqdq   xmm2, [rsp + 96]
-    punpckhqdq   xmm3, [rsp + 160]
-    movdqa       [rsp + 160], xmm3                   ; spill
     movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm4
-    movdqa       [rsp + 128], xmm3                   ; spill
-    movdqa       xmm3, xmm15
-    punpcklqdq   xmm3, xmm11
-    punpckhqdq   xmm5, xmm4
-    punpckhqdq   xmm15, xmm11
-    movdqa       xmm4, xmm7
-    punpcklqdq   xmm4, xmm6
-    movdqa       xmm11, xmm13
-    punpcklqdq   xmm11, xmm9
-    punpckhqdq   xmm7, xmm6
-    punpckhqdq   xmm13, xmm9
-    movdqa       xmm6, xmm12
-    punpcklqdq   xmm6, xmm10
-    movdqa       xmm9, xmm14
-    punpcklqdq   xmm9, xmm0
-    punpckhqdq   xmm12, xmm10
-    punpckhqdq   xmm14, xmm0
-    movdqa       xmm0, xmm1                          ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm0, [rcx - 128]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm1, xmm0
-    pminuw       xmm8, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 5
-    psubw        xmm0, [rcx - 128]
-    movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm10
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm2, xmm0
-    pminuw       xmm10, xmm14
-    movdqa       xmm0, xmm1                          ; layer 5
-    paddw        xmm0, xmm2
-    movdqa       xmm14, xmm8
-    paddw        xmm14, xmm10
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm8, [rcx - 112]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, xmm1
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3840] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3712
-    pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm1, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
-    movdqa       [rsp + 160], xmm14                  ; spill
-    movdqu       xmm14, [rel pw_12289]               ; reload
-    pmullw       xmm2, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       xmm10, xmm2                         ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rcx - 128]
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, xmm3
-    psubw        xmm8, [rcx - 112]
-    pminuw       xmm2, xmm10
-    pminuw       xmm3, xmm8
-    movdqa       xmm8, xmm5                          ; csub: before layer 5
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm10, xmm15
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm10
-    movdqa       xmm8, xmm2                          ; layer 5
-    paddw        xmm8, xmm5
-    movdqa       xmm10, xmm3
-    paddw        xmm10, xmm15
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3904] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3776
-    pmulhuw      xmm5, [rcx - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
-    pmullw       xmm5, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm4                          ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rcx - 128]
-    movdqa       xmm15, xmm11
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm15
-    movdqa       xmm5, xmm7                          ; csub: before layer 5
-    psubw        xmm5, [rcx - 128]
-    movdqa       xmm15, xmm13
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm7, xmm5
-    pminuw       xmm13, xmm15
-    movdqa       xmm5, xmm4                          ; layer 5
-    paddw        xmm5, xmm7
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm13
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm11, [rcx - 112]
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm13
-    movdqa       xmm7, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3968] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3840
-    pmulhuw      xmm7, [rcx - 96]
-    movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
-    pmullw       xmm7, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm13
-    movdqa       xmm7, xmm6                          ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm13, xmm9
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm13
-    movdqa       xmm7, xmm12                         ; csub: before layer 5
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, xmm13
-    psubw        xmm11, [rcx - 112]
-    pminuw       xmm12, xmm7
-    pminuw       xmm13, xmm11
-    movdqa       xmm7, xmm6                          ; layer 5
-    paddw        xmm7, xmm12
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm13
-    paddw        xmm6, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm6
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4032] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3904
-    pmulhuw      xmm12, [rcx - 96]
-    movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
-    pmullw       xmm12, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm0                         ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rcx - 128]
-    movdqa       xmm13, xmm1
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm0, xmm12
-    pminuw       xmm1, xmm13
-    movdqa       xmm12, [rsp + 160]                  ; reload
-    movdqa       xmm13, xmm12                        ; csub: before layer 4
-    psubw        xmm13, [rcx - 128]
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, [rsp]                         ; reload
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm9
-    psubw        xmm11, [rcx - 112]
-    pminuw       xmm12, xmm13
-    pminuw       xmm9, xmm11
-    movdqa       xmm11, xmm0                         ; layer 4
-    paddw        xmm11, xmm12
-    movdqa       xmm13, xmm1
-    paddw        xmm13, xmm9
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
-    psubw        xmm0, xmm12
-    psubw        xmm1, xmm9
-    movdqa       xmm9, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4096] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3968
-    pmulhuw      xmm9, [rcx - 96]
-    movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm9, xmm14
-    pmullw       xmm12, xmm14
-    psubw        xmm0, xmm9
-    psubw        xmm1, xmm12
-    movdqa       xmm9, xmm8                          ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rcx - 128]
-    movdqa       xmm12, xmm2
-    psubw        xmm12, [rcx - 112]
-    pminuw       xmm8, xmm9
-    pminuw       xmm2, xmm12
-    movdqa       xmm9, xmm10                         ; csub: before layer 4
-    psubw        xmm9, [rcx - 128]
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rcx - 112]
-    pminuw       xmm10, xmm9
-    pminuw       xmm3, xmm12
-    movdqa       xmm9, xmm8                          ; layer 4
-    paddw        xmm9, xmm10
-    movdqa       xmm12, xmm2
-    paddw        xmm12, xmm3
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm2, xmm3
-    movdqa       xmm3, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4160] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4032
-    pmulhuw      xmm3, [rcx - 96]
+    psllq        xmm3, 32
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    pmullw       xmm3, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm8, xmm3
-    psubw        xmm2, xmm10
-    movdqa       xmm3, xmm5                          ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm3, [rcx - 128]
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm5, xmm3
-    pminuw       xmm4, xmm10
-    movdqa       xmm3, xmm15                         ; csub: before layer 4
-    psubw        xmm3, [rcx - 128]
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, xmm10
-    psubw        xmm2, [rcx - 112]
-    pminuw       xmm15, xmm3
-    pminuw       xmm10, xmm2
-    movdqa       xmm2, xmm5                          ; layer 4
-    paddw        xmm2, xmm15
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm10
-    paddw        xmm5, [rcx - 128]
+    pblendw      xmm10, xmm0, 204
+    movdqa       xmm0, [rsp + 32]                    ; reload
+    movdqa       [rsp + 64], xmm10                   ; spill
+    movdqa       xmm10, xmm0
+    pblendw      xmm10, xmm3, 204
+    psrlq        xmm2, 32
+    psrlq        xmm0, 32
+    pblendw      xmm2, xmm9, 204
+    pblendw      xmm0, xmm5, 204
+    movdqa       xmm3, [rsp + 160]                   ; reload
+    movdqa       xmm5, xmm3                          ; layer 6
+    paddw        xmm5, xmm15
+    movdqa       xmm9, xmm4
+    paddw        xmm9, xmm8
+    paddw        xmm3, [rcx - 128]
     paddw        xmm4, [rcx - 112]
-    psubw        xmm5, xmm15
-    psubw        xmm4, xmm10
-    movdqa       xmm10, xmm5
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4224] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4096
-    pmulhuw      xmm10, [rcx - 96]
+    psubw        xmm3, xmm15
+    psubw        xmm4, xmm8
+    movdqa       xmm8, xmm3
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2112] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 1984
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm15, xmm4
     pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm3, [rcx - 128]
     pmullw       xmm4, [rcx - 112]
-    pmullw       xmm10, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm5, xmm10
+    movdqa       [rsp + 160], xmm0                   ; spill
+    movdqu       xmm0, [rel pw_12289]                ; reload
+    pmullw       xmm8, xmm0
+    pmullw       xmm15, xmm0
+    psubw        xmm3, xmm8
     psubw        xmm4, xmm15
-    movdqa       xmm10, xmm7                         ; csub: before layer 4
+    movdqa       xmm8, xmm5                          ; csub: after layer 6
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rcx - 128]
-    movdqa       xmm15, xmm6
+    psubw        xmm8, [rcx - 128]
+    movdqa       xmm15, xmm9
     psubw        xmm15, [rcx - 112]
-    pminuw       xmm7, xmm10
-    pminuw       xmm6, xmm15
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       xmm15, xmm10                        ; csub: before layer 4
-    psubw        xmm15, [rcx - 128]
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       [rsp + 160], xmm5                   ; spill
-    movdqa       xmm5, xmm4
-    psubw        xmm5, [rcx - 112]
-    pminuw       xmm10, xmm15
-    pminuw       xmm4, xmm5
-    movdqa       xmm5, xmm7                          ; layer 4
-    paddw        xmm5, xmm10
-    movdqa       xmm15, xmm6
-    paddw        xmm15, xmm4
-    paddw        xmm7, [rcx - 128]
-    paddw        xmm6, [rcx - 112]
-    psubw        xmm7, xmm10
-    psubw        xmm6, xmm4
-    movdqa       xmm4, xmm7
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4288] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4160
-    pmulhuw      xmm4, [rcx - 96]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm7, [rcx - 128]
-    pmullw       xmm6, [rcx - 112]
-    pmullw       xmm4, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm7, xmm4
-    psubw        xmm6, xmm10
-    movdqa       xmm4, xmm11                         ; csub: before layer 3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rcx - 128]
-    movdqa       xmm10, xmm13
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm11, xmm4
-    pminuw       xmm13, xmm10
-    movdqa       xmm4, xmm9                          ; csub: before layer 3
-    psubw        xmm4, [rcx - 128]
-    movdqa       xmm10, xmm12
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm9, xmm4
-    pminuw       xmm12, xmm10
-    movdqa       xmm4, xmm11                         ; layer 3
-    paddw        xmm4, xmm9
-    movdqa       xmm10, xmm13
-    paddw        xmm10, xmm12
-    paddw        xmm11, [rcx - 128]
-    paddw        xmm13, [rcx - 112]
-    psubw        xmm11, xmm9
-    psubw        xmm13, xmm12
-    movdqa       xmm9, xmm11
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4352] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4224
-    pmulhuw      xmm9, [rcx - 96]
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm13, [rcx - 112]
-    pmullw       xmm9, xmm14
-    pmullw       xmm12, xmm14
-    psubw        xmm11, xmm9
-    psubw        xmm13, xmm12
-    movdqa       xmm9, xmm0                          ; layer 3
-    paddw        xmm9, xmm8
-    movdqa       xmm12, xmm1
-    paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm8
-    psubw        xmm1, [rsp]
-    movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rcx - 96]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm1
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm8, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm0, xmm8
-    psubw        xmm1, xmm13
-    movdqa       xmm8, xmm2                          ; csub: before layer 3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm13, xmm3
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm13
-    movdqa       xmm8, xmm5                          ; csub: before layer 3
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubw        xmm13, [rcx - 112]
     pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm13
-    movdqa       xmm8, xmm2                          ; layer 3
-    paddw        xmm8, xmm5
-    movdqa       xmm13, xmm3
-    paddw        xmm13, xmm15
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4416] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4288
-    pmulhuw      xmm5, [rcx - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
-    pmullw       xmm5, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, [rsp + 160]                   ; reload
-    movdqa       xmm15, xmm5                         ; layer 3
-    paddw        xmm15, xmm7
-    movdqa       [rsp + 96], xmm1                    ; spill
-    movdqa       xmm1, [rsp + 128]                   ; reload
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm5, xmm7
-    psubw        xmm1, xmm6
-    movdqa       xmm6, xmm5
+    pminuw       xmm9, xmm15
+    movdqa       xmm8, [rsp + 128]                   ; reload
+    movdqa       xmm15, xmm8                         ; layer 6
+    paddw        xmm15, xmm13
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       xmm4, xmm11
+    paddw        xmm4, xmm1
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
+    psubw        xmm8, xmm13
+    psubw        xmm11, xmm1
+    movdqa       xmm1, xmm8
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2176] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2048
+    pmulhuw      xmm1, [rcx - 96]
+    movdqa       xmm13, xmm11
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
+    pmullw       xmm1, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm8, xmm1
+    psubw        xmm11, xmm13
+    movdqa       xmm1, xmm15                         ; csub: after layer 6
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm1, [rcx - 128]
+    movdqa       xmm13, xmm4
+    psubw        xmm13, [rcx - 112]
+    pminuw       xmm15, xmm1
+    pminuw       xmm4, xmm13
+    movdqa       xmm1, xmm14                         ; layer 6
+    paddw        xmm1, xmm6
+    movdqa       xmm13, xmm7
+    paddw        xmm13, xmm12
+    paddw        xmm14, [rcx - 128]
+    paddw        xmm7, [rcx - 112]
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm14
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2240] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2112
     pmulhuw      xmm6, [rcx - 96]
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm5, xmm6
-    psubw        xmm1, xmm7
-    movdqa       xmm6, xmm4                          ; csub: before layer 2
+    movdqa       xmm12, xmm7
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm14, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
+    pmullw       xmm6, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm1                          ; csub: after layer 6
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
     psubw        xmm6, [rcx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm1, xmm6
+    pminuw       xmm13, xmm12
+    movdqa       xmm6, [rsp + 64]                    ; reload
+    movdqa       xmm12, xmm6                         ; layer 6
+    paddw        xmm12, xmm2
+    movdqa       [rsp + 128], xmm7                   ; spill
     movdqa       xmm7, xmm10
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm4, xmm6
-    pminuw       xmm10, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 2
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm13
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm13, xmm7
-    movdqa       xmm6, xmm4                          ; layer 2
-    paddw        xmm6, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm13
-    paddw        xmm4, [rcx - 128]
+    paddw        xmm7, [rsp + 160]
+    paddw        xmm6, [rcx - 128]
     paddw        xmm10, [rcx - 112]
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm13
-    movdqa       xmm8, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4352
-    pmulhuw      xmm8, [rcx - 96]
+    psubw        xmm6, xmm2
+    psubw        xmm10, [rsp + 160]
+    movdqa       xmm2, xmm6
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2304] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2176
+    pmulhuw      xmm2, [rcx - 96]
+    movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm10
     pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm6, [rcx - 128]
     pmullw       xmm10, [rcx - 112]
-    pmullw       xmm8, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm4, xmm8
+    pmullw       xmm2, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm6, xmm2
     psubw        xmm10, xmm13
-    movdqa       xmm8, xmm9                          ; csub: before layer 2
+    movdqa       xmm2, xmm12                         ; csub: after layer 6
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rcx - 128]
+    movdqa       xmm13, xmm7
+    psubw        xmm13, [rcx - 112]
+    pminuw       xmm12, xmm2
+    pminuw       xmm7, xmm13
+    movdqa       xmm2, xmm5
+    punpcklqdq   xmm2, xmm3
+    movdqa       xmm13, xmm9
+    punpcklqdq   xmm13, [rsp + 32]
+    punpckhqdq   xmm5, xmm3
+    punpckhqdq   xmm9, [rsp + 32]
+    movdqa       xmm3, xmm15
+    punpcklqdq   xmm3, xmm8
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqa       xmm3, xmm4
+    punpcklqdq   xmm3, xmm11
+    punpckhqdq   xmm15, xmm8
+    punpckhqdq   xmm4, xmm11
+    movdqa       xmm8, xmm1
+    punpcklqdq   xmm8, xmm14
+    movdqa       xmm11, [rsp + 160]                  ; reload
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm11
+    punpcklqdq   xmm8, [rsp + 128]
+    punpckhqdq   xmm1, xmm14
+    punpckhqdq   xmm11, [rsp + 128]
+    movdqa       xmm14, xmm12
+    punpcklqdq   xmm14, xmm6
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm7
+    punpcklqdq   xmm14, xmm10
+    punpckhqdq   xmm12, xmm6
+    punpckhqdq   xmm7, xmm10
+    movdqa       xmm6, xmm2                          ; layer 5
+    paddw        xmm6, xmm5
+    movdqa       xmm10, xmm13
+    paddw        xmm10, xmm9
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm13, [rcx - 112]
+    psubw        xmm2, xmm5
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm2
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2368] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2240
+    pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm2, xmm5
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm6                          ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm9, xmm10
+    psubw        xmm9, [rcx - 112]
+    pminuw       xmm6, xmm5
+    pminuw       xmm10, xmm9
+    movdqa       xmm5, [rsp + 32]                    ; reload
+    movdqa       xmm9, xmm5                          ; layer 5
+    paddw        xmm9, xmm15
+    movdqa       [rsp + 160], xmm13                  ; spill
+    movdqa       xmm13, xmm3
+    paddw        xmm13, xmm4
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
+    psubw        xmm5, xmm15
+    psubw        xmm3, xmm4
+    movdqa       xmm4, xmm5
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2432] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2304
+    pmulhuw      xmm4, [rcx - 96]
+    movdqa       xmm15, xmm3
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
+    pmullw       xmm4, xmm0
+    pmullw       xmm15, xmm0
+    psubw        xmm5, xmm4
+    psubw        xmm3, xmm15
+    movdqa       xmm4, xmm9                          ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm4, [rcx - 128]
+    movdqa       xmm15, xmm13
+    psubw        xmm15, [rcx - 112]
+    pminuw       xmm9, xmm4
+    pminuw       xmm13, xmm15
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm4                         ; layer 5
+    paddw        xmm15, xmm1
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqa       xmm3, xmm8
+    paddw        xmm3, xmm11
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
+    psubw        xmm4, xmm1
+    psubw        xmm8, xmm11
+    movdqa       xmm1, xmm4
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2496] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2368
+    pmulhuw      xmm1, [rcx - 96]
+    movdqa       xmm11, xmm8
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
+    pmullw       xmm1, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm8, xmm11
+    movdqa       xmm1, xmm15                         ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm1, [rcx - 128]
+    movdqa       xmm11, xmm3
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm15, xmm1
+    pminuw       xmm3, xmm11
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm11, xmm1                         ; layer 5
+    paddw        xmm11, xmm12
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm7
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm1, xmm12
+    psubw        xmm14, xmm7
+    movdqa       xmm7, xmm1
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2560] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2432
+    pmulhuw      xmm7, [rcx - 96]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm14, xmm12
+    movdqa       xmm7, xmm11                         ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rcx - 128]
+    movdqa       xmm12, xmm8
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm11, xmm7
+    pminuw       xmm8, xmm12
+    movdqa       xmm7, xmm6                          ; layer 4
+    paddw        xmm7, xmm10
+    movdqa       xmm12, xmm2
+    paddw        xmm12, [rsp + 160]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
+    psubw        xmm6, xmm10
+    psubw        xmm2, [rsp + 160]
+    movdqa       xmm10, xmm6
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2624] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2496
+    pmulhuw      xmm10, [rcx - 96]
+    movdqa       [rsp + 160], xmm12                  ; spill
+    movdqa       xmm12, xmm2
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
+    pmullw       xmm10, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm6, xmm10
+    psubw        xmm2, xmm12
+    movdqa       xmm10, xmm9                         ; layer 4
+    paddw        xmm10, xmm13
+    movdqa       xmm12, xmm5
+    paddw        xmm12, [rsp + 32]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm9, xmm13
+    psubw        xmm5, [rsp + 32]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx - 32]
+    movdqa       [rsp + 32], xmm2                    ; spill
+    movdqa       xmm2, xmm5
+    pmulhuw      xmm2, [rcx - 16]
+    pmullw       xmm9, [rcx - 64]
+    pmullw       xmm5, [rcx - 48]
+    pmullw       xmm13, xmm0
+    pmullw       xmm2, xmm0
+    psubw        xmm9, xmm13
+    psubw        xmm5, xmm2
+    movdqa       xmm2, xmm15                         ; layer 4
+    paddw        xmm2, xmm3
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 64]
+    paddw        xmm15, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm15, xmm3
+    psubw        xmm4, [rsp + 64]
+    movdqa       xmm3, xmm15
+    pmulhuw      xmm3, [rcx + 32]
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm4
+    pmulhuw      xmm13, [rcx + 48]
+    pmullw       xmm15, [rcx]
+    pmullw       xmm4, [rcx + 16]
+    pmullw       xmm3, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm15, xmm3
+    psubw        xmm4, xmm13
+    movdqa       xmm3, xmm11                         ; layer 4
+    paddw        xmm3, xmm8
+    movdqa       xmm13, xmm1
+    paddw        xmm13, xmm14
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm11, xmm8
+    psubw        xmm1, xmm14
+    movdqa       xmm8, xmm11
+    pmulhuw      xmm8, [rcx + 96]
+    movdqa       xmm14, xmm1
+    pmulhuw      xmm14, [rcx + 112]
+    pmullw       xmm11, [rcx + 64]
+    pmullw       xmm1, [rcx + 80]
+    pmullw       xmm8, xmm0
+    pmullw       xmm14, xmm0
+    psubw        xmm11, xmm8
+    psubw        xmm1, xmm14
+    movdqa       xmm8, xmm7                          ; csub: before layer 3
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
     psubw        xmm8, [rcx - 128]
-    movdqa       xmm13, xmm12
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm9, xmm8
-    pminuw       xmm12, xmm13
-    movdqa       xmm8, xmm15                         ; csub: before layer 2
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm13, xmm0
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm15, xmm8
-    pminuw       xmm0, xmm13
-    movdqa       xmm8, xmm9                          ; layer 2
-    paddw        xmm8, xmm15
-    movdqa       xmm13, xmm12
-    paddw        xmm13, xmm0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm12, [rcx - 112]
-    psubw        xmm9, xmm15
-    psubw        xmm12, xmm0
-    movdqa       xmm0, xmm9
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4352
-    pmulhuw      xmm0, [rcx - 96]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
+    movdqa       xmm14, [rsp + 160]                  ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm14
+    psubw        xmm1, [rcx - 112]
+    pminuw       xmm7, xmm8
+    pminuw       xmm14, xmm1
+    movdqa       xmm1, xmm10                         ; csub: before layer 3
+    psubw        xmm1, [rcx - 128]
+    movdqa       xmm8, xmm12
+    psubw        xmm8, [rcx - 112]
+    pminuw       xmm10, xmm1
+    pminuw       xmm12, xmm8
+    movdqa       xmm1, xmm7                          ; layer 3
+    paddw        xmm1, xmm10
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm12
+    paddw        xmm7, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm7
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2880] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2752
+    pmulhuw      xmm10, [rcx - 96]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm10, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm6                         ; layer 3
+    paddw        xmm10, xmm9
+    movdqa       xmm12, [rsp + 32]                   ; reload
+    movdqa       [rsp + 160], xmm14                  ; spill
+    movdqa       xmm14, xmm12
+    paddw        xmm14, xmm5
+    paddw        xmm6, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm6, xmm9
+    psubw        xmm12, xmm5
+    movdqa       xmm5, xmm6
+    pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
     pmullw       xmm12, [rcx - 112]
-    pmullw       xmm0, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm9, xmm0
-    psubw        xmm12, xmm15
-    movdqa       xmm0, xmm11                         ; layer 2
-    paddw        xmm0, xmm2
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 128], xmm12                  ; spill
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm3
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm15, [rcx - 112]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, [rsp + 32]                    ; reload
-    movdqa       xmm3, xmm2                          ; layer 2
-    paddw        xmm3, xmm5
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm2, xmm5
-    psubw        xmm15, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rcx - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm5, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm6, xmm5
+    psubw        xmm12, xmm9
+    movdqa       xmm5, xmm2                          ; csub: before layer 3
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       [rsp + 32], xmm12                   ; spill
+    movdqa       xmm12, xmm9
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm2, xmm5
+    pminuw       xmm9, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 3
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm2                          ; layer 3
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm9
+    paddw        xmm12, xmm13
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm2
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 2944] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2816
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx - 80]
     pmullw       xmm2, [rcx - 128]
-    pmullw       xmm15, [rcx - 112]
-    pmullw       xmm1, xmm14
-    pmullw       xmm5, xmm14
-    psubw        xmm2, xmm1
-    psubw        xmm15, xmm5
+    pmullw       xmm9, [rcx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm15                         ; layer 3
+    paddw        xmm3, xmm11
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 128]
+    paddw        xmm15, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm15, xmm11
+    psubw        xmm4, [rsp + 128]
+    movdqa       xmm11, xmm15
+    pmulhuw      xmm11, [rcx - 96]
+    movdqa       [rsp + 128], xmm6                   ; spill
+    movdqa       xmm6, xmm4
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm15, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
+    pmullw       xmm11, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm15, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm1                          ; csub: before layer 2
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
+    movdqa       xmm11, xmm8
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm1, xmm6
+    pminuw       xmm8, xmm11
+    movdqa       xmm6, xmm5                          ; csub: before layer 2
+    psubw        xmm6, [rcx - 128]
+    movdqa       xmm11, xmm12
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm5, xmm6
+    pminuw       xmm12, xmm11
+    movdqa       xmm6, xmm1                          ; layer 2
+    paddw        xmm6, xmm5
+    movdqa       xmm11, xmm8
+    paddw        xmm11, xmm12
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
+    psubw        xmm1, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm1
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2880
+    pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm10                         ; csub: before layer 2
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm12, xmm14
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm10, xmm5
+    pminuw       xmm14, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 2
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm10                         ; layer 2
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm14
+    paddw        xmm12, xmm13
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm10
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 2880
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       xmm13, xmm14
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm7                          ; layer 2
+    paddw        xmm3, xmm2
+    movdqa       xmm13, [rsp + 160]                  ; reload
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm9
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, xmm7
+    pmulhuw      xmm2, [rcx - 96]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    pmullw       xmm2, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm9, xmm2                          ; layer 2
+    paddw        xmm9, xmm15
+    movdqa       [rsp + 160], xmm13                  ; spill
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       [rsp + 96], xmm7                    ; spill
+    movdqa       xmm7, xmm13
+    paddw        xmm7, xmm4
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm2, xmm15
+    psubw        xmm13, xmm4
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx - 96]
+    movdqa       xmm15, xmm13
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    pmullw       xmm4, xmm0
+    pmullw       xmm15, xmm0
+    psubw        xmm2, xmm4
+    psubw        xmm13, xmm15
+    movdqu       [rdi + 256], xmm6
+    movdqu       [rdi + 272], xmm11
+    movdqu       [rdi + 288], xmm5
+    movdqu       [rdi + 304], xmm12
+    movdqu       [rdi + 320], xmm3
+    movdqu       [rdi + 336], xmm14
+    movdqu       [rdi + 352], xmm9
+    movdqu       [rdi + 368], xmm7
+    movdqu       [rdi + 384], xmm1
+    movdqu       [rdi + 400], xmm8
+    movdqu       [rdi + 416], xmm10
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 432], xmm1
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqu       [rdi + 448], xmm1
+    movdqa       xmm1, [rsp + 160]                   ; reload
+    movdqu       [rdi + 464], xmm1
+    movdqu       [rdi + 480], xmm2
+    movdqu       [rdi + 496], xmm13
+    movdqu       xmm1, [rdi + 512]
+    movdqu       xmm2, [rdi + 528]
+    movdqu       xmm3, [rdi + 544]
+    movdqu       xmm4, [rdi + 560]
+    movdqu       xmm5, [rdi + 576]
+    movdqu       xmm6, [rdi + 592]
+    movdqu       xmm7, [rdi + 608]
+    movdqu       xmm8, [rdi + 624]
+    movdqu       xmm9, [rdi + 640]
+    movdqu       xmm10, [rdi + 656]
+    movdqu       xmm11, [rdi + 672]
+    movdqu       xmm12, [rdi + 688]
+    movdqu       xmm13, [rdi + 704]
+    movdqu       xmm14, [rdi + 720]
+    movdqu       xmm15, [rdi + 736]
+    movdqa       [rsp + 160], xmm14                  ; spill
+    movdqu       xmm14, [rdi + 752]
+    movdqa       [rsp + 96], xmm14                   ; spill
+    movdqa       xmm14, xmm1                         ; layer 8
+    paddw        xmm14, xmm3
+    movdqa       [rsp + 64], xmm15                   ; spill
+    movdqa       xmm15, xmm2
+    paddw        xmm15, xmm4
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rcx - 32]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx - 16]
+    pmullw       xmm1, [rcx - 64]
+    pmullw       xmm2, [rcx - 48]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm14
+    pmulhuw      xmm3, [rel pw_682]
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rel pw_682 + 16]
+    pmullw       xmm14, [rel pw_128]
+    pmullw       xmm15, [rel pw_128 + 16]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm5                          ; layer 8
+    paddw        xmm3, xmm7
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm5
+    pmulhuw      xmm7, [rcx + 32]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rcx + 48]
+    pmullw       xmm5, [rcx]
+    pmullw       xmm6, [rcx + 16]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm3
+    pmulhuw      xmm7, [rel pw_682]
+    movdqa       xmm8, xmm4
+    pmulhuw      xmm8, [rel pw_682 + 16]
+    pmullw       xmm3, [rel pw_128]
+    pmullw       xmm4, [rel pw_128 + 16]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm9                          ; layer 8
+    paddw        xmm7, xmm11
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    pmulhuw      xmm11, [rcx + 96]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rcx + 112]
+    pmullw       xmm9, [rcx + 64]
+    pmullw       xmm10, [rcx + 80]
+    pmullw       xmm11, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm7
+    pmulhuw      xmm11, [rel pw_682]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_682 + 16]
+    pmullw       xmm7, [rel pw_128]
+    pmullw       xmm8, [rel pw_128 + 16]
+    pmullw       xmm11, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
+    movdqa       xmm11, xmm13                        ; layer 8
+    paddw        xmm11, [rsp + 64]
+    movdqa       xmm12, [rsp + 160]                  ; reload
+    movdqa       [rsp + 32], xmm8                    ; spill
+    movdqa       xmm8, xmm12
+    paddw        xmm8, [rsp + 96]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm13, [rsp + 64]
+    psubw        xmm12, [rsp + 96]
+    movdqa       [rsp + 96], xmm7                    ; spill
+    movdqa       xmm7, xmm13
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3264] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3136
+    pmulhuw      xmm7, [rcx - 96]
+    movdqa       [rsp + 64], xmm10                   ; spill
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rcx - 80]
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm10, xmm0
+    psubw        xmm13, xmm7
+    psubw        xmm12, xmm10
+    movdqa       xmm7, xmm11
+    pmulhuw      xmm7, [rel pw_682]
+    movdqa       xmm10, xmm8
+    pmulhuw      xmm10, [rel pw_682 + 16]
+    pmullw       xmm11, [rel pw_128]
+    pmullw       xmm8, [rel pw_128 + 16]
+    pmullw       xmm7, xmm0
+    pmullw       xmm10, xmm0
+    psubw        xmm11, xmm7
+    psubw        xmm8, xmm10
+    movdqa       xmm7, xmm1
+    pslld        xmm7, 16
+    movdqa       xmm10, xmm2
+    pslld        xmm10, 16
+    movdqa       xmm0, xmm14
+    pblendw      xmm0, xmm7, 170
+    movdqa       xmm7, xmm15
+    pblendw      xmm7, xmm10, 170
+    psrld        xmm14, 16
+    psrld        xmm15, 16
+    pblendw      xmm14, xmm1, 170
+    pblendw      xmm15, xmm2, 170
+    movdqa       xmm1, xmm5
+    pslld        xmm1, 16
+    movdqa       xmm2, xmm6
+    pslld        xmm2, 16
+    movdqa       xmm10, xmm3
+    pblendw      xmm10, xmm1, 170
+    movdqa       xmm1, xmm4
+    pblendw      xmm1, xmm2, 170
+    psrld        xmm3, 16
+    psrld        xmm4, 16
+    pblendw      xmm3, xmm5, 170
+    pblendw      xmm4, xmm6, 170
+    movdqa       xmm2, xmm9
+    pslld        xmm2, 16
+    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm6, xmm5
+    pslld        xmm6, 16
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, [rsp + 96]                    ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm4
+    pblendw      xmm1, xmm2, 170
+    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, xmm2
+    pblendw      xmm1, xmm6, 170
+    psrld        xmm4, 16
+    psrld        xmm2, 16
+    pblendw      xmm4, xmm9, 170
+    pblendw      xmm2, xmm5, 170
+    movdqa       xmm5, xmm13
+    pslld        xmm5, 16
+    movdqa       xmm6, xmm12
+    pslld        xmm6, 16
+    movdqa       xmm9, xmm11
+    pblendw      xmm9, xmm5, 170
+    movdqa       xmm5, xmm8
+    pblendw      xmm5, xmm6, 170
+    psrld        xmm11, 16
+    psrld        xmm8, 16
+    pblendw      xmm11, xmm13, 170
+    pblendw      xmm8, xmm12, 170
+    movdqa       xmm6, xmm0                          ; layer 7
+    paddw        xmm6, xmm14
+    movdqa       xmm12, xmm7
+    paddw        xmm12, xmm15
+    paddw        xmm0, [rel pw_24578]
+    paddw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm0, xmm14
+    psubw        xmm7, xmm15
+    movdqa       xmm13, xmm0
+    pmulhuw      xmm13, [rcx - 32]
+    movdqa       xmm14, xmm7
+    pmulhuw      xmm14, [rcx - 16]
+    pmullw       xmm0, [rcx - 64]
+    pmullw       xmm7, [rcx - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
+    pmullw       xmm13, xmm15
+    pmullw       xmm14, xmm15
+    psubw        xmm0, xmm13
+    psubw        xmm7, xmm14
+    movdqa       xmm13, xmm6                         ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm13, [rcx - 128]
+    movdqa       xmm14, xmm12
+    psubw        xmm14, [rcx - 112]
+    pminuw       xmm6, xmm13
+    pminuw       xmm12, xmm14
+    movdqa       xmm13, xmm10                        ; layer 7
+    paddw        xmm13, xmm3
+    movdqa       xmm14, [rsp + 128]                  ; reload
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm14
+    paddw        xmm12, [rsp + 160]
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, [rsp + 160]
+    movdqa       xmm3, xmm10
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3392] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3264
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       xmm6, xmm14
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm3, xmm15
+    pmullw       xmm6, xmm15
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm6
+    movdqa       xmm3, xmm13                         ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm3, [rcx - 128]
+    movdqa       xmm6, xmm12
+    psubw        xmm6, [rcx - 112]
+    pminuw       xmm13, xmm3
+    pminuw       xmm12, xmm6
+    movdqa       xmm3, [rsp]                         ; reload
+    movdqa       xmm6, xmm3                          ; layer 7
+    paddw        xmm6, xmm4
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm1
+    paddw        xmm12, xmm2
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm1, [rcx - 112]
+    psubw        xmm3, xmm4
+    psubw        xmm1, xmm2
+    movdqa       xmm2, xmm3
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3456] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3328
+    pmulhuw      xmm2, [rcx - 96]
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm1, [rcx - 112]
+    pmullw       xmm2, xmm15
+    pmullw       xmm4, xmm15
+    psubw        xmm3, xmm2
+    psubw        xmm1, xmm4
+    movdqa       xmm2, xmm6                          ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rcx - 128]
+    movdqa       xmm4, xmm12
+    psubw        xmm4, [rcx - 112]
+    pminuw       xmm6, xmm2
+    pminuw       xmm12, xmm4
+    movdqa       xmm2, xmm9                          ; layer 7
+    paddw        xmm2, xmm11
+    movdqa       xmm4, xmm5
+    paddw        xmm4, xmm8
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
+    psubw        xmm9, xmm11
+    psubw        xmm5, xmm8
+    movdqa       xmm8, xmm9
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3520] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3392
+    pmulhuw      xmm8, [rcx - 96]
+    movdqa       xmm11, xmm5
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
+    pmullw       xmm8, xmm15
+    pmullw       xmm11, xmm15
+    psubw        xmm9, xmm8
+    psubw        xmm5, xmm11
+    movdqa       xmm8, xmm2                          ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
+    movdqa       xmm11, xmm4
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm2, xmm8
+    pminuw       xmm4, xmm11
+    movdqa       xmm8, xmm0
+    psllq        xmm8, 32
+    movdqa       xmm11, xmm7
+    psllq        xmm11, 32
+    movdqa       xmm15, [rsp + 160]                  ; reload
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm15
+    pblendw      xmm4, xmm8, 204
+    movdqa       xmm8, [rsp + 64]                    ; reload
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       xmm4, xmm8
+    pblendw      xmm4, xmm11, 204
+    psrlq        xmm15, 32
+    psrlq        xmm8, 32
+    pblendw      xmm15, xmm0, 204
+    pblendw      xmm8, xmm7, 204
+    movdqa       xmm0, xmm10
+    psllq        xmm0, 32
+    movdqa       xmm7, xmm14
+    psllq        xmm7, 32
+    movdqa       xmm11, xmm13
+    pblendw      xmm11, xmm0, 204
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqa       [rsp + 64], xmm11                   ; spill
+    movdqa       xmm11, xmm0
+    pblendw      xmm11, xmm7, 204
+    psrlq        xmm13, 32
+    psrlq        xmm0, 32
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm0, xmm14, 204
+    movdqa       xmm7, xmm3
+    psllq        xmm7, 32
+    movdqa       xmm10, xmm1
+    psllq        xmm10, 32
+    movdqa       xmm14, xmm6
+    pblendw      xmm14, xmm7, 204
+    movdqa       xmm7, xmm12
+    pblendw      xmm7, xmm10, 204
+    psrlq        xmm6, 32
+    psrlq        xmm12, 32
+    pblendw      xmm6, xmm3, 204
+    pblendw      xmm12, xmm1, 204
+    movdqa       xmm1, xmm9
+    psllq        xmm1, 32
+    movdqa       xmm3, xmm5
+    psllq        xmm3, 32
+    movdqa       xmm10, xmm2
+    pblendw      xmm10, xmm1, 204
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqa       [rsp + 128], xmm10                  ; spill
+    movdqa       xmm10, xmm1
+    pblendw      xmm10, xmm3, 204
+    psrlq        xmm2, 32
+    psrlq        xmm1, 32
+    pblendw      xmm2, xmm9, 204
+    pblendw      xmm1, xmm5, 204
+    movdqa       xmm3, [rsp + 32]                    ; reload
+    movdqa       xmm5, xmm3                          ; layer 6
+    paddw        xmm5, xmm15
+    movdqa       xmm9, xmm4
+    paddw        xmm9, xmm8
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm4, [rcx - 112]
+    psubw        xmm3, xmm15
+    psubw        xmm4, xmm8
+    movdqa       xmm8, xmm3
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3584] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3456
+    pmulhuw      xmm8, [rcx - 96]
+    movdqa       xmm15, xmm4
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
+    movdqa       [rsp + 32], xmm1                    ; spill
+    movdqu       xmm1, [rel pw_12289]                ; reload
+    pmullw       xmm8, xmm1
+    pmullw       xmm15, xmm1
+    psubw        xmm3, xmm8
+    psubw        xmm4, xmm15
+    movdqa       xmm8, xmm5                          ; csub: after layer 6
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
+    movdqa       xmm15, xmm9
+    psubw        xmm15, [rcx - 112]
+    pminuw       xmm5, xmm8
+    pminuw       xmm9, xmm15
+    movdqa       xmm8, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm8                         ; layer 6
+    paddw        xmm15, xmm13
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm11
+    paddw        xmm4, xmm0
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
+    psubw        xmm8, xmm13
+    psubw        xmm11, xmm0
+    movdqa       xmm0, xmm8
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3648] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3520
+    pmulhuw      xmm0, [rcx - 96]
+    movdqa       xmm13, xmm11
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
+    pmullw       xmm0, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm8, xmm0
+    psubw        xmm11, xmm13
+    movdqa       xmm0, xmm15                         ; csub: after layer 6
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm0, [rcx - 128]
+    movdqa       xmm13, xmm4
+    psubw        xmm13, [rcx - 112]
+    pminuw       xmm15, xmm0
+    pminuw       xmm4, xmm13
+    movdqa       xmm0, xmm14                         ; layer 6
+    paddw        xmm0, xmm6
+    movdqa       xmm13, xmm7
+    paddw        xmm13, xmm12
+    paddw        xmm14, [rcx - 128]
+    paddw        xmm7, [rcx - 112]
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm14
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3712] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3584
+    pmulhuw      xmm6, [rcx - 96]
+    movdqa       xmm12, xmm7
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm14, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
+    pmullw       xmm6, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm0                          ; csub: after layer 6
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm0, xmm6
+    pminuw       xmm13, xmm12
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       xmm12, xmm6                         ; layer 6
+    paddw        xmm12, xmm2
+    movdqa       [rsp + 64], xmm7                    ; spill
+    movdqa       xmm7, xmm10
+    paddw        xmm7, [rsp + 32]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
+    psubw        xmm6, xmm2
+    psubw        xmm10, [rsp + 32]
+    movdqa       xmm2, xmm6
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3776] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3648
+    pmulhuw      xmm2, [rcx - 96]
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, xmm10
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
+    pmullw       xmm2, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm6, xmm2
+    psubw        xmm10, xmm13
+    movdqa       xmm2, xmm12                         ; csub: after layer 6
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rcx - 128]
+    movdqa       xmm13, xmm7
+    psubw        xmm13, [rcx - 112]
+    pminuw       xmm12, xmm2
+    pminuw       xmm7, xmm13
+    movdqa       xmm2, xmm5
+    punpcklqdq   xmm2, xmm3
+    movdqa       xmm13, xmm9
+    punpcklqdq   xmm13, [rsp]
+    punpckhqdq   xmm5, xmm3
+    punpckhqdq   xmm9, [rsp]
+    movdqa       xmm3, xmm15
+    punpcklqdq   xmm3, xmm8
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm4
+    punpcklqdq   xmm3, xmm11
+    punpckhqdq   xmm15, xmm8
+    punpckhqdq   xmm4, xmm11
+    movdqa       xmm8, xmm0
+    punpcklqdq   xmm8, xmm14
+    movdqa       xmm11, [rsp + 32]                   ; reload
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm11
+    punpcklqdq   xmm8, [rsp + 64]
+    punpckhqdq   xmm0, xmm14
+    punpckhqdq   xmm11, [rsp + 64]
+    movdqa       xmm14, xmm12
+    punpcklqdq   xmm14, xmm6
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm7
+    punpcklqdq   xmm14, xmm10
+    punpckhqdq   xmm12, xmm6
+    punpckhqdq   xmm7, xmm10
+    movdqa       xmm6, xmm2                          ; layer 5
+    paddw        xmm6, xmm5
+    movdqa       xmm10, xmm13
+    paddw        xmm10, xmm9
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm13, [rcx - 112]
+    psubw        xmm2, xmm5
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm2
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3840] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3712
+    pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    pmullw       xmm5, xmm1
+    pmullw       xmm9, xmm1
+    psubw        xmm2, xmm5
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm6                          ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm9, xmm10
+    psubw        xmm9, [rcx - 112]
+    pminuw       xmm6, xmm5
+    pminuw       xmm10, xmm9
+    movdqa       xmm5, [rsp]                         ; reload
+    movdqa       xmm9, xmm5                          ; layer 5
+    paddw        xmm9, xmm15
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, xmm3
+    paddw        xmm13, xmm4
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
+    psubw        xmm5, xmm15
+    psubw        xmm3, xmm4
+    movdqa       xmm4, xmm5
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3904] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3776
+    pmulhuw      xmm4, [rcx - 96]
+    movdqa       xmm15, xmm3
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm3, [rcx - 112]
+    pmullw       xmm4, xmm1
+    pmullw       xmm15, xmm1
+    psubw        xmm5, xmm4
+    psubw        xmm3, xmm15
+    movdqa       xmm4, xmm9                          ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm4, [rcx - 128]
+    movdqa       xmm15, xmm13
+    psubw        xmm15, [rcx - 112]
+    pminuw       xmm9, xmm4
+    pminuw       xmm13, xmm15
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm15, xmm4                         ; layer 5
+    paddw        xmm15, xmm0
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm8
+    paddw        xmm3, xmm11
+    paddw        xmm4, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
+    psubw        xmm4, xmm0
+    psubw        xmm8, xmm11
+    movdqa       xmm0, xmm4
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 3968] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3840
+    pmulhuw      xmm0, [rcx - 96]
+    movdqa       xmm11, xmm8
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm4, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
+    pmullw       xmm0, xmm1
+    pmullw       xmm11, xmm1
+    psubw        xmm4, xmm0
+    psubw        xmm8, xmm11
+    movdqa       xmm0, xmm15                         ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm0, [rcx - 128]
+    movdqa       xmm11, xmm3
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm15, xmm0
+    pminuw       xmm3, xmm11
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqa       xmm11, xmm0                         ; layer 5
+    paddw        xmm11, xmm12
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm7
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm0, xmm12
+    psubw        xmm14, xmm7
+    movdqa       xmm7, xmm0
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4032] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3904
+    pmulhuw      xmm7, [rcx - 96]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm7, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm0, xmm7
+    psubw        xmm14, xmm12
+    movdqa       xmm7, xmm11                         ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rcx - 128]
+    movdqa       xmm12, xmm8
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm11, xmm7
+    pminuw       xmm8, xmm12
+    movdqa       xmm7, xmm6                          ; layer 4
+    paddw        xmm7, xmm10
+    movdqa       xmm12, xmm2
+    paddw        xmm12, [rsp + 32]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
+    psubw        xmm6, xmm10
+    psubw        xmm2, [rsp + 32]
+    movdqa       xmm10, xmm6
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4096] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 3968
+    pmulhuw      xmm10, [rcx - 96]
+    movdqa       [rsp + 32], xmm12                   ; spill
+    movdqa       xmm12, xmm2
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
+    pmullw       xmm10, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm6, xmm10
+    psubw        xmm2, xmm12
+    movdqa       xmm10, xmm9                         ; layer 4
+    paddw        xmm10, xmm13
+    movdqa       xmm12, xmm5
+    paddw        xmm12, [rsp]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm9, xmm13
+    psubw        xmm5, [rsp]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx - 32]
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, xmm5
+    pmulhuw      xmm2, [rcx - 16]
+    pmullw       xmm9, [rcx - 64]
+    pmullw       xmm5, [rcx - 48]
+    pmullw       xmm13, xmm1
+    pmullw       xmm2, xmm1
+    psubw        xmm9, xmm13
+    psubw        xmm5, xmm2
+    movdqa       xmm2, xmm15                         ; layer 4
+    paddw        xmm2, xmm3
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 128]
+    paddw        xmm15, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm15, xmm3
+    psubw        xmm4, [rsp + 128]
+    movdqa       xmm3, xmm15
+    pmulhuw      xmm3, [rcx + 32]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm4
+    pmulhuw      xmm13, [rcx + 48]
+    pmullw       xmm15, [rcx]
+    pmullw       xmm4, [rcx + 16]
+    pmullw       xmm3, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm15, xmm3
+    psubw        xmm4, xmm13
+    movdqa       xmm3, xmm11                         ; layer 4
+    paddw        xmm3, xmm8
+    movdqa       xmm13, xmm0
+    paddw        xmm13, xmm14
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm0, [rel pw_24578 + 16]
+    psubw        xmm11, xmm8
+    psubw        xmm0, xmm14
+    movdqa       xmm8, xmm11
+    pmulhuw      xmm8, [rcx + 96]
+    movdqa       xmm14, xmm0
+    pmulhuw      xmm14, [rcx + 112]
+    pmullw       xmm11, [rcx + 64]
+    pmullw       xmm0, [rcx + 80]
+    pmullw       xmm8, xmm1
+    pmullw       xmm14, xmm1
+    psubw        xmm11, xmm8
+    psubw        xmm0, xmm14
+    movdqa       xmm8, xmm7                          ; csub: before layer 3
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
+    movdqa       xmm14, [rsp + 32]                   ; reload
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm14
+    psubw        xmm0, [rcx - 112]
+    pminuw       xmm7, xmm8
+    pminuw       xmm14, xmm0
+    movdqa       xmm0, xmm10                         ; csub: before layer 3
+    psubw        xmm0, [rcx - 128]
+    movdqa       xmm8, xmm12
+    psubw        xmm8, [rcx - 112]
+    pminuw       xmm10, xmm0
+    pminuw       xmm12, xmm8
+    movdqa       xmm0, xmm7                          ; layer 3
+    paddw        xmm0, xmm10
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm12
+    paddw        xmm7, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm7
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4352] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4224
+    pmulhuw      xmm10, [rcx - 96]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm10, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm6                         ; layer 3
+    paddw        xmm10, xmm9
+    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       xmm14, xmm12
+    paddw        xmm14, xmm5
+    paddw        xmm6, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm6, xmm9
+    psubw        xmm12, xmm5
+    movdqa       xmm5, xmm6
+    pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
+    pmullw       xmm5, xmm1
+    pmullw       xmm9, xmm1
+    psubw        xmm6, xmm5
+    psubw        xmm12, xmm9
+    movdqa       xmm5, xmm2                          ; csub: before layer 3
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm9, [rsp + 128]                   ; reload
+    movdqa       [rsp], xmm12                        ; spill
+    movdqa       xmm12, xmm9
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm2, xmm5
+    pminuw       xmm9, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 3
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm2                          ; layer 3
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm9
+    paddw        xmm12, xmm13
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm2
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4416] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4288
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm9, [rcx - 112]
+    pmullw       xmm3, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm15                         ; layer 3
+    paddw        xmm3, xmm11
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 64]
+    paddw        xmm15, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm15, xmm11
+    psubw        xmm4, [rsp + 64]
+    movdqa       xmm11, xmm15
+    pmulhuw      xmm11, [rcx - 96]
+    movdqa       [rsp + 64], xmm6                    ; spill
+    movdqa       xmm6, xmm4
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm15, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
+    pmullw       xmm11, xmm1
+    pmullw       xmm6, xmm1
+    psubw        xmm15, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm0                          ; csub: before layer 2
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
+    movdqa       xmm11, xmm8
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm0, xmm6
+    pminuw       xmm8, xmm11
+    movdqa       xmm6, xmm5                          ; csub: before layer 2
+    psubw        xmm6, [rcx - 128]
+    movdqa       xmm11, xmm12
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm5, xmm6
+    pminuw       xmm12, xmm11
+    movdqa       xmm6, xmm0                          ; layer 2
+    paddw        xmm6, xmm5
+    movdqa       xmm11, xmm8
+    paddw        xmm11, xmm12
+    paddw        xmm0, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
+    psubw        xmm0, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm0
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4352
+    pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm0, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
+    pmullw       xmm5, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm0, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm10                         ; csub: before layer 2
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm12, xmm14
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm10, xmm5
+    pminuw       xmm14, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 2
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm10                         ; layer 2
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm14
+    paddw        xmm12, xmm13
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm10
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4352
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       xmm13, xmm14
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm3, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm7                          ; layer 2
+    paddw        xmm3, xmm2
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm9
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, xmm7
+    pmulhuw      xmm2, [rcx - 96]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    pmullw       xmm2, xmm1
+    pmullw       xmm9, xmm1
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, [rsp + 64]                    ; reload
+    movdqa       xmm9, xmm2                          ; layer 2
+    paddw        xmm9, xmm15
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       [rsp + 160], xmm7                   ; spill
+    movdqa       xmm7, xmm13
+    paddw        xmm7, xmm4
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm2, xmm15
+    psubw        xmm13, xmm4
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx - 96]
+    movdqa       xmm15, xmm13
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    pmullw       xmm4, xmm1
+    pmullw       xmm15, xmm1
+    psubw        xmm2, xmm4
+    psubw        xmm13, xmm15
     movdqu       [rdi + 512], xmm6
-    movdqu       [rdi + 528], xmm7
-    movdqu       [rdi + 544], xmm8
-    movdqu       [rdi + 560], xmm13
-    movdqu       [rdi + 576], xmm0
-    movdqu       [rdi + 592], xmm12
-    movdqu       [rdi + 608], xmm3
-    movdqu       [rdi + 624], xmm11
-    movdqu       [rdi + 640], xmm4
-    movdqu       [rdi + 656], xmm10
-    movdqu       [rdi + 672], xmm9
+    movdqu       [rdi + 528], xmm11
+    movdqu       [rdi + 544], xmm5
+    movdqu       [rdi + 560], xmm12
+    movdqu       [rdi + 576], xmm3
+    movdqu       [rdi + 592], xmm14
+    movdqu       [rdi + 608], xmm9
+    movdqu       [rdi + 624], xmm7
+    movdqu       [rdi + 640], xmm0
+    movdqu       [rdi + 656], xmm8
+    movdqu       [rdi + 672], xmm10
     movdqa       xmm0, [rsp + 128]                   ; reload
     movdqu       [rdi + 688], xmm0
     movdqa       xmm0, [rsp + 160]                   ; reload
     movdqu       [rdi + 704], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
+    movdqa       xmm0, [rsp + 32]                    ; reload
     movdqu       [rdi + 720], xmm0
     movdqu       [rdi + 736], xmm2
-    movdqu       [rdi + 752], xmm15
+    movdqu       [rdi + 752], xmm13
     movdqu       xmm0, [rdi + 768]
-    movdqu       xmm1, [rdi + 784]
-    movdqu       xmm2, [rdi + 800]
-    movdqu       xmm3, [rdi + 816]
-    movdqu       xmm4, [rdi + 832]
-    movdqu       xmm5, [rdi + 848]
-    movdqu       xmm6, [rdi + 864]
-    movdqu       xmm7, [rdi + 880]
-    movdqu       xmm8, [rdi + 896]
-    movdqu       xmm9, [rdi + 912]
-    movdqu       xmm10, [rdi + 928]
-    movdqu       xmm11, [rdi + 944]
-    movdqu       xmm12, [rdi + 960]
-    movdqu       xmm13, [rdi + 976]
+    movdqu       xmm2, [rdi + 784]
+    movdqu       xmm3, [rdi + 800]
+    movdqu       xmm4, [rdi + 816]
+    movdqu       xmm5, [rdi + 832]
+    movdqu       xmm6, [rdi + 848]
+    movdqu       xmm7, [rdi + 864]
+    movdqu       xmm8, [rdi + 880]
+    movdqu       xmm9, [rdi + 896]
+    movdqu       xmm10, [rdi + 912]
+    movdqu       xmm11, [rdi + 928]
+    movdqu       xmm12, [rdi + 944]
+    movdqu       xmm13, [rdi + 960]
+    movdqu       xmm14, [rdi + 976]
     movdqu       xmm15, [rdi + 992]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqu       xmm13, [rdi + 1008]
-    movdqa       [rsp + 160], xmm13                  ; spill
-    movdqa       xmm13, xmm0                         ; layer 8
-    paddw        xmm13, xmm2
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqu       xmm14, [rdi + 1008]
+    movdqa       [rsp + 160], xmm14                  ; spill
+    movdqa       xmm14, xmm0                         ; layer 8
+    paddw        xmm14, xmm3
     movdqa       [rsp + 128], xmm15                  ; spill
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
+    movdqa       xmm15, xmm2
+    paddw        xmm15, xmm4
     paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rcx - 32]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rcx - 16]
-    pmullw       xmm0, [rcx - 64]
-    pmullw       xmm1, [rcx - 48]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm13
-    pmulhuw      xmm2, [rel pw_682]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_682 + 16]
-    pmullw       xmm13, [rel pw_128]
-    pmullw       xmm15, [rel pw_128 + 16]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm13, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm4                          ; layer 8
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rcx + 32]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rcx + 48]
-    pmullw       xmm4, [rcx]
-    pmullw       xmm5, [rcx + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_682]
-    movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_682 + 16]
-    pmullw       xmm2, [rel pw_128]
-    pmullw       xmm3, [rel pw_128 + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm2, xmm6
-    psubw        xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 8
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rcx + 96]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rcx + 112]
-    pmullw       xmm8, [rcx + 64]
-    pmullw       xmm9, [rcx + 80]
-    pmullw       xmm10, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_682]
-    movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_682 + 16]
-    pmullw       xmm6, [rel pw_128]
-    pmullw       xmm7, [rel pw_128 + 16]
-    pmullw       xmm10, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm6, xmm10
-    psubw        xmm7, xmm11
-    movdqa       xmm10, xmm12                        ; layer 8
-    paddw        xmm10, [rsp + 128]
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    paddw        xmm7, [rsp + 160]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, [rsp + 128]
-    psubw        xmm11, [rsp + 160]
-    movdqa       [rsp + 160], xmm6                   ; spill
-    movdqa       xmm6, xmm12
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4736] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4608
-    pmulhuw      xmm6, [rcx - 96]
-    movdqa       [rsp + 128], xmm9                   ; spill
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rcx - 80]
-    pmullw       xmm12, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm9, xmm14
-    psubw        xmm12, xmm6
-    psubw        xmm11, xmm9
-    movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel pw_682]
-    movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel pw_682 + 16]
-    pmullw       xmm10, [rel pw_128]
-    pmullw       xmm7, [rel pw_128 + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm9, xmm14
-    psubw        xmm10, xmm6
-    psubw        xmm7, xmm9
-    movdqa       xmm6, xmm0
-    pslld        xmm6, 16
-    movdqa       xmm9, xmm1
-    pslld        xmm9, 16
-    movdqa       xmm14, xmm13
-    pblendw      xmm14, xmm6, 170
-    movdqa       xmm6, xmm15
-    pblendw      xmm6, xmm9, 170
-    psrld        xmm13, 16
-    psrld        xmm15, 16
-    pblendw      xmm13, xmm0, 170
-    pblendw      xmm15, xmm1, 170
-    movdqa       xmm0, xmm4
-    pslld        xmm0, 16
-    movdqa       xmm1, xmm5
-    pslld        xmm1, 16
-    movdqa       xmm9, xmm2
-    pblendw      xmm9, xmm0, 170
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    psrld        xmm2, 16
-    psrld        xmm3, 16
-    pblendw      xmm2, xmm4, 170
-    pblendw      xmm3, xmm5, 170
-    movdqa       xmm1, xmm8
-    pslld        xmm1, 16
-    movdqa       xmm4, [rsp + 128]                   ; reload
-    movdqa       xmm5, xmm4
-    pslld        xmm5, 16
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, [rsp + 160]                   ; reload
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm1
-    pblendw      xmm0, xmm5, 170
-    psrld        xmm3, 16
-    psrld        xmm1, 16
-    pblendw      xmm3, xmm8, 170
-    pblendw      xmm1, xmm4, 170
-    movdqa       xmm4, xmm12
-    pslld        xmm4, 16
-    movdqa       xmm5, xmm11
-    pslld        xmm5, 16
-    movdqa       xmm8, xmm10
-    pblendw      xmm8, xmm4, 170
-    movdqa       xmm4, xmm7
-    pblendw      xmm4, xmm5, 170
-    psrld        xmm10, 16
-    psrld        xmm7, 16
-    pblendw      xmm10, xmm12, 170
-    pblendw      xmm7, xmm11, 170
-    movdqa       xmm5, xmm14                         ; layer 7
-    paddw        xmm5, xmm13
-    movdqa       xmm11, xmm6
-    paddw        xmm11, xmm15
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm14, xmm13
-    psubw        xmm6, xmm15
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rcx - 32]
-    movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rcx - 16]
-    pmullw       xmm14, [rcx - 64]
-    pmullw       xmm6, [rcx - 48]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm12, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm14, xmm12
-    psubw        xmm6, xmm13
-    movdqa       xmm12, xmm9                         ; layer 7
-    paddw        xmm12, xmm2
-    movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       [rsp + 128], xmm12                  ; spill
-    movdqa       xmm12, xmm13
-    paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
-    psubw        xmm9, xmm2
-    psubw        xmm13, [rsp]
-    movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rcx + 32]
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rcx + 48]
-    pmullw       xmm9, [rcx]
-    pmullw       xmm13, [rcx + 16]
-    pmullw       xmm2, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm2
-    psubw        xmm13, xmm12
-    movdqa       xmm2, [rsp + 64]                    ; reload
-    movdqa       xmm12, xmm2                         ; layer 7
-    paddw        xmm12, xmm3
-    movdqa       [rsp + 32], xmm12                   ; spill
-    movdqa       xmm12, xmm0
-    paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm2, xmm3
-    psubw        xmm0, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rcx + 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rcx + 112]
-    pmullw       xmm2, [rcx + 64]
-    pmullw       xmm0, [rcx + 80]
-    pmullw       xmm1, xmm15
-    pmullw       xmm3, xmm15
-    psubw        xmm2, xmm1
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm0, xmm3
-    movdqa       xmm1, xmm8                          ; layer 7
-    paddw        xmm1, xmm10
-    movdqa       xmm3, xmm4
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm0
+    pmulhuw      xmm3, [rcx - 32]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx - 16]
+    pmullw       xmm0, [rcx - 64]
+    pmullw       xmm2, [rcx - 48]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm1
+    psubw        xmm0, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm14
+    pmulhuw      xmm3, [rel pw_682]
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rel pw_682 + 16]
+    pmullw       xmm14, [rel pw_128]
+    pmullw       xmm15, [rel pw_128 + 16]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm1
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm5                          ; layer 8
     paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm4, xmm7
-    movdqa       xmm7, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4992] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4864
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm5
+    pmulhuw      xmm7, [rcx + 32]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rcx + 48]
+    pmullw       xmm5, [rcx]
+    pmullw       xmm6, [rcx + 16]
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm1
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm3
+    pmulhuw      xmm7, [rel pw_682]
+    movdqa       xmm8, xmm4
+    pmulhuw      xmm8, [rel pw_682 + 16]
+    pmullw       xmm3, [rel pw_128]
+    pmullw       xmm4, [rel pw_128 + 16]
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm1
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm9                          ; layer 8
+    paddw        xmm7, xmm11
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    pmulhuw      xmm11, [rcx + 96]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rcx + 112]
+    pmullw       xmm9, [rcx + 64]
+    pmullw       xmm10, [rcx + 80]
+    pmullw       xmm11, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm7
+    pmulhuw      xmm11, [rel pw_682]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_682 + 16]
+    pmullw       xmm7, [rel pw_128]
+    pmullw       xmm8, [rel pw_128 + 16]
+    pmullw       xmm11, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
+    movdqa       xmm11, xmm13                        ; layer 8
+    paddw        xmm11, [rsp + 128]
+    movdqa       xmm12, [rsp + 32]                   ; reload
+    movdqa       [rsp], xmm8                         ; spill
+    movdqa       xmm8, xmm12
+    paddw        xmm8, [rsp + 160]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm13, [rsp + 128]
+    psubw        xmm12, [rsp + 160]
+    movdqa       [rsp + 160], xmm7                   ; spill
+    movdqa       xmm7, xmm13
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4736] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4608
     pmulhuw      xmm7, [rcx - 96]
-    movdqa       xmm10, xmm4
+    movdqa       [rsp + 128], xmm10                  ; spill
+    movdqa       xmm10, xmm12
     pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm4, [rcx - 112]
-    pmullw       xmm7, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm4, xmm10
+    pmullw       xmm13, [rcx - 128]
+    pmullw       xmm12, [rcx - 112]
+    pmullw       xmm7, xmm1
+    pmullw       xmm10, xmm1
+    psubw        xmm13, xmm7
+    psubw        xmm12, xmm10
+    movdqa       xmm7, xmm11
+    pmulhuw      xmm7, [rel pw_682]
+    movdqa       xmm10, xmm8
+    pmulhuw      xmm10, [rel pw_682 + 16]
+    pmullw       xmm11, [rel pw_128]
+    pmullw       xmm8, [rel pw_128 + 16]
+    pmullw       xmm7, xmm1
+    pmullw       xmm10, xmm1
+    psubw        xmm11, xmm7
+    psubw        xmm8, xmm10
+    movdqa       xmm7, xmm0
+    pslld        xmm7, 16
+    movdqa       xmm10, xmm2
+    pslld        xmm10, 16
+    movdqa       xmm1, xmm14
+    pblendw      xmm1, xmm7, 170
+    movdqa       xmm7, xmm15
+    pblendw      xmm7, xmm10, 170
+    psrld        xmm14, 16
+    psrld        xmm15, 16
+    pblendw      xmm14, xmm0, 170
+    pblendw      xmm15, xmm2, 170
+    movdqa       xmm0, xmm5
+    pslld        xmm0, 16
+    movdqa       xmm2, xmm6
+    pslld        xmm2, 16
+    movdqa       xmm10, xmm3
+    pblendw      xmm10, xmm0, 170
+    movdqa       xmm0, xmm4
+    pblendw      xmm0, xmm2, 170
+    psrld        xmm3, 16
+    psrld        xmm4, 16
+    pblendw      xmm3, xmm5, 170
+    pblendw      xmm4, xmm6, 170
+    movdqa       xmm2, xmm9
+    pslld        xmm2, 16
+    movdqa       xmm5, [rsp + 128]                   ; reload
+    movdqa       xmm6, xmm5
+    pslld        xmm6, 16
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       xmm4, [rsp + 160]                   ; reload
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm4
+    pblendw      xmm0, xmm2, 170
+    movdqa       xmm2, [rsp]                         ; reload
+    movdqa       [rsp + 96], xmm0                    ; spill
+    movdqa       xmm0, xmm2
+    pblendw      xmm0, xmm6, 170
+    psrld        xmm4, 16
+    psrld        xmm2, 16
+    pblendw      xmm4, xmm9, 170
+    pblendw      xmm2, xmm5, 170
+    movdqa       xmm5, xmm13
+    pslld        xmm5, 16
+    movdqa       xmm6, xmm12
+    pslld        xmm6, 16
+    movdqa       xmm9, xmm11
+    pblendw      xmm9, xmm5, 170
+    movdqa       xmm5, xmm8
+    pblendw      xmm5, xmm6, 170
+    psrld        xmm11, 16
+    psrld        xmm8, 16
+    pblendw      xmm11, xmm13, 170
+    pblendw      xmm8, xmm12, 170
+    movdqa       xmm6, xmm1                          ; layer 7
+    paddw        xmm6, xmm14
+    movdqa       xmm12, xmm7
+    paddw        xmm12, xmm15
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm7, [rel pw_24578 + 16]
+    psubw        xmm1, xmm14
+    psubw        xmm7, xmm15
+    movdqa       xmm13, xmm1
+    pmulhuw      xmm13, [rcx - 32]
+    movdqa       xmm14, xmm7
+    pmulhuw      xmm14, [rcx - 16]
+    pmullw       xmm1, [rcx - 64]
+    pmullw       xmm7, [rcx - 48]
+    movdqu       xmm15, [rel pw_12289]               ; reload
+    pmullw       xmm13, xmm15
+    pmullw       xmm14, xmm15
+    psubw        xmm1, xmm13
+    psubw        xmm7, xmm14
+    movdqa       xmm13, xmm6                         ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm13, [rcx - 128]
+    movdqa       xmm14, xmm12
+    psubw        xmm14, [rcx - 112]
+    pminuw       xmm6, xmm13
+    pminuw       xmm12, xmm14
+    movdqa       xmm13, xmm10                        ; layer 7
+    paddw        xmm13, xmm3
+    movdqa       xmm14, [rsp + 64]                   ; reload
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm14
+    paddw        xmm12, [rsp + 32]
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, [rsp + 32]
+    movdqa       xmm3, xmm10
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4864] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4736
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       [rsp + 32], xmm6                    ; spill
+    movdqa       xmm6, xmm14
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm3, xmm15
+    pmullw       xmm6, xmm15
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm6
+    movdqa       xmm3, xmm13                         ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm3, [rcx - 128]
+    movdqa       xmm6, xmm12
+    psubw        xmm6, [rcx - 112]
+    pminuw       xmm13, xmm3
+    pminuw       xmm12, xmm6
+    movdqa       xmm3, [rsp + 96]                    ; reload
+    movdqa       xmm6, xmm3                          ; layer 7
+    paddw        xmm6, xmm4
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm0
+    paddw        xmm12, xmm2
+    paddw        xmm3, [rcx - 128]
+    paddw        xmm0, [rcx - 112]
+    psubw        xmm3, xmm4
+    psubw        xmm0, xmm2
+    movdqa       xmm2, xmm3
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4928] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4800
+    pmulhuw      xmm2, [rcx - 96]
+    movdqa       xmm4, xmm0
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm3, [rcx - 128]
+    pmullw       xmm0, [rcx - 112]
+    pmullw       xmm2, xmm15
+    pmullw       xmm4, xmm15
+    psubw        xmm3, xmm2
+    psubw        xmm0, xmm4
+    movdqa       xmm2, xmm6                          ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rcx - 128]
+    movdqa       xmm4, xmm12
+    psubw        xmm4, [rcx - 112]
+    pminuw       xmm6, xmm2
+    pminuw       xmm12, xmm4
+    movdqa       xmm2, xmm9                          ; layer 7
+    paddw        xmm2, xmm11
+    movdqa       xmm4, xmm5
+    paddw        xmm4, xmm8
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm5, [rcx - 112]
+    psubw        xmm9, xmm11
+    psubw        xmm5, xmm8
+    movdqa       xmm8, xmm9
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 4992] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4864
+    pmulhuw      xmm8, [rcx - 96]
+    movdqa       xmm11, xmm5
+    pmulhuw      xmm11, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm5, [rcx - 112]
+    pmullw       xmm8, xmm15
+    pmullw       xmm11, xmm15
+    psubw        xmm9, xmm8
+    psubw        xmm5, xmm11
+    movdqa       xmm8, xmm2                          ; csub: after layer 7
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rcx - 128]
+    movdqa       xmm11, xmm4
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm2, xmm8
+    pminuw       xmm4, xmm11
+    movdqa       xmm8, xmm1
+    psllq        xmm8, 32
+    movdqa       xmm11, xmm7
+    psllq        xmm11, 32
+    movdqa       xmm15, [rsp + 32]                   ; reload
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm15
+    pblendw      xmm4, xmm8, 204
+    movdqa       xmm8, [rsp + 128]                   ; reload
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm8
+    pblendw      xmm4, xmm11, 204
+    psrlq        xmm15, 32
+    psrlq        xmm8, 32
+    pblendw      xmm15, xmm1, 204
+    pblendw      xmm8, xmm7, 204
+    movdqa       xmm1, xmm10
+    psllq        xmm1, 32
     movdqa       xmm7, xmm14
     psllq        xmm7, 32
-    movdqa       xmm10, xmm6
-    psllq        xmm10, 32
-    movdqa       xmm15, xmm5
-    pblendw      xmm15, xmm7, 204
-    movdqa       xmm7, xmm11
-    pblendw      xmm7, xmm10, 204
-    psrlq        xmm5, 32
-    psrlq        xmm11, 32
-    pblendw      xmm5, xmm14, 204
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, xmm9
-    psllq        xmm6, 32
-    movdqa       xmm10, xmm13
-    psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 128]                  ; reload
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pblendw      xmm11, xmm10, 204
-    psrlq        xmm14, 32
-    psrlq        xmm6, 32
-    pblendw      xmm14, xmm9, 204
-    pblendw      xmm6, xmm13, 204
-    movdqa       xmm9, xmm2
-    psllq        xmm9, 32
+    movdqa       xmm11, xmm13
+    pblendw      xmm11, xmm1, 204
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       [rsp + 128], xmm11                  ; spill
+    movdqa       xmm11, xmm1
+    pblendw      xmm11, xmm7, 204
+    psrlq        xmm13, 32
+    psrlq        xmm1, 32
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm1, xmm14, 204
+    movdqa       xmm7, xmm3
+    psllq        xmm7, 32
     movdqa       xmm10, xmm0
     psllq        xmm10, 32
-    movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm13
-    pblendw      xmm6, xmm9, 204
-    movdqa       xmm9, xmm12
-    pblendw      xmm9, xmm10, 204
-    psrlq        xmm13, 32
+    movdqa       xmm14, xmm6
+    pblendw      xmm14, xmm7, 204
+    movdqa       xmm7, xmm12
+    pblendw      xmm7, xmm10, 204
+    psrlq        xmm6, 32
     psrlq        xmm12, 32
-    pblendw      xmm13, xmm2, 204
+    pblendw      xmm6, xmm3, 204
     pblendw      xmm12, xmm0, 204
-    movdqa       xmm0, xmm8
+    movdqa       xmm0, xmm9
     psllq        xmm0, 32
-    movdqa       xmm2, xmm4
-    psllq        xmm2, 32
-    movdqa       xmm10, xmm1
-    pblendw      xmm10, xmm0, 204
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm2, 204
-    psrlq        xmm1, 32
-    psrlq        xmm3, 32
-    pblendw      xmm1, xmm8, 204
-    pblendw      xmm3, xmm4, 204
-    movdqa       xmm2, xmm15                         ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rcx - 128]
-    movdqa       xmm4, xmm7
-    psubw        xmm4, [rcx - 112]
-    pminuw       xmm15, xmm2
-    pminuw       xmm7, xmm4
-    movdqa       xmm2, xmm5                          ; csub: before layer 6
-    psubw        xmm2, [rcx - 128]
-    movdqa       xmm4, [rsp + 64]                    ; reload
-    movdqa       xmm8, xmm4
-    psubw        xmm8, [rcx - 112]
-    pminuw       xmm5, xmm2
-    pminuw       xmm4, xmm8
-    movdqa       xmm2, xmm15                         ; layer 6
-    paddw        xmm2, xmm5
-    movdqa       xmm8, xmm7
-    paddw        xmm8, xmm4
-    paddw        xmm15, [rcx - 128]
-    paddw        xmm7, [rcx - 112]
-    psubw        xmm15, xmm5
-    psubw        xmm7, xmm4
-    movdqa       xmm4, xmm15
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5056] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4928
-    pmulhuw      xmm4, [rcx - 96]
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rcx - 80]
-    pmullw       xmm15, [rcx - 128]
-    pmullw       xmm7, [rcx - 112]
-    movdqa       [rsp + 64], xmm8                    ; spill
-    movdqu       xmm8, [rel pw_12289]                ; reload
-    pmullw       xmm4, xmm8
-    pmullw       xmm5, xmm8
-    psubw        xmm15, xmm4
-    psubw        xmm7, xmm5
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rcx - 128]
-    movdqa       [rsp + 32], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm7
-    movdqa       xmm5, xmm14                         ; csub: before layer 6
-    psubw        xmm5, [rcx - 128]
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm7
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm14, xmm5
-    pminuw       xmm7, xmm15
-    movdqa       xmm5, xmm4                          ; layer 6
-    paddw        xmm5, xmm14
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm7
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm11, [rcx - 112]
-    psubw        xmm4, xmm14
-    psubw        xmm11, xmm7
-    movdqa       xmm7, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5120] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4992
-    pmulhuw      xmm7, [rcx - 96]
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
-    pmullw       xmm7, xmm8
-    pmullw       xmm14, xmm8
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm6                          ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm9
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm14
-    movdqa       xmm7, xmm13                         ; csub: before layer 6
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm12
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm13, xmm7
-    pminuw       xmm12, xmm14
-    movdqa       xmm7, xmm6                          ; layer 6
-    paddw        xmm7, xmm13
-    movdqa       xmm14, xmm9
-    paddw        xmm14, xmm12
-    paddw        xmm6, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
-    psubw        xmm6, xmm13
-    psubw        xmm9, xmm12
-    movdqa       xmm12, xmm6
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5184] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5056
-    pmulhuw      xmm12, [rcx - 96]
-    movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rcx - 80]
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
-    pmullw       xmm12, xmm8
-    pmullw       xmm13, xmm8
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm10                        ; csub: before layer 6
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rcx - 128]
-    movdqa       xmm13, xmm0
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm10, xmm12
-    pminuw       xmm0, xmm13
-    movdqa       xmm12, xmm1                         ; csub: before layer 6
-    psubw        xmm12, [rcx - 128]
-    movdqa       xmm13, xmm3
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm1, xmm12
-    pminuw       xmm3, xmm13
-    movdqa       xmm12, xmm10                        ; layer 6
-    paddw        xmm12, xmm1
-    movdqa       xmm13, xmm0
-    paddw        xmm13, xmm3
-    paddw        xmm10, [rcx - 128]
-    paddw        xmm0, [rcx - 112]
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm10
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5248] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5120
-    pmulhuw      xmm1, [rcx - 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm10, [rcx - 128]
-    pmullw       xmm0, [rcx - 112]
-    pmullw       xmm1, xmm8
-    pmullw       xmm3, xmm8
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm2
-    punpcklqdq   xmm1, [rsp + 96]
-    movdqa       xmm3, [rsp + 64]                    ; reload
-    movdqa       xmm8, xmm3
-    punpcklqdq   xmm8, [rsp + 32]
-    punpckhqdq   xmm2, [rsp + 96]
-    punpckhqdq   xmm3, [rsp + 32]
-    movdqa       [rsp + 32], xmm3                    ; spill
     movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm4
-    movdqa       [rsp + 64], xmm3                    ; spill
-    movdqa       xmm3, xmm15
-    punpcklqdq   xmm3, xmm11
-    punpckhqdq   xmm5, xmm4
-    punpckhqdq   xmm15, xmm11
-    movdqa       xmm4, xmm7
-    punpcklqdq   xmm4, xmm6
-    movdqa       xmm11, xmm14
-    punpcklqdq   xmm11, xmm9
-    punpckhqdq   xmm7, xmm6
-    punpckhqdq   xmm14, xmm9
-    movdqa       xmm6, xmm12
-    punpcklqdq   xmm6, xmm10
-    movdqa       xmm9, xmm13
-    punpcklqdq   xmm9, xmm0
-    punpckhqdq   xmm12, xmm10
-    punpckhqdq   xmm13, xmm0
-    movdqa       xmm0, xmm1                          ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm0, [rcx - 128]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm1, xmm0
-    pminuw       xmm8, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 5
-    psubw        xmm0, [rcx - 128]
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm10
-    psubw        xmm13, [rcx - 112]
-    pminuw       xmm2, xmm0
-    pminuw       xmm10, xmm13
-    movdqa       xmm0, xmm1                          ; layer 5
-    paddw        xmm0, xmm2
-    movdqa       xmm13, xmm8
-    paddw        xmm13, xmm10
-    paddw        xmm1, [rcx - 128]
-    paddw        xmm8, [rcx - 112]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, xmm1
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5312] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5184
-    pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm1, [rcx - 128]
-    pmullw       xmm8, [rcx - 112]
-    movdqa       [rsp + 32], xmm13                   ; spill
-    movdqu       xmm13, [rel pw_12289]               ; reload
-    pmullw       xmm2, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, [rsp + 64]                    ; reload
-    movdqa       xmm10, xmm2                         ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rcx - 128]
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, xmm3
-    psubw        xmm8, [rcx - 112]
-    pminuw       xmm2, xmm10
-    pminuw       xmm3, xmm8
-    movdqa       xmm8, xmm5                          ; csub: before layer 5
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm10, xmm15
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm10
-    movdqa       xmm8, xmm2                          ; layer 5
-    paddw        xmm8, xmm5
-    movdqa       xmm10, xmm3
-    paddw        xmm10, xmm15
-    paddw        xmm2, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5376] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5248
-    pmulhuw      xmm5, [rcx - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm4                          ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rcx - 128]
-    movdqa       xmm15, xmm11
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm15
-    movdqa       xmm5, xmm7                          ; csub: before layer 5
-    psubw        xmm5, [rcx - 128]
-    movdqa       xmm15, xmm14
-    psubw        xmm15, [rcx - 112]
-    pminuw       xmm7, xmm5
-    pminuw       xmm14, xmm15
-    movdqa       xmm5, xmm4                          ; layer 5
-    paddw        xmm5, xmm7
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm14
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm11, [rcx - 112]
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5440] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5312
-    pmulhuw      xmm7, [rcx - 96]
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm11, [rcx - 112]
-    pmullw       xmm7, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm6                          ; csub: before layer 5
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm9
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm14
-    movdqa       xmm7, xmm12                         ; csub: before layer 5
-    psubw        xmm7, [rcx - 128]
-    movdqa       xmm14, [rsp + 96]                   ; reload
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    psubw        xmm11, [rcx - 112]
-    pminuw       xmm12, xmm7
-    pminuw       xmm14, xmm11
-    movdqa       xmm7, xmm6                          ; layer 5
-    paddw        xmm7, xmm12
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm14
-    paddw        xmm6, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm6
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5504] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5376
-    pmulhuw      xmm12, [rcx - 96]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rcx - 80]
-    pmullw       xmm6, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
-    pmullw       xmm12, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm0                         ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rcx - 128]
-    movdqa       xmm14, xmm1
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm0, xmm12
-    pminuw       xmm1, xmm14
-    movdqa       xmm12, [rsp + 32]                   ; reload
-    movdqa       xmm14, xmm12                        ; csub: before layer 4
-    psubw        xmm14, [rcx - 128]
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, [rsp]                         ; reload
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, xmm9
-    psubw        xmm11, [rcx - 112]
-    pminuw       xmm12, xmm14
-    pminuw       xmm9, xmm11
-    movdqa       xmm11, xmm0                         ; layer 4
-    paddw        xmm11, xmm12
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm9
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
-    psubw        xmm0, xmm12
-    psubw        xmm1, xmm9
-    movdqa       xmm9, xmm0
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5568] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5440
-    pmulhuw      xmm9, [rcx - 96]
-    movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm0, xmm9
-    psubw        xmm1, xmm12
-    movdqa       xmm9, xmm8                          ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rcx - 128]
-    movdqa       xmm12, xmm2
-    psubw        xmm12, [rcx - 112]
-    pminuw       xmm8, xmm9
-    pminuw       xmm2, xmm12
-    movdqa       xmm9, xmm10                         ; csub: before layer 4
-    psubw        xmm9, [rcx - 128]
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rcx - 112]
-    pminuw       xmm10, xmm9
-    pminuw       xmm3, xmm12
-    movdqa       xmm9, xmm8                          ; layer 4
-    paddw        xmm9, xmm10
-    movdqa       xmm12, xmm2
-    paddw        xmm12, xmm3
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm2, [rcx - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm2, xmm3
-    movdqa       xmm3, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5632] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5504
-    pmulhuw      xmm3, [rcx - 96]
+    psllq        xmm3, 32
     movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm2, [rcx - 112]
-    pmullw       xmm3, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm8, xmm3
-    psubw        xmm2, xmm10
-    movdqa       xmm3, xmm5                          ; csub: before layer 4
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm3, [rcx - 128]
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm5, xmm3
-    pminuw       xmm4, xmm10
-    movdqa       xmm3, xmm15                         ; csub: before layer 4
-    psubw        xmm3, [rcx - 128]
-    movdqa       xmm10, [rsp + 64]                   ; reload
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, xmm10
-    psubw        xmm2, [rcx - 112]
-    pminuw       xmm15, xmm3
-    pminuw       xmm10, xmm2
-    movdqa       xmm2, xmm5                          ; layer 4
-    paddw        xmm2, xmm15
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm10
-    paddw        xmm5, [rcx - 128]
+    pblendw      xmm10, xmm0, 204
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqa       [rsp + 64], xmm10                   ; spill
+    movdqa       xmm10, xmm0
+    pblendw      xmm10, xmm3, 204
+    psrlq        xmm2, 32
+    psrlq        xmm0, 32
+    pblendw      xmm2, xmm9, 204
+    pblendw      xmm0, xmm5, 204
+    movdqa       xmm3, [rsp]                         ; reload
+    movdqa       xmm5, xmm3                          ; layer 6
+    paddw        xmm5, xmm15
+    movdqa       xmm9, xmm4
+    paddw        xmm9, xmm8
+    paddw        xmm3, [rcx - 128]
     paddw        xmm4, [rcx - 112]
-    psubw        xmm5, xmm15
-    psubw        xmm4, xmm10
-    movdqa       xmm10, xmm5
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5696] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5568
-    pmulhuw      xmm10, [rcx - 96]
+    psubw        xmm3, xmm15
+    psubw        xmm4, xmm8
+    movdqa       xmm8, xmm3
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5056] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4928
+    pmulhuw      xmm8, [rcx - 96]
     movdqa       xmm15, xmm4
     pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm3, [rcx - 128]
     pmullw       xmm4, [rcx - 112]
-    pmullw       xmm10, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm5, xmm10
+    movdqa       [rsp], xmm0                         ; spill
+    movdqu       xmm0, [rel pw_12289]                ; reload
+    pmullw       xmm8, xmm0
+    pmullw       xmm15, xmm0
+    psubw        xmm3, xmm8
     psubw        xmm4, xmm15
-    movdqa       xmm10, xmm7                         ; csub: before layer 4
+    movdqa       xmm8, xmm5                          ; csub: after layer 6
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rcx - 128]
-    movdqa       xmm15, xmm6
+    psubw        xmm8, [rcx - 128]
+    movdqa       xmm15, xmm9
     psubw        xmm15, [rcx - 112]
-    pminuw       xmm7, xmm10
-    pminuw       xmm6, xmm15
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       xmm15, xmm10                        ; csub: before layer 4
-    psubw        xmm15, [rcx - 128]
-    movdqa       [rsp + 64], xmm4                    ; spill
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       [rsp + 32], xmm5                    ; spill
-    movdqa       xmm5, xmm4
-    psubw        xmm5, [rcx - 112]
-    pminuw       xmm10, xmm15
-    pminuw       xmm4, xmm5
-    movdqa       xmm5, xmm7                          ; layer 4
-    paddw        xmm5, xmm10
-    movdqa       xmm15, xmm6
-    paddw        xmm15, xmm4
-    paddw        xmm7, [rcx - 128]
-    paddw        xmm6, [rcx - 112]
-    psubw        xmm7, xmm10
-    psubw        xmm6, xmm4
-    movdqa       xmm4, xmm7
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5760] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5632
-    pmulhuw      xmm4, [rcx - 96]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rcx - 80]
-    pmullw       xmm7, [rcx - 128]
-    pmullw       xmm6, [rcx - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm7, xmm4
-    psubw        xmm6, xmm10
-    movdqa       xmm4, xmm11                         ; csub: before layer 3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rcx - 128]
-    movdqa       xmm10, xmm14
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm11, xmm4
-    pminuw       xmm14, xmm10
-    movdqa       xmm4, xmm9                          ; csub: before layer 3
-    psubw        xmm4, [rcx - 128]
-    movdqa       xmm10, xmm12
-    psubw        xmm10, [rcx - 112]
-    pminuw       xmm9, xmm4
-    pminuw       xmm12, xmm10
-    movdqa       xmm4, xmm11                         ; layer 3
-    paddw        xmm4, xmm9
-    movdqa       xmm10, xmm14
-    paddw        xmm10, xmm12
-    paddw        xmm11, [rcx - 128]
-    paddw        xmm14, [rcx - 112]
-    psubw        xmm11, xmm9
-    psubw        xmm14, xmm12
-    movdqa       xmm9, xmm11
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5824] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5696
-    pmulhuw      xmm9, [rcx - 96]
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rcx - 80]
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm14, [rcx - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm11, xmm9
-    psubw        xmm14, xmm12
-    movdqa       xmm9, xmm0                          ; layer 3
-    paddw        xmm9, xmm8
-    movdqa       xmm12, xmm1
-    paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm8
-    psubw        xmm1, [rsp]
-    movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rcx - 96]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm0, xmm8
-    psubw        xmm1, xmm14
-    movdqa       xmm8, xmm2                          ; csub: before layer 3
-    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm14, xmm3
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm14
-    movdqa       xmm8, xmm5                          ; csub: before layer 3
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm14, xmm15
-    psubw        xmm14, [rcx - 112]
     pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm14
-    movdqa       xmm8, xmm2                          ; layer 3
-    paddw        xmm8, xmm5
-    movdqa       xmm14, xmm3
-    paddw        xmm14, xmm15
+    pminuw       xmm9, xmm15
+    movdqa       xmm8, [rsp + 128]                   ; reload
+    movdqa       xmm15, xmm8                         ; layer 6
+    paddw        xmm15, xmm13
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm11
+    paddw        xmm4, xmm1
+    paddw        xmm8, [rcx - 128]
+    paddw        xmm11, [rcx - 112]
+    psubw        xmm8, xmm13
+    psubw        xmm11, xmm1
+    movdqa       xmm1, xmm8
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5120] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 4992
+    pmulhuw      xmm1, [rcx - 96]
+    movdqa       xmm13, xmm11
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm8, [rcx - 128]
+    pmullw       xmm11, [rcx - 112]
+    pmullw       xmm1, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm8, xmm1
+    psubw        xmm11, xmm13
+    movdqa       xmm1, xmm15                         ; csub: after layer 6
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm1, [rcx - 128]
+    movdqa       xmm13, xmm4
+    psubw        xmm13, [rcx - 112]
+    pminuw       xmm15, xmm1
+    pminuw       xmm4, xmm13
+    movdqa       xmm1, xmm14                         ; layer 6
+    paddw        xmm1, xmm6
+    movdqa       xmm13, xmm7
+    paddw        xmm13, xmm12
+    paddw        xmm14, [rcx - 128]
+    paddw        xmm7, [rcx - 112]
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm14
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5184] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5056
+    pmulhuw      xmm6, [rcx - 96]
+    movdqa       xmm12, xmm7
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm14, [rcx - 128]
+    pmullw       xmm7, [rcx - 112]
+    pmullw       xmm6, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm1                          ; csub: after layer 6
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm1, xmm6
+    pminuw       xmm13, xmm12
+    movdqa       xmm6, [rsp + 64]                    ; reload
+    movdqa       xmm12, xmm6                         ; layer 6
+    paddw        xmm12, xmm2
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movdqa       xmm7, xmm10
+    paddw        xmm7, [rsp]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
+    psubw        xmm6, xmm2
+    psubw        xmm10, [rsp]
+    movdqa       xmm2, xmm6
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5248] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5120
+    pmulhuw      xmm2, [rcx - 96]
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm10
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
+    pmullw       xmm2, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm6, xmm2
+    psubw        xmm10, xmm13
+    movdqa       xmm2, xmm12                         ; csub: after layer 6
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rcx - 128]
+    movdqa       xmm13, xmm7
+    psubw        xmm13, [rcx - 112]
+    pminuw       xmm12, xmm2
+    pminuw       xmm7, xmm13
+    movdqa       xmm2, xmm5
+    punpcklqdq   xmm2, xmm3
+    movdqa       xmm13, xmm9
+    punpcklqdq   xmm13, [rsp + 96]
+    punpckhqdq   xmm5, xmm3
+    punpckhqdq   xmm9, [rsp + 96]
+    movdqa       xmm3, xmm15
+    punpcklqdq   xmm3, xmm8
+    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqa       xmm3, xmm4
+    punpcklqdq   xmm3, xmm11
+    punpckhqdq   xmm15, xmm8
+    punpckhqdq   xmm4, xmm11
+    movdqa       xmm8, xmm1
+    punpcklqdq   xmm8, xmm14
+    movdqa       xmm11, [rsp]                        ; reload
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm11
+    punpcklqdq   xmm8, [rsp + 128]
+    punpckhqdq   xmm1, xmm14
+    punpckhqdq   xmm11, [rsp + 128]
+    movdqa       xmm14, xmm12
+    punpcklqdq   xmm14, xmm6
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm7
+    punpcklqdq   xmm14, xmm10
+    punpckhqdq   xmm12, xmm6
+    punpckhqdq   xmm7, xmm10
+    movdqa       xmm6, xmm2                          ; layer 5
+    paddw        xmm6, xmm5
+    movdqa       xmm10, xmm13
+    paddw        xmm10, xmm9
     paddw        xmm2, [rcx - 128]
-    paddw        xmm3, [rcx - 112]
+    paddw        xmm13, [rcx - 112]
     psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
+    psubw        xmm13, xmm9
     movdqa       xmm5, xmm2
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5760
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5312] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5184
     pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm2, xmm5
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm6                          ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm9, xmm10
+    psubw        xmm9, [rcx - 112]
+    pminuw       xmm6, xmm5
+    pminuw       xmm10, xmm9
+    movdqa       xmm5, [rsp + 96]                    ; reload
+    movdqa       xmm9, xmm5                          ; layer 5
+    paddw        xmm9, xmm15
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm3
+    paddw        xmm13, xmm4
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm3, [rcx - 112]
+    psubw        xmm5, xmm15
+    psubw        xmm3, xmm4
+    movdqa       xmm4, xmm5
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5376] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5248
+    pmulhuw      xmm4, [rcx - 96]
     movdqa       xmm15, xmm3
     pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm2, [rcx - 128]
-    pmullw       xmm3, [rcx - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, [rsp + 32]                    ; reload
-    movdqa       xmm15, xmm5                         ; layer 3
-    paddw        xmm15, xmm7
-    movdqa       [rsp + 96], xmm1                    ; spill
-    movdqa       xmm1, [rsp + 64]                    ; reload
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm5, xmm7
-    psubw        xmm1, xmm6
-    movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rcx - 96]
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rcx - 80]
     pmullw       xmm5, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm5, xmm6
-    psubw        xmm1, xmm7
-    movdqa       xmm6, xmm4                          ; csub: before layer 2
+    pmullw       xmm3, [rcx - 112]
+    pmullw       xmm4, xmm0
+    pmullw       xmm15, xmm0
+    psubw        xmm5, xmm4
+    psubw        xmm3, xmm15
+    movdqa       xmm4, xmm9                          ; csub: after layer 5
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm10
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm4, xmm6
-    pminuw       xmm10, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 2
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm14
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm14, xmm7
-    movdqa       xmm6, xmm4                          ; layer 2
-    paddw        xmm6, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm14
+    psubw        xmm4, [rcx - 128]
+    movdqa       xmm15, xmm13
+    psubw        xmm15, [rcx - 112]
+    pminuw       xmm9, xmm4
+    pminuw       xmm13, xmm15
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm4                         ; layer 5
+    paddw        xmm15, xmm1
+    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqa       xmm3, xmm8
+    paddw        xmm3, xmm11
     paddw        xmm4, [rcx - 128]
-    paddw        xmm10, [rcx - 112]
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm14
-    movdqa       xmm8, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5824
-    pmulhuw      xmm8, [rcx - 96]
-    movdqa       xmm14, xmm10
-    pmulhuw      xmm14, [rcx - 80]
+    paddw        xmm8, [rcx - 112]
+    psubw        xmm4, xmm1
+    psubw        xmm8, xmm11
+    movdqa       xmm1, xmm4
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5440] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5312
+    pmulhuw      xmm1, [rcx - 96]
+    movdqa       xmm11, xmm8
+    pmulhuw      xmm11, [rcx - 80]
     pmullw       xmm4, [rcx - 128]
-    pmullw       xmm10, [rcx - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm14
-    movdqa       xmm8, xmm9                          ; csub: before layer 2
+    pmullw       xmm8, [rcx - 112]
+    pmullw       xmm1, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm8, xmm11
+    movdqa       xmm1, xmm15                         ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm1, [rcx - 128]
+    movdqa       xmm11, xmm3
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm15, xmm1
+    pminuw       xmm3, xmm11
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm11, xmm1                         ; layer 5
+    paddw        xmm11, xmm12
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm7
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm1, xmm12
+    psubw        xmm14, xmm7
+    movdqa       xmm7, xmm1
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5504] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5376
+    pmulhuw      xmm7, [rcx - 96]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm14, xmm12
+    movdqa       xmm7, xmm11                         ; csub: after layer 5
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rcx - 128]
+    movdqa       xmm12, xmm8
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm11, xmm7
+    pminuw       xmm8, xmm12
+    movdqa       xmm7, xmm6                          ; layer 4
+    paddw        xmm7, xmm10
+    movdqa       xmm12, xmm2
+    paddw        xmm12, [rsp]
+    paddw        xmm6, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
+    psubw        xmm6, xmm10
+    psubw        xmm2, [rsp]
+    movdqa       xmm10, xmm6
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5568] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5440
+    pmulhuw      xmm10, [rcx - 96]
+    movdqa       [rsp], xmm12                        ; spill
+    movdqa       xmm12, xmm2
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
+    pmullw       xmm10, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm6, xmm10
+    psubw        xmm2, xmm12
+    movdqa       xmm10, xmm9                         ; layer 4
+    paddw        xmm10, xmm13
+    movdqa       xmm12, xmm5
+    paddw        xmm12, [rsp + 96]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm5, [rel pw_24578 + 16]
+    psubw        xmm9, xmm13
+    psubw        xmm5, [rsp + 96]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx - 32]
+    movdqa       [rsp + 96], xmm2                    ; spill
+    movdqa       xmm2, xmm5
+    pmulhuw      xmm2, [rcx - 16]
+    pmullw       xmm9, [rcx - 64]
+    pmullw       xmm5, [rcx - 48]
+    pmullw       xmm13, xmm0
+    pmullw       xmm2, xmm0
+    psubw        xmm9, xmm13
+    psubw        xmm5, xmm2
+    movdqa       xmm2, xmm15                         ; layer 4
+    paddw        xmm2, xmm3
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 64]
+    paddw        xmm15, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm15, xmm3
+    psubw        xmm4, [rsp + 64]
+    movdqa       xmm3, xmm15
+    pmulhuw      xmm3, [rcx + 32]
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm4
+    pmulhuw      xmm13, [rcx + 48]
+    pmullw       xmm15, [rcx]
+    pmullw       xmm4, [rcx + 16]
+    pmullw       xmm3, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm15, xmm3
+    psubw        xmm4, xmm13
+    movdqa       xmm3, xmm11                         ; layer 4
+    paddw        xmm3, xmm8
+    movdqa       xmm13, xmm1
+    paddw        xmm13, xmm14
+    paddw        xmm11, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm11, xmm8
+    psubw        xmm1, xmm14
+    movdqa       xmm8, xmm11
+    pmulhuw      xmm8, [rcx + 96]
+    movdqa       xmm14, xmm1
+    pmulhuw      xmm14, [rcx + 112]
+    pmullw       xmm11, [rcx + 64]
+    pmullw       xmm1, [rcx + 80]
+    pmullw       xmm8, xmm0
+    pmullw       xmm14, xmm0
+    psubw        xmm11, xmm8
+    psubw        xmm1, xmm14
+    movdqa       xmm8, xmm7                          ; csub: before layer 3
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
     psubw        xmm8, [rcx - 128]
+    movdqa       xmm14, [rsp]                        ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm14
+    psubw        xmm1, [rcx - 112]
+    pminuw       xmm7, xmm8
+    pminuw       xmm14, xmm1
+    movdqa       xmm1, xmm10                         ; csub: before layer 3
+    psubw        xmm1, [rcx - 128]
+    movdqa       xmm8, xmm12
+    psubw        xmm8, [rcx - 112]
+    pminuw       xmm10, xmm1
+    pminuw       xmm12, xmm8
+    movdqa       xmm1, xmm7                          ; layer 3
+    paddw        xmm1, xmm10
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm12
+    paddw        xmm7, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm7
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5824] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5696
+    pmulhuw      xmm10, [rcx - 96]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm10, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm6                         ; layer 3
+    paddw        xmm10, xmm9
+    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm12
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm9, xmm8
-    pminuw       xmm12, xmm14
-    movdqa       xmm8, xmm15                         ; csub: before layer 2
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm14, xmm0
-    psubw        xmm14, [rcx - 112]
-    pminuw       xmm15, xmm8
-    pminuw       xmm0, xmm14
-    movdqa       xmm8, xmm9                          ; layer 2
-    paddw        xmm8, xmm15
-    movdqa       xmm14, xmm12
-    paddw        xmm14, xmm0
-    paddw        xmm9, [rcx - 128]
-    paddw        xmm12, [rcx - 112]
-    psubw        xmm9, xmm15
-    psubw        xmm12, xmm0
-    movdqa       xmm0, xmm9
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5824
-    pmulhuw      xmm0, [rcx - 96]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rcx - 80]
-    pmullw       xmm9, [rcx - 128]
+    paddw        xmm14, xmm5
+    paddw        xmm6, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm6, xmm9
+    psubw        xmm12, xmm5
+    movdqa       xmm5, xmm6
+    pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm6, [rcx - 128]
     pmullw       xmm12, [rcx - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm9, xmm0
-    psubw        xmm12, xmm15
-    movdqa       xmm0, xmm11                         ; layer 2
-    paddw        xmm0, xmm2
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 64], xmm12                   ; spill
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm3
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm11, [rcx - 128]
-    pmullw       xmm15, [rcx - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       xmm3, xmm2                          ; layer 2
-    paddw        xmm3, xmm5
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm2, xmm5
-    psubw        xmm15, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rcx - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rcx - 80]
+    pmullw       xmm5, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm6, xmm5
+    psubw        xmm12, xmm9
+    movdqa       xmm5, xmm2                          ; csub: before layer 3
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       [rsp + 96], xmm12                   ; spill
+    movdqa       xmm12, xmm9
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm2, xmm5
+    pminuw       xmm9, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 3
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm2                          ; layer 3
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm9
+    paddw        xmm12, xmm13
+    paddw        xmm2, [rcx - 128]
+    paddw        xmm9, [rcx - 112]
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm2
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5888] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5760
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx - 80]
     pmullw       xmm2, [rcx - 128]
-    pmullw       xmm15, [rcx - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm2, xmm1
-    psubw        xmm15, xmm5
+    pmullw       xmm9, [rcx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm15                         ; layer 3
+    paddw        xmm3, xmm11
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 128]
+    paddw        xmm15, [rel pw_24578]
+    paddw        xmm4, [rel pw_24578 + 16]
+    psubw        xmm15, xmm11
+    psubw        xmm4, [rsp + 128]
+    movdqa       xmm11, xmm15
+    pmulhuw      xmm11, [rcx - 96]
+    movdqa       [rsp + 128], xmm6                   ; spill
+    movdqa       xmm6, xmm4
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm15, [rcx - 128]
+    pmullw       xmm4, [rcx - 112]
+    pmullw       xmm11, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm15, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm1                          ; csub: before layer 2
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm6, [rcx - 128]
+    movdqa       xmm11, xmm8
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm1, xmm6
+    pminuw       xmm8, xmm11
+    movdqa       xmm6, xmm5                          ; csub: before layer 2
+    psubw        xmm6, [rcx - 128]
+    movdqa       xmm11, xmm12
+    psubw        xmm11, [rcx - 112]
+    pminuw       xmm5, xmm6
+    pminuw       xmm12, xmm11
+    movdqa       xmm6, xmm1                          ; layer 2
+    paddw        xmm6, xmm5
+    movdqa       xmm11, xmm8
+    paddw        xmm11, xmm12
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm8, [rcx - 112]
+    psubw        xmm1, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm1
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5824
+    pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm8, [rcx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm10                         ; csub: before layer 2
+    lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm12, xmm14
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm10, xmm5
+    pminuw       xmm14, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 2
+    psubw        xmm5, [rcx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rcx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm10                         ; layer 2
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm14
+    paddw        xmm12, xmm13
+    paddw        xmm10, [rcx - 128]
+    paddw        xmm14, [rcx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm10
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 5952] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5824
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       xmm13, xmm14
+    pmulhuw      xmm13, [rcx - 80]
+    pmullw       xmm10, [rcx - 128]
+    pmullw       xmm14, [rcx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm7                          ; layer 2
+    paddw        xmm3, xmm2
+    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm9
+    paddw        xmm7, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, xmm7
+    pmulhuw      xmm2, [rcx - 96]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx - 80]
+    pmullw       xmm7, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    pmullw       xmm2, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm9, xmm2                          ; layer 2
+    paddw        xmm9, xmm15
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm7                    ; spill
+    movdqa       xmm7, xmm13
+    paddw        xmm7, xmm4
+    paddw        xmm2, [rel pw_24578]
+    paddw        xmm13, [rel pw_24578 + 16]
+    psubw        xmm2, xmm15
+    psubw        xmm13, xmm4
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx - 96]
+    movdqa       xmm15, xmm13
+    pmulhuw      xmm15, [rcx - 80]
+    pmullw       xmm2, [rcx - 128]
+    pmullw       xmm13, [rcx - 112]
+    pmullw       xmm4, xmm0
+    pmullw       xmm15, xmm0
+    psubw        xmm2, xmm4
+    psubw        xmm13, xmm15
     movdqu       [rdi + 768], xmm6
-    movdqu       [rdi + 784], xmm7
-    movdqu       [rdi + 800], xmm8
-    movdqu       [rdi + 816], xmm14
-    movdqu       [rdi + 832], xmm0
-    movdqu       [rdi + 848], xmm12
-    movdqu       [rdi + 864], xmm3
-    movdqu       [rdi + 880], xmm11
-    movdqu       [rdi + 896], xmm4
-    movdqu       [rdi + 912], xmm10
-    movdqu       [rdi + 928], xmm9
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 944], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 960], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 976], xmm0
+    movdqu       [rdi + 784], xmm11
+    movdqu       [rdi + 800], xmm5
+    movdqu       [rdi + 816], xmm12
+    movdqu       [rdi + 832], xmm3
+    movdqu       [rdi + 848], xmm14
+    movdqu       [rdi + 864], xmm9
+    movdqu       [rdi + 880], xmm7
+    movdqu       [rdi + 896], xmm1
+    movdqu       [rdi + 912], xmm8
+    movdqu       [rdi + 928], xmm10
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 944], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 960], xmm1
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 976], xmm1
     movdqu       [rdi + 992], xmm2
-    movdqu       [rdi + 1008], xmm15
+    movdqu       [rdi + 1008], xmm13
     mov          rax, 4
     .repeat1:
-    movdqu       xmm0, [rdi]
-    movdqu       xmm1, [rdi + 16]
-    movdqu       xmm2, [rdi + 256]
-    movdqu       xmm3, [rdi + 272]
-    movdqu       xmm4, [rdi + 512]
-    movdqu       xmm5, [rdi + 528]
-    movdqu       xmm6, [rdi + 768]
-    movdqu       xmm7, [rdi + 784]
-    movdqa       xmm8, xmm0                          ; csub: before layer 1
+    movdqu       xmm1, [rdi]
+    movdqu       xmm2, [rdi + 16]
+    movdqu       xmm3, [rdi + 256]
+    movdqu       xmm4, [rdi + 272]
+    movdqu       xmm5, [rdi + 512]
+    movdqu       xmm6, [rdi + 528]
+    movdqu       xmm7, [rdi + 768]
+    movdqu       xmm8, [rdi + 784]
+    movdqa       xmm9, xmm1                          ; csub: before layer 1
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm9, xmm1
-    psubw        xmm9, [rcx - 112]
-    pminuw       xmm0, xmm8
+    psubw        xmm9, [rcx - 128]
+    movdqa       xmm10, xmm2
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm1, xmm9
-    movdqa       xmm8, xmm2                          ; csub: before layer 1
-    psubw        xmm8, [rcx - 128]
-    movdqa       xmm9, xmm3
-    psubw        xmm9, [rcx - 112]
-    pminuw       xmm2, xmm8
+    pminuw       xmm2, xmm10
+    movdqa       xmm9, xmm3                          ; csub: before layer 1
+    psubw        xmm9, [rcx - 128]
+    movdqa       xmm10, xmm4
+    psubw        xmm10, [rcx - 112]
     pminuw       xmm3, xmm9
-    movdqa       xmm8, xmm0                          ; layer 1
-    paddw        xmm8, xmm2
-    movdqa       xmm9, xmm1
+    pminuw       xmm4, xmm10
+    movdqa       xmm9, xmm1                          ; layer 1
     paddw        xmm9, xmm3
-    paddw        xmm0, [rcx - 128]
-    paddw        xmm1, [rcx - 112]
-    psubw        xmm0, xmm2
+    movdqa       xmm10, xmm2
+    paddw        xmm10, xmm4
+    paddw        xmm1, [rcx - 128]
+    paddw        xmm2, [rcx - 112]
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm1
     lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; csub: before layer 1
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm5                          ; csub: before layer 1
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rcx - 128]
-    movdqa       xmm3, xmm5
-    psubw        xmm3, [rcx - 112]
-    pminuw       xmm4, xmm2
+    psubw        xmm3, [rcx - 128]
+    movdqa       xmm4, xmm6
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm5, xmm3
-    movdqa       xmm2, xmm6                          ; csub: before layer 1
-    psubw        xmm2, [rcx - 128]
-    movdqa       xmm3, xmm7
-    psubw        xmm3, [rcx - 112]
-    pminuw       xmm6, xmm2
+    pminuw       xmm6, xmm4
+    movdqa       xmm3, xmm7                          ; csub: before layer 1
+    psubw        xmm3, [rcx - 128]
+    movdqa       xmm4, xmm8
+    psubw        xmm4, [rcx - 112]
     pminuw       xmm7, xmm3
-    movdqa       xmm2, xmm4                          ; layer 1
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
+    pminuw       xmm8, xmm4
+    movdqa       xmm3, xmm5                          ; layer 1
     paddw        xmm3, xmm7
-    paddw        xmm4, [rcx - 128]
-    paddw        xmm5, [rcx - 112]
-    psubw        xmm4, xmm6
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rcx - 128]
+    paddw        xmm6, [rcx - 112]
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6080] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5952
-    pmulhuw      xmm6, [rcx - 96]
+    psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rcx - 80]
-    pmullw       xmm4, [rcx - 128]
-    pmullw       xmm5, [rcx - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6080] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5952
+    pmulhuw      xmm7, [rcx - 96]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rcx - 80]
+    pmullw       xmm5, [rcx - 128]
+    pmullw       xmm6, [rcx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 0
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm9                          ; csub: before layer 0
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm9
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm8, xmm6
+    psubw        xmm7, [rcx - 128]
+    movdqa       xmm8, xmm10
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm9, xmm7
-    movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm3
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm2, xmm6
+    pminuw       xmm10, xmm8
+    movdqa       xmm7, xmm3                          ; csub: before layer 0
+    psubw        xmm7, [rcx - 128]
+    movdqa       xmm8, xmm4
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 0
-    paddw        xmm6, xmm2
-    movdqa       xmm7, xmm9
+    pminuw       xmm4, xmm8
+    movdqa       xmm7, xmm9                          ; layer 0
     paddw        xmm7, xmm3
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
-    psubw        xmm8, xmm2
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm4
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm9, xmm3
-    movdqa       xmm2, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6144] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 6016
-    pmulhuw      xmm2, [rcx - 96]
+    psubw        xmm10, xmm4
     movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm2
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6144] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 6016
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       xmm4, xmm10
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
     psubw        xmm9, xmm3
-    movdqa       xmm2, xmm0                          ; layer 0
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    psubw        xmm10, xmm4
+    movdqa       xmm3, xmm1                          ; layer 0
     paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
+    movdqa       xmm4, xmm2
+    paddw        xmm4, xmm6
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rcx - 96]
+    psubw        xmm2, xmm6
     movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
+    pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm6, xmm2
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
     psubw        xmm1, xmm5
-    movdqu       [rdi], xmm6
-    movdqu       [rdi + 16], xmm7
-    movdqu       [rdi + 256], xmm2
-    movdqu       [rdi + 272], xmm3
-    movdqu       [rdi + 512], xmm8
-    movdqu       [rdi + 528], xmm9
-    movdqu       [rdi + 768], xmm0
-    movdqu       [rdi + 784], xmm1
+    psubw        xmm2, xmm6
+    movdqu       [rdi], xmm7
+    movdqu       [rdi + 16], xmm8
+    movdqu       [rdi + 256], xmm3
+    movdqu       [rdi + 272], xmm4
+    movdqu       [rdi + 512], xmm9
+    movdqu       [rdi + 528], xmm10
+    movdqu       [rdi + 768], xmm1
+    movdqu       [rdi + 784], xmm2
     add          rdi, 32
     dec          rax
     jnz          .repeat1
     add          rdi, -128                           ; back to the argument
     mov          rax, 4
     .repeat2:
-    movdqu       xmm0, [rdi + 128]
-    movdqu       xmm1, [rdi + 144]
-    movdqu       xmm2, [rdi + 384]
-    movdqu       xmm3, [rdi + 400]
-    movdqu       xmm4, [rdi + 640]
-    movdqu       xmm5, [rdi + 656]
-    movdqu       xmm6, [rdi + 896]
-    movdqu       xmm7, [rdi + 912]
-    movdqa       xmm8, xmm0                          ; layer 1
-    paddw        xmm8, xmm2
-    movdqa       xmm9, xmm1
+    movdqu       xmm1, [rdi + 128]
+    movdqu       xmm2, [rdi + 144]
+    movdqu       xmm3, [rdi + 384]
+    movdqu       xmm4, [rdi + 400]
+    movdqu       xmm5, [rdi + 640]
+    movdqu       xmm6, [rdi + 656]
+    movdqu       xmm7, [rdi + 896]
+    movdqu       xmm8, [rdi + 912]
+    movdqa       xmm9, xmm1                          ; layer 1
     paddw        xmm9, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
+    movdqa       xmm10, xmm2
+    paddw        xmm10, xmm4
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm1
     lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6016] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 5888
-    pmulhuw      xmm2, [rcx - 96]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; layer 1
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm5                          ; layer 1
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rcx - 32]
+    psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rcx - 16]
-    pmullw       xmm4, [rcx - 64]
-    pmullw       xmm5, [rcx - 48]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
+    pmulhuw      xmm7, [rcx - 32]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rcx - 16]
+    pmullw       xmm5, [rcx - 64]
+    pmullw       xmm6, [rcx - 48]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 0
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm9                          ; csub: before layer 0
     lea          rcx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm9
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm8, xmm6
+    psubw        xmm7, [rcx - 128]
+    movdqa       xmm8, xmm10
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm9, xmm7
-    movdqa       xmm6, xmm2                          ; csub: before layer 0
-    psubw        xmm6, [rcx - 128]
-    movdqa       xmm7, xmm3
-    psubw        xmm7, [rcx - 112]
-    pminuw       xmm2, xmm6
+    pminuw       xmm10, xmm8
+    movdqa       xmm7, xmm3                          ; csub: before layer 0
+    psubw        xmm7, [rcx - 128]
+    movdqa       xmm8, xmm4
+    psubw        xmm8, [rcx - 112]
     pminuw       xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 0
-    paddw        xmm6, xmm2
-    movdqa       xmm7, xmm9
+    pminuw       xmm4, xmm8
+    movdqa       xmm7, xmm9                          ; layer 0
     paddw        xmm7, xmm3
-    paddw        xmm8, [rcx - 128]
-    paddw        xmm9, [rcx - 112]
-    psubw        xmm8, xmm2
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm4
+    paddw        xmm9, [rcx - 128]
+    paddw        xmm10, [rcx - 112]
     psubw        xmm9, xmm3
-    movdqa       xmm2, xmm8
-    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6144] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 6016
-    pmulhuw      xmm2, [rcx - 96]
+    psubw        xmm10, xmm4
     movdqa       xmm3, xmm9
-    pmulhuw      xmm3, [rcx - 80]
-    pmullw       xmm8, [rcx - 128]
-    pmullw       xmm9, [rcx - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm2
+    lea          rcx, [rel kg_falcon12289_ntt_inverse_twiddles_sse + 6144] ; addresses kg_falcon12289_ntt_inverse_twiddles_sse near byte 6016
+    pmulhuw      xmm3, [rcx - 96]
+    movdqa       xmm4, xmm10
+    pmulhuw      xmm4, [rcx - 80]
+    pmullw       xmm9, [rcx - 128]
+    pmullw       xmm10, [rcx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
     psubw        xmm9, xmm3
-    movdqa       xmm2, xmm0                          ; layer 0
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
+    psubw        xmm10, xmm4
+    movdqa       xmm3, xmm1                          ; layer 0
     paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
+    movdqa       xmm4, xmm2
+    paddw        xmm4, xmm6
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rcx - 96]
+    psubw        xmm2, xmm6
     movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rcx - 80]
-    pmullw       xmm0, [rcx - 128]
-    pmullw       xmm1, [rcx - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
+    pmulhuw      xmm5, [rcx - 96]
+    movdqa       xmm6, xmm2
+    pmulhuw      xmm6, [rcx - 80]
+    pmullw       xmm1, [rcx - 128]
+    pmullw       xmm2, [rcx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
     psubw        xmm1, xmm5
-    movdqu       [rdi + 128], xmm6
-    movdqu       [rdi + 144], xmm7
-    movdqu       [rdi + 384], xmm2
-    movdqu       [rdi + 400], xmm3
-    movdqu       [rdi + 640], xmm8
-    movdqu       [rdi + 656], xmm9
-    movdqu       [rdi + 896], xmm0
-    movdqu       [rdi + 912], xmm1
+    psubw        xmm2, xmm6
+    movdqu       [rdi + 128], xmm7
+    movdqu       [rdi + 144], xmm8
+    movdqu       [rdi + 384], xmm3
+    movdqu       [rdi + 400], xmm4
+    movdqu       [rdi + 640], xmm9
+    movdqu       [rdi + 656], xmm10
+    movdqu       [rdi + 896], xmm1
+    movdqu       [rdi + 912], xmm2
     add          rdi, 32
     dec          rax
     jnz          .repeat2

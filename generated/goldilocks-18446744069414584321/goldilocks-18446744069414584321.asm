@@ -6650,7 +6650,7 @@ kg_goldilocks18446744069414584321_basemul_avx512:
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, k{2-3}, rax, rcx, rdi, flags
-;   loops: 4 x 322 instructions (repeated groups rolled: 5734 instructions run, 4786 written)
+;   loops: 4 x 322 instructions (repeated groups rolled: 5718 instructions run, 4770 written)
 ;
 ; reduction schedule:
 ;   policy index, freeze reduction, 0 vector reductions
@@ -6666,102 +6666,110 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vmovdqu64    zmm31, [rel pq_1]                   ; held in a register: read 144 times
     vmovdqu64    zmm0, [rel pq_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pq_index64_2_3_10_11_6_7_14_15]
-    vmovdqu64    zmm2, [rdi]
-    vmovdqu64    zmm3, [rdi + 512]
-    vmovdqu64    zmm4, [rdi + 128]
-    vmovdqu64    zmm5, [rdi + 640]
-    vmovdqu64    zmm6, [rdi + 256]
-    vmovdqu64    zmm7, [rdi + 768]
-    vmovdqu64    zmm8, [rdi + 384]
-    vmovdqu64    zmm9, [rdi + 896]
-    vshufi64x2   zmm10, zmm2, [rdi + 64], 68
-    vshufi64x2   zmm11, zmm3, [rdi + 576], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 64], 238
-    vshufi64x2   zmm3, zmm3, [rdi + 576], 238
-    vshufi64x2   zmm12, zmm4, [rdi + 192], 68
-    vshufi64x2   zmm13, zmm5, [rdi + 704], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 192], 238
-    vshufi64x2   zmm5, zmm5, [rdi + 704], 238
-    vshufi64x2   zmm14, zmm6, [rdi + 320], 68
-    vshufi64x2   zmm15, zmm7, [rdi + 832], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 320], 238
-    vshufi64x2   zmm7, zmm7, [rdi + 832], 238
-    vshufi64x2   zmm16, zmm8, [rdi + 448], 68
-    vshufi64x2   zmm17, zmm9, [rdi + 960], 68
-    vshufi64x2   zmm8, zmm8, [rdi + 448], 238
-    vshufi64x2   zmm9, zmm9, [rdi + 960], 238
+    vmovdqu64    ymm2, yword [rdi]
+    vinserti64x4 zmm2, zmm2, yword [rdi + 64], 1
+    vmovdqu64    ymm3, yword [rdi + 512]
+    vinserti64x4 zmm3, zmm3, yword [rdi + 576], 1
+    vmovdqu64    ymm4, yword [rdi + 32]
+    vinserti64x4 zmm4, zmm4, yword [rdi + 96], 1
+    vmovdqu64    ymm5, yword [rdi + 544]
+    vinserti64x4 zmm5, zmm5, yword [rdi + 608], 1
+    vmovdqu64    ymm6, yword [rdi + 128]
+    vinserti64x4 zmm6, zmm6, yword [rdi + 192], 1
+    vmovdqu64    ymm7, yword [rdi + 640]
+    vinserti64x4 zmm7, zmm7, yword [rdi + 704], 1
+    vmovdqu64    ymm8, yword [rdi + 160]
+    vinserti64x4 zmm8, zmm8, yword [rdi + 224], 1
+    vmovdqu64    ymm9, yword [rdi + 672]
+    vinserti64x4 zmm9, zmm9, yword [rdi + 736], 1
+    vmovdqu64    ymm10, yword [rdi + 256]
+    vinserti64x4 zmm10, zmm10, yword [rdi + 320], 1
+    vmovdqu64    ymm11, yword [rdi + 768]
+    vinserti64x4 zmm11, zmm11, yword [rdi + 832], 1
+    vmovdqu64    ymm12, yword [rdi + 288]
+    vinserti64x4 zmm12, zmm12, yword [rdi + 352], 1
+    vmovdqu64    ymm13, yword [rdi + 800]
+    vinserti64x4 zmm13, zmm13, yword [rdi + 864], 1
+    vmovdqu64    ymm14, yword [rdi + 384]
+    vinserti64x4 zmm14, zmm14, yword [rdi + 448], 1
+    vmovdqu64    ymm15, yword [rdi + 896]
+    vinserti64x4 zmm15, zmm15, yword [rdi + 960], 1
+    vmovdqu64    ymm16, yword [rdi + 416]
+    vinserti64x4 zmm16, zmm16, yword [rdi + 480], 1
+    vmovdqu64    ymm17, yword [rdi + 928]
+    vinserti64x4 zmm17, zmm17, yword [rdi + 992], 1
     vmovdqa64    zmm18, zmm0
     vmovdqa64    zmm19, zmm0
-    vpermi2q     zmm18, zmm10, zmm2
-    vpermi2q     zmm19, zmm11, zmm3
+    vpermi2q     zmm18, zmm2, zmm4
+    vpermi2q     zmm19, zmm3, zmm5
     vmovdqa64    zmm20, zmm1
     vmovdqa64    zmm21, zmm1
-    vpermi2q     zmm20, zmm10, zmm2
-    vpermi2q     zmm21, zmm11, zmm3
+    vpermi2q     zmm20, zmm2, zmm4
+    vpermi2q     zmm21, zmm3, zmm5
     vmovdqa64    zmm2, zmm0
     vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm2, zmm12, zmm4
-    vpermi2q     zmm3, zmm13, zmm5
-    vmovdqa64    zmm10, zmm1
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm10, zmm12, zmm4
-    vpermi2q     zmm11, zmm13, zmm5
-    vmovdqa64    zmm4, zmm0
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm4, zmm14, zmm6
-    vpermi2q     zmm5, zmm15, zmm7
-    vmovdqa64    zmm12, zmm1
-    vmovdqa64    zmm13, zmm1
-    vpermi2q     zmm12, zmm14, zmm6
-    vpermi2q     zmm13, zmm15, zmm7
+    vpermi2q     zmm2, zmm6, zmm8
+    vpermi2q     zmm3, zmm7, zmm9
+    vmovdqa64    zmm4, zmm1
+    vmovdqa64    zmm5, zmm1
+    vpermi2q     zmm4, zmm6, zmm8
+    vpermi2q     zmm5, zmm7, zmm9
     vmovdqa64    zmm6, zmm0
     vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm6, zmm16, zmm8
-    vpermi2q     zmm7, zmm17, zmm9
-    vmovdqa64    zmm14, zmm1
-    vmovdqa64    zmm15, zmm1
-    vpermi2q     zmm14, zmm16, zmm8
-    vpermi2q     zmm15, zmm17, zmm9
-    vpunpcklqdq  zmm8, zmm18, zmm20
-    vpunpcklqdq  zmm9, zmm19, zmm21
+    vpermi2q     zmm6, zmm10, zmm12
+    vpermi2q     zmm7, zmm11, zmm13
+    vmovdqa64    zmm8, zmm1
+    vmovdqa64    zmm9, zmm1
+    vpermi2q     zmm8, zmm10, zmm12
+    vpermi2q     zmm9, zmm11, zmm13
+    vmovdqa64    zmm10, zmm0
+    vmovdqa64    zmm11, zmm0
+    vpermi2q     zmm10, zmm14, zmm16
+    vpermi2q     zmm11, zmm15, zmm17
+    vmovdqa64    zmm12, zmm1
+    vmovdqa64    zmm13, zmm1
+    vpermi2q     zmm12, zmm14, zmm16
+    vpermi2q     zmm13, zmm15, zmm17
+    vpunpcklqdq  zmm14, zmm18, zmm20
+    vpunpcklqdq  zmm15, zmm19, zmm21
     vpunpckhqdq  zmm16, zmm18, zmm20
     vpunpckhqdq  zmm17, zmm19, zmm21
-    vpunpcklqdq  zmm18, zmm2, zmm10
-    vpunpcklqdq  zmm19, zmm3, zmm11
-    vpunpckhqdq  zmm2, zmm2, zmm10
-    vpunpckhqdq  zmm3, zmm3, zmm11
-    vpunpcklqdq  zmm10, zmm4, zmm12
-    vpunpcklqdq  zmm11, zmm5, zmm13
-    vpunpckhqdq  zmm4, zmm4, zmm12
-    vpunpckhqdq  zmm5, zmm5, zmm13
-    vpunpcklqdq  zmm12, zmm6, zmm14
-    vpunpcklqdq  zmm13, zmm7, zmm15
-    vpunpckhqdq  zmm6, zmm6, zmm14
-    vpunpckhqdq  zmm7, zmm7, zmm15
-    vpaddq       zmm14, zmm8, zmm16                  ; layer 7
-    vpaddq       zmm15, zmm9, zmm17                  ; layer 7
-    vpaddq       zmm20, zmm14, zmm28
-    vpaddq       zmm21, zmm15, zmm28
-    vpcmpnleuq   k2, zmm8, zmm20
-    vpcmpnleuq   k3, zmm9, zmm21
-    vpaddq       zmm14{k2}, zmm14, zmm28
-    vpaddq       zmm15{k3}, zmm15, zmm28
-    vpsubq       zmm20, zmm8, zmm16
-    vpsubq       zmm21, zmm9, zmm17
-    vpcmpnleuq   k2, zmm16, zmm8
-    vpcmpnleuq   k3, zmm17, zmm9
+    vpunpcklqdq  zmm18, zmm2, zmm4
+    vpunpcklqdq  zmm19, zmm3, zmm5
+    vpunpckhqdq  zmm2, zmm2, zmm4
+    vpunpckhqdq  zmm3, zmm3, zmm5
+    vpunpcklqdq  zmm4, zmm6, zmm8
+    vpunpcklqdq  zmm5, zmm7, zmm9
+    vpunpckhqdq  zmm6, zmm6, zmm8
+    vpunpckhqdq  zmm7, zmm7, zmm9
+    vpunpcklqdq  zmm8, zmm10, zmm12
+    vpunpcklqdq  zmm9, zmm11, zmm13
+    vpunpckhqdq  zmm10, zmm10, zmm12
+    vpunpckhqdq  zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm14, zmm16                 ; layer 7
+    vpaddq       zmm13, zmm15, zmm17                 ; layer 7
+    vpaddq       zmm20, zmm12, zmm28
+    vpaddq       zmm21, zmm13, zmm28
+    vpcmpnleuq   k2, zmm14, zmm20
+    vpcmpnleuq   k3, zmm15, zmm21
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm20, zmm14, zmm16
+    vpsubq       zmm21, zmm15, zmm17
+    vpcmpnleuq   k2, zmm16, zmm14
+    vpcmpnleuq   k3, zmm17, zmm15
     vpaddq       zmm20{k2}, zmm20, zmm29
     vpaddq       zmm21{k3}, zmm21, zmm29
-    vpsrlq       zmm8, zmm20, 32
-    vpsrlq       zmm9, zmm21, 32
+    vpsrlq       zmm14, zmm20, 32
+    vpsrlq       zmm15, zmm21, 32
     vpmuludq     zmm16, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512]
     vpmuludq     zmm17, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1984]
     vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 64]
     vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2048]
-    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512]
-    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1984]
-    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 64]
-    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2048]
+    vpmuludq     zmm22, zmm14, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512]
+    vpmuludq     zmm23, zmm15, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1984]
+    vpmuludq     zmm14, zmm14, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 64]
+    vpmuludq     zmm15, zmm15, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2048]
     vpsrlq       zmm24, zmm16, 32
     vpsrlq       zmm25, zmm17, 32
     vpaddq       zmm24, zmm20, zmm24
@@ -6774,90 +6782,28 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsrlq       zmm25, zmm25, 32
     vpsrlq       zmm26, zmm26, 32
     vpsrlq       zmm27, zmm27, 32
-    vpaddq       zmm8, zmm8, zmm24
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm8, zmm8, zmm26
-    vpaddq       zmm9, zmm9, zmm27
+    vpaddq       zmm14, zmm14, zmm24
+    vpaddq       zmm15, zmm15, zmm25
+    vpaddq       zmm14, zmm14, zmm26
+    vpaddq       zmm15, zmm15, zmm27
     vpaddq       zmm20, zmm20, zmm22
     vpaddq       zmm21, zmm21, zmm23
     vpsllq       zmm20, zmm20, 32
     vpsllq       zmm21, zmm21, 32
     vpaddq       zmm16, zmm16, zmm20
     vpaddq       zmm17, zmm17, zmm21
-    vpsllq       zmm20, zmm8, 32
-    vpsllq       zmm21, zmm9, 32
-    vpsubq       zmm22, zmm20, zmm8
-    vpsubq       zmm23, zmm21, zmm9
-    vpsrlq       zmm24, zmm8, 32
-    vpsrlq       zmm25, zmm9, 32
-    vpcmpnleuq   k2, zmm8, zmm20
-    vpcmpnleuq   k3, zmm9, zmm21
+    vpsllq       zmm20, zmm14, 32
+    vpsllq       zmm21, zmm15, 32
+    vpsubq       zmm22, zmm20, zmm14
+    vpsubq       zmm23, zmm21, zmm15
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpcmpnleuq   k2, zmm14, zmm20
+    vpcmpnleuq   k3, zmm15, zmm21
     vpaddq       zmm24{k2}, zmm24, zmm30
     vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm8, zmm16, zmm22
-    vpaddq       zmm9, zmm17, zmm23
-    vpcmpnleuq   k2, zmm22, zmm8
-    vpcmpnleuq   k3, zmm23, zmm9
-    vpaddq       zmm24{k2}, zmm24, zmm31
-    vpaddq       zmm25{k3}, zmm25, zmm31
-    vpsllq       zmm16, zmm24, 32
-    vpsllq       zmm17, zmm25, 32
-    vpsubq       zmm16, zmm16, zmm24
-    vpsubq       zmm17, zmm17, zmm25
-    vpaddq       zmm8, zmm8, zmm16
-    vpaddq       zmm9, zmm9, zmm17
-    vpcmpnleuq   k2, zmm16, zmm8
-    vpcmpnleuq   k3, zmm17, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm28
-    vpaddq       zmm9{k3}, zmm9, zmm28
-    vpsubq       zmm16, zmm8, zmm29
-    vpsubq       zmm17, zmm9, zmm29
-    vpminuq      zmm8, zmm8, zmm16
-    vpminuq      zmm9, zmm9, zmm17
-    vpsrlq       zmm16, zmm14, 32
-    vpsrlq       zmm17, zmm15, 32
-    vpmuludq     zmm20, zmm14, [rel pq_18374686475393433601]
-    vpmuludq     zmm21, zmm15, [rel pq_18374686475393433601]
-    vpmuludq     zmm14, zmm14, [rel pq_4278190079]
-    vpmuludq     zmm15, zmm15, [rel pq_4278190079]
-    vpmuludq     zmm22, zmm16, [rel pq_18374686475393433601]
-    vpmuludq     zmm23, zmm17, [rel pq_18374686475393433601]
-    vpmuludq     zmm16, zmm16, [rel pq_4278190079]
-    vpmuludq     zmm17, zmm17, [rel pq_4278190079]
-    vpsrlq       zmm24, zmm20, 32
-    vpsrlq       zmm25, zmm21, 32
-    vpaddq       zmm24, zmm14, zmm24
-    vpaddq       zmm25, zmm15, zmm25
-    vpandq       zmm26, zmm24, zmm28
-    vpandq       zmm27, zmm25, zmm28
-    vpaddq       zmm26, zmm22, zmm26
-    vpaddq       zmm27, zmm23, zmm27
-    vpsrlq       zmm24, zmm24, 32
-    vpsrlq       zmm25, zmm25, 32
-    vpsrlq       zmm26, zmm26, 32
-    vpsrlq       zmm27, zmm27, 32
-    vpaddq       zmm16, zmm16, zmm24
-    vpaddq       zmm17, zmm17, zmm25
-    vpaddq       zmm16, zmm16, zmm26
-    vpaddq       zmm17, zmm17, zmm27
-    vpaddq       zmm14, zmm14, zmm22
-    vpaddq       zmm15, zmm15, zmm23
-    vpsllq       zmm14, zmm14, 32
-    vpsllq       zmm15, zmm15, 32
-    vpaddq       zmm14, zmm20, zmm14
-    vpaddq       zmm15, zmm21, zmm15
-    vpsllq       zmm20, zmm16, 32
-    vpsllq       zmm21, zmm17, 32
-    vpsubq       zmm22, zmm20, zmm16
-    vpsubq       zmm23, zmm21, zmm17
-    vpsrlq       zmm24, zmm16, 32
-    vpsrlq       zmm25, zmm17, 32
-    vpcmpnleuq   k2, zmm16, zmm20
-    vpcmpnleuq   k3, zmm17, zmm21
-    vpaddq       zmm24{k2}, zmm24, zmm30
-    vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm14, zmm14, zmm22
-    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm14, zmm16, zmm22
+    vpaddq       zmm15, zmm17, zmm23
     vpcmpnleuq   k2, zmm22, zmm14
     vpcmpnleuq   k3, zmm23, zmm15
     vpaddq       zmm24{k2}, zmm24, zmm31
@@ -6876,6 +6822,68 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm17, zmm15, zmm29
     vpminuq      zmm14, zmm14, zmm16
     vpminuq      zmm15, zmm15, zmm17
+    vpsrlq       zmm16, zmm12, 32
+    vpsrlq       zmm17, zmm13, 32
+    vpmuludq     zmm20, zmm12, [rel pq_18374686475393433601]
+    vpmuludq     zmm21, zmm13, [rel pq_18374686475393433601]
+    vpmuludq     zmm12, zmm12, [rel pq_4278190079]
+    vpmuludq     zmm13, zmm13, [rel pq_4278190079]
+    vpmuludq     zmm22, zmm16, [rel pq_18374686475393433601]
+    vpmuludq     zmm23, zmm17, [rel pq_18374686475393433601]
+    vpmuludq     zmm16, zmm16, [rel pq_4278190079]
+    vpmuludq     zmm17, zmm17, [rel pq_4278190079]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm12, zmm24
+    vpaddq       zmm25, zmm13, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm16, zmm16, zmm24
+    vpaddq       zmm17, zmm17, zmm25
+    vpaddq       zmm16, zmm16, zmm26
+    vpaddq       zmm17, zmm17, zmm27
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpsllq       zmm12, zmm12, 32
+    vpsllq       zmm13, zmm13, 32
+    vpaddq       zmm12, zmm20, zmm12
+    vpaddq       zmm13, zmm21, zmm13
+    vpsllq       zmm20, zmm16, 32
+    vpsllq       zmm21, zmm17, 32
+    vpsubq       zmm22, zmm20, zmm16
+    vpsubq       zmm23, zmm21, zmm17
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpcmpnleuq   k2, zmm16, zmm20
+    vpcmpnleuq   k3, zmm17, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpcmpnleuq   k2, zmm22, zmm12
+    vpcmpnleuq   k3, zmm23, zmm13
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm12, zmm12, zmm16
+    vpaddq       zmm13, zmm13, zmm17
+    vpcmpnleuq   k2, zmm16, zmm12
+    vpcmpnleuq   k3, zmm17, zmm13
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm16, zmm12, zmm29
+    vpsubq       zmm17, zmm13, zmm29
+    vpminuq      zmm12, zmm12, zmm16
+    vpminuq      zmm13, zmm13, zmm17
     vpaddq       zmm16, zmm18, zmm2                  ; layer 7
     vpaddq       zmm17, zmm19, zmm3                  ; layer 7
     vpaddq       zmm20, zmm16, zmm28
@@ -7014,32 +7022,32 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm19, zmm17, zmm29
     vpminuq      zmm16, zmm16, zmm18
     vpminuq      zmm17, zmm17, zmm19
-    vpaddq       zmm18, zmm10, zmm4                  ; layer 7
-    vpaddq       zmm19, zmm11, zmm5                  ; layer 7
+    vpaddq       zmm18, zmm4, zmm6                   ; layer 7
+    vpaddq       zmm19, zmm5, zmm7                   ; layer 7
     vpaddq       zmm20, zmm18, zmm28
     vpaddq       zmm21, zmm19, zmm28
-    vpcmpnleuq   k2, zmm10, zmm20
-    vpcmpnleuq   k3, zmm11, zmm21
+    vpcmpnleuq   k2, zmm4, zmm20
+    vpcmpnleuq   k3, zmm5, zmm21
     vpaddq       zmm18{k2}, zmm18, zmm28
     vpaddq       zmm19{k3}, zmm19, zmm28
-    vpsubq       zmm20, zmm10, zmm4
-    vpsubq       zmm21, zmm11, zmm5
-    vpcmpnleuq   k2, zmm4, zmm10
-    vpcmpnleuq   k3, zmm5, zmm11
+    vpsubq       zmm20, zmm4, zmm6
+    vpsubq       zmm21, zmm5, zmm7
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpcmpnleuq   k3, zmm7, zmm5
     vpaddq       zmm20{k2}, zmm20, zmm29
     vpaddq       zmm21{k3}, zmm21, zmm29
     vpsrlq       zmm4, zmm20, 32
     vpsrlq       zmm5, zmm21, 32
-    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 256]
-    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2240]
+    vpmuludq     zmm6, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 256]
+    vpmuludq     zmm7, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2240]
     vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 320]
     vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2304]
     vpmuludq     zmm22, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 256]
     vpmuludq     zmm23, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2240]
     vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 320]
     vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2304]
-    vpsrlq       zmm24, zmm10, 32
-    vpsrlq       zmm25, zmm11, 32
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
     vpaddq       zmm24, zmm20, zmm24
     vpaddq       zmm25, zmm21, zmm25
     vpandq       zmm26, zmm24, zmm28
@@ -7058,8 +7066,8 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpaddq       zmm21, zmm21, zmm23
     vpsllq       zmm20, zmm20, 32
     vpsllq       zmm21, zmm21, 32
-    vpaddq       zmm10, zmm10, zmm20
-    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm6, zmm6, zmm20
+    vpaddq       zmm7, zmm7, zmm21
     vpsllq       zmm20, zmm4, 32
     vpsllq       zmm21, zmm5, 32
     vpsubq       zmm22, zmm20, zmm4
@@ -7070,26 +7078,164 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpcmpnleuq   k3, zmm5, zmm21
     vpaddq       zmm24{k2}, zmm24, zmm30
     vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm4, zmm10, zmm22
-    vpaddq       zmm5, zmm11, zmm23
+    vpaddq       zmm4, zmm6, zmm22
+    vpaddq       zmm5, zmm7, zmm23
     vpcmpnleuq   k2, zmm22, zmm4
     vpcmpnleuq   k3, zmm23, zmm5
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm4, zmm4, zmm6
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpcmpnleuq   k3, zmm7, zmm5
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm6, zmm4, zmm29
+    vpsubq       zmm7, zmm5, zmm29
+    vpminuq      zmm4, zmm4, zmm6
+    vpminuq      zmm5, zmm5, zmm7
+    vpsrlq       zmm6, zmm18, 32
+    vpsrlq       zmm7, zmm19, 32
+    vpmuludq     zmm20, zmm18, [rel pq_18374686475393433601]
+    vpmuludq     zmm21, zmm19, [rel pq_18374686475393433601]
+    vpmuludq     zmm18, zmm18, [rel pq_4278190079]
+    vpmuludq     zmm19, zmm19, [rel pq_4278190079]
+    vpmuludq     zmm22, zmm6, [rel pq_18374686475393433601]
+    vpmuludq     zmm23, zmm7, [rel pq_18374686475393433601]
+    vpmuludq     zmm6, zmm6, [rel pq_4278190079]
+    vpmuludq     zmm7, zmm7, [rel pq_4278190079]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm18, zmm24
+    vpaddq       zmm25, zmm19, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm6, zmm6, zmm24
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm6, zmm6, zmm26
+    vpaddq       zmm7, zmm7, zmm27
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm18, zmm20, zmm18
+    vpaddq       zmm19, zmm21, zmm19
+    vpsllq       zmm20, zmm6, 32
+    vpsllq       zmm21, zmm7, 32
+    vpsubq       zmm22, zmm20, zmm6
+    vpsubq       zmm23, zmm21, zmm7
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpcmpnleuq   k2, zmm6, zmm20
+    vpcmpnleuq   k3, zmm7, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm6, zmm18, zmm22
+    vpaddq       zmm7, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm6
+    vpcmpnleuq   k3, zmm23, zmm7
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm6, zmm6, zmm18
+    vpaddq       zmm7, zmm7, zmm19
+    vpcmpnleuq   k2, zmm18, zmm6
+    vpcmpnleuq   k3, zmm19, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm18, zmm6, zmm29
+    vpsubq       zmm19, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm18
+    vpminuq      zmm7, zmm7, zmm19
+    vpaddq       zmm18, zmm8, zmm10                  ; layer 7
+    vpaddq       zmm19, zmm9, zmm11                  ; layer 7
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm8, zmm10
+    vpsubq       zmm21, zmm9, zmm11
+    vpcmpnleuq   k2, zmm10, zmm8
+    vpcmpnleuq   k3, zmm11, zmm9
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm8, zmm20, 32
+    vpsrlq       zmm9, zmm21, 32
+    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 384]
+    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2368]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 448]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2432]
+    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 384]
+    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2368]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 448]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2432]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm8, zmm8, zmm26
+    vpaddq       zmm9, zmm9, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpsllq       zmm20, zmm8, 32
+    vpsllq       zmm21, zmm9, 32
+    vpsubq       zmm22, zmm20, zmm8
+    vpsubq       zmm23, zmm21, zmm9
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm8, zmm10, zmm22
+    vpaddq       zmm9, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm8
+    vpcmpnleuq   k3, zmm23, zmm9
     vpaddq       zmm24{k2}, zmm24, zmm31
     vpaddq       zmm25{k3}, zmm25, zmm31
     vpsllq       zmm10, zmm24, 32
     vpsllq       zmm11, zmm25, 32
     vpsubq       zmm10, zmm10, zmm24
     vpsubq       zmm11, zmm11, zmm25
-    vpaddq       zmm4, zmm4, zmm10
-    vpaddq       zmm5, zmm5, zmm11
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpcmpnleuq   k3, zmm11, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm28
-    vpaddq       zmm5{k3}, zmm5, zmm28
-    vpsubq       zmm10, zmm4, zmm29
-    vpsubq       zmm11, zmm5, zmm29
-    vpminuq      zmm4, zmm4, zmm10
-    vpminuq      zmm5, zmm5, zmm11
+    vpaddq       zmm8, zmm8, zmm10
+    vpaddq       zmm9, zmm9, zmm11
+    vpcmpnleuq   k2, zmm10, zmm8
+    vpcmpnleuq   k3, zmm11, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm10, zmm8, zmm29
+    vpsubq       zmm11, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm10
+    vpminuq      zmm9, zmm9, zmm11
     vpsrlq       zmm10, zmm18, 32
     vpsrlq       zmm11, zmm19, 32
     vpmuludq     zmm20, zmm18, [rel pq_18374686475393433601]
@@ -7152,96 +7298,50 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm19, zmm11, zmm29
     vpminuq      zmm10, zmm10, zmm18
     vpminuq      zmm11, zmm11, zmm19
-    vpaddq       zmm18, zmm12, zmm6                  ; layer 7
-    vpaddq       zmm19, zmm13, zmm7                  ; layer 7
-    vpaddq       zmm20, zmm18, zmm28
-    vpaddq       zmm21, zmm19, zmm28
-    vpcmpnleuq   k2, zmm12, zmm20
-    vpcmpnleuq   k3, zmm13, zmm21
-    vpaddq       zmm18{k2}, zmm18, zmm28
-    vpaddq       zmm19{k3}, zmm19, zmm28
-    vpsubq       zmm20, zmm12, zmm6
-    vpsubq       zmm21, zmm13, zmm7
-    vpcmpnleuq   k2, zmm6, zmm12
-    vpcmpnleuq   k3, zmm7, zmm13
+    vpunpcklqdq  zmm18, zmm12, zmm14
+    vpunpcklqdq  zmm19, zmm13, zmm15
+    vpunpckhqdq  zmm12, zmm12, zmm14
+    vpunpckhqdq  zmm13, zmm13, zmm15
+    vpunpcklqdq  zmm14, zmm16, zmm2
+    vpunpcklqdq  zmm15, zmm17, zmm3
+    vpunpckhqdq  zmm2, zmm16, zmm2
+    vpunpckhqdq  zmm3, zmm17, zmm3
+    vpunpcklqdq  zmm16, zmm6, zmm4
+    vpunpcklqdq  zmm17, zmm7, zmm5
+    vpunpckhqdq  zmm4, zmm6, zmm4
+    vpunpckhqdq  zmm5, zmm7, zmm5
+    vpunpcklqdq  zmm6, zmm10, zmm8
+    vpunpcklqdq  zmm7, zmm11, zmm9
+    vpunpckhqdq  zmm8, zmm10, zmm8
+    vpunpckhqdq  zmm9, zmm11, zmm9
+    vpaddq       zmm10, zmm18, zmm12                 ; layer 6
+    vpaddq       zmm11, zmm19, zmm13                 ; layer 6
+    vpaddq       zmm20, zmm10, zmm28
+    vpaddq       zmm21, zmm11, zmm28
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm20, zmm18, zmm12
+    vpsubq       zmm21, zmm19, zmm13
+    vpcmpnleuq   k2, zmm12, zmm18
+    vpcmpnleuq   k3, zmm13, zmm19
     vpaddq       zmm20{k2}, zmm20, zmm29
     vpaddq       zmm21{k3}, zmm21, zmm29
-    vpsrlq       zmm6, zmm20, 32
-    vpsrlq       zmm7, zmm21, 32
-    vpmuludq     zmm12, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 384]
-    vpmuludq     zmm13, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2368]
-    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 448]
-    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2432]
-    vpmuludq     zmm22, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 384]
-    vpmuludq     zmm23, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2368]
-    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 448]
-    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2432]
-    vpsrlq       zmm24, zmm12, 32
-    vpsrlq       zmm25, zmm13, 32
+    vpsrlq       zmm12, zmm20, 32
+    vpsrlq       zmm13, zmm21, 32
+    vpmuludq     zmm18, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 512]
+    vpmuludq     zmm19, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2496]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 576]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2560]
+    vpmuludq     zmm22, zmm12, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 512]
+    vpmuludq     zmm23, zmm13, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2496]
+    vpmuludq     zmm12, zmm12, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 576]
+    vpmuludq     zmm13, zmm13, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2560]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
     vpaddq       zmm24, zmm20, zmm24
     vpaddq       zmm25, zmm21, zmm25
-    vpandq       zmm26, zmm24, zmm28
-    vpandq       zmm27, zmm25, zmm28
-    vpaddq       zmm26, zmm22, zmm26
-    vpaddq       zmm27, zmm23, zmm27
-    vpsrlq       zmm24, zmm24, 32
-    vpsrlq       zmm25, zmm25, 32
-    vpsrlq       zmm26, zmm26, 32
-    vpsrlq       zmm27, zmm27, 32
-    vpaddq       zmm6, zmm6, zmm24
-    vpaddq       zmm7, zmm7, zmm25
-    vpaddq       zmm6, zmm6, zmm26
-    vpaddq       zmm7, zmm7, zmm27
-    vpaddq       zmm20, zmm20, zmm22
-    vpaddq       zmm21, zmm21, zmm23
-    vpsllq       zmm20, zmm20, 32
-    vpsllq       zmm21, zmm21, 32
-    vpaddq       zmm12, zmm12, zmm20
-    vpaddq       zmm13, zmm13, zmm21
-    vpsllq       zmm20, zmm6, 32
-    vpsllq       zmm21, zmm7, 32
-    vpsubq       zmm22, zmm20, zmm6
-    vpsubq       zmm23, zmm21, zmm7
-    vpsrlq       zmm24, zmm6, 32
-    vpsrlq       zmm25, zmm7, 32
-    vpcmpnleuq   k2, zmm6, zmm20
-    vpcmpnleuq   k3, zmm7, zmm21
-    vpaddq       zmm24{k2}, zmm24, zmm30
-    vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm6, zmm12, zmm22
-    vpaddq       zmm7, zmm13, zmm23
-    vpcmpnleuq   k2, zmm22, zmm6
-    vpcmpnleuq   k3, zmm23, zmm7
-    vpaddq       zmm24{k2}, zmm24, zmm31
-    vpaddq       zmm25{k3}, zmm25, zmm31
-    vpsllq       zmm12, zmm24, 32
-    vpsllq       zmm13, zmm25, 32
-    vpsubq       zmm12, zmm12, zmm24
-    vpsubq       zmm13, zmm13, zmm25
-    vpaddq       zmm6, zmm6, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpcmpnleuq   k3, zmm13, zmm7
-    vpaddq       zmm6{k2}, zmm6, zmm28
-    vpaddq       zmm7{k3}, zmm7, zmm28
-    vpsubq       zmm12, zmm6, zmm29
-    vpsubq       zmm13, zmm7, zmm29
-    vpminuq      zmm6, zmm6, zmm12
-    vpminuq      zmm7, zmm7, zmm13
-    vpsrlq       zmm12, zmm18, 32
-    vpsrlq       zmm13, zmm19, 32
-    vpmuludq     zmm20, zmm18, [rel pq_18374686475393433601]
-    vpmuludq     zmm21, zmm19, [rel pq_18374686475393433601]
-    vpmuludq     zmm18, zmm18, [rel pq_4278190079]
-    vpmuludq     zmm19, zmm19, [rel pq_4278190079]
-    vpmuludq     zmm22, zmm12, [rel pq_18374686475393433601]
-    vpmuludq     zmm23, zmm13, [rel pq_18374686475393433601]
-    vpmuludq     zmm12, zmm12, [rel pq_4278190079]
-    vpmuludq     zmm13, zmm13, [rel pq_4278190079]
-    vpsrlq       zmm24, zmm20, 32
-    vpsrlq       zmm25, zmm21, 32
-    vpaddq       zmm24, zmm18, zmm24
-    vpaddq       zmm25, zmm19, zmm25
     vpandq       zmm26, zmm24, zmm28
     vpandq       zmm27, zmm25, zmm28
     vpaddq       zmm26, zmm22, zmm26
@@ -7254,12 +7354,12 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpaddq       zmm13, zmm13, zmm25
     vpaddq       zmm12, zmm12, zmm26
     vpaddq       zmm13, zmm13, zmm27
-    vpaddq       zmm18, zmm18, zmm22
-    vpaddq       zmm19, zmm19, zmm23
-    vpsllq       zmm18, zmm18, 32
-    vpsllq       zmm19, zmm19, 32
-    vpaddq       zmm18, zmm20, zmm18
-    vpaddq       zmm19, zmm21, zmm19
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
     vpsllq       zmm20, zmm12, 32
     vpsllq       zmm21, zmm13, 32
     vpsubq       zmm22, zmm20, zmm12
@@ -7290,98 +7390,6 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm19, zmm13, zmm29
     vpminuq      zmm12, zmm12, zmm18
     vpminuq      zmm13, zmm13, zmm19
-    vpunpcklqdq  zmm18, zmm14, zmm8
-    vpunpcklqdq  zmm19, zmm15, zmm9
-    vpunpckhqdq  zmm8, zmm14, zmm8
-    vpunpckhqdq  zmm9, zmm15, zmm9
-    vpunpcklqdq  zmm14, zmm16, zmm2
-    vpunpcklqdq  zmm15, zmm17, zmm3
-    vpunpckhqdq  zmm2, zmm16, zmm2
-    vpunpckhqdq  zmm3, zmm17, zmm3
-    vpunpcklqdq  zmm16, zmm10, zmm4
-    vpunpcklqdq  zmm17, zmm11, zmm5
-    vpunpckhqdq  zmm4, zmm10, zmm4
-    vpunpckhqdq  zmm5, zmm11, zmm5
-    vpunpcklqdq  zmm10, zmm12, zmm6
-    vpunpcklqdq  zmm11, zmm13, zmm7
-    vpunpckhqdq  zmm6, zmm12, zmm6
-    vpunpckhqdq  zmm7, zmm13, zmm7
-    vpaddq       zmm12, zmm18, zmm8                  ; layer 6
-    vpaddq       zmm13, zmm19, zmm9                  ; layer 6
-    vpaddq       zmm20, zmm12, zmm28
-    vpaddq       zmm21, zmm13, zmm28
-    vpcmpnleuq   k2, zmm18, zmm20
-    vpcmpnleuq   k3, zmm19, zmm21
-    vpaddq       zmm12{k2}, zmm12, zmm28
-    vpaddq       zmm13{k3}, zmm13, zmm28
-    vpsubq       zmm20, zmm18, zmm8
-    vpsubq       zmm21, zmm19, zmm9
-    vpcmpnleuq   k2, zmm8, zmm18
-    vpcmpnleuq   k3, zmm9, zmm19
-    vpaddq       zmm20{k2}, zmm20, zmm29
-    vpaddq       zmm21{k3}, zmm21, zmm29
-    vpsrlq       zmm8, zmm20, 32
-    vpsrlq       zmm9, zmm21, 32
-    vpmuludq     zmm18, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 512]
-    vpmuludq     zmm19, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2496]
-    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 576]
-    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2560]
-    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 512]
-    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2496]
-    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 576]
-    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2560]
-    vpsrlq       zmm24, zmm18, 32
-    vpsrlq       zmm25, zmm19, 32
-    vpaddq       zmm24, zmm20, zmm24
-    vpaddq       zmm25, zmm21, zmm25
-    vpandq       zmm26, zmm24, zmm28
-    vpandq       zmm27, zmm25, zmm28
-    vpaddq       zmm26, zmm22, zmm26
-    vpaddq       zmm27, zmm23, zmm27
-    vpsrlq       zmm24, zmm24, 32
-    vpsrlq       zmm25, zmm25, 32
-    vpsrlq       zmm26, zmm26, 32
-    vpsrlq       zmm27, zmm27, 32
-    vpaddq       zmm8, zmm8, zmm24
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm8, zmm8, zmm26
-    vpaddq       zmm9, zmm9, zmm27
-    vpaddq       zmm20, zmm20, zmm22
-    vpaddq       zmm21, zmm21, zmm23
-    vpsllq       zmm20, zmm20, 32
-    vpsllq       zmm21, zmm21, 32
-    vpaddq       zmm18, zmm18, zmm20
-    vpaddq       zmm19, zmm19, zmm21
-    vpsllq       zmm20, zmm8, 32
-    vpsllq       zmm21, zmm9, 32
-    vpsubq       zmm22, zmm20, zmm8
-    vpsubq       zmm23, zmm21, zmm9
-    vpsrlq       zmm24, zmm8, 32
-    vpsrlq       zmm25, zmm9, 32
-    vpcmpnleuq   k2, zmm8, zmm20
-    vpcmpnleuq   k3, zmm9, zmm21
-    vpaddq       zmm24{k2}, zmm24, zmm30
-    vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm8, zmm18, zmm22
-    vpaddq       zmm9, zmm19, zmm23
-    vpcmpnleuq   k2, zmm22, zmm8
-    vpcmpnleuq   k3, zmm23, zmm9
-    vpaddq       zmm24{k2}, zmm24, zmm31
-    vpaddq       zmm25{k3}, zmm25, zmm31
-    vpsllq       zmm18, zmm24, 32
-    vpsllq       zmm19, zmm25, 32
-    vpsubq       zmm18, zmm18, zmm24
-    vpsubq       zmm19, zmm19, zmm25
-    vpaddq       zmm8, zmm8, zmm18
-    vpaddq       zmm9, zmm9, zmm19
-    vpcmpnleuq   k2, zmm18, zmm8
-    vpcmpnleuq   k3, zmm19, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm28
-    vpaddq       zmm9{k3}, zmm9, zmm28
-    vpsubq       zmm18, zmm8, zmm29
-    vpsubq       zmm19, zmm9, zmm29
-    vpminuq      zmm8, zmm8, zmm18
-    vpminuq      zmm9, zmm9, zmm19
     vpaddq       zmm18, zmm14, zmm2                  ; layer 6
     vpaddq       zmm19, zmm15, zmm3                  ; layer 6
     vpaddq       zmm20, zmm18, zmm28
@@ -7534,32 +7542,32 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm17, zmm5, zmm29
     vpminuq      zmm4, zmm4, zmm16
     vpminuq      zmm5, zmm5, zmm17
-    vpaddq       zmm16, zmm10, zmm6                  ; layer 6
-    vpaddq       zmm17, zmm11, zmm7                  ; layer 6
+    vpaddq       zmm16, zmm6, zmm8                   ; layer 6
+    vpaddq       zmm17, zmm7, zmm9                   ; layer 6
     vpaddq       zmm20, zmm16, zmm28
     vpaddq       zmm21, zmm17, zmm28
-    vpcmpnleuq   k2, zmm10, zmm20
-    vpcmpnleuq   k3, zmm11, zmm21
+    vpcmpnleuq   k2, zmm6, zmm20
+    vpcmpnleuq   k3, zmm7, zmm21
     vpaddq       zmm16{k2}, zmm16, zmm28
     vpaddq       zmm17{k3}, zmm17, zmm28
-    vpsubq       zmm20, zmm10, zmm6
-    vpsubq       zmm21, zmm11, zmm7
-    vpcmpnleuq   k2, zmm6, zmm10
-    vpcmpnleuq   k3, zmm7, zmm11
+    vpsubq       zmm20, zmm6, zmm8
+    vpsubq       zmm21, zmm7, zmm9
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpcmpnleuq   k3, zmm9, zmm7
     vpaddq       zmm20{k2}, zmm20, zmm29
     vpaddq       zmm21{k3}, zmm21, zmm29
     vpsrlq       zmm6, zmm20, 32
     vpsrlq       zmm7, zmm21, 32
-    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 896]
-    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2880]
+    vpmuludq     zmm8, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 896]
+    vpmuludq     zmm9, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2880]
     vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 960]
     vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2944]
     vpmuludq     zmm22, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 896]
     vpmuludq     zmm23, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2880]
     vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 960]
     vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 2944]
-    vpsrlq       zmm24, zmm10, 32
-    vpsrlq       zmm25, zmm11, 32
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
     vpaddq       zmm24, zmm20, zmm24
     vpaddq       zmm25, zmm21, zmm25
     vpandq       zmm26, zmm24, zmm28
@@ -7578,8 +7586,8 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpaddq       zmm21, zmm21, zmm23
     vpsllq       zmm20, zmm20, 32
     vpsllq       zmm21, zmm21, 32
-    vpaddq       zmm10, zmm10, zmm20
-    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm8, zmm8, zmm20
+    vpaddq       zmm9, zmm9, zmm21
     vpsllq       zmm20, zmm6, 32
     vpsllq       zmm21, zmm7, 32
     vpsubq       zmm22, zmm20, zmm6
@@ -7590,38 +7598,38 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpcmpnleuq   k3, zmm7, zmm21
     vpaddq       zmm24{k2}, zmm24, zmm30
     vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm6, zmm10, zmm22
-    vpaddq       zmm7, zmm11, zmm23
+    vpaddq       zmm6, zmm8, zmm22
+    vpaddq       zmm7, zmm9, zmm23
     vpcmpnleuq   k2, zmm22, zmm6
     vpcmpnleuq   k3, zmm23, zmm7
     vpaddq       zmm24{k2}, zmm24, zmm31
     vpaddq       zmm25{k3}, zmm25, zmm31
-    vpsllq       zmm10, zmm24, 32
-    vpsllq       zmm11, zmm25, 32
-    vpsubq       zmm10, zmm10, zmm24
-    vpsubq       zmm11, zmm11, zmm25
-    vpaddq       zmm6, zmm6, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpcmpnleuq   k3, zmm11, zmm7
+    vpsllq       zmm8, zmm24, 32
+    vpsllq       zmm9, zmm25, 32
+    vpsubq       zmm8, zmm8, zmm24
+    vpsubq       zmm9, zmm9, zmm25
+    vpaddq       zmm6, zmm6, zmm8
+    vpaddq       zmm7, zmm7, zmm9
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpcmpnleuq   k3, zmm9, zmm7
     vpaddq       zmm6{k2}, zmm6, zmm28
     vpaddq       zmm7{k3}, zmm7, zmm28
-    vpsubq       zmm10, zmm6, zmm29
-    vpsubq       zmm11, zmm7, zmm29
-    vpminuq      zmm6, zmm6, zmm10
-    vpminuq      zmm7, zmm7, zmm11
-    vmovdqa64    zmm10, zmm0
-    vmovdqa64    zmm11, zmm0
-    vpermi2q     zmm10, zmm12, zmm8
-    vpermi2q     zmm11, zmm13, zmm9
-    vmovdqa64    zmm20, zmm1
-    vmovdqa64    zmm21, zmm1
-    vpermi2q     zmm20, zmm12, zmm8
-    vpermi2q     zmm21, zmm13, zmm9
+    vpsubq       zmm8, zmm6, zmm29
+    vpsubq       zmm9, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm8
+    vpminuq      zmm7, zmm7, zmm9
     vmovdqa64    zmm8, zmm0
     vmovdqa64    zmm9, zmm0
-    vpermi2q     zmm8, zmm18, zmm2
-    vpermi2q     zmm9, zmm19, zmm3
+    vpermi2q     zmm8, zmm10, zmm12
+    vpermi2q     zmm9, zmm11, zmm13
+    vmovdqa64    zmm20, zmm1
+    vmovdqa64    zmm21, zmm1
+    vpermi2q     zmm20, zmm10, zmm12
+    vpermi2q     zmm21, zmm11, zmm13
+    vmovdqa64    zmm10, zmm0
+    vmovdqa64    zmm11, zmm0
+    vpermi2q     zmm10, zmm18, zmm2
+    vpermi2q     zmm11, zmm19, zmm3
     vmovdqa64    zmm12, zmm1
     vmovdqa64    zmm13, zmm1
     vpermi2q     zmm12, zmm18, zmm2
@@ -7642,30 +7650,30 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vmovdqa64    zmm15, zmm1
     vpermi2q     zmm14, zmm16, zmm6
     vpermi2q     zmm15, zmm17, zmm7
-    vpaddq       zmm6, zmm10, zmm20                  ; layer 5
-    vpaddq       zmm7, zmm11, zmm21                  ; layer 5
+    vpaddq       zmm6, zmm8, zmm20                   ; layer 5
+    vpaddq       zmm7, zmm9, zmm21                   ; layer 5
     vpaddq       zmm16, zmm6, zmm28
     vpaddq       zmm17, zmm7, zmm28
-    vpcmpnleuq   k2, zmm10, zmm16
-    vpcmpnleuq   k3, zmm11, zmm17
+    vpcmpnleuq   k2, zmm8, zmm16
+    vpcmpnleuq   k3, zmm9, zmm17
     vpaddq       zmm6{k2}, zmm6, zmm28
     vpaddq       zmm7{k3}, zmm7, zmm28
-    vpsubq       zmm16, zmm10, zmm20
-    vpsubq       zmm17, zmm11, zmm21
-    vpcmpnleuq   k2, zmm20, zmm10
-    vpcmpnleuq   k3, zmm21, zmm11
+    vpsubq       zmm16, zmm8, zmm20
+    vpsubq       zmm17, zmm9, zmm21
+    vpcmpnleuq   k2, zmm20, zmm8
+    vpcmpnleuq   k3, zmm21, zmm9
     vpaddq       zmm16{k2}, zmm16, zmm29
     vpaddq       zmm17{k3}, zmm17, zmm29
-    vpsrlq       zmm10, zmm16, 32
-    vpsrlq       zmm11, zmm17, 32
+    vpsrlq       zmm8, zmm16, 32
+    vpsrlq       zmm9, zmm17, 32
     vpmuludq     zmm20, zmm16, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1024]
     vpmuludq     zmm21, zmm17, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3008]
     vpmuludq     zmm16, zmm16, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1088]
     vpmuludq     zmm17, zmm17, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3072]
-    vpmuludq     zmm22, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1024]
-    vpmuludq     zmm23, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3008]
-    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1088]
-    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3072]
+    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1024]
+    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3008]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1088]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3072]
     vpsrlq       zmm24, zmm20, 32
     vpsrlq       zmm25, zmm21, 32
     vpaddq       zmm24, zmm16, zmm24
@@ -7678,70 +7686,70 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsrlq       zmm25, zmm25, 32
     vpsrlq       zmm26, zmm26, 32
     vpsrlq       zmm27, zmm27, 32
-    vpaddq       zmm10, zmm10, zmm24
-    vpaddq       zmm11, zmm11, zmm25
-    vpaddq       zmm10, zmm10, zmm26
-    vpaddq       zmm11, zmm11, zmm27
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm8, zmm8, zmm26
+    vpaddq       zmm9, zmm9, zmm27
     vpaddq       zmm16, zmm16, zmm22
     vpaddq       zmm17, zmm17, zmm23
     vpsllq       zmm16, zmm16, 32
     vpsllq       zmm17, zmm17, 32
     vpaddq       zmm16, zmm20, zmm16
     vpaddq       zmm17, zmm21, zmm17
-    vpsllq       zmm20, zmm10, 32
-    vpsllq       zmm21, zmm11, 32
-    vpsubq       zmm22, zmm20, zmm10
-    vpsubq       zmm23, zmm21, zmm11
-    vpsrlq       zmm24, zmm10, 32
-    vpsrlq       zmm25, zmm11, 32
-    vpcmpnleuq   k2, zmm10, zmm20
-    vpcmpnleuq   k3, zmm11, zmm21
+    vpsllq       zmm20, zmm8, 32
+    vpsllq       zmm21, zmm9, 32
+    vpsubq       zmm22, zmm20, zmm8
+    vpsubq       zmm23, zmm21, zmm9
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
     vpaddq       zmm24{k2}, zmm24, zmm30
     vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm10, zmm16, zmm22
-    vpaddq       zmm11, zmm17, zmm23
-    vpcmpnleuq   k2, zmm22, zmm10
-    vpcmpnleuq   k3, zmm23, zmm11
+    vpaddq       zmm8, zmm16, zmm22
+    vpaddq       zmm9, zmm17, zmm23
+    vpcmpnleuq   k2, zmm22, zmm8
+    vpcmpnleuq   k3, zmm23, zmm9
     vpaddq       zmm24{k2}, zmm24, zmm31
     vpaddq       zmm25{k3}, zmm25, zmm31
     vpsllq       zmm16, zmm24, 32
     vpsllq       zmm17, zmm25, 32
     vpsubq       zmm16, zmm16, zmm24
     vpsubq       zmm17, zmm17, zmm25
-    vpaddq       zmm10, zmm10, zmm16
-    vpaddq       zmm11, zmm11, zmm17
-    vpcmpnleuq   k2, zmm16, zmm10
-    vpcmpnleuq   k3, zmm17, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm28
-    vpaddq       zmm11{k3}, zmm11, zmm28
-    vpsubq       zmm16, zmm10, zmm29
-    vpsubq       zmm17, zmm11, zmm29
-    vpminuq      zmm10, zmm10, zmm16
-    vpminuq      zmm11, zmm11, zmm17
-    vpaddq       zmm16, zmm8, zmm12                  ; layer 5
-    vpaddq       zmm17, zmm9, zmm13                  ; layer 5
+    vpaddq       zmm8, zmm8, zmm16
+    vpaddq       zmm9, zmm9, zmm17
+    vpcmpnleuq   k2, zmm16, zmm8
+    vpcmpnleuq   k3, zmm17, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm16, zmm8, zmm29
+    vpsubq       zmm17, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm16
+    vpminuq      zmm9, zmm9, zmm17
+    vpaddq       zmm16, zmm10, zmm12                 ; layer 5
+    vpaddq       zmm17, zmm11, zmm13                 ; layer 5
     vpaddq       zmm20, zmm16, zmm28
     vpaddq       zmm21, zmm17, zmm28
-    vpcmpnleuq   k2, zmm8, zmm20
-    vpcmpnleuq   k3, zmm9, zmm21
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
     vpaddq       zmm16{k2}, zmm16, zmm28
     vpaddq       zmm17{k3}, zmm17, zmm28
-    vpsubq       zmm20, zmm8, zmm12
-    vpsubq       zmm21, zmm9, zmm13
-    vpcmpnleuq   k2, zmm12, zmm8
-    vpcmpnleuq   k3, zmm13, zmm9
+    vpsubq       zmm20, zmm10, zmm12
+    vpsubq       zmm21, zmm11, zmm13
+    vpcmpnleuq   k2, zmm12, zmm10
+    vpcmpnleuq   k3, zmm13, zmm11
     vpaddq       zmm20{k2}, zmm20, zmm29
     vpaddq       zmm21{k3}, zmm21, zmm29
-    vpsrlq       zmm8, zmm20, 32
-    vpsrlq       zmm9, zmm21, 32
+    vpsrlq       zmm10, zmm20, 32
+    vpsrlq       zmm11, zmm21, 32
     vpmuludq     zmm12, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1152]
     vpmuludq     zmm13, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3136]
     vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1216]
     vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3200]
-    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1152]
-    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3136]
-    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1216]
-    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3200]
+    vpmuludq     zmm22, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1152]
+    vpmuludq     zmm23, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3136]
+    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 1216]
+    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3200]
     vpsrlq       zmm24, zmm12, 32
     vpsrlq       zmm25, zmm13, 32
     vpaddq       zmm24, zmm20, zmm24
@@ -7754,46 +7762,46 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsrlq       zmm25, zmm25, 32
     vpsrlq       zmm26, zmm26, 32
     vpsrlq       zmm27, zmm27, 32
-    vpaddq       zmm8, zmm8, zmm24
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm8, zmm8, zmm26
-    vpaddq       zmm9, zmm9, zmm27
+    vpaddq       zmm10, zmm10, zmm24
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm10, zmm10, zmm26
+    vpaddq       zmm11, zmm11, zmm27
     vpaddq       zmm20, zmm20, zmm22
     vpaddq       zmm21, zmm21, zmm23
     vpsllq       zmm20, zmm20, 32
     vpsllq       zmm21, zmm21, 32
     vpaddq       zmm12, zmm12, zmm20
     vpaddq       zmm13, zmm13, zmm21
-    vpsllq       zmm20, zmm8, 32
-    vpsllq       zmm21, zmm9, 32
-    vpsubq       zmm22, zmm20, zmm8
-    vpsubq       zmm23, zmm21, zmm9
-    vpsrlq       zmm24, zmm8, 32
-    vpsrlq       zmm25, zmm9, 32
-    vpcmpnleuq   k2, zmm8, zmm20
-    vpcmpnleuq   k3, zmm9, zmm21
+    vpsllq       zmm20, zmm10, 32
+    vpsllq       zmm21, zmm11, 32
+    vpsubq       zmm22, zmm20, zmm10
+    vpsubq       zmm23, zmm21, zmm11
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpcmpnleuq   k2, zmm10, zmm20
+    vpcmpnleuq   k3, zmm11, zmm21
     vpaddq       zmm24{k2}, zmm24, zmm30
     vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm8, zmm12, zmm22
-    vpaddq       zmm9, zmm13, zmm23
-    vpcmpnleuq   k2, zmm22, zmm8
-    vpcmpnleuq   k3, zmm23, zmm9
+    vpaddq       zmm10, zmm12, zmm22
+    vpaddq       zmm11, zmm13, zmm23
+    vpcmpnleuq   k2, zmm22, zmm10
+    vpcmpnleuq   k3, zmm23, zmm11
     vpaddq       zmm24{k2}, zmm24, zmm31
     vpaddq       zmm25{k3}, zmm25, zmm31
     vpsllq       zmm12, zmm24, 32
     vpsllq       zmm13, zmm25, 32
     vpsubq       zmm12, zmm12, zmm24
     vpsubq       zmm13, zmm13, zmm25
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpcmpnleuq   k2, zmm12, zmm8
-    vpcmpnleuq   k3, zmm13, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm28
-    vpaddq       zmm9{k3}, zmm9, zmm28
-    vpsubq       zmm12, zmm8, zmm29
-    vpsubq       zmm13, zmm9, zmm29
-    vpminuq      zmm8, zmm8, zmm12
-    vpminuq      zmm9, zmm9, zmm13
+    vpaddq       zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm11, zmm13
+    vpcmpnleuq   k2, zmm12, zmm10
+    vpcmpnleuq   k3, zmm13, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm12, zmm10, zmm29
+    vpsubq       zmm13, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm12
+    vpminuq      zmm11, zmm11, zmm13
     vpaddq       zmm12, zmm2, zmm18                  ; layer 5
     vpaddq       zmm13, zmm3, zmm19                  ; layer 5
     vpaddq       zmm20, zmm12, zmm28
@@ -7946,14 +7954,14 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm15, zmm5, zmm29
     vpminuq      zmm4, zmm4, zmm14
     vpminuq      zmm5, zmm5, zmm15
-    vshufi64x2   zmm14, zmm6, zmm10, 68
-    vshufi64x2   zmm15, zmm7, zmm11, 68
-    vshufi64x2   zmm6, zmm6, zmm10, 238
-    vshufi64x2   zmm7, zmm7, zmm11, 238
-    vshufi64x2   zmm10, zmm16, zmm8, 68
-    vshufi64x2   zmm11, zmm17, zmm9, 68
-    vshufi64x2   zmm8, zmm16, zmm8, 238
-    vshufi64x2   zmm9, zmm17, zmm9, 238
+    vshufi64x2   zmm14, zmm6, zmm8, 68
+    vshufi64x2   zmm15, zmm7, zmm9, 68
+    vshufi64x2   zmm6, zmm6, zmm8, 238
+    vshufi64x2   zmm7, zmm7, zmm9, 238
+    vshufi64x2   zmm8, zmm16, zmm10, 68
+    vshufi64x2   zmm9, zmm17, zmm11, 68
+    vshufi64x2   zmm10, zmm16, zmm10, 238
+    vshufi64x2   zmm11, zmm17, zmm11, 238
     vshufi64x2   zmm16, zmm12, zmm2, 68
     vshufi64x2   zmm17, zmm13, zmm3, 68
     vshufi64x2   zmm2, zmm12, zmm2, 238
@@ -8039,18 +8047,18 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm15, zmm7, zmm29
     vpminuq      zmm6, zmm6, zmm14
     vpminuq      zmm7, zmm7, zmm15
-    vpaddq       zmm14, zmm10, zmm8                  ; layer 4
-    vpaddq       zmm15, zmm11, zmm9                  ; layer 4
+    vpaddq       zmm14, zmm8, zmm10                  ; layer 4
+    vpaddq       zmm15, zmm9, zmm11                  ; layer 4
     vpaddq       zmm20, zmm14, zmm28
     vpaddq       zmm21, zmm15, zmm28
-    vpcmpnleuq   k2, zmm10, zmm20
-    vpcmpnleuq   k3, zmm11, zmm21
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
     vpaddq       zmm14{k2}, zmm14, zmm28
     vpaddq       zmm15{k3}, zmm15, zmm28
-    vpsubq       zmm20, zmm10, zmm8
-    vpsubq       zmm21, zmm11, zmm9
-    vpcmpnleuq   k2, zmm8, zmm10
-    vpcmpnleuq   k3, zmm9, zmm11
+    vpsubq       zmm20, zmm8, zmm10
+    vpsubq       zmm21, zmm9, zmm11
+    vpcmpnleuq   k2, zmm10, zmm8
+    vpcmpnleuq   k3, zmm11, zmm9
     vpaddq       zmm20{k2}, zmm20, zmm29
     vpaddq       zmm21{k3}, zmm21, zmm29
     vpsrlq       zmm8, zmm20, 32
@@ -8895,102 +8903,110 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vmovdqu64    [rdi + 896], zmm11
     vmovdqu64    [rdi + 448], zmm2
     vmovdqu64    [rdi + 960], zmm3
-    vmovdqu64    zmm2, [rdi + 1024]
-    vmovdqu64    zmm3, [rdi + 1536]
-    vmovdqu64    zmm4, [rdi + 1152]
-    vmovdqu64    zmm5, [rdi + 1664]
-    vmovdqu64    zmm6, [rdi + 1280]
-    vmovdqu64    zmm7, [rdi + 1792]
-    vmovdqu64    zmm8, [rdi + 1408]
-    vmovdqu64    zmm9, [rdi + 1920]
-    vshufi64x2   zmm10, zmm2, [rdi + 1088], 68
-    vshufi64x2   zmm11, zmm3, [rdi + 1600], 68
-    vshufi64x2   zmm2, zmm2, [rdi + 1088], 238
-    vshufi64x2   zmm3, zmm3, [rdi + 1600], 238
-    vshufi64x2   zmm12, zmm4, [rdi + 1216], 68
-    vshufi64x2   zmm13, zmm5, [rdi + 1728], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 1216], 238
-    vshufi64x2   zmm5, zmm5, [rdi + 1728], 238
-    vshufi64x2   zmm14, zmm6, [rdi + 1344], 68
-    vshufi64x2   zmm15, zmm7, [rdi + 1856], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 1344], 238
-    vshufi64x2   zmm7, zmm7, [rdi + 1856], 238
-    vshufi64x2   zmm16, zmm8, [rdi + 1472], 68
-    vshufi64x2   zmm17, zmm9, [rdi + 1984], 68
-    vshufi64x2   zmm8, zmm8, [rdi + 1472], 238
-    vshufi64x2   zmm9, zmm9, [rdi + 1984], 238
+    vmovdqu64    ymm2, yword [rdi + 1024]
+    vinserti64x4 zmm2, zmm2, yword [rdi + 1088], 1
+    vmovdqu64    ymm3, yword [rdi + 1536]
+    vinserti64x4 zmm3, zmm3, yword [rdi + 1600], 1
+    vmovdqu64    ymm4, yword [rdi + 1056]
+    vinserti64x4 zmm4, zmm4, yword [rdi + 1120], 1
+    vmovdqu64    ymm5, yword [rdi + 1568]
+    vinserti64x4 zmm5, zmm5, yword [rdi + 1632], 1
+    vmovdqu64    ymm6, yword [rdi + 1152]
+    vinserti64x4 zmm6, zmm6, yword [rdi + 1216], 1
+    vmovdqu64    ymm7, yword [rdi + 1664]
+    vinserti64x4 zmm7, zmm7, yword [rdi + 1728], 1
+    vmovdqu64    ymm8, yword [rdi + 1184]
+    vinserti64x4 zmm8, zmm8, yword [rdi + 1248], 1
+    vmovdqu64    ymm9, yword [rdi + 1696]
+    vinserti64x4 zmm9, zmm9, yword [rdi + 1760], 1
+    vmovdqu64    ymm10, yword [rdi + 1280]
+    vinserti64x4 zmm10, zmm10, yword [rdi + 1344], 1
+    vmovdqu64    ymm11, yword [rdi + 1792]
+    vinserti64x4 zmm11, zmm11, yword [rdi + 1856], 1
+    vmovdqu64    ymm12, yword [rdi + 1312]
+    vinserti64x4 zmm12, zmm12, yword [rdi + 1376], 1
+    vmovdqu64    ymm13, yword [rdi + 1824]
+    vinserti64x4 zmm13, zmm13, yword [rdi + 1888], 1
+    vmovdqu64    ymm14, yword [rdi + 1408]
+    vinserti64x4 zmm14, zmm14, yword [rdi + 1472], 1
+    vmovdqu64    ymm15, yword [rdi + 1920]
+    vinserti64x4 zmm15, zmm15, yword [rdi + 1984], 1
+    vmovdqu64    ymm16, yword [rdi + 1440]
+    vinserti64x4 zmm16, zmm16, yword [rdi + 1504], 1
+    vmovdqu64    ymm17, yword [rdi + 1952]
+    vinserti64x4 zmm17, zmm17, yword [rdi + 2016], 1
     vmovdqa64    zmm18, zmm0
     vmovdqa64    zmm19, zmm0
-    vpermi2q     zmm18, zmm10, zmm2
-    vpermi2q     zmm19, zmm11, zmm3
+    vpermi2q     zmm18, zmm2, zmm4
+    vpermi2q     zmm19, zmm3, zmm5
     vmovdqa64    zmm20, zmm1
     vmovdqa64    zmm21, zmm1
-    vpermi2q     zmm20, zmm10, zmm2
-    vpermi2q     zmm21, zmm11, zmm3
+    vpermi2q     zmm20, zmm2, zmm4
+    vpermi2q     zmm21, zmm3, zmm5
     vmovdqa64    zmm2, zmm0
     vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm2, zmm12, zmm4
-    vpermi2q     zmm3, zmm13, zmm5
-    vmovdqa64    zmm10, zmm1
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm10, zmm12, zmm4
-    vpermi2q     zmm11, zmm13, zmm5
-    vmovdqa64    zmm4, zmm0
-    vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm4, zmm14, zmm6
-    vpermi2q     zmm5, zmm15, zmm7
-    vmovdqa64    zmm12, zmm1
-    vmovdqa64    zmm13, zmm1
-    vpermi2q     zmm12, zmm14, zmm6
-    vpermi2q     zmm13, zmm15, zmm7
+    vpermi2q     zmm2, zmm6, zmm8
+    vpermi2q     zmm3, zmm7, zmm9
+    vmovdqa64    zmm4, zmm1
+    vmovdqa64    zmm5, zmm1
+    vpermi2q     zmm4, zmm6, zmm8
+    vpermi2q     zmm5, zmm7, zmm9
     vmovdqa64    zmm6, zmm0
     vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm6, zmm16, zmm8
-    vpermi2q     zmm7, zmm17, zmm9
-    vmovdqa64    zmm14, zmm1
-    vmovdqa64    zmm15, zmm1
-    vpermi2q     zmm14, zmm16, zmm8
-    vpermi2q     zmm15, zmm17, zmm9
-    vpunpcklqdq  zmm8, zmm18, zmm20
-    vpunpcklqdq  zmm9, zmm19, zmm21
+    vpermi2q     zmm6, zmm10, zmm12
+    vpermi2q     zmm7, zmm11, zmm13
+    vmovdqa64    zmm8, zmm1
+    vmovdqa64    zmm9, zmm1
+    vpermi2q     zmm8, zmm10, zmm12
+    vpermi2q     zmm9, zmm11, zmm13
+    vmovdqa64    zmm10, zmm0
+    vmovdqa64    zmm11, zmm0
+    vpermi2q     zmm10, zmm14, zmm16
+    vpermi2q     zmm11, zmm15, zmm17
+    vmovdqa64    zmm12, zmm1
+    vmovdqa64    zmm13, zmm1
+    vpermi2q     zmm12, zmm14, zmm16
+    vpermi2q     zmm13, zmm15, zmm17
+    vpunpcklqdq  zmm14, zmm18, zmm20
+    vpunpcklqdq  zmm15, zmm19, zmm21
     vpunpckhqdq  zmm16, zmm18, zmm20
     vpunpckhqdq  zmm17, zmm19, zmm21
-    vpunpcklqdq  zmm18, zmm2, zmm10
-    vpunpcklqdq  zmm19, zmm3, zmm11
-    vpunpckhqdq  zmm2, zmm2, zmm10
-    vpunpckhqdq  zmm3, zmm3, zmm11
-    vpunpcklqdq  zmm10, zmm4, zmm12
-    vpunpcklqdq  zmm11, zmm5, zmm13
-    vpunpckhqdq  zmm4, zmm4, zmm12
-    vpunpckhqdq  zmm5, zmm5, zmm13
-    vpunpcklqdq  zmm12, zmm6, zmm14
-    vpunpcklqdq  zmm13, zmm7, zmm15
-    vpunpckhqdq  zmm6, zmm6, zmm14
-    vpunpckhqdq  zmm7, zmm7, zmm15
-    vpaddq       zmm14, zmm8, zmm16                  ; layer 7
-    vpaddq       zmm15, zmm9, zmm17                  ; layer 7
-    vpaddq       zmm20, zmm14, zmm28
-    vpaddq       zmm21, zmm15, zmm28
-    vpcmpnleuq   k2, zmm8, zmm20
-    vpcmpnleuq   k3, zmm9, zmm21
-    vpaddq       zmm14{k2}, zmm14, zmm28
-    vpaddq       zmm15{k3}, zmm15, zmm28
-    vpsubq       zmm20, zmm8, zmm16
-    vpsubq       zmm21, zmm9, zmm17
-    vpcmpnleuq   k2, zmm16, zmm8
-    vpcmpnleuq   k3, zmm17, zmm9
+    vpunpcklqdq  zmm18, zmm2, zmm4
+    vpunpcklqdq  zmm19, zmm3, zmm5
+    vpunpckhqdq  zmm2, zmm2, zmm4
+    vpunpckhqdq  zmm3, zmm3, zmm5
+    vpunpcklqdq  zmm4, zmm6, zmm8
+    vpunpcklqdq  zmm5, zmm7, zmm9
+    vpunpckhqdq  zmm6, zmm6, zmm8
+    vpunpckhqdq  zmm7, zmm7, zmm9
+    vpunpcklqdq  zmm8, zmm10, zmm12
+    vpunpcklqdq  zmm9, zmm11, zmm13
+    vpunpckhqdq  zmm10, zmm10, zmm12
+    vpunpckhqdq  zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm14, zmm16                 ; layer 7
+    vpaddq       zmm13, zmm15, zmm17                 ; layer 7
+    vpaddq       zmm20, zmm12, zmm28
+    vpaddq       zmm21, zmm13, zmm28
+    vpcmpnleuq   k2, zmm14, zmm20
+    vpcmpnleuq   k3, zmm15, zmm21
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm20, zmm14, zmm16
+    vpsubq       zmm21, zmm15, zmm17
+    vpcmpnleuq   k2, zmm16, zmm14
+    vpcmpnleuq   k3, zmm17, zmm15
     vpaddq       zmm20{k2}, zmm20, zmm29
     vpaddq       zmm21{k3}, zmm21, zmm29
-    vpsrlq       zmm8, zmm20, 32
-    vpsrlq       zmm9, zmm21, 32
+    vpsrlq       zmm14, zmm20, 32
+    vpsrlq       zmm15, zmm21, 32
     vpmuludq     zmm16, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3968]
     vpmuludq     zmm17, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5952]
     vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4032]
     vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6016]
-    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3968]
-    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5952]
-    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4032]
-    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6016]
+    vpmuludq     zmm22, zmm14, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 3968]
+    vpmuludq     zmm23, zmm15, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5952]
+    vpmuludq     zmm14, zmm14, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4032]
+    vpmuludq     zmm15, zmm15, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6016]
     vpsrlq       zmm24, zmm16, 32
     vpsrlq       zmm25, zmm17, 32
     vpaddq       zmm24, zmm20, zmm24
@@ -9003,90 +9019,28 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsrlq       zmm25, zmm25, 32
     vpsrlq       zmm26, zmm26, 32
     vpsrlq       zmm27, zmm27, 32
-    vpaddq       zmm8, zmm8, zmm24
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm8, zmm8, zmm26
-    vpaddq       zmm9, zmm9, zmm27
+    vpaddq       zmm14, zmm14, zmm24
+    vpaddq       zmm15, zmm15, zmm25
+    vpaddq       zmm14, zmm14, zmm26
+    vpaddq       zmm15, zmm15, zmm27
     vpaddq       zmm20, zmm20, zmm22
     vpaddq       zmm21, zmm21, zmm23
     vpsllq       zmm20, zmm20, 32
     vpsllq       zmm21, zmm21, 32
     vpaddq       zmm16, zmm16, zmm20
     vpaddq       zmm17, zmm17, zmm21
-    vpsllq       zmm20, zmm8, 32
-    vpsllq       zmm21, zmm9, 32
-    vpsubq       zmm22, zmm20, zmm8
-    vpsubq       zmm23, zmm21, zmm9
-    vpsrlq       zmm24, zmm8, 32
-    vpsrlq       zmm25, zmm9, 32
-    vpcmpnleuq   k2, zmm8, zmm20
-    vpcmpnleuq   k3, zmm9, zmm21
+    vpsllq       zmm20, zmm14, 32
+    vpsllq       zmm21, zmm15, 32
+    vpsubq       zmm22, zmm20, zmm14
+    vpsubq       zmm23, zmm21, zmm15
+    vpsrlq       zmm24, zmm14, 32
+    vpsrlq       zmm25, zmm15, 32
+    vpcmpnleuq   k2, zmm14, zmm20
+    vpcmpnleuq   k3, zmm15, zmm21
     vpaddq       zmm24{k2}, zmm24, zmm30
     vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm8, zmm16, zmm22
-    vpaddq       zmm9, zmm17, zmm23
-    vpcmpnleuq   k2, zmm22, zmm8
-    vpcmpnleuq   k3, zmm23, zmm9
-    vpaddq       zmm24{k2}, zmm24, zmm31
-    vpaddq       zmm25{k3}, zmm25, zmm31
-    vpsllq       zmm16, zmm24, 32
-    vpsllq       zmm17, zmm25, 32
-    vpsubq       zmm16, zmm16, zmm24
-    vpsubq       zmm17, zmm17, zmm25
-    vpaddq       zmm8, zmm8, zmm16
-    vpaddq       zmm9, zmm9, zmm17
-    vpcmpnleuq   k2, zmm16, zmm8
-    vpcmpnleuq   k3, zmm17, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm28
-    vpaddq       zmm9{k3}, zmm9, zmm28
-    vpsubq       zmm16, zmm8, zmm29
-    vpsubq       zmm17, zmm9, zmm29
-    vpminuq      zmm8, zmm8, zmm16
-    vpminuq      zmm9, zmm9, zmm17
-    vpsrlq       zmm16, zmm14, 32
-    vpsrlq       zmm17, zmm15, 32
-    vpmuludq     zmm20, zmm14, [rel pq_18374686475393433601]
-    vpmuludq     zmm21, zmm15, [rel pq_18374686475393433601]
-    vpmuludq     zmm14, zmm14, [rel pq_4278190079]
-    vpmuludq     zmm15, zmm15, [rel pq_4278190079]
-    vpmuludq     zmm22, zmm16, [rel pq_18374686475393433601]
-    vpmuludq     zmm23, zmm17, [rel pq_18374686475393433601]
-    vpmuludq     zmm16, zmm16, [rel pq_4278190079]
-    vpmuludq     zmm17, zmm17, [rel pq_4278190079]
-    vpsrlq       zmm24, zmm20, 32
-    vpsrlq       zmm25, zmm21, 32
-    vpaddq       zmm24, zmm14, zmm24
-    vpaddq       zmm25, zmm15, zmm25
-    vpandq       zmm26, zmm24, zmm28
-    vpandq       zmm27, zmm25, zmm28
-    vpaddq       zmm26, zmm22, zmm26
-    vpaddq       zmm27, zmm23, zmm27
-    vpsrlq       zmm24, zmm24, 32
-    vpsrlq       zmm25, zmm25, 32
-    vpsrlq       zmm26, zmm26, 32
-    vpsrlq       zmm27, zmm27, 32
-    vpaddq       zmm16, zmm16, zmm24
-    vpaddq       zmm17, zmm17, zmm25
-    vpaddq       zmm16, zmm16, zmm26
-    vpaddq       zmm17, zmm17, zmm27
-    vpaddq       zmm14, zmm14, zmm22
-    vpaddq       zmm15, zmm15, zmm23
-    vpsllq       zmm14, zmm14, 32
-    vpsllq       zmm15, zmm15, 32
-    vpaddq       zmm14, zmm20, zmm14
-    vpaddq       zmm15, zmm21, zmm15
-    vpsllq       zmm20, zmm16, 32
-    vpsllq       zmm21, zmm17, 32
-    vpsubq       zmm22, zmm20, zmm16
-    vpsubq       zmm23, zmm21, zmm17
-    vpsrlq       zmm24, zmm16, 32
-    vpsrlq       zmm25, zmm17, 32
-    vpcmpnleuq   k2, zmm16, zmm20
-    vpcmpnleuq   k3, zmm17, zmm21
-    vpaddq       zmm24{k2}, zmm24, zmm30
-    vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm14, zmm14, zmm22
-    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm14, zmm16, zmm22
+    vpaddq       zmm15, zmm17, zmm23
     vpcmpnleuq   k2, zmm22, zmm14
     vpcmpnleuq   k3, zmm23, zmm15
     vpaddq       zmm24{k2}, zmm24, zmm31
@@ -9105,6 +9059,68 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm17, zmm15, zmm29
     vpminuq      zmm14, zmm14, zmm16
     vpminuq      zmm15, zmm15, zmm17
+    vpsrlq       zmm16, zmm12, 32
+    vpsrlq       zmm17, zmm13, 32
+    vpmuludq     zmm20, zmm12, [rel pq_18374686475393433601]
+    vpmuludq     zmm21, zmm13, [rel pq_18374686475393433601]
+    vpmuludq     zmm12, zmm12, [rel pq_4278190079]
+    vpmuludq     zmm13, zmm13, [rel pq_4278190079]
+    vpmuludq     zmm22, zmm16, [rel pq_18374686475393433601]
+    vpmuludq     zmm23, zmm17, [rel pq_18374686475393433601]
+    vpmuludq     zmm16, zmm16, [rel pq_4278190079]
+    vpmuludq     zmm17, zmm17, [rel pq_4278190079]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm12, zmm24
+    vpaddq       zmm25, zmm13, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm16, zmm16, zmm24
+    vpaddq       zmm17, zmm17, zmm25
+    vpaddq       zmm16, zmm16, zmm26
+    vpaddq       zmm17, zmm17, zmm27
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpsllq       zmm12, zmm12, 32
+    vpsllq       zmm13, zmm13, 32
+    vpaddq       zmm12, zmm20, zmm12
+    vpaddq       zmm13, zmm21, zmm13
+    vpsllq       zmm20, zmm16, 32
+    vpsllq       zmm21, zmm17, 32
+    vpsubq       zmm22, zmm20, zmm16
+    vpsubq       zmm23, zmm21, zmm17
+    vpsrlq       zmm24, zmm16, 32
+    vpsrlq       zmm25, zmm17, 32
+    vpcmpnleuq   k2, zmm16, zmm20
+    vpcmpnleuq   k3, zmm17, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpcmpnleuq   k2, zmm22, zmm12
+    vpcmpnleuq   k3, zmm23, zmm13
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm16, zmm24, 32
+    vpsllq       zmm17, zmm25, 32
+    vpsubq       zmm16, zmm16, zmm24
+    vpsubq       zmm17, zmm17, zmm25
+    vpaddq       zmm12, zmm12, zmm16
+    vpaddq       zmm13, zmm13, zmm17
+    vpcmpnleuq   k2, zmm16, zmm12
+    vpcmpnleuq   k3, zmm17, zmm13
+    vpaddq       zmm12{k2}, zmm12, zmm28
+    vpaddq       zmm13{k3}, zmm13, zmm28
+    vpsubq       zmm16, zmm12, zmm29
+    vpsubq       zmm17, zmm13, zmm29
+    vpminuq      zmm12, zmm12, zmm16
+    vpminuq      zmm13, zmm13, zmm17
     vpaddq       zmm16, zmm18, zmm2                  ; layer 7
     vpaddq       zmm17, zmm19, zmm3                  ; layer 7
     vpaddq       zmm20, zmm16, zmm28
@@ -9243,32 +9259,32 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm19, zmm17, zmm29
     vpminuq      zmm16, zmm16, zmm18
     vpminuq      zmm17, zmm17, zmm19
-    vpaddq       zmm18, zmm10, zmm4                  ; layer 7
-    vpaddq       zmm19, zmm11, zmm5                  ; layer 7
+    vpaddq       zmm18, zmm4, zmm6                   ; layer 7
+    vpaddq       zmm19, zmm5, zmm7                   ; layer 7
     vpaddq       zmm20, zmm18, zmm28
     vpaddq       zmm21, zmm19, zmm28
-    vpcmpnleuq   k2, zmm10, zmm20
-    vpcmpnleuq   k3, zmm11, zmm21
+    vpcmpnleuq   k2, zmm4, zmm20
+    vpcmpnleuq   k3, zmm5, zmm21
     vpaddq       zmm18{k2}, zmm18, zmm28
     vpaddq       zmm19{k3}, zmm19, zmm28
-    vpsubq       zmm20, zmm10, zmm4
-    vpsubq       zmm21, zmm11, zmm5
-    vpcmpnleuq   k2, zmm4, zmm10
-    vpcmpnleuq   k3, zmm5, zmm11
+    vpsubq       zmm20, zmm4, zmm6
+    vpsubq       zmm21, zmm5, zmm7
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpcmpnleuq   k3, zmm7, zmm5
     vpaddq       zmm20{k2}, zmm20, zmm29
     vpaddq       zmm21{k3}, zmm21, zmm29
     vpsrlq       zmm4, zmm20, 32
     vpsrlq       zmm5, zmm21, 32
-    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4224]
-    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6208]
+    vpmuludq     zmm6, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4224]
+    vpmuludq     zmm7, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6208]
     vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4288]
     vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6272]
     vpmuludq     zmm22, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4224]
     vpmuludq     zmm23, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6208]
     vpmuludq     zmm4, zmm4, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4288]
     vpmuludq     zmm5, zmm5, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6272]
-    vpsrlq       zmm24, zmm10, 32
-    vpsrlq       zmm25, zmm11, 32
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
     vpaddq       zmm24, zmm20, zmm24
     vpaddq       zmm25, zmm21, zmm25
     vpandq       zmm26, zmm24, zmm28
@@ -9287,8 +9303,8 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpaddq       zmm21, zmm21, zmm23
     vpsllq       zmm20, zmm20, 32
     vpsllq       zmm21, zmm21, 32
-    vpaddq       zmm10, zmm10, zmm20
-    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm6, zmm6, zmm20
+    vpaddq       zmm7, zmm7, zmm21
     vpsllq       zmm20, zmm4, 32
     vpsllq       zmm21, zmm5, 32
     vpsubq       zmm22, zmm20, zmm4
@@ -9299,26 +9315,164 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpcmpnleuq   k3, zmm5, zmm21
     vpaddq       zmm24{k2}, zmm24, zmm30
     vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm4, zmm10, zmm22
-    vpaddq       zmm5, zmm11, zmm23
+    vpaddq       zmm4, zmm6, zmm22
+    vpaddq       zmm5, zmm7, zmm23
     vpcmpnleuq   k2, zmm22, zmm4
     vpcmpnleuq   k3, zmm23, zmm5
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm6, zmm24, 32
+    vpsllq       zmm7, zmm25, 32
+    vpsubq       zmm6, zmm6, zmm24
+    vpsubq       zmm7, zmm7, zmm25
+    vpaddq       zmm4, zmm4, zmm6
+    vpaddq       zmm5, zmm5, zmm7
+    vpcmpnleuq   k2, zmm6, zmm4
+    vpcmpnleuq   k3, zmm7, zmm5
+    vpaddq       zmm4{k2}, zmm4, zmm28
+    vpaddq       zmm5{k3}, zmm5, zmm28
+    vpsubq       zmm6, zmm4, zmm29
+    vpsubq       zmm7, zmm5, zmm29
+    vpminuq      zmm4, zmm4, zmm6
+    vpminuq      zmm5, zmm5, zmm7
+    vpsrlq       zmm6, zmm18, 32
+    vpsrlq       zmm7, zmm19, 32
+    vpmuludq     zmm20, zmm18, [rel pq_18374686475393433601]
+    vpmuludq     zmm21, zmm19, [rel pq_18374686475393433601]
+    vpmuludq     zmm18, zmm18, [rel pq_4278190079]
+    vpmuludq     zmm19, zmm19, [rel pq_4278190079]
+    vpmuludq     zmm22, zmm6, [rel pq_18374686475393433601]
+    vpmuludq     zmm23, zmm7, [rel pq_18374686475393433601]
+    vpmuludq     zmm6, zmm6, [rel pq_4278190079]
+    vpmuludq     zmm7, zmm7, [rel pq_4278190079]
+    vpsrlq       zmm24, zmm20, 32
+    vpsrlq       zmm25, zmm21, 32
+    vpaddq       zmm24, zmm18, zmm24
+    vpaddq       zmm25, zmm19, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm6, zmm6, zmm24
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm6, zmm6, zmm26
+    vpaddq       zmm7, zmm7, zmm27
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpsllq       zmm18, zmm18, 32
+    vpsllq       zmm19, zmm19, 32
+    vpaddq       zmm18, zmm20, zmm18
+    vpaddq       zmm19, zmm21, zmm19
+    vpsllq       zmm20, zmm6, 32
+    vpsllq       zmm21, zmm7, 32
+    vpsubq       zmm22, zmm20, zmm6
+    vpsubq       zmm23, zmm21, zmm7
+    vpsrlq       zmm24, zmm6, 32
+    vpsrlq       zmm25, zmm7, 32
+    vpcmpnleuq   k2, zmm6, zmm20
+    vpcmpnleuq   k3, zmm7, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm6, zmm18, zmm22
+    vpaddq       zmm7, zmm19, zmm23
+    vpcmpnleuq   k2, zmm22, zmm6
+    vpcmpnleuq   k3, zmm23, zmm7
+    vpaddq       zmm24{k2}, zmm24, zmm31
+    vpaddq       zmm25{k3}, zmm25, zmm31
+    vpsllq       zmm18, zmm24, 32
+    vpsllq       zmm19, zmm25, 32
+    vpsubq       zmm18, zmm18, zmm24
+    vpsubq       zmm19, zmm19, zmm25
+    vpaddq       zmm6, zmm6, zmm18
+    vpaddq       zmm7, zmm7, zmm19
+    vpcmpnleuq   k2, zmm18, zmm6
+    vpcmpnleuq   k3, zmm19, zmm7
+    vpaddq       zmm6{k2}, zmm6, zmm28
+    vpaddq       zmm7{k3}, zmm7, zmm28
+    vpsubq       zmm18, zmm6, zmm29
+    vpsubq       zmm19, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm18
+    vpminuq      zmm7, zmm7, zmm19
+    vpaddq       zmm18, zmm8, zmm10                  ; layer 7
+    vpaddq       zmm19, zmm9, zmm11                  ; layer 7
+    vpaddq       zmm20, zmm18, zmm28
+    vpaddq       zmm21, zmm19, zmm28
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm18{k2}, zmm18, zmm28
+    vpaddq       zmm19{k3}, zmm19, zmm28
+    vpsubq       zmm20, zmm8, zmm10
+    vpsubq       zmm21, zmm9, zmm11
+    vpcmpnleuq   k2, zmm10, zmm8
+    vpcmpnleuq   k3, zmm11, zmm9
+    vpaddq       zmm20{k2}, zmm20, zmm29
+    vpaddq       zmm21{k3}, zmm21, zmm29
+    vpsrlq       zmm8, zmm20, 32
+    vpsrlq       zmm9, zmm21, 32
+    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4352]
+    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6336]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4416]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6400]
+    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4352]
+    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6336]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4416]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6400]
+    vpsrlq       zmm24, zmm10, 32
+    vpsrlq       zmm25, zmm11, 32
+    vpaddq       zmm24, zmm20, zmm24
+    vpaddq       zmm25, zmm21, zmm25
+    vpandq       zmm26, zmm24, zmm28
+    vpandq       zmm27, zmm25, zmm28
+    vpaddq       zmm26, zmm22, zmm26
+    vpaddq       zmm27, zmm23, zmm27
+    vpsrlq       zmm24, zmm24, 32
+    vpsrlq       zmm25, zmm25, 32
+    vpsrlq       zmm26, zmm26, 32
+    vpsrlq       zmm27, zmm27, 32
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm8, zmm8, zmm26
+    vpaddq       zmm9, zmm9, zmm27
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm10, zmm10, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpsllq       zmm20, zmm8, 32
+    vpsllq       zmm21, zmm9, 32
+    vpsubq       zmm22, zmm20, zmm8
+    vpsubq       zmm23, zmm21, zmm9
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm20
+    vpcmpnleuq   k3, zmm9, zmm21
+    vpaddq       zmm24{k2}, zmm24, zmm30
+    vpaddq       zmm25{k3}, zmm25, zmm30
+    vpaddq       zmm8, zmm10, zmm22
+    vpaddq       zmm9, zmm11, zmm23
+    vpcmpnleuq   k2, zmm22, zmm8
+    vpcmpnleuq   k3, zmm23, zmm9
     vpaddq       zmm24{k2}, zmm24, zmm31
     vpaddq       zmm25{k3}, zmm25, zmm31
     vpsllq       zmm10, zmm24, 32
     vpsllq       zmm11, zmm25, 32
     vpsubq       zmm10, zmm10, zmm24
     vpsubq       zmm11, zmm11, zmm25
-    vpaddq       zmm4, zmm4, zmm10
-    vpaddq       zmm5, zmm5, zmm11
-    vpcmpnleuq   k2, zmm10, zmm4
-    vpcmpnleuq   k3, zmm11, zmm5
-    vpaddq       zmm4{k2}, zmm4, zmm28
-    vpaddq       zmm5{k3}, zmm5, zmm28
-    vpsubq       zmm10, zmm4, zmm29
-    vpsubq       zmm11, zmm5, zmm29
-    vpminuq      zmm4, zmm4, zmm10
-    vpminuq      zmm5, zmm5, zmm11
+    vpaddq       zmm8, zmm8, zmm10
+    vpaddq       zmm9, zmm9, zmm11
+    vpcmpnleuq   k2, zmm10, zmm8
+    vpcmpnleuq   k3, zmm11, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm10, zmm8, zmm29
+    vpsubq       zmm11, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm10
+    vpminuq      zmm9, zmm9, zmm11
     vpsrlq       zmm10, zmm18, 32
     vpsrlq       zmm11, zmm19, 32
     vpmuludq     zmm20, zmm18, [rel pq_18374686475393433601]
@@ -9381,96 +9535,50 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm19, zmm11, zmm29
     vpminuq      zmm10, zmm10, zmm18
     vpminuq      zmm11, zmm11, zmm19
-    vpaddq       zmm18, zmm12, zmm6                  ; layer 7
-    vpaddq       zmm19, zmm13, zmm7                  ; layer 7
-    vpaddq       zmm20, zmm18, zmm28
-    vpaddq       zmm21, zmm19, zmm28
-    vpcmpnleuq   k2, zmm12, zmm20
-    vpcmpnleuq   k3, zmm13, zmm21
-    vpaddq       zmm18{k2}, zmm18, zmm28
-    vpaddq       zmm19{k3}, zmm19, zmm28
-    vpsubq       zmm20, zmm12, zmm6
-    vpsubq       zmm21, zmm13, zmm7
-    vpcmpnleuq   k2, zmm6, zmm12
-    vpcmpnleuq   k3, zmm7, zmm13
+    vpunpcklqdq  zmm18, zmm12, zmm14
+    vpunpcklqdq  zmm19, zmm13, zmm15
+    vpunpckhqdq  zmm12, zmm12, zmm14
+    vpunpckhqdq  zmm13, zmm13, zmm15
+    vpunpcklqdq  zmm14, zmm16, zmm2
+    vpunpcklqdq  zmm15, zmm17, zmm3
+    vpunpckhqdq  zmm2, zmm16, zmm2
+    vpunpckhqdq  zmm3, zmm17, zmm3
+    vpunpcklqdq  zmm16, zmm6, zmm4
+    vpunpcklqdq  zmm17, zmm7, zmm5
+    vpunpckhqdq  zmm4, zmm6, zmm4
+    vpunpckhqdq  zmm5, zmm7, zmm5
+    vpunpcklqdq  zmm6, zmm10, zmm8
+    vpunpcklqdq  zmm7, zmm11, zmm9
+    vpunpckhqdq  zmm8, zmm10, zmm8
+    vpunpckhqdq  zmm9, zmm11, zmm9
+    vpaddq       zmm10, zmm18, zmm12                 ; layer 6
+    vpaddq       zmm11, zmm19, zmm13                 ; layer 6
+    vpaddq       zmm20, zmm10, zmm28
+    vpaddq       zmm21, zmm11, zmm28
+    vpcmpnleuq   k2, zmm18, zmm20
+    vpcmpnleuq   k3, zmm19, zmm21
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm20, zmm18, zmm12
+    vpsubq       zmm21, zmm19, zmm13
+    vpcmpnleuq   k2, zmm12, zmm18
+    vpcmpnleuq   k3, zmm13, zmm19
     vpaddq       zmm20{k2}, zmm20, zmm29
     vpaddq       zmm21{k3}, zmm21, zmm29
-    vpsrlq       zmm6, zmm20, 32
-    vpsrlq       zmm7, zmm21, 32
-    vpmuludq     zmm12, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4352]
-    vpmuludq     zmm13, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6336]
-    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4416]
-    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6400]
-    vpmuludq     zmm22, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4352]
-    vpmuludq     zmm23, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6336]
-    vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4416]
-    vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6400]
-    vpsrlq       zmm24, zmm12, 32
-    vpsrlq       zmm25, zmm13, 32
+    vpsrlq       zmm12, zmm20, 32
+    vpsrlq       zmm13, zmm21, 32
+    vpmuludq     zmm18, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4480]
+    vpmuludq     zmm19, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6464]
+    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4544]
+    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6528]
+    vpmuludq     zmm22, zmm12, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4480]
+    vpmuludq     zmm23, zmm13, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6464]
+    vpmuludq     zmm12, zmm12, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4544]
+    vpmuludq     zmm13, zmm13, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6528]
+    vpsrlq       zmm24, zmm18, 32
+    vpsrlq       zmm25, zmm19, 32
     vpaddq       zmm24, zmm20, zmm24
     vpaddq       zmm25, zmm21, zmm25
-    vpandq       zmm26, zmm24, zmm28
-    vpandq       zmm27, zmm25, zmm28
-    vpaddq       zmm26, zmm22, zmm26
-    vpaddq       zmm27, zmm23, zmm27
-    vpsrlq       zmm24, zmm24, 32
-    vpsrlq       zmm25, zmm25, 32
-    vpsrlq       zmm26, zmm26, 32
-    vpsrlq       zmm27, zmm27, 32
-    vpaddq       zmm6, zmm6, zmm24
-    vpaddq       zmm7, zmm7, zmm25
-    vpaddq       zmm6, zmm6, zmm26
-    vpaddq       zmm7, zmm7, zmm27
-    vpaddq       zmm20, zmm20, zmm22
-    vpaddq       zmm21, zmm21, zmm23
-    vpsllq       zmm20, zmm20, 32
-    vpsllq       zmm21, zmm21, 32
-    vpaddq       zmm12, zmm12, zmm20
-    vpaddq       zmm13, zmm13, zmm21
-    vpsllq       zmm20, zmm6, 32
-    vpsllq       zmm21, zmm7, 32
-    vpsubq       zmm22, zmm20, zmm6
-    vpsubq       zmm23, zmm21, zmm7
-    vpsrlq       zmm24, zmm6, 32
-    vpsrlq       zmm25, zmm7, 32
-    vpcmpnleuq   k2, zmm6, zmm20
-    vpcmpnleuq   k3, zmm7, zmm21
-    vpaddq       zmm24{k2}, zmm24, zmm30
-    vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm6, zmm12, zmm22
-    vpaddq       zmm7, zmm13, zmm23
-    vpcmpnleuq   k2, zmm22, zmm6
-    vpcmpnleuq   k3, zmm23, zmm7
-    vpaddq       zmm24{k2}, zmm24, zmm31
-    vpaddq       zmm25{k3}, zmm25, zmm31
-    vpsllq       zmm12, zmm24, 32
-    vpsllq       zmm13, zmm25, 32
-    vpsubq       zmm12, zmm12, zmm24
-    vpsubq       zmm13, zmm13, zmm25
-    vpaddq       zmm6, zmm6, zmm12
-    vpaddq       zmm7, zmm7, zmm13
-    vpcmpnleuq   k2, zmm12, zmm6
-    vpcmpnleuq   k3, zmm13, zmm7
-    vpaddq       zmm6{k2}, zmm6, zmm28
-    vpaddq       zmm7{k3}, zmm7, zmm28
-    vpsubq       zmm12, zmm6, zmm29
-    vpsubq       zmm13, zmm7, zmm29
-    vpminuq      zmm6, zmm6, zmm12
-    vpminuq      zmm7, zmm7, zmm13
-    vpsrlq       zmm12, zmm18, 32
-    vpsrlq       zmm13, zmm19, 32
-    vpmuludq     zmm20, zmm18, [rel pq_18374686475393433601]
-    vpmuludq     zmm21, zmm19, [rel pq_18374686475393433601]
-    vpmuludq     zmm18, zmm18, [rel pq_4278190079]
-    vpmuludq     zmm19, zmm19, [rel pq_4278190079]
-    vpmuludq     zmm22, zmm12, [rel pq_18374686475393433601]
-    vpmuludq     zmm23, zmm13, [rel pq_18374686475393433601]
-    vpmuludq     zmm12, zmm12, [rel pq_4278190079]
-    vpmuludq     zmm13, zmm13, [rel pq_4278190079]
-    vpsrlq       zmm24, zmm20, 32
-    vpsrlq       zmm25, zmm21, 32
-    vpaddq       zmm24, zmm18, zmm24
-    vpaddq       zmm25, zmm19, zmm25
     vpandq       zmm26, zmm24, zmm28
     vpandq       zmm27, zmm25, zmm28
     vpaddq       zmm26, zmm22, zmm26
@@ -9483,12 +9591,12 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpaddq       zmm13, zmm13, zmm25
     vpaddq       zmm12, zmm12, zmm26
     vpaddq       zmm13, zmm13, zmm27
-    vpaddq       zmm18, zmm18, zmm22
-    vpaddq       zmm19, zmm19, zmm23
-    vpsllq       zmm18, zmm18, 32
-    vpsllq       zmm19, zmm19, 32
-    vpaddq       zmm18, zmm20, zmm18
-    vpaddq       zmm19, zmm21, zmm19
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm21, zmm21, zmm23
+    vpsllq       zmm20, zmm20, 32
+    vpsllq       zmm21, zmm21, 32
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm19, zmm21
     vpsllq       zmm20, zmm12, 32
     vpsllq       zmm21, zmm13, 32
     vpsubq       zmm22, zmm20, zmm12
@@ -9519,98 +9627,6 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm19, zmm13, zmm29
     vpminuq      zmm12, zmm12, zmm18
     vpminuq      zmm13, zmm13, zmm19
-    vpunpcklqdq  zmm18, zmm14, zmm8
-    vpunpcklqdq  zmm19, zmm15, zmm9
-    vpunpckhqdq  zmm8, zmm14, zmm8
-    vpunpckhqdq  zmm9, zmm15, zmm9
-    vpunpcklqdq  zmm14, zmm16, zmm2
-    vpunpcklqdq  zmm15, zmm17, zmm3
-    vpunpckhqdq  zmm2, zmm16, zmm2
-    vpunpckhqdq  zmm3, zmm17, zmm3
-    vpunpcklqdq  zmm16, zmm10, zmm4
-    vpunpcklqdq  zmm17, zmm11, zmm5
-    vpunpckhqdq  zmm4, zmm10, zmm4
-    vpunpckhqdq  zmm5, zmm11, zmm5
-    vpunpcklqdq  zmm10, zmm12, zmm6
-    vpunpcklqdq  zmm11, zmm13, zmm7
-    vpunpckhqdq  zmm6, zmm12, zmm6
-    vpunpckhqdq  zmm7, zmm13, zmm7
-    vpaddq       zmm12, zmm18, zmm8                  ; layer 6
-    vpaddq       zmm13, zmm19, zmm9                  ; layer 6
-    vpaddq       zmm20, zmm12, zmm28
-    vpaddq       zmm21, zmm13, zmm28
-    vpcmpnleuq   k2, zmm18, zmm20
-    vpcmpnleuq   k3, zmm19, zmm21
-    vpaddq       zmm12{k2}, zmm12, zmm28
-    vpaddq       zmm13{k3}, zmm13, zmm28
-    vpsubq       zmm20, zmm18, zmm8
-    vpsubq       zmm21, zmm19, zmm9
-    vpcmpnleuq   k2, zmm8, zmm18
-    vpcmpnleuq   k3, zmm9, zmm19
-    vpaddq       zmm20{k2}, zmm20, zmm29
-    vpaddq       zmm21{k3}, zmm21, zmm29
-    vpsrlq       zmm8, zmm20, 32
-    vpsrlq       zmm9, zmm21, 32
-    vpmuludq     zmm18, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4480]
-    vpmuludq     zmm19, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6464]
-    vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4544]
-    vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6528]
-    vpmuludq     zmm22, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4480]
-    vpmuludq     zmm23, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6464]
-    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4544]
-    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6528]
-    vpsrlq       zmm24, zmm18, 32
-    vpsrlq       zmm25, zmm19, 32
-    vpaddq       zmm24, zmm20, zmm24
-    vpaddq       zmm25, zmm21, zmm25
-    vpandq       zmm26, zmm24, zmm28
-    vpandq       zmm27, zmm25, zmm28
-    vpaddq       zmm26, zmm22, zmm26
-    vpaddq       zmm27, zmm23, zmm27
-    vpsrlq       zmm24, zmm24, 32
-    vpsrlq       zmm25, zmm25, 32
-    vpsrlq       zmm26, zmm26, 32
-    vpsrlq       zmm27, zmm27, 32
-    vpaddq       zmm8, zmm8, zmm24
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm8, zmm8, zmm26
-    vpaddq       zmm9, zmm9, zmm27
-    vpaddq       zmm20, zmm20, zmm22
-    vpaddq       zmm21, zmm21, zmm23
-    vpsllq       zmm20, zmm20, 32
-    vpsllq       zmm21, zmm21, 32
-    vpaddq       zmm18, zmm18, zmm20
-    vpaddq       zmm19, zmm19, zmm21
-    vpsllq       zmm20, zmm8, 32
-    vpsllq       zmm21, zmm9, 32
-    vpsubq       zmm22, zmm20, zmm8
-    vpsubq       zmm23, zmm21, zmm9
-    vpsrlq       zmm24, zmm8, 32
-    vpsrlq       zmm25, zmm9, 32
-    vpcmpnleuq   k2, zmm8, zmm20
-    vpcmpnleuq   k3, zmm9, zmm21
-    vpaddq       zmm24{k2}, zmm24, zmm30
-    vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm8, zmm18, zmm22
-    vpaddq       zmm9, zmm19, zmm23
-    vpcmpnleuq   k2, zmm22, zmm8
-    vpcmpnleuq   k3, zmm23, zmm9
-    vpaddq       zmm24{k2}, zmm24, zmm31
-    vpaddq       zmm25{k3}, zmm25, zmm31
-    vpsllq       zmm18, zmm24, 32
-    vpsllq       zmm19, zmm25, 32
-    vpsubq       zmm18, zmm18, zmm24
-    vpsubq       zmm19, zmm19, zmm25
-    vpaddq       zmm8, zmm8, zmm18
-    vpaddq       zmm9, zmm9, zmm19
-    vpcmpnleuq   k2, zmm18, zmm8
-    vpcmpnleuq   k3, zmm19, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm28
-    vpaddq       zmm9{k3}, zmm9, zmm28
-    vpsubq       zmm18, zmm8, zmm29
-    vpsubq       zmm19, zmm9, zmm29
-    vpminuq      zmm8, zmm8, zmm18
-    vpminuq      zmm9, zmm9, zmm19
     vpaddq       zmm18, zmm14, zmm2                  ; layer 6
     vpaddq       zmm19, zmm15, zmm3                  ; layer 6
     vpaddq       zmm20, zmm18, zmm28
@@ -9763,32 +9779,32 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm17, zmm5, zmm29
     vpminuq      zmm4, zmm4, zmm16
     vpminuq      zmm5, zmm5, zmm17
-    vpaddq       zmm16, zmm10, zmm6                  ; layer 6
-    vpaddq       zmm17, zmm11, zmm7                  ; layer 6
+    vpaddq       zmm16, zmm6, zmm8                   ; layer 6
+    vpaddq       zmm17, zmm7, zmm9                   ; layer 6
     vpaddq       zmm20, zmm16, zmm28
     vpaddq       zmm21, zmm17, zmm28
-    vpcmpnleuq   k2, zmm10, zmm20
-    vpcmpnleuq   k3, zmm11, zmm21
+    vpcmpnleuq   k2, zmm6, zmm20
+    vpcmpnleuq   k3, zmm7, zmm21
     vpaddq       zmm16{k2}, zmm16, zmm28
     vpaddq       zmm17{k3}, zmm17, zmm28
-    vpsubq       zmm20, zmm10, zmm6
-    vpsubq       zmm21, zmm11, zmm7
-    vpcmpnleuq   k2, zmm6, zmm10
-    vpcmpnleuq   k3, zmm7, zmm11
+    vpsubq       zmm20, zmm6, zmm8
+    vpsubq       zmm21, zmm7, zmm9
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpcmpnleuq   k3, zmm9, zmm7
     vpaddq       zmm20{k2}, zmm20, zmm29
     vpaddq       zmm21{k3}, zmm21, zmm29
     vpsrlq       zmm6, zmm20, 32
     vpsrlq       zmm7, zmm21, 32
-    vpmuludq     zmm10, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4864]
-    vpmuludq     zmm11, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6848]
+    vpmuludq     zmm8, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4864]
+    vpmuludq     zmm9, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6848]
     vpmuludq     zmm20, zmm20, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4928]
     vpmuludq     zmm21, zmm21, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6912]
     vpmuludq     zmm22, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4864]
     vpmuludq     zmm23, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6848]
     vpmuludq     zmm6, zmm6, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4928]
     vpmuludq     zmm7, zmm7, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6912]
-    vpsrlq       zmm24, zmm10, 32
-    vpsrlq       zmm25, zmm11, 32
+    vpsrlq       zmm24, zmm8, 32
+    vpsrlq       zmm25, zmm9, 32
     vpaddq       zmm24, zmm20, zmm24
     vpaddq       zmm25, zmm21, zmm25
     vpandq       zmm26, zmm24, zmm28
@@ -9807,8 +9823,8 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpaddq       zmm21, zmm21, zmm23
     vpsllq       zmm20, zmm20, 32
     vpsllq       zmm21, zmm21, 32
-    vpaddq       zmm10, zmm10, zmm20
-    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm8, zmm8, zmm20
+    vpaddq       zmm9, zmm9, zmm21
     vpsllq       zmm20, zmm6, 32
     vpsllq       zmm21, zmm7, 32
     vpsubq       zmm22, zmm20, zmm6
@@ -9819,38 +9835,38 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpcmpnleuq   k3, zmm7, zmm21
     vpaddq       zmm24{k2}, zmm24, zmm30
     vpaddq       zmm25{k3}, zmm25, zmm30
-    vpaddq       zmm6, zmm10, zmm22
-    vpaddq       zmm7, zmm11, zmm23
+    vpaddq       zmm6, zmm8, zmm22
+    vpaddq       zmm7, zmm9, zmm23
     vpcmpnleuq   k2, zmm22, zmm6
     vpcmpnleuq   k3, zmm23, zmm7
     vpaddq       zmm24{k2}, zmm24, zmm31
     vpaddq       zmm25{k3}, zmm25, zmm31
-    vpsllq       zmm10, zmm24, 32
-    vpsllq       zmm11, zmm25, 32
-    vpsubq       zmm10, zmm10, zmm24
-    vpsubq       zmm11, zmm11, zmm25
-    vpaddq       zmm6, zmm6, zmm10
-    vpaddq       zmm7, zmm7, zmm11
-    vpcmpnleuq   k2, zmm10, zmm6
-    vpcmpnleuq   k3, zmm11, zmm7
+    vpsllq       zmm8, zmm24, 32
+    vpsllq       zmm9, zmm25, 32
+    vpsubq       zmm8, zmm8, zmm24
+    vpsubq       zmm9, zmm9, zmm25
+    vpaddq       zmm6, zmm6, zmm8
+    vpaddq       zmm7, zmm7, zmm9
+    vpcmpnleuq   k2, zmm8, zmm6
+    vpcmpnleuq   k3, zmm9, zmm7
     vpaddq       zmm6{k2}, zmm6, zmm28
     vpaddq       zmm7{k3}, zmm7, zmm28
-    vpsubq       zmm10, zmm6, zmm29
-    vpsubq       zmm11, zmm7, zmm29
-    vpminuq      zmm6, zmm6, zmm10
-    vpminuq      zmm7, zmm7, zmm11
-    vmovdqa64    zmm10, zmm0
-    vmovdqa64    zmm11, zmm0
-    vpermi2q     zmm10, zmm12, zmm8
-    vpermi2q     zmm11, zmm13, zmm9
-    vmovdqa64    zmm20, zmm1
-    vmovdqa64    zmm21, zmm1
-    vpermi2q     zmm20, zmm12, zmm8
-    vpermi2q     zmm21, zmm13, zmm9
+    vpsubq       zmm8, zmm6, zmm29
+    vpsubq       zmm9, zmm7, zmm29
+    vpminuq      zmm6, zmm6, zmm8
+    vpminuq      zmm7, zmm7, zmm9
     vmovdqa64    zmm8, zmm0
     vmovdqa64    zmm9, zmm0
-    vpermi2q     zmm8, zmm18, zmm2
-    vpermi2q     zmm9, zmm19, zmm3
+    vpermi2q     zmm8, zmm10, zmm12
+    vpermi2q     zmm9, zmm11, zmm13
+    vmovdqa64    zmm20, zmm1
+    vmovdqa64    zmm21, zmm1
+    vpermi2q     zmm20, zmm10, zmm12
+    vpermi2q     zmm21, zmm11, zmm13
+    vmovdqa64    zmm10, zmm0
+    vmovdqa64    zmm11, zmm0
+    vpermi2q     zmm10, zmm18, zmm2
+    vpermi2q     zmm11, zmm19, zmm3
     vmovdqa64    zmm12, zmm1
     vmovdqa64    zmm13, zmm1
     vpermi2q     zmm12, zmm18, zmm2
@@ -9871,30 +9887,30 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vmovdqa64    zmm1, zmm1
     vpermi2q     zmm5, zmm16, zmm6
     vpermi2q     zmm1, zmm17, zmm7
-    vpaddq       zmm6, zmm10, zmm20                  ; layer 5
-    vpaddq       zmm7, zmm11, zmm21                  ; layer 5
+    vpaddq       zmm6, zmm8, zmm20                   ; layer 5
+    vpaddq       zmm7, zmm9, zmm21                   ; layer 5
     vpaddq       zmm14, zmm6, zmm28
     vpaddq       zmm15, zmm7, zmm28
-    vpcmpnleuq   k2, zmm10, zmm14
-    vpcmpnleuq   k3, zmm11, zmm15
+    vpcmpnleuq   k2, zmm8, zmm14
+    vpcmpnleuq   k3, zmm9, zmm15
     vpaddq       zmm6{k2}, zmm6, zmm28
     vpaddq       zmm7{k3}, zmm7, zmm28
-    vpsubq       zmm14, zmm10, zmm20
-    vpsubq       zmm15, zmm11, zmm21
-    vpcmpnleuq   k2, zmm20, zmm10
-    vpcmpnleuq   k3, zmm21, zmm11
+    vpsubq       zmm14, zmm8, zmm20
+    vpsubq       zmm15, zmm9, zmm21
+    vpcmpnleuq   k2, zmm20, zmm8
+    vpcmpnleuq   k3, zmm21, zmm9
     vpaddq       zmm14{k2}, zmm14, zmm29
     vpaddq       zmm15{k3}, zmm15, zmm29
-    vpsrlq       zmm10, zmm14, 32
-    vpsrlq       zmm11, zmm15, 32
+    vpsrlq       zmm8, zmm14, 32
+    vpsrlq       zmm9, zmm15, 32
     vpmuludq     zmm16, zmm14, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4992]
     vpmuludq     zmm17, zmm15, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6976]
     vpmuludq     zmm14, zmm14, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5056]
     vpmuludq     zmm15, zmm15, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7040]
-    vpmuludq     zmm20, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4992]
-    vpmuludq     zmm21, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6976]
-    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5056]
-    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7040]
+    vpmuludq     zmm20, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 4992]
+    vpmuludq     zmm21, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 6976]
+    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5056]
+    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7040]
     vpsrlq       zmm22, zmm16, 32
     vpsrlq       zmm23, zmm17, 32
     vpaddq       zmm22, zmm14, zmm22
@@ -9907,70 +9923,70 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsrlq       zmm23, zmm23, 32
     vpsrlq       zmm24, zmm24, 32
     vpsrlq       zmm25, zmm25, 32
-    vpaddq       zmm10, zmm10, zmm22
-    vpaddq       zmm11, zmm11, zmm23
-    vpaddq       zmm10, zmm10, zmm24
-    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpaddq       zmm8, zmm8, zmm24
+    vpaddq       zmm9, zmm9, zmm25
     vpaddq       zmm14, zmm14, zmm20
     vpaddq       zmm15, zmm15, zmm21
     vpsllq       zmm14, zmm14, 32
     vpsllq       zmm15, zmm15, 32
     vpaddq       zmm14, zmm16, zmm14
     vpaddq       zmm15, zmm17, zmm15
-    vpsllq       zmm16, zmm10, 32
-    vpsllq       zmm17, zmm11, 32
-    vpsubq       zmm20, zmm16, zmm10
-    vpsubq       zmm21, zmm17, zmm11
-    vpsrlq       zmm22, zmm10, 32
-    vpsrlq       zmm23, zmm11, 32
-    vpcmpnleuq   k2, zmm10, zmm16
-    vpcmpnleuq   k3, zmm11, zmm17
+    vpsllq       zmm16, zmm8, 32
+    vpsllq       zmm17, zmm9, 32
+    vpsubq       zmm20, zmm16, zmm8
+    vpsubq       zmm21, zmm17, zmm9
+    vpsrlq       zmm22, zmm8, 32
+    vpsrlq       zmm23, zmm9, 32
+    vpcmpnleuq   k2, zmm8, zmm16
+    vpcmpnleuq   k3, zmm9, zmm17
     vpaddq       zmm22{k2}, zmm22, zmm30
     vpaddq       zmm23{k3}, zmm23, zmm30
-    vpaddq       zmm10, zmm14, zmm20
-    vpaddq       zmm11, zmm15, zmm21
-    vpcmpnleuq   k2, zmm20, zmm10
-    vpcmpnleuq   k3, zmm21, zmm11
+    vpaddq       zmm8, zmm14, zmm20
+    vpaddq       zmm9, zmm15, zmm21
+    vpcmpnleuq   k2, zmm20, zmm8
+    vpcmpnleuq   k3, zmm21, zmm9
     vpaddq       zmm22{k2}, zmm22, zmm31
     vpaddq       zmm23{k3}, zmm23, zmm31
     vpsllq       zmm14, zmm22, 32
     vpsllq       zmm15, zmm23, 32
     vpsubq       zmm14, zmm14, zmm22
     vpsubq       zmm15, zmm15, zmm23
-    vpaddq       zmm10, zmm10, zmm14
-    vpaddq       zmm11, zmm11, zmm15
-    vpcmpnleuq   k2, zmm14, zmm10
-    vpcmpnleuq   k3, zmm15, zmm11
-    vpaddq       zmm10{k2}, zmm10, zmm28
-    vpaddq       zmm11{k3}, zmm11, zmm28
-    vpsubq       zmm14, zmm10, zmm29
-    vpsubq       zmm15, zmm11, zmm29
-    vpminuq      zmm10, zmm10, zmm14
-    vpminuq      zmm11, zmm11, zmm15
-    vpaddq       zmm14, zmm8, zmm12                  ; layer 5
-    vpaddq       zmm15, zmm9, zmm13                  ; layer 5
+    vpaddq       zmm8, zmm8, zmm14
+    vpaddq       zmm9, zmm9, zmm15
+    vpcmpnleuq   k2, zmm14, zmm8
+    vpcmpnleuq   k3, zmm15, zmm9
+    vpaddq       zmm8{k2}, zmm8, zmm28
+    vpaddq       zmm9{k3}, zmm9, zmm28
+    vpsubq       zmm14, zmm8, zmm29
+    vpsubq       zmm15, zmm9, zmm29
+    vpminuq      zmm8, zmm8, zmm14
+    vpminuq      zmm9, zmm9, zmm15
+    vpaddq       zmm14, zmm10, zmm12                 ; layer 5
+    vpaddq       zmm15, zmm11, zmm13                 ; layer 5
     vpaddq       zmm16, zmm14, zmm28
     vpaddq       zmm17, zmm15, zmm28
-    vpcmpnleuq   k2, zmm8, zmm16
-    vpcmpnleuq   k3, zmm9, zmm17
+    vpcmpnleuq   k2, zmm10, zmm16
+    vpcmpnleuq   k3, zmm11, zmm17
     vpaddq       zmm14{k2}, zmm14, zmm28
     vpaddq       zmm15{k3}, zmm15, zmm28
-    vpsubq       zmm16, zmm8, zmm12
-    vpsubq       zmm17, zmm9, zmm13
-    vpcmpnleuq   k2, zmm12, zmm8
-    vpcmpnleuq   k3, zmm13, zmm9
+    vpsubq       zmm16, zmm10, zmm12
+    vpsubq       zmm17, zmm11, zmm13
+    vpcmpnleuq   k2, zmm12, zmm10
+    vpcmpnleuq   k3, zmm13, zmm11
     vpaddq       zmm16{k2}, zmm16, zmm29
     vpaddq       zmm17{k3}, zmm17, zmm29
-    vpsrlq       zmm8, zmm16, 32
-    vpsrlq       zmm9, zmm17, 32
+    vpsrlq       zmm10, zmm16, 32
+    vpsrlq       zmm11, zmm17, 32
     vpmuludq     zmm12, zmm16, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5120]
     vpmuludq     zmm13, zmm17, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7104]
     vpmuludq     zmm16, zmm16, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5184]
     vpmuludq     zmm17, zmm17, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7168]
-    vpmuludq     zmm20, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5120]
-    vpmuludq     zmm21, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7104]
-    vpmuludq     zmm8, zmm8, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5184]
-    vpmuludq     zmm9, zmm9, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7168]
+    vpmuludq     zmm20, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5120]
+    vpmuludq     zmm21, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7104]
+    vpmuludq     zmm10, zmm10, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 5184]
+    vpmuludq     zmm11, zmm11, [rel kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 + 7168]
     vpsrlq       zmm22, zmm12, 32
     vpsrlq       zmm23, zmm13, 32
     vpaddq       zmm22, zmm16, zmm22
@@ -9983,46 +9999,46 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsrlq       zmm23, zmm23, 32
     vpsrlq       zmm24, zmm24, 32
     vpsrlq       zmm25, zmm25, 32
-    vpaddq       zmm8, zmm8, zmm22
-    vpaddq       zmm9, zmm9, zmm23
-    vpaddq       zmm8, zmm8, zmm24
-    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm11, zmm11, zmm23
+    vpaddq       zmm10, zmm10, zmm24
+    vpaddq       zmm11, zmm11, zmm25
     vpaddq       zmm16, zmm16, zmm20
     vpaddq       zmm17, zmm17, zmm21
     vpsllq       zmm16, zmm16, 32
     vpsllq       zmm17, zmm17, 32
     vpaddq       zmm12, zmm12, zmm16
     vpaddq       zmm13, zmm13, zmm17
-    vpsllq       zmm16, zmm8, 32
-    vpsllq       zmm17, zmm9, 32
-    vpsubq       zmm20, zmm16, zmm8
-    vpsubq       zmm21, zmm17, zmm9
-    vpsrlq       zmm22, zmm8, 32
-    vpsrlq       zmm23, zmm9, 32
-    vpcmpnleuq   k2, zmm8, zmm16
-    vpcmpnleuq   k3, zmm9, zmm17
+    vpsllq       zmm16, zmm10, 32
+    vpsllq       zmm17, zmm11, 32
+    vpsubq       zmm20, zmm16, zmm10
+    vpsubq       zmm21, zmm17, zmm11
+    vpsrlq       zmm22, zmm10, 32
+    vpsrlq       zmm23, zmm11, 32
+    vpcmpnleuq   k2, zmm10, zmm16
+    vpcmpnleuq   k3, zmm11, zmm17
     vpaddq       zmm22{k2}, zmm22, zmm30
     vpaddq       zmm23{k3}, zmm23, zmm30
-    vpaddq       zmm8, zmm12, zmm20
-    vpaddq       zmm9, zmm13, zmm21
-    vpcmpnleuq   k2, zmm20, zmm8
-    vpcmpnleuq   k3, zmm21, zmm9
+    vpaddq       zmm10, zmm12, zmm20
+    vpaddq       zmm11, zmm13, zmm21
+    vpcmpnleuq   k2, zmm20, zmm10
+    vpcmpnleuq   k3, zmm21, zmm11
     vpaddq       zmm22{k2}, zmm22, zmm31
     vpaddq       zmm23{k3}, zmm23, zmm31
     vpsllq       zmm12, zmm22, 32
     vpsllq       zmm13, zmm23, 32
     vpsubq       zmm12, zmm12, zmm22
     vpsubq       zmm13, zmm13, zmm23
-    vpaddq       zmm8, zmm8, zmm12
-    vpaddq       zmm9, zmm9, zmm13
-    vpcmpnleuq   k2, zmm12, zmm8
-    vpcmpnleuq   k3, zmm13, zmm9
-    vpaddq       zmm8{k2}, zmm8, zmm28
-    vpaddq       zmm9{k3}, zmm9, zmm28
-    vpsubq       zmm12, zmm8, zmm29
-    vpsubq       zmm13, zmm9, zmm29
-    vpminuq      zmm8, zmm8, zmm12
-    vpminuq      zmm9, zmm9, zmm13
+    vpaddq       zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm11, zmm13
+    vpcmpnleuq   k2, zmm12, zmm10
+    vpcmpnleuq   k3, zmm13, zmm11
+    vpaddq       zmm10{k2}, zmm10, zmm28
+    vpaddq       zmm11{k3}, zmm11, zmm28
+    vpsubq       zmm12, zmm10, zmm29
+    vpsubq       zmm13, zmm11, zmm29
+    vpminuq      zmm10, zmm10, zmm12
+    vpminuq      zmm11, zmm11, zmm13
     vpaddq       zmm12, zmm2, zmm18                  ; layer 5
     vpaddq       zmm13, zmm3, zmm19                  ; layer 5
     vpaddq       zmm16, zmm12, zmm28
@@ -10175,14 +10191,14 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm5, zmm1, zmm29
     vpminuq      zmm0, zmm0, zmm4
     vpminuq      zmm1, zmm1, zmm5
-    vshufi64x2   zmm4, zmm6, zmm10, 68
-    vshufi64x2   zmm5, zmm7, zmm11, 68
-    vshufi64x2   zmm6, zmm6, zmm10, 238
-    vshufi64x2   zmm7, zmm7, zmm11, 238
-    vshufi64x2   zmm10, zmm14, zmm8, 68
-    vshufi64x2   zmm11, zmm15, zmm9, 68
-    vshufi64x2   zmm8, zmm14, zmm8, 238
-    vshufi64x2   zmm9, zmm15, zmm9, 238
+    vshufi64x2   zmm4, zmm6, zmm8, 68
+    vshufi64x2   zmm5, zmm7, zmm9, 68
+    vshufi64x2   zmm6, zmm6, zmm8, 238
+    vshufi64x2   zmm7, zmm7, zmm9, 238
+    vshufi64x2   zmm8, zmm14, zmm10, 68
+    vshufi64x2   zmm9, zmm15, zmm11, 68
+    vshufi64x2   zmm10, zmm14, zmm10, 238
+    vshufi64x2   zmm11, zmm15, zmm11, 238
     vshufi64x2   zmm14, zmm12, zmm2, 68
     vshufi64x2   zmm15, zmm13, zmm3, 68
     vshufi64x2   zmm2, zmm12, zmm2, 238
@@ -10268,18 +10284,18 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
     vpsubq       zmm7, zmm5, zmm29
     vpminuq      zmm4, zmm4, zmm6
     vpminuq      zmm5, zmm5, zmm7
-    vpaddq       zmm6, zmm10, zmm8                   ; layer 4
-    vpaddq       zmm7, zmm11, zmm9                   ; layer 4
+    vpaddq       zmm6, zmm8, zmm10                   ; layer 4
+    vpaddq       zmm7, zmm9, zmm11                   ; layer 4
     vpaddq       zmm18, zmm6, zmm28
     vpaddq       zmm19, zmm7, zmm28
-    vpcmpnleuq   k2, zmm10, zmm18
-    vpcmpnleuq   k3, zmm11, zmm19
+    vpcmpnleuq   k2, zmm8, zmm18
+    vpcmpnleuq   k3, zmm9, zmm19
     vpaddq       zmm6{k2}, zmm6, zmm28
     vpaddq       zmm7{k3}, zmm7, zmm28
-    vpsubq       zmm18, zmm10, zmm8
-    vpsubq       zmm19, zmm11, zmm9
-    vpcmpnleuq   k2, zmm8, zmm10
-    vpcmpnleuq   k3, zmm9, zmm11
+    vpsubq       zmm18, zmm8, zmm10
+    vpsubq       zmm19, zmm9, zmm11
+    vpcmpnleuq   k2, zmm10, zmm8
+    vpcmpnleuq   k3, zmm11, zmm9
     vpaddq       zmm18{k2}, zmm18, zmm29
     vpaddq       zmm19{k3}, zmm19, zmm29
     vpsrlq       zmm8, zmm18, 32

@@ -13,7 +13,7 @@
 ;   d = 2
 ;   reduction = "index"
 ;   reducer = "auto"
-;   reducer_used = "special"
+;   reducer_used = "barrett"
 ;   mul = "auto"
 ;   mul_used = "montgomery"
 ;   order = "fastest"
@@ -683,7 +683,7 @@ section .text
 ;   clobbers: zmm{0-12}, rax, flags
 ;
 ; reduction schedule:
-;   policy index, special reduction, 0 vector reductions
+;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 5032, 6814, 8544, 10407, 12304, 14175, 16193
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_kyber3329_ntt_forward_avx512.end - kg_kyber3329_ntt_forward_avx512)
@@ -965,50 +965,54 @@ kg_kyber3329_basemul_avx512:
     endbr64                                          ; an indirect-branch target under CET
     vmovdqu64    zmm0, [rel pw_3329]                 ; q = 3329
     vmovdqu64    zmm1, [rel pw_m3327]                ; q^-1
-    vmovdqu64    zmm2, [rsi]
-    vmovdqu64    zmm3, [rsi + 128]
-    vmovdqu64    zmm4, [rdx]
-    vmovdqu64    zmm5, [rdx + 128]
-    vshufi64x2   zmm6, zmm2, [rsi + 64], 68
-    vshufi64x2   zmm7, zmm3, [rsi + 192], 68
-    vshufi64x2   zmm2, zmm2, [rsi + 64], 238
-    vshufi64x2   zmm3, zmm3, [rsi + 192], 238
-    vshufi64x2   zmm8, zmm4, [rdx + 64], 68
-    vshufi64x2   zmm9, zmm5, [rdx + 192], 68
-    vshufi64x2   zmm4, zmm4, [rdx + 64], 238
-    vshufi64x2   zmm5, zmm5, [rdx + 192], 238
-    vpmullw      zmm10, zmm8, zmm1
-    vpmullw      zmm11, zmm9, zmm1
-    vpmullw      zmm12, zmm4, zmm1
-    vpmullw      zmm13, zmm5, zmm1
-    vpmullw      zmm14, zmm6, zmm10
-    vpmullw      zmm15, zmm7, zmm11
-    vpmulhw      zmm16, zmm6, zmm8
-    vpmulhw      zmm17, zmm7, zmm9
+    vmovdqu64    ymm2, yword [rsi]
+    vinserti64x4 zmm2, zmm2, yword [rsi + 64], 1
+    vmovdqu64    ymm3, yword [rsi + 128]
+    vinserti64x4 zmm3, zmm3, yword [rsi + 192], 1
+    vmovdqu64    ymm4, yword [rsi + 32]
+    vinserti64x4 zmm4, zmm4, yword [rsi + 96], 1
+    vmovdqu64    ymm5, yword [rsi + 160]
+    vinserti64x4 zmm5, zmm5, yword [rsi + 224], 1
+    vmovdqu64    ymm6, yword [rdx]
+    vinserti64x4 zmm6, zmm6, yword [rdx + 64], 1
+    vmovdqu64    ymm7, yword [rdx + 128]
+    vinserti64x4 zmm7, zmm7, yword [rdx + 192], 1
+    vmovdqu64    ymm8, yword [rdx + 32]
+    vinserti64x4 zmm8, zmm8, yword [rdx + 96], 1
+    vmovdqu64    ymm9, yword [rdx + 160]
+    vinserti64x4 zmm9, zmm9, yword [rdx + 224], 1
+    vpmullw      zmm10, zmm6, zmm1
+    vpmullw      zmm11, zmm7, zmm1
+    vpmullw      zmm12, zmm8, zmm1
+    vpmullw      zmm13, zmm9, zmm1
+    vpmullw      zmm14, zmm2, zmm10
+    vpmullw      zmm15, zmm3, zmm11
+    vpmulhw      zmm16, zmm2, zmm6
+    vpmulhw      zmm17, zmm3, zmm7
     vpmulhw      zmm14, zmm14, zmm0
     vpmulhw      zmm15, zmm15, zmm0
     vpsubw       zmm14, zmm16, zmm14
     vpsubw       zmm15, zmm17, zmm15
-    vpmullw      zmm16, zmm2, zmm12
-    vpmullw      zmm17, zmm3, zmm13
-    vpmulhw      zmm18, zmm2, zmm4
-    vpmulhw      zmm19, zmm3, zmm5
+    vpmullw      zmm16, zmm4, zmm12
+    vpmullw      zmm17, zmm5, zmm13
+    vpmulhw      zmm18, zmm4, zmm8
+    vpmulhw      zmm19, zmm5, zmm9
     vpmulhw      zmm16, zmm16, zmm0
     vpmulhw      zmm17, zmm17, zmm0
     vpsubw       zmm16, zmm18, zmm16
     vpsubw       zmm17, zmm19, zmm17
-    vpaddw       zmm4, zmm8, zmm4
-    vpaddw       zmm5, zmm9, zmm5
-    vpaddw       zmm2, zmm6, zmm2
-    vpaddw       zmm3, zmm7, zmm3
-    vpaddw       zmm6, zmm10, zmm12
-    vpaddw       zmm7, zmm11, zmm13
-    vpmullw      zmm6, zmm2, zmm6
-    vpmullw      zmm7, zmm3, zmm7
-    vpmulhw      zmm2, zmm2, zmm4
-    vpmulhw      zmm3, zmm3, zmm5
-    vpmulhw      zmm4, zmm6, zmm0
-    vpmulhw      zmm5, zmm7, zmm0
+    vpaddw       zmm6, zmm6, zmm8
+    vpaddw       zmm7, zmm7, zmm9
+    vpaddw       zmm2, zmm2, zmm4
+    vpaddw       zmm3, zmm3, zmm5
+    vpaddw       zmm4, zmm10, zmm12
+    vpaddw       zmm5, zmm11, zmm13
+    vpmullw      zmm4, zmm2, zmm4
+    vpmullw      zmm5, zmm3, zmm5
+    vpmulhw      zmm2, zmm2, zmm6
+    vpmulhw      zmm3, zmm3, zmm7
+    vpmulhw      zmm4, zmm4, zmm0
+    vpmulhw      zmm5, zmm5, zmm0
     vpsubw       zmm2, zmm2, zmm4
     vpsubw       zmm3, zmm3, zmm5
     vpsubw       zmm2, zmm2, zmm14
@@ -1034,49 +1038,53 @@ kg_kyber3329_basemul_avx512:
     vmovdqu64    [rdi + 128], zmm7
     vmovdqu64    [rdi + 64], zmm2
     vmovdqu64    [rdi + 192], zmm3
-    vmovdqu64    zmm2, [rsi + 256]
-    vmovdqu64    zmm3, [rsi + 384]
-    vmovdqu64    zmm4, [rdx + 256]
-    vmovdqu64    zmm5, [rdx + 384]
-    vshufi64x2   zmm6, zmm2, [rsi + 320], 68
-    vshufi64x2   zmm7, zmm3, [rsi + 448], 68
-    vshufi64x2   zmm2, zmm2, [rsi + 320], 238
-    vshufi64x2   zmm3, zmm3, [rsi + 448], 238
-    vshufi64x2   zmm8, zmm4, [rdx + 320], 68
-    vshufi64x2   zmm9, zmm5, [rdx + 448], 68
-    vshufi64x2   zmm4, zmm4, [rdx + 320], 238
-    vshufi64x2   zmm5, zmm5, [rdx + 448], 238
-    vpmullw      zmm10, zmm8, zmm1
-    vpmullw      zmm11, zmm9, zmm1
-    vpmullw      zmm12, zmm4, zmm1
-    vpmullw      zmm1, zmm5, zmm1
-    vpmullw      zmm13, zmm6, zmm10
-    vpmullw      zmm14, zmm7, zmm11
-    vpmulhw      zmm15, zmm6, zmm8
-    vpmulhw      zmm16, zmm7, zmm9
+    vmovdqu64    ymm2, yword [rsi + 256]
+    vinserti64x4 zmm2, zmm2, yword [rsi + 320], 1
+    vmovdqu64    ymm3, yword [rsi + 384]
+    vinserti64x4 zmm3, zmm3, yword [rsi + 448], 1
+    vmovdqu64    ymm4, yword [rsi + 288]
+    vinserti64x4 zmm4, zmm4, yword [rsi + 352], 1
+    vmovdqu64    ymm5, yword [rsi + 416]
+    vinserti64x4 zmm5, zmm5, yword [rsi + 480], 1
+    vmovdqu64    ymm6, yword [rdx + 256]
+    vinserti64x4 zmm6, zmm6, yword [rdx + 320], 1
+    vmovdqu64    ymm7, yword [rdx + 384]
+    vinserti64x4 zmm7, zmm7, yword [rdx + 448], 1
+    vmovdqu64    ymm8, yword [rdx + 288]
+    vinserti64x4 zmm8, zmm8, yword [rdx + 352], 1
+    vmovdqu64    ymm9, yword [rdx + 416]
+    vinserti64x4 zmm9, zmm9, yword [rdx + 480], 1
+    vpmullw      zmm10, zmm6, zmm1
+    vpmullw      zmm11, zmm7, zmm1
+    vpmullw      zmm12, zmm8, zmm1
+    vpmullw      zmm1, zmm9, zmm1
+    vpmullw      zmm13, zmm2, zmm10
+    vpmullw      zmm14, zmm3, zmm11
+    vpmulhw      zmm15, zmm2, zmm6
+    vpmulhw      zmm16, zmm3, zmm7
     vpmulhw      zmm13, zmm13, zmm0
     vpmulhw      zmm14, zmm14, zmm0
     vpsubw       zmm13, zmm15, zmm13
     vpsubw       zmm14, zmm16, zmm14
-    vpmullw      zmm15, zmm2, zmm12
-    vpmullw      zmm16, zmm3, zmm1
-    vpmulhw      zmm17, zmm2, zmm4
-    vpmulhw      zmm18, zmm3, zmm5
+    vpmullw      zmm15, zmm4, zmm12
+    vpmullw      zmm16, zmm5, zmm1
+    vpmulhw      zmm17, zmm4, zmm8
+    vpmulhw      zmm18, zmm5, zmm9
     vpmulhw      zmm15, zmm15, zmm0
     vpmulhw      zmm16, zmm16, zmm0
     vpsubw       zmm15, zmm17, zmm15
     vpsubw       zmm16, zmm18, zmm16
-    vpaddw       zmm4, zmm8, zmm4
-    vpaddw       zmm5, zmm9, zmm5
-    vpaddw       zmm2, zmm6, zmm2
-    vpaddw       zmm3, zmm7, zmm3
-    vpaddw       zmm6, zmm10, zmm12
+    vpaddw       zmm6, zmm6, zmm8
+    vpaddw       zmm7, zmm7, zmm9
+    vpaddw       zmm2, zmm2, zmm4
+    vpaddw       zmm3, zmm3, zmm5
+    vpaddw       zmm4, zmm10, zmm12
     vpaddw       zmm1, zmm11, zmm1
-    vpmullw      zmm6, zmm2, zmm6
+    vpmullw      zmm4, zmm2, zmm4
     vpmullw      zmm1, zmm3, zmm1
-    vpmulhw      zmm2, zmm2, zmm4
-    vpmulhw      zmm3, zmm3, zmm5
-    vpmulhw      zmm4, zmm6, zmm0
+    vpmulhw      zmm2, zmm2, zmm6
+    vpmulhw      zmm3, zmm3, zmm7
+    vpmulhw      zmm4, zmm4, zmm0
     vpmulhw      zmm1, zmm1, zmm0
     vpsubw       zmm2, zmm2, zmm4
     vpsubw       zmm1, zmm3, zmm1
@@ -1116,52 +1124,54 @@ kg_kyber3329_basemul_avx512:
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: AVX512BW, AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-13}, k1, rax, r11, flags
+;   clobbers: zmm{0-12}, k1, rax, r11, flags
 ;
 ; reduction schedule:
-;   policy index, special reduction, 8 vector reductions
-;   before layer 2: 4 register(s), smallest indices 0,64,128,192
-;   before layer 1: 4 register(s), smallest indices 0,64,128,192
-;   worst |value| after each layer: 2493, 4772, 9544, 19088, 25484, 15860, 31720
+;   policy index, barrett reduction, 4 vector reductions
+;   after layer 3 (its sums, for the next layer): 4 register(s), smallest indices 0,64,128,192
+;   worst |value| after each layer: 2493, 4772, 9544, 19088, 4188, 8150, 15556
 ; ---------------------------------------------------------------------------
 global kg_kyber3329_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_kyber3329_ntt_inverse_avx512.end - kg_kyber3329_ntt_inverse_avx512)
 align 32
 kg_kyber3329_ntt_inverse_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm13, [rel pw_4095]                ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pw_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pw_index64_2_3_10_11_6_7_14_15]
     vmovdqu64    zmm2, [rel pw_3329]                 ; q = 3329
-    vmovdqu64    zmm3, [rdi]
-    vmovdqu64    zmm4, [rdi + 128]
-    vmovdqu64    zmm5, [rdi + 256]
-    vmovdqu64    zmm6, [rdi + 384]
-    vshufi64x2   zmm7, zmm3, [rdi + 64], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 64], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 192], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 192], 238
-    vshufi64x2   zmm9, zmm5, [rdi + 320], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 320], 238
-    vshufi64x2   zmm10, zmm6, [rdi + 448], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 448], 238
-    vpslld       zmm11, zmm3, 16
+    vmovdqu64    ymm3, yword [rdi]
+    vinserti64x4 zmm3, zmm3, yword [rdi + 64], 1
+    vmovdqu64    ymm4, yword [rdi + 32]
+    vinserti64x4 zmm4, zmm4, yword [rdi + 96], 1
+    vmovdqu64    ymm5, yword [rdi + 128]
+    vinserti64x4 zmm5, zmm5, yword [rdi + 192], 1
+    vmovdqu64    ymm6, yword [rdi + 160]
+    vinserti64x4 zmm6, zmm6, yword [rdi + 224], 1
+    vmovdqu64    ymm7, yword [rdi + 256]
+    vinserti64x4 zmm7, zmm7, yword [rdi + 320], 1
+    vmovdqu64    ymm8, yword [rdi + 288]
+    vinserti64x4 zmm8, zmm8, yword [rdi + 352], 1
+    vmovdqu64    ymm9, yword [rdi + 384]
+    vinserti64x4 zmm9, zmm9, yword [rdi + 448], 1
+    vmovdqu64    ymm10, yword [rdi + 416]
+    vinserti64x4 zmm10, zmm10, yword [rdi + 480], 1
+    vpslld       zmm11, zmm4, 16
     mov          r11d, 0xaaaaaaaa
     kmovd        k1, r11d
-    vpblendmw    zmm11{k1}, zmm7, zmm11
+    vpblendmw    zmm11{k1}, zmm3, zmm11
+    vpsrld       zmm3, zmm3, 16
+    vpblendmw    zmm3{k1}, zmm3, zmm4
+    vpslld       zmm4, zmm6, 16
+    vpblendmw    zmm4{k1}, zmm5, zmm4
+    vpsrld       zmm5, zmm5, 16
+    vpblendmw    zmm5{k1}, zmm5, zmm6
+    vpslld       zmm6, zmm8, 16
+    vpblendmw    zmm6{k1}, zmm7, zmm6
     vpsrld       zmm7, zmm7, 16
-    vpblendmw    zmm3{k1}, zmm7, zmm3
-    vpslld       zmm7, zmm4, 16
-    vpblendmw    zmm7{k1}, zmm8, zmm7
-    vpsrld       zmm8, zmm8, 16
-    vpblendmw    zmm4{k1}, zmm8, zmm4
-    vpslld       zmm8, zmm5, 16
+    vpblendmw    zmm7{k1}, zmm7, zmm8
+    vpslld       zmm8, zmm10, 16
     vpblendmw    zmm8{k1}, zmm9, zmm8
     vpsrld       zmm9, zmm9, 16
-    vpblendmw    zmm5{k1}, zmm9, zmm5
-    vpslld       zmm9, zmm6, 16
-    vpblendmw    zmm9{k1}, zmm10, zmm9
-    vpsrld       zmm10, zmm10, 16
-    vpblendmw    zmm6{k1}, zmm10, zmm6
+    vpblendmw    zmm9{k1}, zmm9, zmm10
     vpaddw       zmm10, zmm11, zmm3                  ; layer 6
     vpsubw       zmm3, zmm11, zmm3
     vpmullw      zmm11, zmm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 64]
@@ -1172,32 +1182,32 @@ kg_kyber3329_ntt_inverse_avx512:
     vpmulhw      zmm10, zmm10, [rel pw_1441]
     vpmulhw      zmm11, zmm11, zmm2
     vpsubw       zmm10, zmm10, zmm11
-    vpaddw       zmm11, zmm7, zmm4                   ; layer 6
-    vpsubw       zmm4, zmm7, zmm4
-    vpmullw      zmm7, zmm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 192]
+    vpaddw       zmm11, zmm4, zmm5                   ; layer 6
+    vpsubw       zmm4, zmm4, zmm5
+    vpmullw      zmm5, zmm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 192]
     vpmulhw      zmm4, zmm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 128]
+    vpmulhw      zmm5, zmm5, zmm2
+    vpsubw       zmm4, zmm4, zmm5
+    vpmullw      zmm5, zmm11, [rel pw_m10079]
+    vpmulhw      zmm11, zmm11, [rel pw_1441]
+    vpmulhw      zmm5, zmm5, zmm2
+    vpsubw       zmm5, zmm11, zmm5
+    vpaddw       zmm11, zmm6, zmm7                   ; layer 6
+    vpsubw       zmm6, zmm6, zmm7
+    vpmullw      zmm7, zmm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 320]
+    vpmulhw      zmm6, zmm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 256]
     vpmulhw      zmm7, zmm7, zmm2
-    vpsubw       zmm4, zmm4, zmm7
+    vpsubw       zmm6, zmm6, zmm7
     vpmullw      zmm7, zmm11, [rel pw_m10079]
     vpmulhw      zmm11, zmm11, [rel pw_1441]
     vpmulhw      zmm7, zmm7, zmm2
     vpsubw       zmm7, zmm11, zmm7
-    vpaddw       zmm11, zmm8, zmm5                   ; layer 6
-    vpsubw       zmm5, zmm8, zmm5
-    vpmullw      zmm8, zmm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 320]
-    vpmulhw      zmm5, zmm5, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 256]
-    vpmulhw      zmm8, zmm8, zmm2
-    vpsubw       zmm5, zmm5, zmm8
-    vpmullw      zmm8, zmm11, [rel pw_m10079]
-    vpmulhw      zmm11, zmm11, [rel pw_1441]
-    vpmulhw      zmm8, zmm8, zmm2
-    vpsubw       zmm8, zmm11, zmm8
-    vpaddw       zmm11, zmm9, zmm6                   ; layer 6
-    vpsubw       zmm6, zmm9, zmm6
-    vpmullw      zmm9, zmm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 448]
-    vpmulhw      zmm6, zmm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 384]
+    vpaddw       zmm11, zmm8, zmm9                   ; layer 6
+    vpsubw       zmm8, zmm8, zmm9
+    vpmullw      zmm9, zmm8, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 448]
+    vpmulhw      zmm8, zmm8, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 384]
     vpmulhw      zmm9, zmm9, zmm2
-    vpsubw       zmm6, zmm6, zmm9
+    vpsubw       zmm8, zmm8, zmm9
     vpmullw      zmm9, zmm11, [rel pw_m10079]
     vpmulhw      zmm11, zmm11, [rel pw_1441]
     vpmulhw      zmm9, zmm9, zmm2
@@ -1206,19 +1216,19 @@ kg_kyber3329_ntt_inverse_avx512:
     vpshufd      zmm3, zmm3, 216
     vpunpckldq   zmm11, zmm10, zmm3
     vpunpckhdq   zmm3, zmm10, zmm3
-    vpshufd      zmm7, zmm7, 216
-    vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm10, zmm7, zmm4
-    vpunpckhdq   zmm4, zmm7, zmm4
-    vpshufd      zmm7, zmm8, 216
     vpshufd      zmm5, zmm5, 216
-    vpunpckldq   zmm8, zmm7, zmm5
-    vpunpckhdq   zmm5, zmm7, zmm5
-    vpshufd      zmm7, zmm9, 216
+    vpshufd      zmm4, zmm4, 216
+    vpunpckldq   zmm10, zmm5, zmm4
+    vpunpckhdq   zmm4, zmm5, zmm4
+    vpshufd      zmm5, zmm7, 216
     vpshufd      zmm6, zmm6, 216
-    vpunpckldq   zmm9, zmm7, zmm6
-    vpunpckhdq   zmm6, zmm7, zmm6
-    vpaddw       zmm7, zmm11, zmm3                   ; layer 5
+    vpunpckldq   zmm7, zmm5, zmm6
+    vpunpckhdq   zmm5, zmm5, zmm6
+    vpshufd      zmm6, zmm9, 216
+    vpshufd      zmm8, zmm8, 216
+    vpunpckldq   zmm9, zmm6, zmm8
+    vpunpckhdq   zmm6, zmm6, zmm8
+    vpaddw       zmm8, zmm11, zmm3                   ; layer 5
     vpsubw       zmm3, zmm11, zmm3
     lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 640] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 512
     vpmullw      zmm11, zmm3, [rax - 64]
@@ -1231,41 +1241,41 @@ kg_kyber3329_ntt_inverse_avx512:
     vpmulhw      zmm4, zmm4, [rax]
     vpmulhw      zmm10, zmm10, zmm2
     vpsubw       zmm4, zmm4, zmm10
-    vpaddw       zmm10, zmm8, zmm5                   ; layer 5
-    vpsubw       zmm5, zmm8, zmm5
+    vpaddw       zmm10, zmm7, zmm5                   ; layer 5
+    vpsubw       zmm5, zmm7, zmm5
     lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 768
-    vpmullw      zmm8, zmm5, [rax - 64]
+    vpmullw      zmm7, zmm5, [rax - 64]
     vpmulhw      zmm5, zmm5, [rax - 128]
-    vpmulhw      zmm8, zmm8, zmm2
-    vpsubw       zmm5, zmm5, zmm8
-    vpaddw       zmm8, zmm9, zmm6                    ; layer 5
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm5, zmm5, zmm7
+    vpaddw       zmm7, zmm9, zmm6                    ; layer 5
     vpsubw       zmm6, zmm9, zmm6
     vpmullw      zmm9, zmm6, [rax + 64]
     vpmulhw      zmm6, zmm6, [rax]
     vpmulhw      zmm9, zmm9, zmm2
     vpsubw       zmm6, zmm6, zmm9
-    vpunpcklqdq  zmm9, zmm7, zmm3
-    vpunpckhqdq  zmm3, zmm7, zmm3
-    vpunpcklqdq  zmm7, zmm11, zmm4
+    vpunpcklqdq  zmm9, zmm8, zmm3
+    vpunpckhqdq  zmm3, zmm8, zmm3
+    vpunpcklqdq  zmm8, zmm11, zmm4
     vpunpckhqdq  zmm4, zmm11, zmm4
     vpunpcklqdq  zmm11, zmm10, zmm5
     vpunpckhqdq  zmm5, zmm10, zmm5
-    vpunpcklqdq  zmm10, zmm8, zmm6
-    vpunpckhqdq  zmm6, zmm8, zmm6
-    vpaddw       zmm8, zmm9, zmm3                    ; layer 4
+    vpunpcklqdq  zmm10, zmm7, zmm6
+    vpunpckhqdq  zmm6, zmm7, zmm6
+    vpaddw       zmm7, zmm9, zmm3                    ; layer 4
     vpsubw       zmm3, zmm9, zmm3
     lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 1024
     vpmullw      zmm9, zmm3, [rax - 64]
     vpmulhw      zmm3, zmm3, [rax - 128]
     vpmulhw      zmm9, zmm9, zmm2
     vpsubw       zmm3, zmm3, zmm9
-    vpaddw       zmm9, zmm7, zmm4                    ; layer 4
-    vpsubw       zmm4, zmm7, zmm4
-    vpmullw      zmm7, zmm4, [rax + 64]
+    vpaddw       zmm9, zmm8, zmm4                    ; layer 4
+    vpsubw       zmm4, zmm8, zmm4
+    vpmullw      zmm8, zmm4, [rax + 64]
     vpmulhw      zmm4, zmm4, [rax]
-    vpmulhw      zmm7, zmm7, zmm2
-    vpsubw       zmm4, zmm4, zmm7
-    vpaddw       zmm7, zmm11, zmm5                   ; layer 4
+    vpmulhw      zmm8, zmm8, zmm2
+    vpsubw       zmm4, zmm4, zmm8
+    vpaddw       zmm8, zmm11, zmm5                   ; layer 4
     vpsubw       zmm5, zmm11, zmm5
     lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 1280
     vpmullw      zmm11, zmm5, [rax - 64]
@@ -1279,194 +1289,156 @@ kg_kyber3329_ntt_inverse_avx512:
     vpmulhw      zmm10, zmm10, zmm2
     vpsubw       zmm6, zmm6, zmm10
     vmovdqa64    zmm10, zmm0
-    vpermi2q     zmm10, zmm8, zmm3
+    vpermi2q     zmm10, zmm7, zmm3
     vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm8, zmm3
+    vpermi2q     zmm12, zmm7, zmm3
     vmovdqa64    zmm3, zmm0
     vpermi2q     zmm3, zmm9, zmm4
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm9, zmm4
+    vmovdqa64    zmm7, zmm1
+    vpermi2q     zmm7, zmm9, zmm4
     vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm7, zmm5
+    vpermi2q     zmm4, zmm8, zmm5
     vmovdqa64    zmm9, zmm1
-    vpermi2q     zmm9, zmm7, zmm5
+    vpermi2q     zmm9, zmm8, zmm5
     vmovdqa64    zmm0, zmm0
     vpermi2q     zmm0, zmm11, zmm6
     vmovdqa64    zmm1, zmm1
     vpermi2q     zmm1, zmm11, zmm6
     vpaddw       zmm5, zmm10, zmm12                  ; layer 3
     vpsubw       zmm6, zmm10, zmm12
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 1536
-    vpmullw      zmm7, zmm6, [rax - 64]
-    vpmulhw      zmm6, zmm6, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm2
-    vpsubw       zmm6, zmm6, zmm7
-    vpaddw       zmm7, zmm3, zmm8                    ; layer 3
-    vpsubw       zmm3, zmm3, zmm8
-    vpmullw      zmm8, zmm3, [rax + 64]
-    vpmulhw      zmm3, zmm3, [rax]
+    vpmullw      zmm8, zmm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1600]
+    vpmulhw      zmm6, zmm6, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1536]
     vpmulhw      zmm8, zmm8, zmm2
-    vpsubw       zmm3, zmm3, zmm8
+    vpsubw       zmm6, zmm6, zmm8
+    vpmulhw      zmm8, zmm5, [rel pw_20159]          ; barrett: after layer 3
+    vpaddw       zmm8, zmm8, [rel pw_512]
+    vpsraw       zmm8, zmm8, 10
+    vpmullw      zmm8, zmm8, [rel pw_3329]
+    vpsubw       zmm5, zmm5, zmm8
+    vpaddw       zmm8, zmm3, zmm7                    ; layer 3
+    vpsubw       zmm3, zmm3, zmm7
+    vpmullw      zmm7, zmm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1728]
+    vpmulhw      zmm3, zmm3, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1664]
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm3, zmm3, zmm7
+    vpmulhw      zmm7, zmm8, [rel pw_20159]          ; barrett: after layer 3
+    vpaddw       zmm7, zmm7, [rel pw_512]
+    vpsraw       zmm7, zmm7, 10
+    vpmullw      zmm7, zmm7, [rel pw_3329]
+    vpsubw       zmm7, zmm8, zmm7
     vpaddw       zmm8, zmm4, zmm9                    ; layer 3
     vpsubw       zmm4, zmm4, zmm9
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 1792
-    vpmullw      zmm9, zmm4, [rax - 64]
-    vpmulhw      zmm4, zmm4, [rax - 128]
+    vpmullw      zmm9, zmm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1856]
+    vpmulhw      zmm4, zmm4, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1792]
     vpmulhw      zmm9, zmm9, zmm2
     vpsubw       zmm4, zmm4, zmm9
+    vpmulhw      zmm9, zmm8, [rel pw_20159]          ; barrett: after layer 3
+    vpaddw       zmm9, zmm9, [rel pw_512]
+    vpsraw       zmm9, zmm9, 10
+    vpmullw      zmm9, zmm9, [rel pw_3329]
+    vpsubw       zmm8, zmm8, zmm9
     vpaddw       zmm9, zmm0, zmm1                    ; layer 3
     vpsubw       zmm0, zmm0, zmm1
-    vpmullw      zmm1, zmm0, [rax + 64]
-    vpmulhw      zmm0, zmm0, [rax]
+    vpmullw      zmm1, zmm0, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1984]
+    vpmulhw      zmm0, zmm0, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 1920]
     vpmulhw      zmm1, zmm1, zmm2
     vpsubw       zmm0, zmm0, zmm1
-    vshufi64x2   zmm1, zmm5, zmm6, 68
+    vpmulhw      zmm1, zmm9, [rel pw_20159]          ; barrett: after layer 3
+    vpaddw       zmm1, zmm1, [rel pw_512]
+    vpsraw       zmm1, zmm1, 10
+    vpmullw      zmm1, zmm1, [rel pw_3329]
+    vpsubw       zmm1, zmm9, zmm1
+    vshufi64x2   zmm9, zmm5, zmm6, 68
     vshufi64x2   zmm5, zmm5, zmm6, 238
     vshufi64x2   zmm6, zmm7, zmm3, 68
     vshufi64x2   zmm3, zmm7, zmm3, 238
     vshufi64x2   zmm7, zmm8, zmm4, 68
     vshufi64x2   zmm4, zmm8, zmm4, 238
-    vshufi64x2   zmm8, zmm9, zmm0, 68
-    vshufi64x2   zmm0, zmm9, zmm0, 238
-    vpsraw       zmm9, zmm1, 12                      ; special: before layer 2
-    vpandq       zmm1, zmm1, zmm13
-    vpsubw       zmm1, zmm1, zmm9
-    vpsllw       zmm10, zmm9, 8
-    vpsubw       zmm1, zmm1, zmm10
-    vpsllw       zmm9, zmm9, 10
-    vpaddw       zmm1, zmm1, zmm9
-    vpaddw       zmm9, zmm1, zmm5                    ; layer 2
-    vpsubw       zmm1, zmm1, zmm5
+    vshufi64x2   zmm8, zmm1, zmm0, 68
+    vshufi64x2   zmm0, zmm1, zmm0, 238
+    vpaddw       zmm1, zmm9, zmm5                    ; layer 2
+    vpsubw       zmm5, zmm9, zmm5
     lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 2048
-    vpmullw      zmm5, zmm1, [rax - 64]
-    vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm2
-    vpsubw       zmm1, zmm1, zmm5
-    vpsraw       zmm5, zmm6, 12                      ; special: before layer 2
-    vpandq       zmm6, zmm6, zmm13
-    vpsubw       zmm6, zmm6, zmm5
-    vpsllw       zmm10, zmm5, 8
-    vpsubw       zmm6, zmm6, zmm10
-    vpsllw       zmm5, zmm5, 10
-    vpaddw       zmm5, zmm6, zmm5
-    vpaddw       zmm6, zmm5, zmm3                    ; layer 2
-    vpsubw       zmm3, zmm5, zmm3
-    vpmullw      zmm5, zmm3, [rax + 64]
+    vpmullw      zmm9, zmm5, [rax - 64]
+    vpmulhw      zmm5, zmm5, [rax - 128]
+    vpmulhw      zmm9, zmm9, zmm2
+    vpsubw       zmm5, zmm5, zmm9
+    vpaddw       zmm9, zmm6, zmm3                    ; layer 2
+    vpsubw       zmm3, zmm6, zmm3
+    vpmullw      zmm6, zmm3, [rax + 64]
     vpmulhw      zmm3, zmm3, [rax]
+    vpmulhw      zmm6, zmm6, zmm2
+    vpsubw       zmm3, zmm3, zmm6
+    vpaddw       zmm6, zmm7, zmm4                    ; layer 2
+    vpsubw       zmm4, zmm7, zmm4
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 2304
+    vpmullw      zmm7, zmm4, [rax - 64]
+    vpmulhw      zmm4, zmm4, [rax - 128]
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm4, zmm4, zmm7
+    vpaddw       zmm7, zmm8, zmm0                    ; layer 2
+    vpsubw       zmm0, zmm8, zmm0
+    vpmullw      zmm8, zmm0, [rax + 64]
+    vpmulhw      zmm0, zmm0, [rax]
+    vpmulhw      zmm8, zmm8, zmm2
+    vpsubw       zmm0, zmm0, zmm8
+    vpaddw       zmm8, zmm1, zmm9                    ; layer 1
+    vpsubw       zmm1, zmm1, zmm9
+    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 2560
+    vpmullw      zmm9, zmm1, [rax - 64]
+    vpmulhw      zmm1, zmm1, [rax - 128]
+    vpmulhw      zmm9, zmm9, zmm2
+    vpsubw       zmm1, zmm1, zmm9
+    vpaddw       zmm9, zmm5, zmm3                    ; layer 1
+    vpsubw       zmm3, zmm5, zmm3
+    vpmullw      zmm5, zmm3, [rax - 64]
+    vpmulhw      zmm3, zmm3, [rax - 128]
     vpmulhw      zmm5, zmm5, zmm2
     vpsubw       zmm3, zmm3, zmm5
-    vpsraw       zmm5, zmm7, 12                      ; special: before layer 2
-    vpandq       zmm7, zmm7, zmm13
-    vpsubw       zmm7, zmm7, zmm5
-    vpsllw       zmm10, zmm5, 8
-    vpsubw       zmm7, zmm7, zmm10
-    vpsllw       zmm5, zmm5, 10
-    vpaddw       zmm5, zmm7, zmm5
-    vpaddw       zmm7, zmm5, zmm4                    ; layer 2
-    vpsubw       zmm4, zmm5, zmm4
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 2304
-    vpmullw      zmm5, zmm4, [rax - 64]
-    vpmulhw      zmm4, zmm4, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm2
-    vpsubw       zmm4, zmm4, zmm5
-    vpsraw       zmm5, zmm8, 12                      ; special: before layer 2
-    vpandq       zmm8, zmm8, zmm13
-    vpsubw       zmm8, zmm8, zmm5
-    vpsllw       zmm10, zmm5, 8
-    vpsubw       zmm8, zmm8, zmm10
-    vpsllw       zmm5, zmm5, 10
-    vpaddw       zmm5, zmm8, zmm5
-    vpaddw       zmm8, zmm5, zmm0                    ; layer 2
-    vpsubw       zmm0, zmm5, zmm0
-    vpmullw      zmm5, zmm0, [rax + 64]
-    vpmulhw      zmm0, zmm0, [rax]
-    vpmulhw      zmm5, zmm5, zmm2
-    vpsubw       zmm0, zmm0, zmm5
-    vpsraw       zmm5, zmm9, 12                      ; special: before layer 1
-    vpandq       zmm9, zmm9, zmm13
-    vpsubw       zmm9, zmm9, zmm5
-    vpsllw       zmm10, zmm5, 8
-    vpsubw       zmm9, zmm9, zmm10
-    vpsllw       zmm5, zmm5, 10
-    vpaddw       zmm5, zmm9, zmm5
-    vpsraw       zmm9, zmm6, 12                      ; special: before layer 1
-    vpandq       zmm6, zmm6, zmm13
-    vpsubw       zmm6, zmm6, zmm9
-    vpsllw       zmm10, zmm9, 8
-    vpsubw       zmm6, zmm6, zmm10
-    vpsllw       zmm9, zmm9, 10
-    vpaddw       zmm6, zmm6, zmm9
-    vpaddw       zmm9, zmm5, zmm6                    ; layer 1
-    vpsubw       zmm5, zmm5, zmm6
-    lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 2560
-    vpmullw      zmm6, zmm5, [rax - 64]
-    vpmulhw      zmm5, zmm5, [rax - 128]
-    vpmulhw      zmm6, zmm6, zmm2
-    vpsubw       zmm5, zmm5, zmm6
-    vpaddw       zmm6, zmm1, zmm3                    ; layer 1
-    vpsubw       zmm1, zmm1, zmm3
-    vpmullw      zmm3, zmm1, [rax - 64]
-    vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm3, zmm3, zmm2
-    vpsubw       zmm1, zmm1, zmm3
-    vpsraw       zmm3, zmm7, 12                      ; special: before layer 1
-    vpandq       zmm7, zmm7, zmm13
-    vpsubw       zmm7, zmm7, zmm3
-    vpsllw       zmm10, zmm3, 8
-    vpsubw       zmm7, zmm7, zmm10
-    vpsllw       zmm3, zmm3, 10
-    vpaddw       zmm3, zmm7, zmm3
-    vpsraw       zmm7, zmm8, 12                      ; special: before layer 1
-    vpandq       zmm8, zmm8, zmm13
-    vpsubw       zmm8, zmm8, zmm7
-    vpsllw       zmm10, zmm7, 8
-    vpsubw       zmm8, zmm8, zmm10
-    vpsllw       zmm7, zmm7, 10
-    vpaddw       zmm7, zmm8, zmm7
-    vpaddw       zmm8, zmm3, zmm7                    ; layer 1
-    vpsubw       zmm3, zmm3, zmm7
-    vpmullw      zmm7, zmm3, [rax + 64]
-    vpmulhw      zmm3, zmm3, [rax]
+    vpaddw       zmm5, zmm6, zmm7                    ; layer 1
+    vpsubw       zmm6, zmm6, zmm7
+    vpmullw      zmm7, zmm6, [rax + 64]
+    vpmulhw      zmm6, zmm6, [rax]
     vpmulhw      zmm7, zmm7, zmm2
-    vpsubw       zmm3, zmm3, zmm7
+    vpsubw       zmm6, zmm6, zmm7
     vpaddw       zmm7, zmm4, zmm0                    ; layer 1
     vpsubw       zmm0, zmm4, zmm0
     vpmullw      zmm4, zmm0, [rax + 64]
     vpmulhw      zmm0, zmm0, [rax]
     vpmulhw      zmm4, zmm4, zmm2
     vpsubw       zmm0, zmm0, zmm4
-    vpaddw       zmm4, zmm9, zmm8                    ; layer 0
-    vpsubw       zmm8, zmm9, zmm8
+    vpaddw       zmm4, zmm8, zmm5                    ; layer 0
+    vpsubw       zmm5, zmm8, zmm5
     lea          rax, [rel kg_kyber3329_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_kyber3329_ntt_inverse_twiddles_avx512 near byte 2816
-    vpmullw      zmm9, zmm8, [rax - 64]
-    vpmulhw      zmm8, zmm8, [rax - 128]
+    vpmullw      zmm8, zmm5, [rax - 64]
+    vpmulhw      zmm5, zmm5, [rax - 128]
+    vpmulhw      zmm8, zmm8, zmm2
+    vpsubw       zmm5, zmm5, zmm8
+    vpaddw       zmm8, zmm9, zmm7                    ; layer 0
+    vpsubw       zmm7, zmm9, zmm7
+    vpmullw      zmm9, zmm7, [rax - 64]
+    vpmulhw      zmm7, zmm7, [rax - 128]
     vpmulhw      zmm9, zmm9, zmm2
-    vpsubw       zmm8, zmm8, zmm9
-    vpaddw       zmm9, zmm6, zmm7                    ; layer 0
-    vpsubw       zmm6, zmm6, zmm7
-    vpmullw      zmm7, zmm6, [rax - 64]
-    vpmulhw      zmm6, zmm6, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm2
-    vpsubw       zmm6, zmm6, zmm7
-    vpaddw       zmm7, zmm5, zmm3                    ; layer 0
-    vpsubw       zmm3, zmm5, zmm3
-    vpmullw      zmm5, zmm3, [rax - 64]
-    vpmulhw      zmm3, zmm3, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm2
-    vpsubw       zmm3, zmm3, zmm5
-    vpaddw       zmm5, zmm1, zmm0                    ; layer 0
-    vpsubw       zmm0, zmm1, zmm0
-    vpmullw      zmm1, zmm0, [rax - 64]
+    vpsubw       zmm7, zmm7, zmm9
+    vpaddw       zmm9, zmm1, zmm6                    ; layer 0
+    vpsubw       zmm1, zmm1, zmm6
+    vpmullw      zmm6, zmm1, [rax - 64]
+    vpmulhw      zmm1, zmm1, [rax - 128]
+    vpmulhw      zmm6, zmm6, zmm2
+    vpsubw       zmm1, zmm1, zmm6
+    vpaddw       zmm6, zmm3, zmm0                    ; layer 0
+    vpsubw       zmm0, zmm3, zmm0
+    vpmullw      zmm3, zmm0, [rax - 64]
     vpmulhw      zmm0, zmm0, [rax - 128]
-    vpmulhw      zmm1, zmm1, zmm2
-    vpsubw       zmm0, zmm0, zmm1
+    vpmulhw      zmm2, zmm3, zmm2
+    vpsubw       zmm0, zmm0, zmm2
     vmovdqu64    [rdi], zmm4
-    vmovdqu64    [rdi + 64], zmm9
-    vmovdqu64    [rdi + 128], zmm7
-    vmovdqu64    [rdi + 192], zmm5
-    vmovdqu64    [rdi + 256], zmm8
-    vmovdqu64    [rdi + 320], zmm6
-    vmovdqu64    [rdi + 384], zmm3
+    vmovdqu64    [rdi + 64], zmm8
+    vmovdqu64    [rdi + 128], zmm9
+    vmovdqu64    [rdi + 192], zmm6
+    vmovdqu64    [rdi + 256], zmm5
+    vmovdqu64    [rdi + 320], zmm7
+    vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    [rdi + 448], zmm0
     vzeroupper
     ret

@@ -1203,20 +1203,20 @@ kg_kyberr17681_basemul_avx2:
 ; kg_kyberr17681_ntt_inverse_avx2: inverse negacyclic NTT of a[256] in place, natural order out
 ;
 ;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
-;   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
+;   ensures:  every a[i] in [-17254, 27128] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ;
 ; reduction schedule:
-;   policy index, special reduction, 34 vector reductions
-;   before layer 4: 8 register(s), smallest indices 0,32,64,104,128,160,200,232
-;   before layer 3: 16 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240
+;   policy index, special reduction, 26 vector reductions
+;   after layer 5 (its sums, for the next layer): 8 register(s), smallest indices 0,32,64,96,128,160,192,224
+;   after layer 4 (its sums, for the next layer): 8 register(s), smallest indices 0,32,64,96,128,160,192,224
 ;   before layer 2: 4 register(s), smallest indices 0,64,128,192
 ;   before layer 1: 4 register(s), smallest indices 0,64,128,192
 ;   before layer 0: 2 register(s), smallest indices 0,16
-;   worst |value| after each layer: 5673, 11100, 20650, 28901, 18426, 27128, 18426, 27128
+;   worst |value| after each layer: 5673, 11100, 20650, 17404, 17404, 26106, 18426, 27128
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_ntt_inverse_avx2.end - kg_kyberr17681_ntt_inverse_avx2)
 align 32
@@ -1443,379 +1443,337 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpblendd     ymm6, ymm6, ymm7, 170
     vpaddw       ymm7, ymm8, ymm1                    ; layer 5
     vpsubw       ymm1, ymm8, ymm1
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1152] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1024
-    vpmullw      ymm8, ymm1, [rax - 96]
-    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmullw      ymm8, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1056]
+    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1024]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm1, ymm1, ymm8
+    vpsraw       ymm8, ymm7, 13                      ; special: after layer 5
+    vpand        ymm7, ymm7, [rel pw_8191]
+    vpsubw       ymm7, ymm7, ymm8
+    vpsllw       ymm8, ymm8, 9
+    vpaddw       ymm7, ymm8, ymm7
     vpaddw       ymm8, ymm14, ymm2                   ; layer 5
     vpsubw       ymm2, ymm14, ymm2
-    vpmullw      ymm14, ymm2, [rax - 32]
-    vpmulhw      ymm2, ymm2, [rax - 64]
+    vpmullw      ymm14, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1120]
+    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1088]
     vpmulhw      ymm14, ymm14, ymm0
     vpsubw       ymm2, ymm2, ymm14
+    vpsraw       ymm14, ymm8, 13                     ; special: after layer 5
+    vpand        ymm8, ymm8, [rel pw_8191]
+    vpsubw       ymm8, ymm8, ymm14
+    vpsllw       ymm14, ymm14, 9
+    vpaddw       ymm8, ymm8, ymm14
     vpaddw       ymm14, ymm15, ymm3                  ; layer 5
     vpsubw       ymm3, ymm15, ymm3
-    vpmullw      ymm15, ymm3, [rax + 32]
-    vpmulhw      ymm3, ymm3, [rax]
+    vpmullw      ymm15, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1184]
+    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1152]
     vpmulhw      ymm15, ymm15, ymm0
     vpsubw       ymm3, ymm3, ymm15
+    vpsraw       ymm15, ymm14, 13                    ; special: after layer 5
+    vpand        ymm14, ymm14, [rel pw_8191]
+    vpsubw       ymm14, ymm14, ymm15
+    vpsllw       ymm15, ymm15, 9
+    vpaddw       ymm14, ymm14, ymm15
     vpaddw       ymm15, ymm9, [rsp + 32]             ; layer 5
     vpsubw       ymm9, ymm9, [rsp + 32]
-    vmovdqa      [rsp + 32], ymm15                   ; spill
-    vpmullw      ymm15, ymm9, [rax + 96]
-    vpmulhw      ymm9, ymm9, [rax + 64]
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm9, ymm9, ymm15
+    vmovdqa      [rsp + 32], ymm3                    ; spill
+    vpmullw      ymm3, ymm9, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1248]
+    vpmulhw      ymm9, ymm9, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1216]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm3, ymm9, ymm3
+    vpsraw       ymm9, ymm15, 13                     ; special: after layer 5
+    vpand        ymm15, ymm15, [rel pw_8191]
+    vpsubw       ymm15, ymm15, ymm9
+    vpsllw       ymm9, ymm9, 9
+    vpaddw       ymm9, ymm15, ymm9
     vpaddw       ymm15, ymm10, [rsp + 64]            ; layer 5
     vpsubw       ymm10, ymm10, [rsp + 64]
-    vmovdqa      [rsp + 64], ymm15                   ; spill
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1408] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 1280
-    vpmullw      ymm15, ymm10, [rax - 96]
-    vpmulhw      ymm10, ymm10, [rax - 128]
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm10, ymm10, ymm15
+    vmovdqa      [rsp + 64], ymm3                    ; spill
+    vpmullw      ymm3, ymm10, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1312]
+    vpmulhw      ymm10, ymm10, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1280]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm3, ymm10, ymm3
+    vpsraw       ymm10, ymm15, 13                    ; special: after layer 5
+    vpand        ymm15, ymm15, [rel pw_8191]
+    vpsubw       ymm15, ymm15, ymm10
+    vpsllw       ymm10, ymm10, 9
+    vpaddw       ymm10, ymm15, ymm10
     vpaddw       ymm15, ymm11, ymm4                  ; layer 5
     vpsubw       ymm4, ymm11, ymm4
-    vpmullw      ymm11, ymm4, [rax - 32]
-    vpmulhw      ymm4, ymm4, [rax - 64]
+    vpmullw      ymm11, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1376]
+    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1344]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm4, ymm4, ymm11
-    vpaddw       ymm11, ymm12, ymm5                  ; layer 5
+    vpsraw       ymm11, ymm15, 13                    ; special: after layer 5
+    vpand        ymm15, ymm15, [rel pw_8191]
+    vpsubw       ymm15, ymm15, ymm11
+    vpsllw       ymm11, ymm11, 9
+    vpaddw       ymm11, ymm15, ymm11
+    vpaddw       ymm15, ymm12, ymm5                  ; layer 5
     vpsubw       ymm5, ymm12, ymm5
-    vpmullw      ymm12, ymm5, [rax + 32]
-    vpmulhw      ymm5, ymm5, [rax]
+    vpmullw      ymm12, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1440]
+    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1408]
     vpmulhw      ymm12, ymm12, ymm0
     vpsubw       ymm5, ymm5, ymm12
-    vpaddw       ymm12, ymm13, ymm6                  ; layer 5
+    vpsraw       ymm12, ymm15, 13                    ; special: after layer 5
+    vpand        ymm15, ymm15, [rel pw_8191]
+    vpsubw       ymm15, ymm15, ymm12
+    vpsllw       ymm12, ymm12, 9
+    vpaddw       ymm12, ymm15, ymm12
+    vpaddw       ymm15, ymm13, ymm6                  ; layer 5
     vpsubw       ymm6, ymm13, ymm6
-    vpmullw      ymm13, ymm6, [rax + 96]
-    vpmulhw      ymm6, ymm6, [rax + 64]
+    vpmullw      ymm13, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1504]
+    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1472]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm6, ymm6, ymm13
-    vpunpcklqdq  ymm13, ymm7, ymm1
+    vpsraw       ymm13, ymm15, 13                    ; special: after layer 5
+    vpand        ymm15, ymm15, [rel pw_8191]
+    vpsubw       ymm15, ymm15, ymm13
+    vpsllw       ymm13, ymm13, 9
+    vpaddw       ymm13, ymm15, ymm13
+    vpunpcklqdq  ymm15, ymm7, ymm1
     vpunpckhqdq  ymm1, ymm7, ymm1
     vpunpcklqdq  ymm7, ymm8, ymm2
     vpunpckhqdq  ymm2, ymm8, ymm2
-    vpunpcklqdq  ymm8, ymm14, ymm3
-    vpunpckhqdq  ymm3, ymm14, ymm3
-    vmovdqa      ymm14, [rsp + 32]                   ; reload
-    vmovdqa      [rsp], ymm3                         ; spill
-    vpunpcklqdq  ymm3, ymm14, ymm9
-    vpunpckhqdq  ymm9, ymm14, ymm9
-    vmovdqa      ymm14, [rsp + 64]                   ; reload
-    vmovdqa      [rsp + 32], ymm3                    ; spill
-    vpunpcklqdq  ymm3, ymm14, ymm10
-    vpunpckhqdq  ymm10, ymm14, ymm10
-    vpunpcklqdq  ymm14, ymm15, ymm4
-    vpunpckhqdq  ymm4, ymm15, ymm4
-    vpunpcklqdq  ymm15, ymm11, ymm5
-    vpunpckhqdq  ymm5, ymm11, ymm5
-    vpunpcklqdq  ymm11, ymm12, ymm6
-    vpunpckhqdq  ymm6, ymm12, ymm6
-    vpsraw       ymm12, ymm13, 13                    ; special: before layer 4
-    vpand        ymm13, ymm13, [rel pw_8191]
-    vpsubw       ymm13, ymm13, ymm12
-    vpsllw       ymm12, ymm12, 9
-    vpaddw       ymm12, ymm13, ymm12
-    vpaddw       ymm13, ymm12, ymm1                  ; layer 4
-    vpsubw       ymm1, ymm12, ymm1
-    vpmullw      ymm12, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1568]
+    vpunpcklqdq  ymm8, ymm14, [rsp + 32]
+    vpunpckhqdq  ymm14, ymm14, [rsp + 32]
+    vmovdqa      [rsp + 32], ymm8                    ; spill
+    vpunpcklqdq  ymm8, ymm9, [rsp + 64]
+    vpunpckhqdq  ymm9, ymm9, [rsp + 64]
+    vmovdqa      [rsp + 64], ymm8                    ; spill
+    vpunpcklqdq  ymm8, ymm10, ymm3
+    vpunpckhqdq  ymm3, ymm10, ymm3
+    vpunpcklqdq  ymm10, ymm11, ymm4
+    vpunpckhqdq  ymm4, ymm11, ymm4
+    vpunpcklqdq  ymm11, ymm12, ymm5
+    vpunpckhqdq  ymm5, ymm12, ymm5
+    vpunpcklqdq  ymm12, ymm13, ymm6
+    vpunpckhqdq  ymm6, ymm13, ymm6
+    vpaddw       ymm13, ymm15, ymm1                  ; layer 4
+    vpsubw       ymm1, ymm15, ymm1
+    vpmullw      ymm15, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1568]
     vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1536]
-    vpmulhw      ymm12, ymm12, ymm0
-    vpsubw       ymm1, ymm1, ymm12
-    vpsraw       ymm12, ymm7, 13                     ; special: before layer 4
-    vpand        ymm7, ymm7, [rel pw_8191]
-    vpsubw       ymm7, ymm7, ymm12
-    vpsllw       ymm12, ymm12, 9
-    vpaddw       ymm7, ymm12, ymm7
-    vpaddw       ymm12, ymm7, ymm2                   ; layer 4
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm1, ymm1, ymm15
+    vpsraw       ymm15, ymm13, 13                    ; special: after layer 4
+    vpand        ymm13, ymm13, [rel pw_8191]
+    vpsubw       ymm13, ymm13, ymm15
+    vpsllw       ymm15, ymm15, 9
+    vpaddw       ymm13, ymm13, ymm15
+    vpaddw       ymm15, ymm7, ymm2                   ; layer 4
     vpsubw       ymm2, ymm7, ymm2
     vpmullw      ymm7, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1632]
     vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1600]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
-    vpsraw       ymm7, ymm8, 13                      ; special: before layer 4
-    vpand        ymm8, ymm8, [rel pw_8191]
-    vpsubw       ymm8, ymm8, ymm7
+    vpsraw       ymm7, ymm15, 13                     ; special: after layer 4
+    vpand        ymm15, ymm15, [rel pw_8191]
+    vpsubw       ymm15, ymm15, ymm7
     vpsllw       ymm7, ymm7, 9
-    vpaddw       ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm7, [rsp]                   ; layer 4
-    vpsubw       ymm7, ymm7, [rsp]
-    vmovdqa      [rsp], ymm8                         ; spill
-    vpmullw      ymm8, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1696]
-    vpmulhw      ymm7, ymm7, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1664]
-    vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm7, ymm7, ymm8
-    vpsraw       ymm8, ymm9, 13                      ; special: before layer 4
-    vpand        ymm9, ymm9, [rel pw_8191]
-    vpsubw       ymm9, ymm9, ymm8
-    vpsllw       ymm8, ymm8, 9
-    vpaddw       ymm8, ymm9, ymm8
-    vmovdqa      ymm9, [rsp + 32]                    ; reload
-    vmovdqa      [rsp + 64], ymm7                    ; spill
-    vpaddw       ymm7, ymm9, ymm8                    ; layer 4
-    vpsubw       ymm8, ymm9, ymm8
-    vpmullw      ymm9, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1760]
-    vpmulhw      ymm8, ymm8, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1728]
-    vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm8, ymm8, ymm9
-    vpsraw       ymm9, ymm3, 13                      ; special: before layer 4
-    vpand        ymm3, ymm3, [rel pw_8191]
-    vpsubw       ymm3, ymm3, ymm9
-    vpsllw       ymm9, ymm9, 9
-    vpaddw       ymm3, ymm9, ymm3
-    vpaddw       ymm9, ymm10, ymm3                   ; layer 4
-    vpsubw       ymm3, ymm3, ymm10
-    vpmullw      ymm10, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1824]
+    vpaddw       ymm7, ymm15, ymm7
+    vmovdqa      ymm15, [rsp + 32]                   ; reload
+    vmovdqa      [rsp], ymm2                         ; spill
+    vpaddw       ymm2, ymm15, ymm14                  ; layer 4
+    vpsubw       ymm14, ymm15, ymm14
+    vpmullw      ymm15, ymm14, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1696]
+    vpmulhw      ymm14, ymm14, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1664]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm14, ymm14, ymm15
+    vpsraw       ymm15, ymm2, 13                     ; special: after layer 4
+    vpand        ymm2, ymm2, [rel pw_8191]
+    vpsubw       ymm2, ymm2, ymm15
+    vpsllw       ymm15, ymm15, 9
+    vpaddw       ymm2, ymm15, ymm2
+    vmovdqa      ymm15, [rsp + 64]                   ; reload
+    vmovdqa      [rsp + 32], ymm2                    ; spill
+    vpaddw       ymm2, ymm15, ymm9                   ; layer 4
+    vpsubw       ymm9, ymm15, ymm9
+    vpmullw      ymm15, ymm9, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1760]
+    vpmulhw      ymm9, ymm9, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1728]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm9, ymm9, ymm15
+    vpsraw       ymm15, ymm2, 13                     ; special: after layer 4
+    vpand        ymm2, ymm2, [rel pw_8191]
+    vpsubw       ymm2, ymm2, ymm15
+    vpsllw       ymm15, ymm15, 9
+    vpaddw       ymm2, ymm15, ymm2
+    vpaddw       ymm15, ymm8, ymm3                   ; layer 4
+    vpsubw       ymm3, ymm8, ymm3
+    vpmullw      ymm8, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1824]
     vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1792]
-    vpmulhw      ymm10, ymm10, ymm0
-    vpsubw       ymm3, ymm3, ymm10
-    vpsraw       ymm10, ymm14, 13                    ; special: before layer 4
-    vpand        ymm14, ymm14, [rel pw_8191]
-    vpsubw       ymm14, ymm14, ymm10
-    vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm10, ymm14, ymm10
-    vpaddw       ymm14, ymm10, ymm4                  ; layer 4
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm3, ymm3, ymm8
+    vpsraw       ymm8, ymm15, 13                     ; special: after layer 4
+    vpand        ymm15, ymm15, [rel pw_8191]
+    vpsubw       ymm15, ymm15, ymm8
+    vpsllw       ymm8, ymm8, 9
+    vpaddw       ymm8, ymm15, ymm8
+    vpaddw       ymm15, ymm10, ymm4                  ; layer 4
     vpsubw       ymm4, ymm10, ymm4
     vpmullw      ymm10, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1888]
     vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1856]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm4, ymm4, ymm10
-    vpsraw       ymm10, ymm5, 13                     ; special: before layer 4
-    vpand        ymm5, ymm5, [rel pw_8191]
-    vpsubw       ymm5, ymm5, ymm10
+    vpsraw       ymm10, ymm15, 13                    ; special: after layer 4
+    vpand        ymm15, ymm15, [rel pw_8191]
+    vpsubw       ymm15, ymm15, ymm10
     vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm5, ymm10, ymm5
-    vpaddw       ymm10, ymm15, ymm5                  ; layer 4
-    vpsubw       ymm5, ymm15, ymm5
-    vpmullw      ymm15, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1952]
+    vpaddw       ymm10, ymm15, ymm10
+    vpaddw       ymm15, ymm11, ymm5                  ; layer 4
+    vpsubw       ymm5, ymm11, ymm5
+    vpmullw      ymm11, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1952]
     vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1920]
-    vpmulhw      ymm15, ymm15, ymm0
-    vpsubw       ymm5, ymm5, ymm15
-    vpsraw       ymm15, ymm6, 13                     ; special: before layer 4
-    vpand        ymm6, ymm6, [rel pw_8191]
-    vpsubw       ymm6, ymm6, ymm15
-    vpsllw       ymm15, ymm15, 9
-    vpaddw       ymm6, ymm15, ymm6
-    vpaddw       ymm15, ymm11, ymm6                  ; layer 4
-    vpsubw       ymm6, ymm11, ymm6
-    vpmullw      ymm11, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2016]
+    vpmulhw      ymm11, ymm11, ymm0
+    vpsubw       ymm5, ymm5, ymm11
+    vpsraw       ymm11, ymm15, 13                    ; special: after layer 4
+    vpand        ymm15, ymm15, [rel pw_8191]
+    vpsubw       ymm15, ymm15, ymm11
+    vpsllw       ymm11, ymm11, 9
+    vpaddw       ymm11, ymm15, ymm11
+    vpaddw       ymm15, ymm12, ymm6                  ; layer 4
+    vpsubw       ymm6, ymm12, ymm6
+    vpmullw      ymm12, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2016]
     vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 1984]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm6, ymm6, ymm12
+    vpsraw       ymm12, ymm15, 13                    ; special: after layer 4
+    vpand        ymm15, ymm15, [rel pw_8191]
+    vpsubw       ymm15, ymm15, ymm12
+    vpsllw       ymm12, ymm12, 9
+    vpaddw       ymm12, ymm15, ymm12
+    vperm2i128   ymm15, ymm13, ymm1, 32
+    vperm2i128   ymm1, ymm13, ymm1, 49
+    vperm2i128   ymm13, ymm7, [rsp], 32
+    vperm2i128   ymm7, ymm7, [rsp], 49
+    vmovdqa      [rsp], ymm7                         ; spill
+    vmovdqa      ymm7, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 64], ymm13                   ; spill
+    vperm2i128   ymm13, ymm7, ymm14, 32
+    vperm2i128   ymm7, ymm7, ymm14, 49
+    vperm2i128   ymm14, ymm2, ymm9, 32
+    vperm2i128   ymm2, ymm2, ymm9, 49
+    vperm2i128   ymm9, ymm8, ymm3, 32
+    vperm2i128   ymm3, ymm8, ymm3, 49
+    vperm2i128   ymm8, ymm10, ymm4, 32
+    vperm2i128   ymm4, ymm10, ymm4, 49
+    vperm2i128   ymm10, ymm11, ymm5, 32
+    vperm2i128   ymm5, ymm11, ymm5, 49
+    vperm2i128   ymm11, ymm12, ymm6, 32
+    vperm2i128   ymm6, ymm12, ymm6, 49
+    vpaddw       ymm12, ymm15, ymm1                  ; layer 3
+    vpsubw       ymm1, ymm15, ymm1
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2176] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2048
+    vpmullw      ymm15, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmulhw      ymm15, ymm15, ymm0
+    vpsubw       ymm1, ymm1, ymm15
+    vmovdqa      ymm15, [rsp + 64]                   ; reload
+    vmovdqa      [rsp + 32], ymm1                    ; spill
+    vpaddw       ymm1, ymm15, [rsp]                  ; layer 3
+    vpsubw       ymm15, ymm15, [rsp]
+    vmovdqa      [rsp], ymm1                         ; spill
+    vpmullw      ymm1, ymm15, [rax - 32]
+    vpmulhw      ymm15, ymm15, [rax - 64]
+    vpmulhw      ymm1, ymm1, ymm0
+    vpsubw       ymm1, ymm15, ymm1
+    vpaddw       ymm15, ymm13, ymm7                  ; layer 3
+    vpsubw       ymm7, ymm13, ymm7
+    vpmullw      ymm13, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm7, ymm7, ymm13
+    vpaddw       ymm13, ymm14, ymm2                  ; layer 3
+    vpsubw       ymm2, ymm14, ymm2
+    vpmullw      ymm14, ymm2, [rax + 96]
+    vpmulhw      ymm2, ymm2, [rax + 64]
+    vpmulhw      ymm14, ymm14, ymm0
+    vpsubw       ymm2, ymm2, ymm14
+    vpaddw       ymm14, ymm9, ymm3                   ; layer 3
+    vpsubw       ymm3, ymm9, ymm3
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2432] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2304
+    vpmullw      ymm9, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm3, ymm3, ymm9
+    vpaddw       ymm9, ymm8, ymm4                    ; layer 3
+    vpsubw       ymm4, ymm8, ymm4
+    vpmullw      ymm8, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
+    vpmulhw      ymm8, ymm8, ymm0
+    vpsubw       ymm4, ymm4, ymm8
+    vpaddw       ymm8, ymm10, ymm5                   ; layer 3
+    vpsubw       ymm5, ymm10, ymm5
+    vpmullw      ymm10, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
+    vpmulhw      ymm10, ymm10, ymm0
+    vpsubw       ymm5, ymm5, ymm10
+    vpaddw       ymm10, ymm11, ymm6                  ; layer 3
+    vpsubw       ymm6, ymm11, ymm6
+    vpmullw      ymm11, ymm6, [rax + 96]
+    vpmulhw      ymm6, ymm6, [rax + 64]
     vpmulhw      ymm11, ymm11, ymm0
     vpsubw       ymm6, ymm6, ymm11
-    vperm2i128   ymm11, ymm13, ymm1, 32
-    vperm2i128   ymm1, ymm13, ymm1, 49
-    vperm2i128   ymm13, ymm12, ymm2, 32
-    vperm2i128   ymm2, ymm12, ymm2, 49
-    vmovdqa      ymm12, [rsp]                        ; reload
-    vmovdqa      [rsp + 32], ymm2                    ; spill
-    vperm2i128   ymm2, ymm12, [rsp + 64], 32
-    vperm2i128   ymm12, ymm12, [rsp + 64], 49
-    vmovdqa      [rsp + 64], ymm12                   ; spill
-    vperm2i128   ymm12, ymm7, ymm8, 32
-    vperm2i128   ymm7, ymm7, ymm8, 49
-    vperm2i128   ymm8, ymm9, ymm3, 32
-    vperm2i128   ymm3, ymm9, ymm3, 49
-    vperm2i128   ymm9, ymm14, ymm4, 32
-    vperm2i128   ymm4, ymm14, ymm4, 49
-    vperm2i128   ymm14, ymm10, ymm5, 32
-    vperm2i128   ymm5, ymm10, ymm5, 49
-    vperm2i128   ymm10, ymm15, ymm6, 32
-    vperm2i128   ymm6, ymm15, ymm6, 49
-    vpsraw       ymm15, ymm11, 13                    ; special: before layer 3
-    vpand        ymm11, ymm11, [rel pw_8191]
-    vpsubw       ymm11, ymm11, ymm15
-    vpsllw       ymm15, ymm15, 9
-    vpaddw       ymm11, ymm11, ymm15
-    vpsraw       ymm15, ymm1, 13                     ; special: before layer 3
-    vpand        ymm1, ymm1, [rel pw_8191]
-    vpsubw       ymm1, ymm1, ymm15
-    vpsllw       ymm15, ymm15, 9
-    vpaddw       ymm1, ymm15, ymm1
-    vpaddw       ymm15, ymm11, ymm1                  ; layer 3
-    vpsubw       ymm1, ymm11, ymm1
-    vpmullw      ymm11, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2080]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2048]
-    vpmulhw      ymm11, ymm11, ymm0
-    vpsubw       ymm1, ymm1, ymm11
-    vpsraw       ymm11, ymm13, 13                    ; special: before layer 3
-    vpand        ymm13, ymm13, [rel pw_8191]
-    vpsubw       ymm13, ymm13, ymm11
-    vpsllw       ymm11, ymm11, 9
-    vpaddw       ymm11, ymm13, ymm11
-    vmovdqa      ymm13, [rsp + 32]                   ; reload
-    vmovdqa      [rsp], ymm1                         ; spill
-    vpsraw       ymm1, ymm13, 13                     ; special: before layer 3
-    vpand        ymm13, ymm13, [rel pw_8191]
-    vpsubw       ymm13, ymm13, ymm1
-    vpsllw       ymm1, ymm1, 9
-    vpaddw       ymm1, ymm13, ymm1
-    vpaddw       ymm13, ymm11, ymm1                  ; layer 3
-    vpsubw       ymm1, ymm11, ymm1
-    vpmullw      ymm11, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2144]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2112]
-    vpmulhw      ymm11, ymm11, ymm0
-    vpsubw       ymm1, ymm1, ymm11
-    vpsraw       ymm11, ymm2, 13                     ; special: before layer 3
-    vpand        ymm2, ymm2, [rel pw_8191]
-    vpsubw       ymm2, ymm2, ymm11
-    vpsllw       ymm11, ymm11, 9
-    vpaddw       ymm2, ymm11, ymm2
-    vmovdqa      ymm11, [rsp + 64]                   ; reload
-    vmovdqa      [rsp + 32], ymm1                    ; spill
-    vpsraw       ymm1, ymm11, 13                     ; special: before layer 3
-    vpand        ymm11, ymm11, [rel pw_8191]
-    vpsubw       ymm11, ymm11, ymm1
-    vpsllw       ymm1, ymm1, 9
-    vpaddw       ymm1, ymm11, ymm1
-    vpaddw       ymm11, ymm2, ymm1                   ; layer 3
-    vpsubw       ymm1, ymm2, ymm1
-    vpmullw      ymm2, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2208]
-    vpmulhw      ymm1, ymm1, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2176]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm12, 13                     ; special: before layer 3
+    vpsraw       ymm11, ymm12, 13                    ; special: before layer 2
     vpand        ymm12, ymm12, [rel pw_8191]
-    vpsubw       ymm12, ymm12, ymm2
-    vpsllw       ymm2, ymm2, 9
-    vpaddw       ymm2, ymm12, ymm2
-    vpsraw       ymm12, ymm7, 13                     ; special: before layer 3
-    vpand        ymm7, ymm7, [rel pw_8191]
-    vpsubw       ymm7, ymm7, ymm12
+    vpsubw       ymm12, ymm12, ymm11
+    vpsllw       ymm11, ymm11, 9
+    vpaddw       ymm11, ymm12, ymm11
+    vpaddw       ymm12, ymm11, [rsp]                 ; layer 2
+    vpsubw       ymm11, ymm11, [rsp]
+    vmovdqa      [rsp], ymm12                        ; spill
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2688] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2560
+    vpmullw      ymm12, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm11, ymm11, ymm12
+    vmovdqa      ymm12, [rsp + 32]                   ; reload
+    vmovdqa      [rsp + 64], ymm11                   ; spill
+    vpaddw       ymm11, ymm12, ymm1                  ; layer 2
+    vpsubw       ymm1, ymm12, ymm1
+    vpmullw      ymm12, ymm1, [rax - 96]
+    vpmulhw      ymm1, ymm1, [rax - 128]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm1, ymm1, ymm12
+    vpsraw       ymm12, ymm15, 13                    ; special: before layer 2
+    vpand        ymm15, ymm15, [rel pw_8191]
+    vpsubw       ymm15, ymm15, ymm12
     vpsllw       ymm12, ymm12, 9
-    vpaddw       ymm7, ymm12, ymm7
-    vpaddw       ymm12, ymm2, ymm7                   ; layer 3
-    vpsubw       ymm2, ymm2, ymm7
-    vpmullw      ymm7, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2272]
-    vpmulhw      ymm2, ymm2, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2240]
+    vpaddw       ymm12, ymm15, ymm12
+    vpaddw       ymm15, ymm12, ymm13                 ; layer 2
+    vpsubw       ymm12, ymm12, ymm13
+    vpmullw      ymm13, ymm12, [rax - 32]
+    vpmulhw      ymm12, ymm12, [rax - 64]
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm12, ymm12, ymm13
+    vpaddw       ymm13, ymm7, ymm2                   ; layer 2
+    vpsubw       ymm2, ymm7, ymm2
+    vpmullw      ymm7, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm7, ymm7, ymm0
     vpsubw       ymm2, ymm2, ymm7
-    vpsraw       ymm7, ymm8, 13                      ; special: before layer 3
-    vpand        ymm8, ymm8, [rel pw_8191]
-    vpsubw       ymm8, ymm8, ymm7
-    vpsllw       ymm7, ymm7, 9
-    vpaddw       ymm7, ymm8, ymm7
-    vpsraw       ymm8, ymm3, 13                      ; special: before layer 3
-    vpand        ymm3, ymm3, [rel pw_8191]
-    vpsubw       ymm3, ymm3, ymm8
-    vpsllw       ymm8, ymm8, 9
-    vpaddw       ymm3, ymm8, ymm3
-    vpaddw       ymm8, ymm7, ymm3                    ; layer 3
-    vpsubw       ymm3, ymm7, ymm3
-    vpmullw      ymm7, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2336]
-    vpmulhw      ymm3, ymm3, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2304]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm3, ymm3, ymm7
-    vpsraw       ymm7, ymm9, 13                      ; special: before layer 3
-    vpand        ymm9, ymm9, [rel pw_8191]
-    vpsubw       ymm9, ymm9, ymm7
-    vpsllw       ymm7, ymm7, 9
-    vpaddw       ymm7, ymm9, ymm7
-    vpsraw       ymm9, ymm4, 13                      ; special: before layer 3
-    vpand        ymm4, ymm4, [rel pw_8191]
-    vpsubw       ymm4, ymm4, ymm9
-    vpsllw       ymm9, ymm9, 9
-    vpaddw       ymm4, ymm9, ymm4
-    vpaddw       ymm9, ymm7, ymm4                    ; layer 3
-    vpsubw       ymm4, ymm7, ymm4
-    vpmullw      ymm7, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2400]
-    vpmulhw      ymm4, ymm4, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2368]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm4, ymm4, ymm7
-    vpsraw       ymm7, ymm14, 13                     ; special: before layer 3
+    vpsraw       ymm7, ymm14, 13                     ; special: before layer 2
     vpand        ymm14, ymm14, [rel pw_8191]
     vpsubw       ymm14, ymm14, ymm7
     vpsllw       ymm7, ymm7, 9
     vpaddw       ymm7, ymm14, ymm7
-    vpsraw       ymm14, ymm5, 13                     ; special: before layer 3
-    vpand        ymm5, ymm5, [rel pw_8191]
-    vpsubw       ymm5, ymm5, ymm14
-    vpsllw       ymm14, ymm14, 9
-    vpaddw       ymm5, ymm14, ymm5
-    vpaddw       ymm14, ymm7, ymm5                   ; layer 3
-    vpsubw       ymm5, ymm7, ymm5
-    vpmullw      ymm7, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2464]
-    vpmulhw      ymm5, ymm5, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2432]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm5, ymm5, ymm7
-    vpsraw       ymm7, ymm10, 13                     ; special: before layer 3
-    vpand        ymm10, ymm10, [rel pw_8191]
-    vpsubw       ymm10, ymm10, ymm7
-    vpsllw       ymm7, ymm7, 9
-    vpaddw       ymm7, ymm10, ymm7
-    vpsraw       ymm10, ymm6, 13                     ; special: before layer 3
-    vpand        ymm6, ymm6, [rel pw_8191]
-    vpsubw       ymm6, ymm6, ymm10
-    vpsllw       ymm10, ymm10, 9
-    vpaddw       ymm6, ymm10, ymm6
-    vpaddw       ymm10, ymm7, ymm6                   ; layer 3
-    vpsubw       ymm6, ymm7, ymm6
-    vpmullw      ymm7, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2528]
-    vpmulhw      ymm6, ymm6, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2496]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm6, ymm6, ymm7
-    vpsraw       ymm7, ymm15, 13                     ; special: before layer 2
-    vpand        ymm15, ymm15, [rel pw_8191]
-    vpsubw       ymm15, ymm15, ymm7
-    vpsllw       ymm7, ymm7, 9
-    vpaddw       ymm7, ymm15, ymm7
-    vpaddw       ymm15, ymm13, ymm7                  ; layer 2
-    vpsubw       ymm7, ymm7, ymm13
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2688] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2560
-    vpmullw      ymm13, ymm7, [rax - 96]
-    vpmulhw      ymm7, ymm7, [rax - 128]
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm7, ymm7, ymm13
-    vmovdqa      ymm13, [rsp]                        ; reload
-    vmovdqa      [rsp + 64], ymm7                    ; spill
-    vpaddw       ymm7, ymm13, [rsp + 32]             ; layer 2
-    vpsubw       ymm13, ymm13, [rsp + 32]
-    vmovdqa      [rsp + 32], ymm7                    ; spill
-    vpmullw      ymm7, ymm13, [rax - 96]
-    vpmulhw      ymm13, ymm13, [rax - 128]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm7, ymm13, ymm7
-    vpsraw       ymm13, ymm11, 13                    ; special: before layer 2
-    vpand        ymm11, ymm11, [rel pw_8191]
-    vpsubw       ymm11, ymm11, ymm13
-    vpsllw       ymm13, ymm13, 9
-    vpaddw       ymm11, ymm11, ymm13
-    vpaddw       ymm13, ymm11, ymm12                 ; layer 2
-    vpsubw       ymm11, ymm11, ymm12
-    vpmullw      ymm12, ymm11, [rax - 32]
-    vpmulhw      ymm11, ymm11, [rax - 64]
-    vpmulhw      ymm12, ymm12, ymm0
-    vpsubw       ymm11, ymm11, ymm12
-    vpaddw       ymm12, ymm1, ymm2                   ; layer 2
-    vpsubw       ymm1, ymm1, ymm2
-    vpmullw      ymm2, ymm1, [rax - 32]
-    vpmulhw      ymm1, ymm1, [rax - 64]
-    vpmulhw      ymm2, ymm2, ymm0
-    vpsubw       ymm1, ymm1, ymm2
-    vpsraw       ymm2, ymm8, 13                      ; special: before layer 2
-    vpand        ymm8, ymm8, [rel pw_8191]
-    vpsubw       ymm8, ymm8, ymm2
-    vpsllw       ymm2, ymm2, 9
-    vpaddw       ymm2, ymm8, ymm2
-    vpaddw       ymm8, ymm9, ymm2                    ; layer 2
-    vpsubw       ymm2, ymm2, ymm9
-    vpmullw      ymm9, ymm2, [rax + 32]
-    vpmulhw      ymm2, ymm2, [rax]
+    vpaddw       ymm14, ymm9, ymm7                   ; layer 2
+    vpsubw       ymm7, ymm7, ymm9
+    vpmullw      ymm9, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
     vpmulhw      ymm9, ymm9, ymm0
-    vpsubw       ymm2, ymm2, ymm9
+    vpsubw       ymm7, ymm7, ymm9
     vpaddw       ymm9, ymm3, ymm4                    ; layer 2
     vpsubw       ymm3, ymm3, ymm4
     vpmullw      ymm4, ymm3, [rax + 32]
     vpmulhw      ymm3, ymm3, [rax]
     vpmulhw      ymm4, ymm4, ymm0
     vpsubw       ymm3, ymm3, ymm4
-    vpsraw       ymm4, ymm14, 13                     ; special: before layer 2
-    vpand        ymm14, ymm14, [rel pw_8191]
-    vpsubw       ymm14, ymm14, ymm4
+    vpsraw       ymm4, ymm8, 13                      ; special: before layer 2
+    vpand        ymm8, ymm8, [rel pw_8191]
+    vpsubw       ymm8, ymm8, ymm4
     vpsllw       ymm4, ymm4, 9
-    vpaddw       ymm4, ymm14, ymm4
-    vpaddw       ymm14, ymm10, ymm4                  ; layer 2
+    vpaddw       ymm4, ymm8, ymm4
+    vpaddw       ymm8, ymm10, ymm4                   ; layer 2
     vpsubw       ymm4, ymm4, ymm10
     vpmullw      ymm10, ymm4, [rax + 96]
     vpmulhw      ymm4, ymm4, [rax + 64]
@@ -1827,90 +1785,92 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpmulhw      ymm5, ymm5, [rax + 64]
     vpmulhw      ymm6, ymm6, ymm0
     vpsubw       ymm5, ymm5, ymm6
+    vmovdqa      ymm6, [rsp]                         ; reload
+    vmovdqa      [rsp + 32], ymm3                    ; spill
+    vpsraw       ymm3, ymm6, 13                      ; special: before layer 1
+    vpand        ymm6, ymm6, [rel pw_8191]
+    vpsubw       ymm6, ymm6, ymm3
+    vpsllw       ymm3, ymm3, 9
+    vpaddw       ymm3, ymm6, ymm3
     vpsraw       ymm6, ymm15, 13                     ; special: before layer 1
     vpand        ymm15, ymm15, [rel pw_8191]
     vpsubw       ymm15, ymm15, ymm6
     vpsllw       ymm6, ymm6, 9
     vpaddw       ymm6, ymm15, ymm6
-    vpsraw       ymm15, ymm13, 13                    ; special: before layer 1
-    vpand        ymm13, ymm13, [rel pw_8191]
-    vpsubw       ymm13, ymm13, ymm15
-    vpsllw       ymm15, ymm15, 9
-    vpaddw       ymm13, ymm13, ymm15
-    vpaddw       ymm15, ymm13, ymm6                  ; layer 1
-    vpsubw       ymm6, ymm6, ymm13
+    vpaddw       ymm15, ymm3, ymm6                   ; layer 1
+    vpsubw       ymm3, ymm3, ymm6
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_avx2 + 2944] ; addresses kg_kyberr17681_ntt_inverse_twiddles_avx2 near byte 2816
-    vpmullw      ymm13, ymm6, [rax - 96]
-    vpmulhw      ymm6, ymm6, [rax - 128]
+    vpmullw      ymm6, ymm3, [rax - 96]
+    vpmulhw      ymm3, ymm3, [rax - 128]
+    vpmulhw      ymm6, ymm6, ymm0
+    vpsubw       ymm3, ymm3, ymm6
+    vpaddw       ymm6, ymm11, ymm13                  ; layer 1
+    vpsubw       ymm11, ymm11, ymm13
+    vpmullw      ymm13, ymm11, [rax - 96]
+    vpmulhw      ymm11, ymm11, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm6, ymm6, ymm13
-    vmovdqa      ymm13, [rsp + 32]                   ; reload
-    vmovdqa      [rsp], ymm6                         ; spill
-    vpaddw       ymm6, ymm13, ymm12                  ; layer 1
+    vpsubw       ymm11, ymm11, ymm13
+    vmovdqa      ymm13, [rsp + 64]                   ; reload
+    vmovdqa      [rsp], ymm11                        ; spill
+    vpaddw       ymm11, ymm13, ymm12                 ; layer 1
     vpsubw       ymm12, ymm13, ymm12
     vpmullw      ymm13, ymm12, [rax - 96]
     vpmulhw      ymm12, ymm12, [rax - 128]
     vpmulhw      ymm13, ymm13, ymm0
     vpsubw       ymm12, ymm12, ymm13
-    vmovdqa      ymm13, [rsp + 64]                   ; reload
-    vmovdqa      [rsp + 32], ymm12                   ; spill
-    vpaddw       ymm12, ymm13, ymm11                 ; layer 1
-    vpsubw       ymm11, ymm13, ymm11
-    vpmullw      ymm13, ymm11, [rax - 96]
-    vpmulhw      ymm11, ymm11, [rax - 128]
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm11, ymm11, ymm13
-    vpaddw       ymm13, ymm7, ymm1                   ; layer 1
-    vpsubw       ymm1, ymm7, ymm1
-    vpmullw      ymm7, ymm1, [rax - 96]
+    vpaddw       ymm13, ymm1, ymm2                   ; layer 1
+    vpsubw       ymm1, ymm1, ymm2
+    vpmullw      ymm2, ymm1, [rax - 96]
     vpmulhw      ymm1, ymm1, [rax - 128]
-    vpmulhw      ymm7, ymm7, ymm0
-    vpsubw       ymm1, ymm1, ymm7
-    vpsraw       ymm7, ymm8, 13                      ; special: before layer 1
-    vpand        ymm8, ymm8, [rel pw_8191]
-    vpsubw       ymm8, ymm8, ymm7
-    vpsllw       ymm7, ymm7, 9
-    vpaddw       ymm7, ymm8, ymm7
-    vpsraw       ymm8, ymm14, 13                     ; special: before layer 1
+    vpmulhw      ymm2, ymm2, ymm0
+    vpsubw       ymm1, ymm1, ymm2
+    vpsraw       ymm2, ymm14, 13                     ; special: before layer 1
     vpand        ymm14, ymm14, [rel pw_8191]
-    vpsubw       ymm14, ymm14, ymm8
-    vpsllw       ymm8, ymm8, 9
-    vpaddw       ymm8, ymm14, ymm8
-    vpaddw       ymm14, ymm8, ymm7                   ; layer 1
-    vpsubw       ymm7, ymm7, ymm8
-    vpmullw      ymm8, ymm7, [rax - 32]
-    vpmulhw      ymm7, ymm7, [rax - 64]
+    vpsubw       ymm14, ymm14, ymm2
+    vpsllw       ymm2, ymm2, 9
+    vpaddw       ymm2, ymm14, ymm2
+    vpsraw       ymm14, ymm8, 13                     ; special: before layer 1
+    vpand        ymm8, ymm8, [rel pw_8191]
+    vpsubw       ymm8, ymm8, ymm14
+    vpsllw       ymm14, ymm14, 9
+    vpaddw       ymm8, ymm8, ymm14
+    vpaddw       ymm14, ymm8, ymm2                   ; layer 1
+    vpsubw       ymm2, ymm2, ymm8
+    vpmullw      ymm8, ymm2, [rax - 32]
+    vpmulhw      ymm2, ymm2, [rax - 64]
     vpmulhw      ymm8, ymm8, ymm0
-    vpsubw       ymm7, ymm7, ymm8
+    vpsubw       ymm2, ymm2, ymm8
     vpaddw       ymm8, ymm9, ymm10                   ; layer 1
     vpsubw       ymm9, ymm9, ymm10
     vpmullw      ymm10, ymm9, [rax - 32]
     vpmulhw      ymm9, ymm9, [rax - 64]
     vpmulhw      ymm10, ymm10, ymm0
     vpsubw       ymm9, ymm9, ymm10
-    vpaddw       ymm10, ymm2, ymm4                   ; layer 1
-    vpsubw       ymm2, ymm2, ymm4
-    vpmullw      ymm4, ymm2, [rax - 32]
-    vpmulhw      ymm2, ymm2, [rax - 64]
-    vpmulhw      ymm4, ymm4, ymm0
-    vpsubw       ymm2, ymm2, ymm4
-    vpaddw       ymm4, ymm3, ymm5                    ; layer 1
-    vpsubw       ymm3, ymm3, ymm5
-    vpmullw      ymm5, ymm3, [rax - 32]
-    vpmulhw      ymm3, ymm3, [rax - 64]
-    vpmulhw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpsraw       ymm5, ymm15, 13                     ; special: before layer 0
+    vpaddw       ymm10, ymm7, ymm4                   ; layer 1
+    vpsubw       ymm4, ymm7, ymm4
+    vpmullw      ymm7, ymm4, [rax - 32]
+    vpmulhw      ymm4, ymm4, [rax - 64]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm4, ymm4, ymm7
+    vmovdqa      ymm7, [rsp + 32]                    ; reload
+    vmovdqa      [rsp + 64], ymm1                    ; spill
+    vpaddw       ymm1, ymm7, ymm5                    ; layer 1
+    vpsubw       ymm5, ymm7, ymm5
+    vpmullw      ymm7, ymm5, [rax - 32]
+    vpmulhw      ymm5, ymm5, [rax - 64]
+    vpmulhw      ymm7, ymm7, ymm0
+    vpsubw       ymm5, ymm5, ymm7
+    vpsraw       ymm7, ymm15, 13                     ; special: before layer 0
     vpand        ymm15, ymm15, [rel pw_8191]
-    vpsubw       ymm15, ymm15, ymm5
-    vpsllw       ymm5, ymm5, 9
-    vpaddw       ymm5, ymm15, ymm5
-    vpaddw       ymm15, ymm14, ymm5                  ; layer 0
-    vpsubw       ymm5, ymm5, ymm14
-    vpmullw      ymm14, ymm5, [rax + 32]
-    vpmulhw      ymm5, ymm5, [rax]
+    vpsubw       ymm15, ymm15, ymm7
+    vpsllw       ymm7, ymm7, 9
+    vpaddw       ymm7, ymm15, ymm7
+    vpaddw       ymm15, ymm14, ymm7                  ; layer 0
+    vpsubw       ymm7, ymm7, ymm14
+    vpmullw      ymm14, ymm7, [rax + 32]
+    vpmulhw      ymm7, ymm7, [rax]
     vpmulhw      ymm14, ymm14, ymm0
-    vpsubw       ymm5, ymm5, ymm14
+    vpsubw       ymm7, ymm7, ymm14
     vpsraw       ymm14, ymm6, 13                     ; special: before layer 0
     vpand        ymm6, ymm6, [rel pw_8191]
     vpsubw       ymm6, ymm6, ymm14
@@ -1922,63 +1882,63 @@ kg_kyberr17681_ntt_inverse_avx2:
     vpmulhw      ymm6, ymm6, [rax]
     vpmulhw      ymm8, ymm8, ymm0
     vpsubw       ymm6, ymm6, ymm8
-    vpaddw       ymm8, ymm12, ymm10                  ; layer 0
-    vpsubw       ymm10, ymm12, ymm10
-    vpmullw      ymm12, ymm10, [rax + 32]
+    vpaddw       ymm8, ymm11, ymm10                  ; layer 0
+    vpsubw       ymm10, ymm11, ymm10
+    vpmullw      ymm11, ymm10, [rax + 32]
     vpmulhw      ymm10, ymm10, [rax]
-    vpmulhw      ymm12, ymm12, ymm0
-    vpsubw       ymm10, ymm10, ymm12
-    vpaddw       ymm12, ymm13, ymm4                  ; layer 0
-    vpsubw       ymm4, ymm13, ymm4
-    vpmullw      ymm13, ymm4, [rax + 32]
-    vpmulhw      ymm4, ymm4, [rax]
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm4, ymm4, ymm13
-    vmovdqa      ymm13, [rsp]                        ; reload
-    vmovdqa      [rsp + 64], ymm4                    ; spill
-    vpaddw       ymm4, ymm13, ymm7                   ; layer 0
-    vpsubw       ymm7, ymm13, ymm7
-    vpmullw      ymm13, ymm7, [rax + 32]
-    vpmulhw      ymm7, ymm7, [rax]
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm7, ymm7, ymm13
-    vmovdqa      ymm13, [rsp + 32]                   ; reload
-    vmovdqa      [rsp], ymm7                         ; spill
-    vpaddw       ymm7, ymm13, ymm9                   ; layer 0
-    vpsubw       ymm9, ymm13, ymm9
-    vpmullw      ymm13, ymm9, [rax + 32]
-    vpmulhw      ymm9, ymm9, [rax]
-    vpmulhw      ymm13, ymm13, ymm0
-    vpsubw       ymm9, ymm9, ymm13
-    vpaddw       ymm13, ymm11, ymm2                  ; layer 0
-    vpsubw       ymm2, ymm11, ymm2
-    vpmullw      ymm11, ymm2, [rax + 32]
-    vpmulhw      ymm2, ymm2, [rax]
     vpmulhw      ymm11, ymm11, ymm0
-    vpsubw       ymm2, ymm2, ymm11
-    vpaddw       ymm11, ymm1, ymm3                   ; layer 0
-    vpsubw       ymm1, ymm1, ymm3
-    vpmullw      ymm3, ymm1, [rax + 32]
+    vpsubw       ymm10, ymm10, ymm11
+    vpaddw       ymm11, ymm13, ymm1                  ; layer 0
+    vpsubw       ymm1, ymm13, ymm1
+    vpmullw      ymm13, ymm1, [rax + 32]
     vpmulhw      ymm1, ymm1, [rax]
-    vpmulhw      ymm0, ymm3, ymm0
-    vpsubw       ymm0, ymm1, ymm0
+    vpmulhw      ymm13, ymm13, ymm0
+    vpsubw       ymm1, ymm1, ymm13
+    vpaddw       ymm13, ymm3, ymm2                   ; layer 0
+    vpsubw       ymm2, ymm3, ymm2
+    vpmullw      ymm3, ymm2, [rax + 32]
+    vpmulhw      ymm2, ymm2, [rax]
+    vpmulhw      ymm3, ymm3, ymm0
+    vpsubw       ymm2, ymm2, ymm3
+    vmovdqa      ymm3, [rsp]                         ; reload
+    vmovdqa      [rsp + 32], ymm2                    ; spill
+    vpaddw       ymm2, ymm9, ymm3                    ; layer 0
+    vpsubw       ymm3, ymm3, ymm9
+    vpmullw      ymm9, ymm3, [rax + 32]
+    vpmulhw      ymm3, ymm3, [rax]
+    vpmulhw      ymm9, ymm9, ymm0
+    vpsubw       ymm3, ymm3, ymm9
+    vpaddw       ymm9, ymm12, ymm4                   ; layer 0
+    vpsubw       ymm4, ymm12, ymm4
+    vpmullw      ymm12, ymm4, [rax + 32]
+    vpmulhw      ymm4, ymm4, [rax]
+    vpmulhw      ymm12, ymm12, ymm0
+    vpsubw       ymm4, ymm4, ymm12
+    vmovdqa      ymm12, [rsp + 64]                   ; reload
+    vmovdqa      [rsp], ymm4                         ; spill
+    vpaddw       ymm4, ymm12, ymm5                   ; layer 0
+    vpsubw       ymm5, ymm12, ymm5
+    vpmullw      ymm12, ymm5, [rax + 32]
+    vpmulhw      ymm5, ymm5, [rax]
+    vpmulhw      ymm0, ymm12, ymm0
+    vpsubw       ymm0, ymm5, ymm0
     vmovdqu      [rdi], ymm15
     vmovdqu      [rdi + 32], ymm14
     vmovdqu      [rdi + 64], ymm8
-    vmovdqu      [rdi + 96], ymm12
-    vmovdqu      [rdi + 128], ymm4
-    vmovdqu      [rdi + 160], ymm7
-    vmovdqu      [rdi + 192], ymm13
-    vmovdqu      [rdi + 224], ymm11
-    vmovdqu      [rdi + 256], ymm5
+    vmovdqu      [rdi + 96], ymm11
+    vmovdqu      [rdi + 128], ymm13
+    vmovdqu      [rdi + 160], ymm2
+    vmovdqu      [rdi + 192], ymm9
+    vmovdqu      [rdi + 224], ymm4
+    vmovdqu      [rdi + 256], ymm7
     vmovdqu      [rdi + 288], ymm6
     vmovdqu      [rdi + 320], ymm10
-    vmovdqa      ymm1, [rsp + 64]                    ; reload
     vmovdqu      [rdi + 352], ymm1
-    vmovdqa      ymm1, [rsp]                         ; reload
+    vmovdqa      ymm1, [rsp + 32]                    ; reload
     vmovdqu      [rdi + 384], ymm1
-    vmovdqu      [rdi + 416], ymm9
-    vmovdqu      [rdi + 448], ymm2
+    vmovdqu      [rdi + 416], ymm3
+    vmovdqa      ymm1, [rsp]                         ; reload
+    vmovdqu      [rdi + 448], ymm1
     vmovdqu      [rdi + 480], ymm0
     mov rsp, rbp
     pop rbp
@@ -4640,20 +4600,20 @@ kg_kyberr17681_basemul_sse:
 ; kg_kyberr17681_ntt_inverse_sse: inverse negacyclic NTT of a[256] in place, natural order out
 ;
 ;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
-;   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
+;   ensures:  every a[i] in [-17254, 27128] (proven), natural order,
 ;             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ;
 ; reduction schedule:
-;   policy index, special reduction, 34 vector reductions
-;   before layer 4: 8 register(s), smallest indices 0,32,64,104,128,160,200,232
-;   before layer 3: 16 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240
+;   policy index, special reduction, 26 vector reductions
+;   after layer 5 (its sums, for the next layer): 8 register(s), smallest indices 0,32,64,96,128,160,192,224
+;   after layer 4 (its sums, for the next layer): 8 register(s), smallest indices 0,32,64,96,128,160,192,224
 ;   before layer 2: 4 register(s), smallest indices 0,64,128,192
 ;   before layer 1: 4 register(s), smallest indices 0,64,128,192
 ;   before layer 0: 2 register(s), smallest indices 0,16
-;   worst |value| after each layer: 5673, 11100, 20650, 28901, 18426, 27128, 18426, 27128
+;   worst |value| after each layer: 5673, 11100, 20650, 17404, 17404, 26106, 18426, 27128
 ; ---------------------------------------------------------------------------
 global kg_kyberr17681_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_ntt_inverse_sse.end - kg_kyberr17681_ntt_inverse_sse)
 align 32
@@ -4984,33 +4944,57 @@ kg_kyberr17681_ntt_inverse_sse:
     pmullw       xmm9, [rax - 80]
     pmulhw       xmm15, [rax - 128]
     pmulhw       xmm8, [rax - 112]
-    movdqa       [rsp + 160], xmm5                   ; spill
-    movdqu       xmm5, [rel pw_7681]                 ; reload
-    pmulhw       xmm6, xmm5
-    pmulhw       xmm9, xmm5
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqu       xmm4, [rel pw_7681]                 ; reload
+    pmulhw       xmm6, xmm4
+    pmulhw       xmm9, xmm4
     psubw        xmm15, xmm6
     psubw        xmm8, xmm9
+    movdqa       xmm6, xmm3                          ; special: after layer 5
+    psraw        xmm6, 13
+    movdqa       xmm9, xmm5
+    psraw        xmm9, 13
+    pand         xmm3, [rel pw_8191]
+    pand         xmm5, [rel pw_8191 + 16]
+    psubw        xmm3, xmm6
+    psubw        xmm5, xmm9
+    psllw        xmm6, 9
+    psllw        xmm9, 9
+    paddw        xmm3, xmm6
+    paddw        xmm5, xmm9
     movdqa       xmm6, [rsp + 96]                    ; reload
     movdqa       xmm9, xmm6                          ; layer 5
     paddw        xmm9, xmm11
-    movdqa       [rsp + 128], xmm9                   ; spill
-    movdqa       xmm9, xmm12
-    paddw        xmm9, [rsp + 64]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm12
+    paddw        xmm8, [rsp + 64]
     psubw        xmm6, xmm11
     psubw        xmm12, [rsp + 64]
     movdqa       xmm11, xmm6
     pmullw       xmm11, [rax - 32]
-    movdqa       [rsp + 64], xmm9                    ; spill
-    movdqa       xmm9, xmm12
-    pmullw       xmm9, [rax - 16]
+    movdqa       [rsp + 64], xmm5                    ; spill
+    movdqa       xmm5, xmm12
+    pmullw       xmm5, [rax - 16]
     pmulhw       xmm6, [rax - 64]
     pmulhw       xmm12, [rax - 48]
-    pmulhw       xmm11, xmm5
-    pmulhw       xmm9, xmm5
+    pmulhw       xmm11, xmm4
+    pmulhw       xmm5, xmm4
     psubw        xmm6, xmm11
-    psubw        xmm12, xmm9
-    movdqa       xmm9, xmm0                          ; layer 5
-    paddw        xmm9, xmm14
+    psubw        xmm12, xmm5
+    movdqa       xmm5, xmm9                          ; special: after layer 5
+    psraw        xmm5, 13
+    movdqa       xmm11, xmm8
+    psraw        xmm11, 13
+    pand         xmm9, [rel pw_8191]
+    pand         xmm8, [rel pw_8191 + 16]
+    psubw        xmm9, xmm5
+    psubw        xmm8, xmm11
+    psllw        xmm5, 9
+    psllw        xmm11, 9
+    paddw        xmm9, xmm5
+    paddw        xmm8, xmm11
+    movdqa       xmm5, xmm0                          ; layer 5
+    paddw        xmm5, xmm14
     movdqa       xmm11, xmm7
     paddw        xmm11, xmm13
     psubw        xmm0, xmm14
@@ -5021,1689 +5005,1544 @@ kg_kyberr17681_ntt_inverse_sse:
     pmullw       xmm14, [rax + 48]
     pmulhw       xmm0, [rax]
     pmulhw       xmm7, [rax + 16]
-    pmulhw       xmm13, xmm5
-    pmulhw       xmm14, xmm5
+    pmulhw       xmm13, xmm4
+    pmulhw       xmm14, xmm4
     psubw        xmm0, xmm13
     psubw        xmm7, xmm14
+    movdqa       xmm13, xmm5                         ; special: after layer 5
+    psraw        xmm13, 13
+    movdqa       xmm14, xmm11
+    psraw        xmm14, 13
+    pand         xmm5, [rel pw_8191]
+    pand         xmm11, [rel pw_8191 + 16]
+    psubw        xmm5, xmm13
+    psubw        xmm11, xmm14
+    psllw        xmm13, 9
+    psllw        xmm14, 9
+    paddw        xmm5, xmm13
+    paddw        xmm11, xmm14
     movdqa       xmm13, xmm10                        ; layer 5
     paddw        xmm13, xmm2
     movdqa       xmm14, xmm1
-    paddw        xmm14, xmm4
+    paddw        xmm14, [rsp + 160]
     psubw        xmm10, xmm2
-    psubw        xmm1, xmm4
+    psubw        xmm1, [rsp + 160]
     movdqa       xmm2, xmm10
     pmullw       xmm2, [rax + 96]
-    movdqa       xmm4, xmm1
-    pmullw       xmm4, [rax + 112]
+    movdqa       [rsp + 160], xmm7                   ; spill
+    movdqa       xmm7, xmm1
+    pmullw       xmm7, [rax + 112]
     pmulhw       xmm10, [rax + 64]
     pmulhw       xmm1, [rax + 80]
-    pmulhw       xmm2, xmm5
-    pmulhw       xmm4, xmm5
+    pmulhw       xmm2, xmm4
+    pmulhw       xmm7, xmm4
     psubw        xmm10, xmm2
-    psubw        xmm1, xmm4
+    psubw        xmm1, xmm7
+    movdqa       xmm2, xmm13                         ; special: after layer 5
+    psraw        xmm2, 13
+    movdqa       xmm7, xmm14
+    psraw        xmm7, 13
+    pand         xmm13, [rel pw_8191]
+    pand         xmm14, [rel pw_8191 + 16]
+    psubw        xmm13, xmm2
+    psubw        xmm14, xmm7
+    psllw        xmm2, 9
+    psllw        xmm7, 9
+    paddw        xmm13, xmm2
+    paddw        xmm14, xmm7
     movdqa       xmm2, xmm3
     punpcklqdq   xmm2, xmm15
-    movdqa       xmm4, [rsp + 160]                   ; reload
-    movdqa       xmm5, xmm4
-    punpcklqdq   xmm5, xmm8
+    movdqa       xmm7, [rsp + 64]                    ; reload
+    movdqa       xmm4, xmm7
+    punpcklqdq   xmm4, [rsp + 128]
     punpckhqdq   xmm3, xmm15
-    punpckhqdq   xmm4, xmm8
-    movdqa       xmm8, [rsp + 128]                   ; reload
-    movdqa       xmm15, xmm8
+    punpckhqdq   xmm7, [rsp + 128]
+    movdqa       xmm15, xmm9
     punpcklqdq   xmm15, xmm6
-    movdqa       [rsp + 160], xmm15                  ; spill
-    movdqa       xmm15, [rsp + 64]                   ; reload
-    movdqa       [rsp + 96], xmm4                    ; spill
-    movdqa       xmm4, xmm15
-    punpcklqdq   xmm4, xmm12
-    punpckhqdq   xmm8, xmm6
-    punpckhqdq   xmm15, xmm12
-    movdqa       xmm6, xmm9
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm8
+    punpcklqdq   xmm15, xmm12
+    punpckhqdq   xmm9, xmm6
+    punpckhqdq   xmm8, xmm12
+    movdqa       xmm6, xmm5
     punpcklqdq   xmm6, xmm0
     movdqa       xmm12, xmm11
-    punpcklqdq   xmm12, xmm7
-    punpckhqdq   xmm9, xmm0
-    punpckhqdq   xmm11, xmm7
+    punpcklqdq   xmm12, [rsp + 160]
+    punpckhqdq   xmm5, xmm0
+    punpckhqdq   xmm11, [rsp + 160]
     movdqa       xmm0, xmm13
     punpcklqdq   xmm0, xmm10
-    movdqa       xmm7, xmm14
-    punpcklqdq   xmm7, xmm1
+    movdqa       [rsp + 160], xmm0                   ; spill
+    movdqa       xmm0, xmm14
+    punpcklqdq   xmm0, xmm1
     punpckhqdq   xmm13, xmm10
     punpckhqdq   xmm14, xmm1
-    movdqa       xmm1, xmm2                          ; special: before layer 4
-    psraw        xmm1, 13
-    movdqa       xmm10, xmm5
-    psraw        xmm10, 13
-    pand         xmm2, [rel pw_8191]
-    pand         xmm5, [rel pw_8191 + 16]
-    psubw        xmm2, xmm1
-    psubw        xmm5, xmm10
-    psllw        xmm1, 9
-    psllw        xmm10, 9
-    paddw        xmm2, xmm1
-    paddw        xmm5, xmm10
     movdqa       xmm1, xmm2                          ; layer 4
     paddw        xmm1, xmm3
-    movdqa       xmm10, xmm5
-    paddw        xmm10, [rsp + 96]
+    movdqa       xmm10, xmm4
+    paddw        xmm10, xmm7
     psubw        xmm2, xmm3
-    psubw        xmm5, [rsp + 96]
+    psubw        xmm4, xmm7
     movdqa       xmm3, xmm2
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 896] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 768
     pmullw       xmm3, [rax - 96]
-    movdqa       [rsp + 96], xmm10                   ; spill
-    movdqa       xmm10, xmm5
-    pmullw       xmm10, [rax - 80]
+    movdqa       xmm7, xmm4
+    pmullw       xmm7, [rax - 80]
     pmulhw       xmm2, [rax - 128]
-    pmulhw       xmm5, [rax - 112]
-    movdqa       [rsp + 64], xmm1                    ; spill
-    movdqu       xmm1, [rel pw_7681]                 ; reload
-    pmulhw       xmm3, xmm1
-    pmulhw       xmm10, xmm1
+    pmulhw       xmm4, [rax - 112]
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqu       xmm14, [rel pw_7681]                ; reload
+    pmulhw       xmm3, xmm14
+    pmulhw       xmm7, xmm14
     psubw        xmm2, xmm3
-    psubw        xmm5, xmm10
-    movdqa       xmm3, [rsp + 160]                   ; reload
-    movdqa       xmm10, xmm3                         ; special: before layer 4
-    psraw        xmm10, 13
-    movdqa       [rsp + 128], xmm5                   ; spill
-    movdqa       xmm5, xmm4
-    psraw        xmm5, 13
-    pand         xmm3, [rel pw_8191]
-    pand         xmm4, [rel pw_8191 + 16]
-    psubw        xmm3, xmm10
-    psubw        xmm4, xmm5
-    psllw        xmm10, 9
-    psllw        xmm5, 9
-    paddw        xmm3, xmm10
-    paddw        xmm4, xmm5
-    movdqa       xmm5, xmm3                          ; layer 4
-    paddw        xmm5, xmm8
-    movdqa       xmm10, xmm4
-    paddw        xmm10, xmm15
-    psubw        xmm3, xmm8
-    psubw        xmm4, xmm15
+    psubw        xmm4, xmm7
+    movdqa       xmm3, xmm1                          ; special: after layer 4
+    psraw        xmm3, 13
+    movdqa       xmm7, xmm10
+    psraw        xmm7, 13
+    pand         xmm1, [rel pw_8191]
+    pand         xmm10, [rel pw_8191 + 16]
+    psubw        xmm1, xmm3
+    psubw        xmm10, xmm7
+    psllw        xmm3, 9
+    psllw        xmm7, 9
+    paddw        xmm1, xmm3
+    paddw        xmm10, xmm7
+    movdqa       xmm3, [rsp + 128]                   ; reload
+    movdqa       xmm7, xmm3                          ; layer 4
+    paddw        xmm7, xmm9
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm15
+    paddw        xmm4, xmm8
+    psubw        xmm3, xmm9
+    psubw        xmm15, xmm8
     movdqa       xmm8, xmm3
     pmullw       xmm8, [rax - 32]
-    movdqa       xmm15, xmm4
-    pmullw       xmm15, [rax - 16]
+    movdqa       xmm9, xmm15
+    pmullw       xmm9, [rax - 16]
     pmulhw       xmm3, [rax - 64]
-    pmulhw       xmm4, [rax - 48]
-    pmulhw       xmm8, xmm1
-    pmulhw       xmm15, xmm1
+    pmulhw       xmm15, [rax - 48]
+    pmulhw       xmm8, xmm14
+    pmulhw       xmm9, xmm14
     psubw        xmm3, xmm8
-    psubw        xmm4, xmm15
-    movdqa       xmm8, xmm6                          ; special: before layer 4
+    psubw        xmm15, xmm9
+    movdqa       xmm8, xmm7                          ; special: after layer 4
     psraw        xmm8, 13
-    movdqa       xmm15, xmm12
-    psraw        xmm15, 13
-    pand         xmm6, [rel pw_8191]
-    pand         xmm12, [rel pw_8191 + 16]
-    psubw        xmm6, xmm8
-    psubw        xmm12, xmm15
+    movdqa       xmm9, xmm4
+    psraw        xmm9, 13
+    pand         xmm7, [rel pw_8191]
+    pand         xmm4, [rel pw_8191 + 16]
+    psubw        xmm7, xmm8
+    psubw        xmm4, xmm9
     psllw        xmm8, 9
-    psllw        xmm15, 9
-    paddw        xmm6, xmm8
-    paddw        xmm12, xmm15
+    psllw        xmm9, 9
+    paddw        xmm7, xmm8
+    paddw        xmm4, xmm9
     movdqa       xmm8, xmm6                          ; layer 4
-    paddw        xmm8, xmm9
-    movdqa       xmm15, xmm12
-    paddw        xmm15, xmm11
-    psubw        xmm6, xmm9
+    paddw        xmm8, xmm5
+    movdqa       xmm9, xmm12
+    paddw        xmm9, xmm11
+    psubw        xmm6, xmm5
     psubw        xmm12, xmm11
-    movdqa       xmm9, xmm6
-    pmullw       xmm9, [rax + 32]
+    movdqa       xmm5, xmm6
+    pmullw       xmm5, [rax + 32]
     movdqa       xmm11, xmm12
     pmullw       xmm11, [rax + 48]
     pmulhw       xmm6, [rax]
     pmulhw       xmm12, [rax + 16]
-    pmulhw       xmm9, xmm1
-    pmulhw       xmm11, xmm1
-    psubw        xmm6, xmm9
+    pmulhw       xmm5, xmm14
+    pmulhw       xmm11, xmm14
+    psubw        xmm6, xmm5
     psubw        xmm12, xmm11
-    movdqa       xmm9, xmm13                         ; special: before layer 4
-    psraw        xmm9, 13
-    movdqa       xmm11, xmm14
-    psraw        xmm11, 13
-    pand         xmm13, [rel pw_8191]
-    pand         xmm14, [rel pw_8191 + 16]
-    psubw        xmm13, xmm9
-    psubw        xmm14, xmm11
-    psllw        xmm9, 9
-    psllw        xmm11, 9
-    paddw        xmm13, xmm9
-    paddw        xmm14, xmm11
-    movdqa       xmm9, xmm0                          ; layer 4
-    paddw        xmm9, xmm13
-    movdqa       xmm11, xmm7
-    paddw        xmm11, xmm14
-    psubw        xmm0, xmm13
-    psubw        xmm7, xmm14
-    movdqa       xmm13, xmm0
-    pmullw       xmm13, [rax + 96]
-    movdqa       xmm14, xmm7
-    pmullw       xmm14, [rax + 112]
-    pmulhw       xmm0, [rax + 64]
-    pmulhw       xmm7, [rax + 80]
-    pmulhw       xmm13, xmm1
-    pmulhw       xmm14, xmm1
-    psubw        xmm0, xmm13
-    psubw        xmm7, xmm14
-    movdqa       xmm13, [rsp + 64]                   ; reload
-    movdqa       xmm14, xmm13                        ; special: before layer 3
-    psraw        xmm14, 13
-    movdqa       [rsp + 160], xmm7                   ; spill
-    movdqa       xmm7, xmm2
-    psraw        xmm7, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm13, [rax - 128]
-    pand         xmm2, [rax - 112]
-    psubw        xmm13, xmm14
-    psubw        xmm2, xmm7
-    psllw        xmm14, 9
-    psllw        xmm7, 9
-    paddw        xmm13, xmm14
-    paddw        xmm2, xmm7
-    movdqa       xmm7, [rsp + 96]                    ; reload
-    movdqa       xmm14, xmm7                         ; special: before layer 3
-    psraw        xmm14, 13
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, [rsp + 128]                  ; reload
-    movdqa       [rsp], xmm0                         ; spill
-    movdqa       xmm0, xmm11
-    psraw        xmm0, 13
-    pand         xmm7, [rax - 128]
-    pand         xmm11, [rax - 112]
-    psubw        xmm7, xmm14
-    psubw        xmm11, xmm0
-    psllw        xmm14, 9
-    psllw        xmm0, 9
-    paddw        xmm7, xmm14
-    paddw        xmm11, xmm0
-    movdqa       xmm0, xmm13                         ; layer 3
-    paddw        xmm0, xmm7
-    movdqa       xmm14, xmm2
-    paddw        xmm14, xmm11
-    psubw        xmm13, xmm7
-    psubw        xmm2, xmm11
-    movdqa       xmm7, xmm13
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1152] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1024
-    pmullw       xmm7, [rax - 96]
-    movdqa       xmm11, xmm2
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
-    pmulhw       xmm7, xmm1
-    pmulhw       xmm11, xmm1
-    psubw        xmm13, xmm7
-    psubw        xmm2, xmm11
-    movdqa       xmm7, xmm5                          ; special: before layer 3
-    psraw        xmm7, 13
-    movdqa       xmm11, xmm3
-    psraw        xmm11, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm5, [rax - 128]
-    pand         xmm3, [rax - 112]
-    psubw        xmm5, xmm7
-    psubw        xmm3, xmm11
-    psllw        xmm7, 9
-    psllw        xmm11, 9
-    paddw        xmm5, xmm7
-    paddw        xmm3, xmm11
-    movdqa       xmm7, xmm10                         ; special: before layer 3
-    psraw        xmm7, 13
-    movdqa       xmm11, xmm4
-    psraw        xmm11, 13
-    pand         xmm10, [rax - 128]
-    pand         xmm4, [rax - 112]
-    psubw        xmm10, xmm7
-    psubw        xmm4, xmm11
-    psllw        xmm7, 9
-    psllw        xmm11, 9
-    paddw        xmm10, xmm7
-    paddw        xmm4, xmm11
-    movdqa       xmm7, xmm5                          ; layer 3
-    paddw        xmm7, xmm10
-    movdqa       xmm11, xmm3
-    paddw        xmm11, xmm4
-    psubw        xmm5, xmm10
-    psubw        xmm3, xmm4
-    movdqa       xmm4, xmm5
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1216] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1088
-    pmullw       xmm4, [rax - 96]
-    movdqa       xmm10, xmm3
-    pmullw       xmm10, [rax - 80]
-    pmulhw       xmm5, [rax - 128]
-    pmulhw       xmm3, [rax - 112]
-    pmulhw       xmm4, xmm1
-    pmulhw       xmm10, xmm1
-    psubw        xmm5, xmm4
-    psubw        xmm3, xmm10
-    movdqa       xmm4, xmm8                          ; special: before layer 3
-    psraw        xmm4, 13
-    movdqa       xmm10, xmm6
-    psraw        xmm10, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm8, [rax - 128]
-    pand         xmm6, [rax - 112]
-    psubw        xmm8, xmm4
-    psubw        xmm6, xmm10
-    psllw        xmm4, 9
-    psllw        xmm10, 9
-    paddw        xmm8, xmm4
-    paddw        xmm6, xmm10
-    movdqa       xmm4, xmm15                         ; special: before layer 3
-    psraw        xmm4, 13
-    movdqa       xmm10, xmm12
-    psraw        xmm10, 13
-    pand         xmm15, [rax - 128]
-    pand         xmm12, [rax - 112]
-    psubw        xmm15, xmm4
-    psubw        xmm12, xmm10
-    psllw        xmm4, 9
-    psllw        xmm10, 9
-    paddw        xmm15, xmm4
-    paddw        xmm12, xmm10
-    movdqa       xmm4, xmm8                          ; layer 3
-    paddw        xmm4, xmm15
-    movdqa       xmm10, xmm6
-    paddw        xmm10, xmm12
-    psubw        xmm8, xmm15
-    psubw        xmm6, xmm12
-    movdqa       xmm12, xmm8
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1280] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1152
-    pmullw       xmm12, [rax - 96]
-    movdqa       xmm15, xmm6
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm8, [rax - 128]
-    pmulhw       xmm6, [rax - 112]
-    pmulhw       xmm12, xmm1
-    pmulhw       xmm15, xmm1
-    psubw        xmm8, xmm12
-    psubw        xmm6, xmm15
-    movdqa       xmm12, xmm9                         ; special: before layer 3
-    psraw        xmm12, 13
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 128], xmm6                   ; spill
-    movdqa       xmm6, xmm15
-    psraw        xmm6, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm9, [rax - 128]
-    pand         xmm15, [rax - 112]
-    psubw        xmm9, xmm12
-    psubw        xmm15, xmm6
-    psllw        xmm12, 9
-    psllw        xmm6, 9
-    paddw        xmm9, xmm12
-    paddw        xmm15, xmm6
-    movdqa       xmm6, [rsp + 64]                    ; reload
-    movdqa       xmm12, xmm6                         ; special: before layer 3
-    psraw        xmm12, 13
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, [rsp + 160]                   ; reload
-    movdqa       [rsp + 96], xmm10                   ; spill
-    movdqa       xmm10, xmm8
-    psraw        xmm10, 13
-    pand         xmm6, [rax - 128]
-    pand         xmm8, [rax - 112]
-    psubw        xmm6, xmm12
-    psubw        xmm8, xmm10
-    psllw        xmm12, 9
-    psllw        xmm10, 9
-    paddw        xmm6, xmm12
-    paddw        xmm8, xmm10
-    movdqa       xmm10, xmm9                         ; layer 3
-    paddw        xmm10, xmm6
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm8
-    psubw        xmm9, xmm6
-    psubw        xmm15, xmm8
-    movdqa       xmm6, xmm9
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1344] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1216
-    pmullw       xmm6, [rax - 96]
-    movdqa       xmm8, xmm15
-    pmullw       xmm8, [rax - 80]
-    pmulhw       xmm9, [rax - 128]
-    pmulhw       xmm15, [rax - 112]
-    pmulhw       xmm6, xmm1
-    pmulhw       xmm8, xmm1
-    psubw        xmm9, xmm6
-    psubw        xmm15, xmm8
-    movdqa       xmm6, xmm0                          ; special: before layer 2
-    psraw        xmm6, 13
-    movdqa       xmm8, xmm14
-    psraw        xmm8, 13
-    pand         xmm0, [rel pw_8191]
-    pand         xmm14, [rel pw_8191 + 16]
-    psubw        xmm0, xmm6
-    psubw        xmm14, xmm8
-    psllw        xmm6, 9
-    psllw        xmm8, 9
-    paddw        xmm0, xmm6
-    paddw        xmm14, xmm8
-    movdqa       xmm6, xmm0                          ; layer 2
-    paddw        xmm6, xmm7
-    movdqa       xmm8, xmm14
-    paddw        xmm8, xmm11
-    psubw        xmm0, xmm7
-    psubw        xmm14, xmm11
-    movdqa       xmm7, xmm0
-    pmullw       xmm7, [rax - 32]
-    movdqa       xmm11, xmm14
-    pmullw       xmm11, [rax - 16]
-    pmulhw       xmm0, [rax - 64]
-    pmulhw       xmm14, [rax - 48]
-    pmulhw       xmm7, xmm1
-    pmulhw       xmm11, xmm1
-    psubw        xmm0, xmm7
-    psubw        xmm14, xmm11
-    movdqa       xmm7, xmm13                         ; layer 2
-    paddw        xmm7, xmm5
-    movdqa       xmm11, xmm2
-    paddw        xmm11, xmm3
-    psubw        xmm13, xmm5
-    psubw        xmm2, xmm3
-    movdqa       xmm3, xmm13
-    pmullw       xmm3, [rax - 32]
-    movdqa       xmm5, xmm2
-    pmullw       xmm5, [rax - 16]
-    pmulhw       xmm13, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
-    pmulhw       xmm3, xmm1
-    pmulhw       xmm5, xmm1
-    psubw        xmm13, xmm3
-    psubw        xmm2, xmm5
-    movdqa       xmm3, xmm4                          ; special: before layer 2
-    psraw        xmm3, 13
-    movdqa       xmm5, [rsp + 96]                    ; reload
-    movdqa       [rsp + 160], xmm2                   ; spill
-    movdqa       xmm2, xmm5
-    psraw        xmm2, 13
-    pand         xmm4, [rel pw_8191]
-    pand         xmm5, [rel pw_8191 + 16]
-    psubw        xmm4, xmm3
-    psubw        xmm5, xmm2
-    psllw        xmm3, 9
-    psllw        xmm2, 9
-    paddw        xmm4, xmm3
-    paddw        xmm5, xmm2
-    movdqa       xmm2, xmm4                          ; layer 2
-    paddw        xmm2, xmm10
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm12
-    psubw        xmm4, xmm10
-    psubw        xmm5, xmm12
-    movdqa       xmm10, xmm4
-    pmullw       xmm10, [rax + 32]
-    movdqa       xmm12, xmm5
-    pmullw       xmm12, [rax + 48]
-    pmulhw       xmm4, [rax]
-    pmulhw       xmm5, [rax + 16]
-    pmulhw       xmm10, xmm1
-    pmulhw       xmm12, xmm1
-    psubw        xmm4, xmm10
-    psubw        xmm5, xmm12
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm12, xmm10                        ; layer 2
-    paddw        xmm12, xmm9
-    movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, [rsp + 128]                  ; reload
-    movdqa       [rsp + 64], xmm5                    ; spill
-    movdqa       xmm5, xmm13
-    paddw        xmm5, xmm15
-    psubw        xmm10, xmm9
-    psubw        xmm13, xmm15
-    movdqa       xmm9, xmm10
-    pmullw       xmm9, [rax + 32]
-    movdqa       xmm15, xmm13
-    pmullw       xmm15, [rax + 48]
-    pmulhw       xmm10, [rax]
-    pmulhw       xmm13, [rax + 16]
-    pmulhw       xmm9, xmm1
-    pmulhw       xmm15, xmm1
-    psubw        xmm10, xmm9
-    psubw        xmm13, xmm15
-    movdqa       xmm9, xmm6                          ; special: before layer 1
-    psraw        xmm9, 13
-    movdqa       xmm15, xmm8
-    psraw        xmm15, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm6, [rax - 128]
-    pand         xmm8, [rax - 112]
-    psubw        xmm6, xmm9
-    psubw        xmm8, xmm15
-    psllw        xmm9, 9
-    psllw        xmm15, 9
-    paddw        xmm6, xmm9
-    paddw        xmm8, xmm15
-    movdqa       xmm9, xmm2                          ; special: before layer 1
-    psraw        xmm9, 13
-    movdqa       xmm15, xmm3
-    psraw        xmm15, 13
-    pand         xmm2, [rax - 128]
-    pand         xmm3, [rax - 112]
-    psubw        xmm2, xmm9
-    psubw        xmm3, xmm15
-    psllw        xmm9, 9
-    psllw        xmm15, 9
-    paddw        xmm2, xmm9
-    paddw        xmm3, xmm15
-    movdqa       xmm9, xmm6                          ; layer 1
-    paddw        xmm9, xmm2
-    movdqa       xmm15, xmm8
-    paddw        xmm15, xmm3
-    psubw        xmm6, xmm2
-    psubw        xmm8, xmm3
-    movdqa       xmm2, xmm6
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1536] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1408
-    pmullw       xmm2, [rax - 96]
-    movdqa       xmm3, xmm8
-    pmullw       xmm3, [rax - 80]
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm8, [rax - 112]
-    pmulhw       xmm2, xmm1
-    pmulhw       xmm3, xmm1
-    psubw        xmm6, xmm2
-    psubw        xmm8, xmm3
-    movdqa       xmm2, xmm7                          ; layer 1
-    paddw        xmm2, xmm12
-    movdqa       xmm3, xmm11
-    paddw        xmm3, xmm5
-    psubw        xmm7, xmm12
-    psubw        xmm11, xmm5
-    movdqa       xmm5, xmm7
-    pmullw       xmm5, [rax - 96]
-    movdqa       xmm12, xmm11
-    pmullw       xmm12, [rax - 80]
-    pmulhw       xmm7, [rax - 128]
-    pmulhw       xmm11, [rax - 112]
-    pmulhw       xmm5, xmm1
-    pmulhw       xmm12, xmm1
-    psubw        xmm7, xmm5
-    psubw        xmm11, xmm12
-    movdqa       xmm5, xmm0                          ; layer 1
-    paddw        xmm5, xmm4
-    movdqa       xmm12, xmm14
-    paddw        xmm12, [rsp + 64]
-    psubw        xmm0, xmm4
-    psubw        xmm14, [rsp + 64]
-    movdqa       xmm4, xmm0
-    pmullw       xmm4, [rax - 96]
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm0, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
-    pmulhw       xmm4, xmm1
-    pmulhw       xmm11, xmm1
-    psubw        xmm0, xmm4
-    psubw        xmm14, xmm11
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm11, xmm4                         ; layer 1
-    paddw        xmm11, xmm10
-    movdqa       [rsp + 128], xmm14                  ; spill
-    movdqa       xmm14, [rsp + 160]                  ; reload
-    movdqa       [rsp], xmm0                         ; spill
-    movdqa       xmm0, xmm14
-    paddw        xmm0, xmm13
-    psubw        xmm4, xmm10
-    psubw        xmm14, xmm13
-    movdqa       xmm10, xmm4
-    pmullw       xmm10, [rax - 96]
-    movdqa       xmm13, xmm14
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm4, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
-    pmulhw       xmm10, xmm1
-    pmulhw       xmm13, xmm1
-    psubw        xmm4, xmm10
-    psubw        xmm14, xmm13
-    movdqu       [rdi], xmm9
-    movdqu       [rdi + 16], xmm15
-    movdqu       [rdi + 32], xmm2
-    movdqu       [rdi + 48], xmm3
-    movdqu       [rdi + 64], xmm5
-    movdqu       [rdi + 80], xmm12
-    movdqu       [rdi + 96], xmm11
-    movdqu       [rdi + 112], xmm0
-    movdqu       [rdi + 128], xmm6
-    movdqu       [rdi + 144], xmm8
-    movdqu       [rdi + 160], xmm7
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 176], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 192], xmm0
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqu       [rdi + 208], xmm0
-    movdqu       [rdi + 224], xmm4
-    movdqu       [rdi + 240], xmm14
-    movdqu       xmm0, [rdi + 256]
-    movdqu       xmm2, [rdi + 272]
-    movdqu       xmm3, [rdi + 288]
-    movdqu       xmm4, [rdi + 304]
-    movdqu       xmm5, [rdi + 320]
-    movdqu       xmm6, [rdi + 336]
-    movdqu       xmm7, [rdi + 352]
-    movdqu       xmm8, [rdi + 368]
-    movdqu       xmm9, [rdi + 384]
-    movdqu       xmm10, [rdi + 400]
-    movdqu       xmm11, [rdi + 416]
-    movdqu       xmm12, [rdi + 432]
-    movdqu       xmm13, [rdi + 448]
-    movdqu       xmm14, [rdi + 464]
-    movdqu       xmm15, [rdi + 480]
-    movdqa       [rsp + 128], xmm14                  ; spill
-    movdqu       xmm14, [rdi + 496]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm0                         ; layer 7
-    paddw        xmm14, xmm3
-    movdqa       [rsp + 64], xmm15                   ; spill
-    movdqa       xmm15, xmm2
-    paddw        xmm15, xmm4
-    psubw        xmm0, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm0
-    pmullw       xmm3, [rax - 32]
-    movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 16]
-    pmulhw       xmm0, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
-    pmulhw       xmm3, xmm1
-    pmulhw       xmm4, xmm1
-    psubw        xmm0, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm14
-    pmullw       xmm3, [rel pw_m2184]
-    movdqa       xmm4, xmm15
-    pmullw       xmm4, [rel pw_m2184 + 16]
-    pmulhw       xmm14, [rel pw_1912]
-    pmulhw       xmm15, [rel pw_1912 + 16]
-    pmulhw       xmm3, xmm1
-    pmulhw       xmm4, xmm1
-    psubw        xmm14, xmm3
-    psubw        xmm15, xmm4
-    movdqa       xmm3, xmm5                          ; layer 7
-    paddw        xmm3, xmm7
-    movdqa       xmm4, xmm6
-    paddw        xmm4, xmm8
-    psubw        xmm5, xmm7
-    psubw        xmm6, xmm8
-    movdqa       xmm7, xmm5
-    pmullw       xmm7, [rax + 32]
-    movdqa       xmm8, xmm6
-    pmullw       xmm8, [rax + 48]
-    pmulhw       xmm5, [rax]
-    pmulhw       xmm6, [rax + 16]
-    pmulhw       xmm7, xmm1
-    pmulhw       xmm8, xmm1
-    psubw        xmm5, xmm7
-    psubw        xmm6, xmm8
-    movdqa       xmm7, xmm3
-    pmullw       xmm7, [rel pw_m2184]
-    movdqa       xmm8, xmm4
-    pmullw       xmm8, [rel pw_m2184 + 16]
-    pmulhw       xmm3, [rel pw_1912]
-    pmulhw       xmm4, [rel pw_1912 + 16]
-    pmulhw       xmm7, xmm1
-    pmulhw       xmm8, xmm1
-    psubw        xmm3, xmm7
-    psubw        xmm4, xmm8
-    movdqa       xmm7, xmm9                          ; layer 7
-    paddw        xmm7, xmm11
-    movdqa       xmm8, xmm10
-    paddw        xmm8, xmm12
-    psubw        xmm9, xmm11
-    psubw        xmm10, xmm12
+    movdqa       xmm5, xmm8                          ; special: after layer 4
+    psraw        xmm5, 13
     movdqa       xmm11, xmm9
-    pmullw       xmm11, [rax + 96]
-    movdqa       xmm12, xmm10
-    pmullw       xmm12, [rax + 112]
-    pmulhw       xmm9, [rax + 64]
-    pmulhw       xmm10, [rax + 80]
-    pmulhw       xmm11, xmm1
-    pmulhw       xmm12, xmm1
+    psraw        xmm11, 13
+    pand         xmm8, [rel pw_8191]
+    pand         xmm9, [rel pw_8191 + 16]
+    psubw        xmm8, xmm5
     psubw        xmm9, xmm11
-    psubw        xmm10, xmm12
-    movdqa       xmm11, xmm7
-    pmullw       xmm11, [rel pw_m2184]
-    movdqa       xmm12, xmm8
-    pmullw       xmm12, [rel pw_m2184 + 16]
-    pmulhw       xmm7, [rel pw_1912]
-    pmulhw       xmm8, [rel pw_1912 + 16]
-    pmulhw       xmm11, xmm1
-    pmulhw       xmm12, xmm1
-    psubw        xmm7, xmm11
-    psubw        xmm8, xmm12
-    movdqa       xmm11, xmm13                        ; layer 7
-    paddw        xmm11, [rsp + 64]
-    movdqa       xmm12, [rsp + 128]                  ; reload
-    movdqa       [rsp + 160], xmm8                   ; spill
-    movdqa       xmm8, xmm12
-    paddw        xmm8, [rsp]
-    psubw        xmm13, [rsp + 64]
-    psubw        xmm12, [rsp]
-    movdqa       [rsp], xmm7                         ; spill
-    movdqa       xmm7, xmm13
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1792] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1664
-    pmullw       xmm7, [rax - 96]
-    movdqa       [rsp + 128], xmm10                  ; spill
-    movdqa       xmm10, xmm12
-    pmullw       xmm10, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm12, [rax - 112]
-    pmulhw       xmm7, xmm1
-    pmulhw       xmm10, xmm1
-    psubw        xmm13, xmm7
-    psubw        xmm12, xmm10
-    movdqa       xmm7, xmm11
-    pmullw       xmm7, [rel pw_m2184]
-    movdqa       xmm10, xmm8
-    pmullw       xmm10, [rel pw_m2184 + 16]
-    pmulhw       xmm11, [rel pw_1912]
-    pmulhw       xmm8, [rel pw_1912 + 16]
-    pmulhw       xmm7, xmm1
-    pmulhw       xmm10, xmm1
-    psubw        xmm11, xmm7
-    psubw        xmm8, xmm10
-    movdqa       xmm7, xmm0
-    pslld        xmm7, 16
-    movdqa       xmm10, xmm2
-    pslld        xmm10, 16
-    movdqa       xmm1, xmm14
-    pblendw      xmm1, xmm7, 170
-    movdqa       xmm7, xmm15
-    pblendw      xmm7, xmm10, 170
-    psrld        xmm14, 16
-    psrld        xmm15, 16
-    pblendw      xmm14, xmm0, 170
-    pblendw      xmm15, xmm2, 170
-    movdqa       xmm0, xmm5
-    pslld        xmm0, 16
-    movdqa       xmm2, xmm6
-    pslld        xmm2, 16
-    movdqa       xmm10, xmm3
-    pblendw      xmm10, xmm0, 170
-    movdqa       xmm0, xmm4
-    pblendw      xmm0, xmm2, 170
-    psrld        xmm3, 16
-    psrld        xmm4, 16
-    pblendw      xmm3, xmm5, 170
-    pblendw      xmm4, xmm6, 170
-    movdqa       xmm2, xmm9
-    pslld        xmm2, 16
-    movdqa       xmm5, [rsp + 128]                   ; reload
-    movdqa       xmm6, xmm5
-    pslld        xmm6, 16
-    movdqa       [rsp + 64], xmm4                    ; spill
-    movdqa       xmm4, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm0                    ; spill
-    movdqa       xmm0, xmm4
-    pblendw      xmm0, xmm2, 170
-    movdqa       xmm2, [rsp + 160]                   ; reload
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm2
-    pblendw      xmm0, xmm6, 170
-    psrld        xmm4, 16
-    psrld        xmm2, 16
-    pblendw      xmm4, xmm9, 170
-    pblendw      xmm2, xmm5, 170
-    movdqa       xmm5, xmm13
-    pslld        xmm5, 16
-    movdqa       xmm6, xmm12
-    pslld        xmm6, 16
-    movdqa       xmm9, xmm11
-    pblendw      xmm9, xmm5, 170
-    movdqa       xmm5, xmm8
-    pblendw      xmm5, xmm6, 170
-    psrld        xmm11, 16
-    psrld        xmm8, 16
-    pblendw      xmm11, xmm13, 170
-    pblendw      xmm8, xmm12, 170
-    movdqa       xmm6, xmm1                          ; layer 6
-    paddw        xmm6, xmm14
-    movdqa       xmm12, xmm7
-    paddw        xmm12, xmm15
-    psubw        xmm1, xmm14
-    psubw        xmm7, xmm15
-    movdqa       xmm13, xmm1
-    pmullw       xmm13, [rax - 32]
-    movdqa       xmm14, xmm7
-    pmullw       xmm14, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm7, [rax - 48]
-    movdqu       xmm15, [rel pw_7681]                ; reload
-    pmulhw       xmm13, xmm15
-    pmulhw       xmm14, xmm15
-    psubw        xmm1, xmm13
-    psubw        xmm7, xmm14
-    movdqa       xmm13, xmm10                        ; layer 6
-    paddw        xmm13, xmm3
-    movdqa       xmm14, [rsp + 96]                   ; reload
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, xmm14
-    paddw        xmm13, [rsp + 64]
-    psubw        xmm10, xmm3
-    psubw        xmm14, [rsp + 64]
-    movdqa       xmm3, xmm10
-    pmullw       xmm3, [rax + 32]
-    movdqa       [rsp + 64], xmm13                   ; spill
-    movdqa       xmm13, xmm14
-    pmullw       xmm13, [rax + 48]
-    pmulhw       xmm10, [rax]
-    pmulhw       xmm14, [rax + 16]
-    pmulhw       xmm3, xmm15
-    pmulhw       xmm13, xmm15
-    psubw        xmm10, xmm3
-    psubw        xmm14, xmm13
-    movdqa       xmm3, [rsp + 32]                    ; reload
-    movdqa       xmm13, xmm3                         ; layer 6
-    paddw        xmm13, xmm4
-    movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm0
-    paddw        xmm13, xmm2
-    psubw        xmm3, xmm4
-    psubw        xmm0, xmm2
-    movdqa       xmm2, xmm3
-    pmullw       xmm2, [rax + 96]
-    movdqa       xmm4, xmm0
-    pmullw       xmm4, [rax + 112]
-    pmulhw       xmm3, [rax + 64]
-    pmulhw       xmm0, [rax + 80]
-    pmulhw       xmm2, xmm15
-    pmulhw       xmm4, xmm15
-    psubw        xmm3, xmm2
-    psubw        xmm0, xmm4
-    movdqa       xmm2, xmm9                          ; layer 6
-    paddw        xmm2, xmm11
-    movdqa       xmm4, xmm5
-    paddw        xmm4, xmm8
-    psubw        xmm9, xmm11
-    psubw        xmm5, xmm8
-    movdqa       xmm8, xmm9
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2048] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1920
-    pmullw       xmm8, [rax - 96]
-    movdqa       xmm11, xmm5
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm9, [rax - 128]
-    pmulhw       xmm5, [rax - 112]
-    pmulhw       xmm8, xmm15
-    pmulhw       xmm11, xmm15
-    psubw        xmm9, xmm8
-    psubw        xmm5, xmm11
-    movdqa       xmm8, xmm1
-    psllq        xmm8, 32
-    movdqa       xmm11, xmm7
-    psllq        xmm11, 32
-    movdqa       xmm15, xmm6
-    pblendw      xmm15, xmm8, 204
-    movdqa       xmm8, xmm12
-    pblendw      xmm8, xmm11, 204
-    psrlq        xmm6, 32
-    psrlq        xmm12, 32
-    pblendw      xmm6, xmm1, 204
-    pblendw      xmm12, xmm7, 204
-    movdqa       xmm1, xmm10
-    psllq        xmm1, 32
-    movdqa       xmm7, xmm14
-    psllq        xmm7, 32
-    movdqa       xmm11, [rsp + 128]                  ; reload
-    movdqa       [rsp + 32], xmm12                   ; spill
-    movdqa       xmm12, xmm11
-    pblendw      xmm12, xmm1, 204
-    movdqa       xmm1, [rsp + 64]                    ; reload
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm1
-    pblendw      xmm12, xmm7, 204
-    psrlq        xmm11, 32
-    psrlq        xmm1, 32
-    pblendw      xmm11, xmm10, 204
-    pblendw      xmm1, xmm14, 204
-    movdqa       xmm7, xmm3
-    psllq        xmm7, 32
-    movdqa       xmm10, xmm0
-    psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 96]                   ; reload
-    movdqa       [rsp + 64], xmm1                    ; spill
-    movdqa       xmm1, xmm14
-    pblendw      xmm1, xmm7, 204
-    movdqa       xmm7, xmm13
-    pblendw      xmm7, xmm10, 204
-    psrlq        xmm14, 32
-    psrlq        xmm13, 32
-    pblendw      xmm14, xmm3, 204
-    pblendw      xmm13, xmm0, 204
-    movdqa       xmm0, xmm9
-    psllq        xmm0, 32
-    movdqa       xmm3, xmm5
-    psllq        xmm3, 32
-    movdqa       xmm10, xmm2
-    pblendw      xmm10, xmm0, 204
-    movdqa       xmm0, xmm4
-    pblendw      xmm0, xmm3, 204
-    psrlq        xmm2, 32
-    psrlq        xmm4, 32
-    pblendw      xmm2, xmm9, 204
-    pblendw      xmm4, xmm5, 204
-    movdqa       xmm3, xmm15                         ; layer 5
-    paddw        xmm3, xmm6
-    movdqa       xmm5, xmm8
-    paddw        xmm5, [rsp + 32]
-    psubw        xmm15, xmm6
-    psubw        xmm8, [rsp + 32]
-    movdqa       xmm6, xmm15
-    pmullw       xmm6, [rax - 32]
-    movdqa       xmm9, xmm8
-    pmullw       xmm9, [rax - 16]
-    pmulhw       xmm15, [rax - 64]
-    pmulhw       xmm8, [rax - 48]
-    movdqa       [rsp + 32], xmm5                    ; spill
-    movdqu       xmm5, [rel pw_7681]                 ; reload
-    pmulhw       xmm6, xmm5
-    pmulhw       xmm9, xmm5
-    psubw        xmm15, xmm6
-    psubw        xmm8, xmm9
-    movdqa       xmm6, [rsp + 160]                   ; reload
-    movdqa       xmm9, xmm6                          ; layer 5
+    psllw        xmm5, 9
+    psllw        xmm11, 9
+    paddw        xmm8, xmm5
     paddw        xmm9, xmm11
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, xmm12
-    paddw        xmm9, [rsp + 64]
-    psubw        xmm6, xmm11
-    psubw        xmm12, [rsp + 64]
-    movdqa       xmm11, xmm6
-    pmullw       xmm11, [rax + 32]
-    movdqa       [rsp + 64], xmm9                    ; spill
-    movdqa       xmm9, xmm12
-    pmullw       xmm9, [rax + 48]
-    pmulhw       xmm6, [rax]
-    pmulhw       xmm12, [rax + 16]
-    pmulhw       xmm11, xmm5
-    pmulhw       xmm9, xmm5
-    psubw        xmm6, xmm11
-    psubw        xmm12, xmm9
-    movdqa       xmm9, xmm1                          ; layer 5
-    paddw        xmm9, xmm14
-    movdqa       xmm11, xmm7
+    movdqa       xmm5, [rsp + 160]                   ; reload
+    movdqa       xmm11, xmm5                         ; layer 4
     paddw        xmm11, xmm13
-    psubw        xmm1, xmm14
-    psubw        xmm7, xmm13
-    movdqa       xmm13, xmm1
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm0
+    paddw        xmm12, [rsp + 64]
+    psubw        xmm5, xmm13
+    psubw        xmm0, [rsp + 64]
+    movdqa       xmm13, xmm5
     pmullw       xmm13, [rax + 96]
-    movdqa       xmm14, xmm7
-    pmullw       xmm14, [rax + 112]
-    pmulhw       xmm1, [rax + 64]
-    pmulhw       xmm7, [rax + 80]
-    pmulhw       xmm13, xmm5
-    pmulhw       xmm14, xmm5
-    psubw        xmm1, xmm13
-    psubw        xmm7, xmm14
-    movdqa       xmm13, xmm10                        ; layer 5
-    paddw        xmm13, xmm2
-    movdqa       xmm14, xmm0
-    paddw        xmm14, xmm4
-    psubw        xmm10, xmm2
-    psubw        xmm0, xmm4
-    movdqa       xmm2, xmm10
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2304] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2176
-    pmullw       xmm2, [rax - 96]
-    movdqa       xmm4, xmm0
-    pmullw       xmm4, [rax - 80]
-    pmulhw       xmm10, [rax - 128]
-    pmulhw       xmm0, [rax - 112]
-    pmulhw       xmm2, xmm5
-    pmulhw       xmm4, xmm5
-    psubw        xmm10, xmm2
-    psubw        xmm0, xmm4
-    movdqa       xmm2, xmm3
-    punpcklqdq   xmm2, xmm15
-    movdqa       xmm4, [rsp + 32]                    ; reload
-    movdqa       xmm5, xmm4
-    punpcklqdq   xmm5, xmm8
-    punpckhqdq   xmm3, xmm15
-    punpckhqdq   xmm4, xmm8
-    movdqa       xmm8, [rsp + 96]                    ; reload
-    movdqa       xmm15, xmm8
-    punpcklqdq   xmm15, xmm6
-    movdqa       [rsp + 32], xmm15                   ; spill
+    movdqa       [rsp + 64], xmm6                    ; spill
+    movdqa       xmm6, xmm0
+    pmullw       xmm6, [rax + 112]
+    pmulhw       xmm5, [rax + 64]
+    pmulhw       xmm0, [rax + 80]
+    pmulhw       xmm13, xmm14
+    pmulhw       xmm6, xmm14
+    psubw        xmm5, xmm13
+    psubw        xmm0, xmm6
+    movdqa       xmm6, xmm11                         ; special: after layer 4
+    psraw        xmm6, 13
+    movdqa       xmm13, xmm12
+    psraw        xmm13, 13
+    pand         xmm11, [rel pw_8191]
+    pand         xmm12, [rel pw_8191 + 16]
+    psubw        xmm11, xmm6
+    psubw        xmm12, xmm13
+    psllw        xmm6, 9
+    psllw        xmm13, 9
+    paddw        xmm11, xmm6
+    paddw        xmm12, xmm13
+    movdqa       xmm6, xmm1                          ; layer 3
+    paddw        xmm6, xmm10
+    movdqa       xmm13, xmm2
+    paddw        xmm13, [rsp + 96]
+    psubw        xmm1, xmm10
+    psubw        xmm2, [rsp + 96]
+    movdqa       xmm10, xmm1
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1152] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1024
+    pmullw       xmm10, [rax - 96]
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, xmm2
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
+    pmulhw       xmm10, xmm14
+    pmulhw       xmm13, xmm14
+    psubw        xmm1, xmm10
+    psubw        xmm2, xmm13
+    movdqa       xmm10, xmm7                         ; layer 3
+    paddw        xmm10, xmm4
+    movdqa       xmm13, xmm3
+    paddw        xmm13, xmm15
+    psubw        xmm7, xmm4
+    psubw        xmm3, xmm15
+    movdqa       xmm4, xmm7
+    pmullw       xmm4, [rax - 32]
+    movdqa       xmm15, xmm3
+    pmullw       xmm15, [rax - 16]
+    pmulhw       xmm7, [rax - 64]
+    pmulhw       xmm3, [rax - 48]
+    pmulhw       xmm4, xmm14
+    pmulhw       xmm15, xmm14
+    psubw        xmm7, xmm4
+    psubw        xmm3, xmm15
+    movdqa       xmm4, xmm8                          ; layer 3
+    paddw        xmm4, xmm9
     movdqa       xmm15, [rsp + 64]                   ; reload
     movdqa       [rsp + 160], xmm4                   ; spill
     movdqa       xmm4, xmm15
-    punpcklqdq   xmm4, xmm12
-    punpckhqdq   xmm8, xmm6
-    punpckhqdq   xmm15, xmm12
-    movdqa       xmm6, xmm9
-    punpcklqdq   xmm6, xmm1
-    movdqa       xmm12, xmm11
-    punpcklqdq   xmm12, xmm7
-    punpckhqdq   xmm9, xmm1
-    punpckhqdq   xmm11, xmm7
-    movdqa       xmm1, xmm13
-    punpcklqdq   xmm1, xmm10
-    movdqa       xmm7, xmm14
-    punpcklqdq   xmm7, xmm0
-    punpckhqdq   xmm13, xmm10
-    punpckhqdq   xmm14, xmm0
-    movdqa       xmm0, xmm2                          ; special: before layer 4
-    psraw        xmm0, 13
-    movdqa       xmm10, xmm5
-    psraw        xmm10, 13
-    pand         xmm2, [rel pw_8191]
-    pand         xmm5, [rel pw_8191 + 16]
-    psubw        xmm2, xmm0
-    psubw        xmm5, xmm10
-    psllw        xmm0, 9
-    psllw        xmm10, 9
-    paddw        xmm2, xmm0
-    paddw        xmm5, xmm10
-    movdqa       xmm0, xmm2                          ; layer 4
-    paddw        xmm0, xmm3
-    movdqa       xmm10, xmm5
-    paddw        xmm10, [rsp + 160]
-    psubw        xmm2, xmm3
-    psubw        xmm5, [rsp + 160]
-    movdqa       xmm3, xmm2
-    pmullw       xmm3, [rax - 32]
-    movdqa       [rsp + 160], xmm10                  ; spill
-    movdqa       xmm10, xmm5
-    pmullw       xmm10, [rax - 16]
-    pmulhw       xmm2, [rax - 64]
-    pmulhw       xmm5, [rax - 48]
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqu       xmm0, [rel pw_7681]                 ; reload
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm10, xmm0
-    psubw        xmm2, xmm3
-    psubw        xmm5, xmm10
-    movdqa       xmm3, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm3                         ; special: before layer 4
-    psraw        xmm10, 13
-    movdqa       [rsp + 96], xmm5                    ; spill
-    movdqa       xmm5, xmm4
-    psraw        xmm5, 13
-    pand         xmm3, [rel pw_8191]
-    pand         xmm4, [rel pw_8191 + 16]
-    psubw        xmm3, xmm10
-    psubw        xmm4, xmm5
-    psllw        xmm10, 9
-    psllw        xmm5, 9
-    paddw        xmm3, xmm10
-    paddw        xmm4, xmm5
-    movdqa       xmm5, xmm3                          ; layer 4
-    paddw        xmm5, xmm8
-    movdqa       xmm10, xmm4
-    paddw        xmm10, xmm15
-    psubw        xmm3, xmm8
-    psubw        xmm4, xmm15
-    movdqa       xmm8, xmm3
-    pmullw       xmm8, [rax + 32]
-    movdqa       xmm15, xmm4
-    pmullw       xmm15, [rax + 48]
-    pmulhw       xmm3, [rax]
-    pmulhw       xmm4, [rax + 16]
-    pmulhw       xmm8, xmm0
-    pmulhw       xmm15, xmm0
-    psubw        xmm3, xmm8
-    psubw        xmm4, xmm15
-    movdqa       xmm8, xmm9                          ; special: before layer 4
-    psraw        xmm8, 13
-    movdqa       xmm15, xmm11
-    psraw        xmm15, 13
-    pand         xmm9, [rel pw_8191]
-    pand         xmm11, [rel pw_8191 + 16]
-    psubw        xmm9, xmm8
-    psubw        xmm11, xmm15
-    psllw        xmm8, 9
-    psllw        xmm15, 9
-    paddw        xmm9, xmm8
-    paddw        xmm11, xmm15
-    movdqa       xmm8, xmm6                          ; layer 4
-    paddw        xmm8, xmm9
-    movdqa       xmm15, xmm12
-    paddw        xmm15, xmm11
-    psubw        xmm6, xmm9
-    psubw        xmm12, xmm11
-    movdqa       xmm9, xmm6
-    pmullw       xmm9, [rax + 96]
-    movdqa       xmm11, xmm12
-    pmullw       xmm11, [rax + 112]
-    pmulhw       xmm6, [rax + 64]
-    pmulhw       xmm12, [rax + 80]
-    pmulhw       xmm9, xmm0
-    pmulhw       xmm11, xmm0
-    psubw        xmm6, xmm9
-    psubw        xmm12, xmm11
-    movdqa       xmm9, xmm13                         ; special: before layer 4
-    psraw        xmm9, 13
-    movdqa       xmm11, xmm14
-    psraw        xmm11, 13
-    pand         xmm13, [rel pw_8191]
-    pand         xmm14, [rel pw_8191 + 16]
-    psubw        xmm13, xmm9
-    psubw        xmm14, xmm11
-    psllw        xmm9, 9
-    psllw        xmm11, 9
-    paddw        xmm13, xmm9
-    paddw        xmm14, xmm11
-    movdqa       xmm9, xmm1                          ; layer 4
-    paddw        xmm9, xmm13
-    movdqa       xmm11, xmm7
-    paddw        xmm11, xmm14
-    psubw        xmm1, xmm13
-    psubw        xmm7, xmm14
-    movdqa       xmm13, xmm1
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2560] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2432
-    pmullw       xmm13, [rax - 96]
-    movdqa       xmm14, xmm7
-    pmullw       xmm14, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm7, [rax - 112]
-    pmulhw       xmm13, xmm0
-    pmulhw       xmm14, xmm0
-    psubw        xmm1, xmm13
-    psubw        xmm7, xmm14
-    movdqa       xmm13, [rsp + 64]                   ; reload
-    movdqa       xmm14, xmm13                        ; special: before layer 3
-    psraw        xmm14, 13
-    movdqa       [rsp + 32], xmm7                    ; spill
-    movdqa       xmm7, xmm2
-    psraw        xmm7, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm13, [rax - 128]
-    pand         xmm2, [rax - 112]
-    psubw        xmm13, xmm14
-    psubw        xmm2, xmm7
-    psllw        xmm14, 9
-    psllw        xmm7, 9
-    paddw        xmm13, xmm14
-    paddw        xmm2, xmm7
-    movdqa       xmm7, [rsp + 160]                   ; reload
-    movdqa       xmm14, xmm7                         ; special: before layer 3
-    psraw        xmm14, 13
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, [rsp + 96]                   ; reload
-    movdqa       [rsp + 128], xmm1                   ; spill
-    movdqa       xmm1, xmm11
-    psraw        xmm1, 13
-    pand         xmm7, [rax - 128]
-    pand         xmm11, [rax - 112]
-    psubw        xmm7, xmm14
-    psubw        xmm11, xmm1
-    psllw        xmm14, 9
-    psllw        xmm1, 9
-    paddw        xmm7, xmm14
-    paddw        xmm11, xmm1
-    movdqa       xmm1, xmm13                         ; layer 3
-    paddw        xmm1, xmm7
-    movdqa       xmm14, xmm2
-    paddw        xmm14, xmm11
-    psubw        xmm13, xmm7
-    psubw        xmm2, xmm11
-    movdqa       xmm7, xmm13
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2624] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2496
-    pmullw       xmm7, [rax - 96]
-    movdqa       xmm11, xmm2
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm13, [rax - 128]
-    pmulhw       xmm2, [rax - 112]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm11, xmm0
-    psubw        xmm13, xmm7
-    psubw        xmm2, xmm11
-    movdqa       xmm7, xmm5                          ; special: before layer 3
-    psraw        xmm7, 13
-    movdqa       xmm11, xmm3
-    psraw        xmm11, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm5, [rax - 128]
-    pand         xmm3, [rax - 112]
-    psubw        xmm5, xmm7
-    psubw        xmm3, xmm11
-    psllw        xmm7, 9
-    psllw        xmm11, 9
-    paddw        xmm5, xmm7
-    paddw        xmm3, xmm11
-    movdqa       xmm7, xmm10                         ; special: before layer 3
-    psraw        xmm7, 13
-    movdqa       xmm11, xmm4
-    psraw        xmm11, 13
-    pand         xmm10, [rax - 128]
-    pand         xmm4, [rax - 112]
-    psubw        xmm10, xmm7
-    psubw        xmm4, xmm11
-    psllw        xmm7, 9
-    psllw        xmm11, 9
-    paddw        xmm10, xmm7
-    paddw        xmm4, xmm11
-    movdqa       xmm7, xmm5                          ; layer 3
-    paddw        xmm7, xmm10
-    movdqa       xmm11, xmm3
-    paddw        xmm11, xmm4
-    psubw        xmm5, xmm10
-    psubw        xmm3, xmm4
-    movdqa       xmm4, xmm5
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2688] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2560
-    pmullw       xmm4, [rax - 96]
-    movdqa       xmm10, xmm3
-    pmullw       xmm10, [rax - 80]
-    pmulhw       xmm5, [rax - 128]
-    pmulhw       xmm3, [rax - 112]
-    pmulhw       xmm4, xmm0
-    pmulhw       xmm10, xmm0
-    psubw        xmm5, xmm4
-    psubw        xmm3, xmm10
-    movdqa       xmm4, xmm8                          ; special: before layer 3
-    psraw        xmm4, 13
-    movdqa       xmm10, xmm6
-    psraw        xmm10, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm8, [rax - 128]
-    pand         xmm6, [rax - 112]
-    psubw        xmm8, xmm4
-    psubw        xmm6, xmm10
-    psllw        xmm4, 9
-    psllw        xmm10, 9
-    paddw        xmm8, xmm4
-    paddw        xmm6, xmm10
-    movdqa       xmm4, xmm15                         ; special: before layer 3
-    psraw        xmm4, 13
-    movdqa       xmm10, xmm12
-    psraw        xmm10, 13
-    pand         xmm15, [rax - 128]
-    pand         xmm12, [rax - 112]
+    paddw        xmm4, [rsp + 128]
+    psubw        xmm8, xmm9
+    psubw        xmm15, [rsp + 128]
+    movdqa       xmm9, xmm8
+    pmullw       xmm9, [rax + 32]
+    movdqa       [rsp + 128], xmm4                   ; spill
+    movdqa       xmm4, xmm15
+    pmullw       xmm4, [rax + 48]
+    pmulhw       xmm8, [rax]
+    pmulhw       xmm15, [rax + 16]
+    pmulhw       xmm9, xmm14
+    pmulhw       xmm4, xmm14
+    psubw        xmm8, xmm9
     psubw        xmm15, xmm4
-    psubw        xmm12, xmm10
-    psllw        xmm4, 9
-    psllw        xmm10, 9
-    paddw        xmm15, xmm4
-    paddw        xmm12, xmm10
-    movdqa       xmm4, xmm8                          ; layer 3
-    paddw        xmm4, xmm15
-    movdqa       xmm10, xmm6
-    paddw        xmm10, xmm12
-    psubw        xmm8, xmm15
-    psubw        xmm6, xmm12
-    movdqa       xmm12, xmm8
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2752] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2624
-    pmullw       xmm12, [rax - 96]
-    movdqa       xmm15, xmm6
-    pmullw       xmm15, [rax - 80]
-    pmulhw       xmm8, [rax - 128]
-    pmulhw       xmm6, [rax - 112]
-    pmulhw       xmm12, xmm0
-    pmulhw       xmm15, xmm0
-    psubw        xmm8, xmm12
-    psubw        xmm6, xmm15
-    movdqa       xmm12, xmm9                         ; special: before layer 3
-    psraw        xmm12, 13
-    movdqa       xmm15, [rsp + 128]                  ; reload
-    movdqa       [rsp + 96], xmm6                    ; spill
-    movdqa       xmm6, xmm15
-    psraw        xmm6, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm9, [rax - 128]
-    pand         xmm15, [rax - 112]
-    psubw        xmm9, xmm12
-    psubw        xmm15, xmm6
-    psllw        xmm12, 9
-    psllw        xmm6, 9
-    paddw        xmm9, xmm12
-    paddw        xmm15, xmm6
-    movdqa       xmm6, [rsp + 64]                    ; reload
-    movdqa       xmm12, xmm6                         ; special: before layer 3
-    psraw        xmm12, 13
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqa       xmm8, [rsp + 32]                    ; reload
-    movdqa       [rsp + 160], xmm10                  ; spill
-    movdqa       xmm10, xmm8
-    psraw        xmm10, 13
-    pand         xmm6, [rax - 128]
-    pand         xmm8, [rax - 112]
-    psubw        xmm6, xmm12
-    psubw        xmm8, xmm10
-    psllw        xmm12, 9
-    psllw        xmm10, 9
-    paddw        xmm6, xmm12
-    paddw        xmm8, xmm10
-    movdqa       xmm10, xmm9                         ; layer 3
-    paddw        xmm10, xmm6
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm8
-    psubw        xmm9, xmm6
-    psubw        xmm15, xmm8
-    movdqa       xmm6, xmm9
-    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2816] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2688
-    pmullw       xmm6, [rax - 96]
-    movdqa       xmm8, xmm15
-    pmullw       xmm8, [rax - 80]
-    pmulhw       xmm9, [rax - 128]
-    pmulhw       xmm15, [rax - 112]
-    pmulhw       xmm6, xmm0
-    pmulhw       xmm8, xmm0
-    psubw        xmm9, xmm6
-    psubw        xmm15, xmm8
-    movdqa       xmm6, xmm1                          ; special: before layer 2
-    psraw        xmm6, 13
-    movdqa       xmm8, xmm14
-    psraw        xmm8, 13
-    pand         xmm1, [rel pw_8191]
-    pand         xmm14, [rel pw_8191 + 16]
-    psubw        xmm1, xmm6
-    psubw        xmm14, xmm8
-    psllw        xmm6, 9
-    psllw        xmm8, 9
-    paddw        xmm1, xmm6
-    paddw        xmm14, xmm8
-    movdqa       xmm6, xmm1                          ; layer 2
-    paddw        xmm6, xmm7
-    movdqa       xmm8, xmm14
-    paddw        xmm8, xmm11
-    psubw        xmm1, xmm7
-    psubw        xmm14, xmm11
-    movdqa       xmm7, xmm1
-    pmullw       xmm7, [rax - 32]
-    movdqa       xmm11, xmm14
-    pmullw       xmm11, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm14, [rax - 48]
-    pmulhw       xmm7, xmm0
-    pmulhw       xmm11, xmm0
-    psubw        xmm1, xmm7
-    psubw        xmm14, xmm11
-    movdqa       xmm7, xmm13                         ; layer 2
-    paddw        xmm7, xmm5
-    movdqa       xmm11, xmm2
-    paddw        xmm11, xmm3
-    psubw        xmm13, xmm5
-    psubw        xmm2, xmm3
-    movdqa       xmm3, xmm13
-    pmullw       xmm3, [rax - 32]
-    movdqa       xmm5, xmm2
-    pmullw       xmm5, [rax - 16]
-    pmulhw       xmm13, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm5, xmm0
-    psubw        xmm13, xmm3
-    psubw        xmm2, xmm5
-    movdqa       xmm3, xmm4                          ; special: before layer 2
-    psraw        xmm3, 13
-    movdqa       xmm5, [rsp + 160]                   ; reload
-    movdqa       [rsp + 32], xmm2                    ; spill
-    movdqa       xmm2, xmm5
-    psraw        xmm2, 13
-    pand         xmm4, [rel pw_8191]
-    pand         xmm5, [rel pw_8191 + 16]
-    psubw        xmm4, xmm3
-    psubw        xmm5, xmm2
-    psllw        xmm3, 9
-    psllw        xmm2, 9
-    paddw        xmm4, xmm3
-    paddw        xmm5, xmm2
-    movdqa       xmm2, xmm4                          ; layer 2
-    paddw        xmm2, xmm10
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm12
-    psubw        xmm4, xmm10
-    psubw        xmm5, xmm12
-    movdqa       xmm10, xmm4
-    pmullw       xmm10, [rax + 32]
+    movdqa       xmm4, xmm11                         ; layer 3
+    paddw        xmm4, xmm12
+    movdqa       xmm9, xmm5
+    paddw        xmm9, xmm0
+    psubw        xmm11, xmm12
+    psubw        xmm5, xmm0
+    movdqa       xmm0, xmm11
+    pmullw       xmm0, [rax + 96]
     movdqa       xmm12, xmm5
-    pmullw       xmm12, [rax + 48]
+    pmullw       xmm12, [rax + 112]
+    pmulhw       xmm11, [rax + 64]
+    pmulhw       xmm5, [rax + 80]
+    pmulhw       xmm0, xmm14
+    pmulhw       xmm12, xmm14
+    psubw        xmm11, xmm0
+    psubw        xmm5, xmm12
+    movdqa       xmm0, xmm6                          ; special: before layer 2
+    psraw        xmm0, 13
+    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       [rsp + 64], xmm5                    ; spill
+    movdqa       xmm5, xmm12
+    psraw        xmm5, 13
+    pand         xmm6, [rel pw_8191]
+    pand         xmm12, [rel pw_8191 + 16]
+    psubw        xmm6, xmm0
+    psubw        xmm12, xmm5
+    psllw        xmm0, 9
+    psllw        xmm5, 9
+    paddw        xmm6, xmm0
+    paddw        xmm12, xmm5
+    movdqa       xmm0, xmm6                          ; layer 2
+    paddw        xmm0, xmm10
+    movdqa       xmm5, xmm12
+    paddw        xmm5, xmm13
+    psubw        xmm6, xmm10
+    psubw        xmm12, xmm13
+    movdqa       xmm10, xmm6
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1408] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1280
+    pmullw       xmm10, [rax - 96]
+    movdqa       xmm13, xmm12
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
+    pmulhw       xmm10, xmm14
+    pmulhw       xmm13, xmm14
+    psubw        xmm6, xmm10
+    psubw        xmm12, xmm13
+    movdqa       xmm10, xmm1                         ; layer 2
+    paddw        xmm10, xmm7
+    movdqa       xmm13, xmm2
+    paddw        xmm13, xmm3
+    psubw        xmm1, xmm7
+    psubw        xmm2, xmm3
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rax - 96]
+    movdqa       xmm7, xmm2
+    pmullw       xmm7, [rax - 80]
+    pmulhw       xmm1, [rax - 128]
+    pmulhw       xmm2, [rax - 112]
+    pmulhw       xmm3, xmm14
+    pmulhw       xmm7, xmm14
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm7
+    movdqa       xmm3, [rsp + 160]                   ; reload
+    movdqa       xmm7, xmm3                          ; special: before layer 2
+    psraw        xmm7, 13
+    movdqa       [rsp + 96], xmm2                    ; spill
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, xmm2
+    psraw        xmm1, 13
+    pand         xmm3, [rel pw_8191]
+    pand         xmm2, [rel pw_8191 + 16]
+    psubw        xmm3, xmm7
+    psubw        xmm2, xmm1
+    psllw        xmm7, 9
+    psllw        xmm1, 9
+    paddw        xmm3, xmm7
+    paddw        xmm2, xmm1
+    movdqa       xmm1, xmm3                          ; layer 2
+    paddw        xmm1, xmm4
+    movdqa       xmm7, xmm2
+    paddw        xmm7, xmm9
+    psubw        xmm3, xmm4
+    psubw        xmm2, xmm9
+    movdqa       xmm4, xmm3
+    pmullw       xmm4, [rax - 32]
+    movdqa       xmm9, xmm2
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm3, [rax - 64]
+    pmulhw       xmm2, [rax - 48]
+    pmulhw       xmm4, xmm14
+    pmulhw       xmm9, xmm14
+    psubw        xmm3, xmm4
+    psubw        xmm2, xmm9
+    movdqa       xmm4, xmm8                          ; layer 2
+    paddw        xmm4, xmm11
+    movdqa       xmm9, xmm15
+    paddw        xmm9, [rsp + 64]
+    psubw        xmm8, xmm11
+    psubw        xmm15, [rsp + 64]
+    movdqa       xmm11, xmm8
+    pmullw       xmm11, [rax - 32]
+    movdqa       [rsp + 64], xmm2                    ; spill
+    movdqa       xmm2, xmm15
+    pmullw       xmm2, [rax - 16]
+    pmulhw       xmm8, [rax - 64]
+    pmulhw       xmm15, [rax - 48]
+    pmulhw       xmm11, xmm14
+    pmulhw       xmm2, xmm14
+    psubw        xmm8, xmm11
+    psubw        xmm15, xmm2
+    movdqa       xmm2, xmm0                          ; special: before layer 1
+    psraw        xmm2, 13
+    movdqa       xmm11, xmm5
+    psraw        xmm11, 13
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm0, [rax - 128]
+    pand         xmm5, [rax - 112]
+    psubw        xmm0, xmm2
+    psubw        xmm5, xmm11
+    psllw        xmm2, 9
+    psllw        xmm11, 9
+    paddw        xmm0, xmm2
+    paddw        xmm5, xmm11
+    movdqa       xmm2, xmm1                          ; special: before layer 1
+    psraw        xmm2, 13
+    movdqa       xmm11, xmm7
+    psraw        xmm11, 13
+    pand         xmm1, [rax - 128]
+    pand         xmm7, [rax - 112]
+    psubw        xmm1, xmm2
+    psubw        xmm7, xmm11
+    psllw        xmm2, 9
+    psllw        xmm11, 9
+    paddw        xmm1, xmm2
+    paddw        xmm7, xmm11
+    movdqa       xmm2, xmm0                          ; layer 1
+    paddw        xmm2, xmm1
+    movdqa       xmm11, xmm5
+    paddw        xmm11, xmm7
+    psubw        xmm0, xmm1
+    psubw        xmm5, xmm7
+    movdqa       xmm1, xmm0
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1536] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1408
+    pmullw       xmm1, [rax - 96]
+    movdqa       xmm7, xmm5
+    pmullw       xmm7, [rax - 80]
+    pmulhw       xmm0, [rax - 128]
+    pmulhw       xmm5, [rax - 112]
+    pmulhw       xmm1, xmm14
+    pmulhw       xmm7, xmm14
+    psubw        xmm0, xmm1
+    psubw        xmm5, xmm7
+    movdqa       xmm1, xmm10                         ; layer 1
+    paddw        xmm1, xmm4
+    movdqa       xmm7, xmm13
+    paddw        xmm7, xmm9
+    psubw        xmm10, xmm4
+    psubw        xmm13, xmm9
+    movdqa       xmm4, xmm10
+    pmullw       xmm4, [rax - 96]
+    movdqa       xmm9, xmm13
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm13, [rax - 112]
+    pmulhw       xmm4, xmm14
+    pmulhw       xmm9, xmm14
+    psubw        xmm10, xmm4
+    psubw        xmm13, xmm9
+    movdqa       xmm4, xmm6                          ; layer 1
+    paddw        xmm4, xmm3
+    movdqa       xmm9, xmm12
+    paddw        xmm9, [rsp + 64]
+    psubw        xmm6, xmm3
+    psubw        xmm12, [rsp + 64]
+    movdqa       xmm3, xmm6
+    pmullw       xmm3, [rax - 96]
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm12
+    pmullw       xmm13, [rax - 80]
+    pmulhw       xmm6, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
+    pmulhw       xmm3, xmm14
+    pmulhw       xmm13, xmm14
+    psubw        xmm6, xmm3
+    psubw        xmm12, xmm13
+    movdqa       xmm3, [rsp]                         ; reload
+    movdqa       xmm13, xmm3                         ; layer 1
+    paddw        xmm13, xmm8
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       xmm6, xmm12
+    paddw        xmm6, xmm15
+    psubw        xmm3, xmm8
+    psubw        xmm12, xmm15
+    movdqa       xmm8, xmm3
+    pmullw       xmm8, [rax - 96]
+    movdqa       xmm15, xmm12
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm3, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
+    pmulhw       xmm8, xmm14
+    pmulhw       xmm15, xmm14
+    psubw        xmm3, xmm8
+    psubw        xmm12, xmm15
+    movdqu       [rdi], xmm2
+    movdqu       [rdi + 16], xmm11
+    movdqu       [rdi + 32], xmm1
+    movdqu       [rdi + 48], xmm7
+    movdqu       [rdi + 64], xmm4
+    movdqu       [rdi + 80], xmm9
+    movdqu       [rdi + 96], xmm13
+    movdqu       [rdi + 112], xmm6
+    movdqu       [rdi + 128], xmm0
+    movdqu       [rdi + 144], xmm5
+    movdqu       [rdi + 160], xmm10
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqu       [rdi + 176], xmm0
+    movdqa       xmm0, [rsp + 160]                   ; reload
+    movdqu       [rdi + 192], xmm0
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqu       [rdi + 208], xmm0
+    movdqu       [rdi + 224], xmm3
+    movdqu       [rdi + 240], xmm12
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm1, [rdi + 272]
+    movdqu       xmm2, [rdi + 288]
+    movdqu       xmm3, [rdi + 304]
+    movdqu       xmm4, [rdi + 320]
+    movdqu       xmm5, [rdi + 336]
+    movdqu       xmm6, [rdi + 352]
+    movdqu       xmm7, [rdi + 368]
+    movdqu       xmm8, [rdi + 384]
+    movdqu       xmm9, [rdi + 400]
+    movdqu       xmm10, [rdi + 416]
+    movdqu       xmm11, [rdi + 432]
+    movdqu       xmm12, [rdi + 448]
+    movdqu       xmm13, [rdi + 464]
+    movdqu       xmm15, [rdi + 480]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqu       xmm13, [rdi + 496]
+    movdqa       [rsp + 160], xmm13                  ; spill
+    movdqa       xmm13, xmm0                         ; layer 7
+    paddw        xmm13, xmm2
+    movdqa       [rsp + 64], xmm15                   ; spill
+    movdqa       xmm15, xmm1
+    paddw        xmm15, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rax - 32]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
+    pmulhw       xmm2, xmm14
+    pmulhw       xmm3, xmm14
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm13
+    pmullw       xmm2, [rel pw_m2184]
+    movdqa       xmm3, xmm15
+    pmullw       xmm3, [rel pw_m2184 + 16]
+    pmulhw       xmm13, [rel pw_1912]
+    pmulhw       xmm15, [rel pw_1912 + 16]
+    pmulhw       xmm2, xmm14
+    pmulhw       xmm3, xmm14
+    psubw        xmm13, xmm2
+    psubw        xmm15, xmm3
+    movdqa       xmm2, xmm4                          ; layer 7
+    paddw        xmm2, xmm6
+    movdqa       xmm3, xmm5
+    paddw        xmm3, xmm7
+    psubw        xmm4, xmm6
+    psubw        xmm5, xmm7
+    movdqa       xmm6, xmm4
+    pmullw       xmm6, [rax + 32]
+    movdqa       xmm7, xmm5
+    pmullw       xmm7, [rax + 48]
     pmulhw       xmm4, [rax]
     pmulhw       xmm5, [rax + 16]
-    pmulhw       xmm10, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm4, xmm10
-    psubw        xmm5, xmm12
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       xmm12, xmm10                        ; layer 2
-    paddw        xmm12, xmm9
-    movdqa       [rsp + 160], xmm13                  ; spill
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       [rsp + 64], xmm5                    ; spill
-    movdqa       xmm5, xmm13
-    paddw        xmm5, xmm15
-    psubw        xmm10, xmm9
-    psubw        xmm13, xmm15
-    movdqa       xmm9, xmm10
-    pmullw       xmm9, [rax + 32]
-    movdqa       xmm15, xmm13
-    pmullw       xmm15, [rax + 48]
-    pmulhw       xmm10, [rax]
+    pmulhw       xmm6, xmm14
+    pmulhw       xmm7, xmm14
+    psubw        xmm4, xmm6
+    psubw        xmm5, xmm7
+    movdqa       xmm6, xmm2
+    pmullw       xmm6, [rel pw_m2184]
+    movdqa       xmm7, xmm3
+    pmullw       xmm7, [rel pw_m2184 + 16]
+    pmulhw       xmm2, [rel pw_1912]
+    pmulhw       xmm3, [rel pw_1912 + 16]
+    pmulhw       xmm6, xmm14
+    pmulhw       xmm7, xmm14
+    psubw        xmm2, xmm6
+    psubw        xmm3, xmm7
+    movdqa       xmm6, xmm8                          ; layer 7
+    paddw        xmm6, xmm10
+    movdqa       xmm7, xmm9
+    paddw        xmm7, xmm11
+    psubw        xmm8, xmm10
+    psubw        xmm9, xmm11
+    movdqa       xmm10, xmm8
+    pmullw       xmm10, [rax + 96]
+    movdqa       xmm11, xmm9
+    pmullw       xmm11, [rax + 112]
+    pmulhw       xmm8, [rax + 64]
+    pmulhw       xmm9, [rax + 80]
+    pmulhw       xmm10, xmm14
+    pmulhw       xmm11, xmm14
+    psubw        xmm8, xmm10
+    psubw        xmm9, xmm11
+    movdqa       xmm10, xmm6
+    pmullw       xmm10, [rel pw_m2184]
+    movdqa       xmm11, xmm7
+    pmullw       xmm11, [rel pw_m2184 + 16]
+    pmulhw       xmm6, [rel pw_1912]
+    pmulhw       xmm7, [rel pw_1912 + 16]
+    pmulhw       xmm10, xmm14
+    pmulhw       xmm11, xmm14
+    psubw        xmm6, xmm10
+    psubw        xmm7, xmm11
+    movdqa       xmm10, xmm12                        ; layer 7
+    paddw        xmm10, [rsp + 64]
+    movdqa       xmm11, [rsp + 128]                  ; reload
+    movdqa       [rsp + 96], xmm7                    ; spill
+    movdqa       xmm7, xmm11
+    paddw        xmm7, [rsp + 160]
+    psubw        xmm12, [rsp + 64]
+    psubw        xmm11, [rsp + 160]
+    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       xmm6, xmm12
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 1792] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1664
+    pmullw       xmm6, [rax - 96]
+    movdqa       [rsp + 128], xmm9                   ; spill
+    movdqa       xmm9, xmm11
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm12, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
+    pmulhw       xmm6, xmm14
+    pmulhw       xmm9, xmm14
+    psubw        xmm12, xmm6
+    psubw        xmm11, xmm9
+    movdqa       xmm6, xmm10
+    pmullw       xmm6, [rel pw_m2184]
+    movdqa       xmm9, xmm7
+    pmullw       xmm9, [rel pw_m2184 + 16]
+    pmulhw       xmm10, [rel pw_1912]
+    pmulhw       xmm7, [rel pw_1912 + 16]
+    pmulhw       xmm6, xmm14
+    pmulhw       xmm9, xmm14
+    psubw        xmm10, xmm6
+    psubw        xmm7, xmm9
+    movdqa       xmm6, xmm0
+    pslld        xmm6, 16
+    movdqa       xmm9, xmm1
+    pslld        xmm9, 16
+    movdqa       xmm14, xmm13
+    pblendw      xmm14, xmm6, 170
+    movdqa       xmm6, xmm15
+    pblendw      xmm6, xmm9, 170
+    psrld        xmm13, 16
+    psrld        xmm15, 16
+    pblendw      xmm13, xmm0, 170
+    pblendw      xmm15, xmm1, 170
+    movdqa       xmm0, xmm4
+    pslld        xmm0, 16
+    movdqa       xmm1, xmm5
+    pslld        xmm1, 16
+    movdqa       xmm9, xmm2
+    pblendw      xmm9, xmm0, 170
+    movdqa       xmm0, xmm3
+    pblendw      xmm0, xmm1, 170
+    psrld        xmm2, 16
+    psrld        xmm3, 16
+    pblendw      xmm2, xmm4, 170
+    pblendw      xmm3, xmm5, 170
+    movdqa       xmm1, xmm8
+    pslld        xmm1, 16
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm5, xmm4
+    pslld        xmm5, 16
+    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       xmm3, [rsp + 160]                   ; reload
+    movdqa       [rsp], xmm0                         ; spill
+    movdqa       xmm0, xmm3
+    pblendw      xmm0, xmm1, 170
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqa       [rsp + 32], xmm0                    ; spill
+    movdqa       xmm0, xmm1
+    pblendw      xmm0, xmm5, 170
+    psrld        xmm3, 16
+    psrld        xmm1, 16
+    pblendw      xmm3, xmm8, 170
+    pblendw      xmm1, xmm4, 170
+    movdqa       xmm4, xmm12
+    pslld        xmm4, 16
+    movdqa       xmm5, xmm11
+    pslld        xmm5, 16
+    movdqa       xmm8, xmm10
+    pblendw      xmm8, xmm4, 170
+    movdqa       xmm4, xmm7
+    pblendw      xmm4, xmm5, 170
+    psrld        xmm10, 16
+    psrld        xmm7, 16
+    pblendw      xmm10, xmm12, 170
+    pblendw      xmm7, xmm11, 170
+    movdqa       xmm5, xmm14                         ; layer 6
+    paddw        xmm5, xmm13
+    movdqa       xmm11, xmm6
+    paddw        xmm11, xmm15
+    psubw        xmm14, xmm13
+    psubw        xmm6, xmm15
+    movdqa       xmm12, xmm14
+    pmullw       xmm12, [rax - 32]
+    movdqa       xmm13, xmm6
+    pmullw       xmm13, [rax - 16]
+    pmulhw       xmm14, [rax - 64]
+    pmulhw       xmm6, [rax - 48]
+    movdqu       xmm15, [rel pw_7681]                ; reload
+    pmulhw       xmm12, xmm15
+    pmulhw       xmm13, xmm15
+    psubw        xmm14, xmm12
+    psubw        xmm6, xmm13
+    movdqa       xmm12, xmm9                         ; layer 6
+    paddw        xmm12, xmm2
+    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm13
+    paddw        xmm12, [rsp + 64]
+    psubw        xmm9, xmm2
+    psubw        xmm13, [rsp + 64]
+    movdqa       xmm2, xmm9
+    pmullw       xmm2, [rax + 32]
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm13
+    pmullw       xmm12, [rax + 48]
+    pmulhw       xmm9, [rax]
     pmulhw       xmm13, [rax + 16]
-    pmulhw       xmm9, xmm0
-    pmulhw       xmm15, xmm0
+    pmulhw       xmm2, xmm15
+    pmulhw       xmm12, xmm15
+    psubw        xmm9, xmm2
+    psubw        xmm13, xmm12
+    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       xmm12, xmm2                         ; layer 6
+    paddw        xmm12, xmm3
+    movdqa       [rsp], xmm12                        ; spill
+    movdqa       xmm12, xmm0
+    paddw        xmm12, xmm1
+    psubw        xmm2, xmm3
+    psubw        xmm0, xmm1
+    movdqa       xmm1, xmm2
+    pmullw       xmm1, [rax + 96]
+    movdqa       xmm3, xmm0
+    pmullw       xmm3, [rax + 112]
+    pmulhw       xmm2, [rax + 64]
+    pmulhw       xmm0, [rax + 80]
+    pmulhw       xmm1, xmm15
+    pmulhw       xmm3, xmm15
+    psubw        xmm2, xmm1
+    psubw        xmm0, xmm3
+    movdqa       xmm1, xmm8                          ; layer 6
+    paddw        xmm1, xmm10
+    movdqa       xmm3, xmm4
+    paddw        xmm3, xmm7
+    psubw        xmm8, xmm10
+    psubw        xmm4, xmm7
+    movdqa       xmm7, xmm8
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2048] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 1920
+    pmullw       xmm7, [rax - 96]
+    movdqa       xmm10, xmm4
+    pmullw       xmm10, [rax - 80]
+    pmulhw       xmm8, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
+    pmulhw       xmm7, xmm15
+    pmulhw       xmm10, xmm15
+    psubw        xmm8, xmm7
+    psubw        xmm4, xmm10
+    movdqa       xmm7, xmm14
+    psllq        xmm7, 32
+    movdqa       xmm10, xmm6
+    psllq        xmm10, 32
+    movdqa       xmm15, xmm5
+    pblendw      xmm15, xmm7, 204
+    movdqa       xmm7, xmm11
+    pblendw      xmm7, xmm10, 204
+    psrlq        xmm5, 32
+    psrlq        xmm11, 32
+    pblendw      xmm5, xmm14, 204
+    pblendw      xmm11, xmm6, 204
+    movdqa       xmm6, xmm9
+    psllq        xmm6, 32
+    movdqa       xmm10, xmm13
+    psllq        xmm10, 32
+    movdqa       xmm14, [rsp + 128]                  ; reload
+    movdqa       [rsp + 32], xmm11                   ; spill
+    movdqa       xmm11, xmm14
+    pblendw      xmm11, xmm6, 204
+    movdqa       xmm6, [rsp + 64]                    ; reload
+    movdqa       [rsp + 96], xmm11                   ; spill
+    movdqa       xmm11, xmm6
+    pblendw      xmm11, xmm10, 204
+    psrlq        xmm14, 32
+    psrlq        xmm6, 32
+    pblendw      xmm14, xmm9, 204
+    pblendw      xmm6, xmm13, 204
+    movdqa       xmm9, xmm2
+    psllq        xmm9, 32
+    movdqa       xmm10, xmm0
+    psllq        xmm10, 32
+    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       [rsp + 64], xmm6                    ; spill
+    movdqa       xmm6, xmm13
+    pblendw      xmm6, xmm9, 204
+    movdqa       xmm9, xmm12
+    pblendw      xmm9, xmm10, 204
+    psrlq        xmm13, 32
+    psrlq        xmm12, 32
+    pblendw      xmm13, xmm2, 204
+    pblendw      xmm12, xmm0, 204
+    movdqa       xmm0, xmm8
+    psllq        xmm0, 32
+    movdqa       xmm2, xmm4
+    psllq        xmm2, 32
+    movdqa       xmm10, xmm1
+    pblendw      xmm10, xmm0, 204
+    movdqa       xmm0, xmm3
+    pblendw      xmm0, xmm2, 204
+    psrlq        xmm1, 32
+    psrlq        xmm3, 32
+    pblendw      xmm1, xmm8, 204
+    pblendw      xmm3, xmm4, 204
+    movdqa       xmm2, xmm15                         ; layer 5
+    paddw        xmm2, xmm5
+    movdqa       xmm4, xmm7
+    paddw        xmm4, [rsp + 32]
+    psubw        xmm15, xmm5
+    psubw        xmm7, [rsp + 32]
+    movdqa       xmm5, xmm15
+    pmullw       xmm5, [rax - 32]
+    movdqa       xmm8, xmm7
+    pmullw       xmm8, [rax - 16]
+    pmulhw       xmm15, [rax - 64]
+    pmulhw       xmm7, [rax - 48]
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqu       xmm3, [rel pw_7681]                 ; reload
+    pmulhw       xmm5, xmm3
+    pmulhw       xmm8, xmm3
+    psubw        xmm15, xmm5
+    psubw        xmm7, xmm8
+    movdqa       xmm5, xmm2                          ; special: after layer 5
+    psraw        xmm5, 13
+    movdqa       xmm8, xmm4
+    psraw        xmm8, 13
+    pand         xmm2, [rel pw_8191]
+    pand         xmm4, [rel pw_8191 + 16]
+    psubw        xmm2, xmm5
+    psubw        xmm4, xmm8
+    psllw        xmm5, 9
+    psllw        xmm8, 9
+    paddw        xmm2, xmm5
+    paddw        xmm4, xmm8
+    movdqa       xmm5, [rsp + 96]                    ; reload
+    movdqa       xmm8, xmm5                          ; layer 5
+    paddw        xmm8, xmm14
+    movdqa       [rsp], xmm7                         ; spill
+    movdqa       xmm7, xmm11
+    paddw        xmm7, [rsp + 64]
+    psubw        xmm5, xmm14
+    psubw        xmm11, [rsp + 64]
+    movdqa       xmm14, xmm5
+    pmullw       xmm14, [rax + 32]
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm11
+    pmullw       xmm4, [rax + 48]
+    pmulhw       xmm5, [rax]
+    pmulhw       xmm11, [rax + 16]
+    pmulhw       xmm14, xmm3
+    pmulhw       xmm4, xmm3
+    psubw        xmm5, xmm14
+    psubw        xmm11, xmm4
+    movdqa       xmm4, xmm8                          ; special: after layer 5
+    psraw        xmm4, 13
+    movdqa       xmm14, xmm7
+    psraw        xmm14, 13
+    pand         xmm8, [rel pw_8191]
+    pand         xmm7, [rel pw_8191 + 16]
+    psubw        xmm8, xmm4
+    psubw        xmm7, xmm14
+    psllw        xmm4, 9
+    psllw        xmm14, 9
+    paddw        xmm8, xmm4
+    paddw        xmm7, xmm14
+    movdqa       xmm4, xmm6                          ; layer 5
+    paddw        xmm4, xmm13
+    movdqa       xmm14, xmm9
+    paddw        xmm14, xmm12
+    psubw        xmm6, xmm13
+    psubw        xmm9, xmm12
+    movdqa       xmm12, xmm6
+    pmullw       xmm12, [rax + 96]
+    movdqa       xmm13, xmm9
+    pmullw       xmm13, [rax + 112]
+    pmulhw       xmm6, [rax + 64]
+    pmulhw       xmm9, [rax + 80]
+    pmulhw       xmm12, xmm3
+    pmulhw       xmm13, xmm3
+    psubw        xmm6, xmm12
+    psubw        xmm9, xmm13
+    movdqa       xmm12, xmm4                         ; special: after layer 5
+    psraw        xmm12, 13
+    movdqa       xmm13, xmm14
+    psraw        xmm13, 13
+    pand         xmm4, [rel pw_8191]
+    pand         xmm14, [rel pw_8191 + 16]
+    psubw        xmm4, xmm12
+    psubw        xmm14, xmm13
+    psllw        xmm12, 9
+    psllw        xmm13, 9
+    paddw        xmm4, xmm12
+    paddw        xmm14, xmm13
+    movdqa       xmm12, xmm10                        ; layer 5
+    paddw        xmm12, xmm1
+    movdqa       xmm13, xmm0
+    paddw        xmm13, [rsp + 32]
+    psubw        xmm10, xmm1
+    psubw        xmm0, [rsp + 32]
+    movdqa       xmm1, xmm10
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2304] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2176
+    pmullw       xmm1, [rax - 96]
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm0
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm0, [rax - 112]
+    pmulhw       xmm1, xmm3
+    pmulhw       xmm9, xmm3
+    psubw        xmm10, xmm1
+    psubw        xmm0, xmm9
+    movdqa       xmm1, xmm12                         ; special: after layer 5
+    psraw        xmm1, 13
+    movdqa       xmm9, xmm13
+    psraw        xmm9, 13
+    pand         xmm12, [rel pw_8191]
+    pand         xmm13, [rel pw_8191 + 16]
+    psubw        xmm12, xmm1
+    psubw        xmm13, xmm9
+    psllw        xmm1, 9
+    psllw        xmm9, 9
+    paddw        xmm12, xmm1
+    paddw        xmm13, xmm9
+    movdqa       xmm1, xmm2
+    punpcklqdq   xmm1, xmm15
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       xmm3, xmm9
+    punpcklqdq   xmm3, [rsp]
+    punpckhqdq   xmm2, xmm15
+    punpckhqdq   xmm9, [rsp]
+    movdqa       xmm15, xmm8
+    punpcklqdq   xmm15, xmm5
+    movdqa       [rsp], xmm15                        ; spill
+    movdqa       xmm15, xmm7
+    punpcklqdq   xmm15, xmm11
+    punpckhqdq   xmm8, xmm5
+    punpckhqdq   xmm7, xmm11
+    movdqa       xmm5, xmm4
+    punpcklqdq   xmm5, xmm6
+    movdqa       xmm11, xmm14
+    punpcklqdq   xmm11, [rsp + 32]
+    punpckhqdq   xmm4, xmm6
+    punpckhqdq   xmm14, [rsp + 32]
+    movdqa       xmm6, xmm12
+    punpcklqdq   xmm6, xmm10
+    movdqa       [rsp + 32], xmm6                    ; spill
+    movdqa       xmm6, xmm13
+    punpcklqdq   xmm6, xmm0
+    punpckhqdq   xmm12, xmm10
+    punpckhqdq   xmm13, xmm0
+    movdqa       xmm0, xmm1                          ; layer 4
+    paddw        xmm0, xmm2
+    movdqa       xmm10, xmm3
+    paddw        xmm10, xmm9
+    psubw        xmm1, xmm2
+    psubw        xmm3, xmm9
+    movdqa       xmm2, xmm1
+    pmullw       xmm2, [rax - 32]
+    movdqa       xmm9, xmm3
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm1, [rax - 64]
+    pmulhw       xmm3, [rax - 48]
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqu       xmm13, [rel pw_7681]                ; reload
+    pmulhw       xmm2, xmm13
+    pmulhw       xmm9, xmm13
+    psubw        xmm1, xmm2
+    psubw        xmm3, xmm9
+    movdqa       xmm2, xmm0                          ; special: after layer 4
+    psraw        xmm2, 13
+    movdqa       xmm9, xmm10
+    psraw        xmm9, 13
+    pand         xmm0, [rel pw_8191]
+    pand         xmm10, [rel pw_8191 + 16]
+    psubw        xmm0, xmm2
     psubw        xmm10, xmm9
-    psubw        xmm13, xmm15
-    movdqa       xmm9, xmm6                          ; special: before layer 1
-    psraw        xmm9, 13
-    movdqa       xmm15, xmm8
-    psraw        xmm15, 13
-    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
-    pand         xmm6, [rax - 128]
-    pand         xmm8, [rax - 112]
-    psubw        xmm6, xmm9
-    psubw        xmm8, xmm15
+    psllw        xmm2, 9
     psllw        xmm9, 9
-    psllw        xmm15, 9
-    paddw        xmm6, xmm9
-    paddw        xmm8, xmm15
-    movdqa       xmm9, xmm2                          ; special: before layer 1
+    paddw        xmm0, xmm2
+    paddw        xmm10, xmm9
+    movdqa       xmm2, [rsp]                         ; reload
+    movdqa       xmm9, xmm2                          ; layer 4
+    paddw        xmm9, xmm8
+    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqa       xmm3, xmm15
+    paddw        xmm3, xmm7
+    psubw        xmm2, xmm8
+    psubw        xmm15, xmm7
+    movdqa       xmm7, xmm2
+    pmullw       xmm7, [rax + 32]
+    movdqa       xmm8, xmm15
+    pmullw       xmm8, [rax + 48]
+    pmulhw       xmm2, [rax]
+    pmulhw       xmm15, [rax + 16]
+    pmulhw       xmm7, xmm13
+    pmulhw       xmm8, xmm13
+    psubw        xmm2, xmm7
+    psubw        xmm15, xmm8
+    movdqa       xmm7, xmm9                          ; special: after layer 4
+    psraw        xmm7, 13
+    movdqa       xmm8, xmm3
+    psraw        xmm8, 13
+    pand         xmm9, [rel pw_8191]
+    pand         xmm3, [rel pw_8191 + 16]
+    psubw        xmm9, xmm7
+    psubw        xmm3, xmm8
+    psllw        xmm7, 9
+    psllw        xmm8, 9
+    paddw        xmm9, xmm7
+    paddw        xmm3, xmm8
+    movdqa       xmm7, xmm5                          ; layer 4
+    paddw        xmm7, xmm4
+    movdqa       xmm8, xmm11
+    paddw        xmm8, xmm14
+    psubw        xmm5, xmm4
+    psubw        xmm11, xmm14
+    movdqa       xmm4, xmm5
+    pmullw       xmm4, [rax + 96]
+    movdqa       xmm14, xmm11
+    pmullw       xmm14, [rax + 112]
+    pmulhw       xmm5, [rax + 64]
+    pmulhw       xmm11, [rax + 80]
+    pmulhw       xmm4, xmm13
+    pmulhw       xmm14, xmm13
+    psubw        xmm5, xmm4
+    psubw        xmm11, xmm14
+    movdqa       xmm4, xmm7                          ; special: after layer 4
+    psraw        xmm4, 13
+    movdqa       xmm14, xmm8
+    psraw        xmm14, 13
+    pand         xmm7, [rel pw_8191]
+    pand         xmm8, [rel pw_8191 + 16]
+    psubw        xmm7, xmm4
+    psubw        xmm8, xmm14
+    psllw        xmm4, 9
+    psllw        xmm14, 9
+    paddw        xmm7, xmm4
+    paddw        xmm8, xmm14
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm14, xmm4                         ; layer 4
+    paddw        xmm14, xmm12
+    movdqa       [rsp], xmm11                        ; spill
+    movdqa       xmm11, xmm6
+    paddw        xmm11, [rsp + 64]
+    psubw        xmm4, xmm12
+    psubw        xmm6, [rsp + 64]
+    movdqa       xmm12, xmm4
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2560] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2432
+    pmullw       xmm12, [rax - 96]
+    movdqa       [rsp + 64], xmm5                    ; spill
+    movdqa       xmm5, xmm6
+    pmullw       xmm5, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
+    pmulhw       xmm12, xmm13
+    pmulhw       xmm5, xmm13
+    psubw        xmm4, xmm12
+    psubw        xmm6, xmm5
+    movdqa       xmm5, xmm14                         ; special: after layer 4
+    psraw        xmm5, 13
+    movdqa       xmm12, xmm11
+    psraw        xmm12, 13
+    pand         xmm14, [rel pw_8191]
+    pand         xmm11, [rel pw_8191 + 16]
+    psubw        xmm14, xmm5
+    psubw        xmm11, xmm12
+    psllw        xmm5, 9
+    psllw        xmm12, 9
+    paddw        xmm14, xmm5
+    paddw        xmm11, xmm12
+    movdqa       xmm5, xmm0                          ; layer 3
+    paddw        xmm5, xmm10
+    movdqa       xmm12, xmm1
+    paddw        xmm12, [rsp + 96]
+    psubw        xmm0, xmm10
+    psubw        xmm1, [rsp + 96]
+    movdqa       xmm10, xmm0
+    pmullw       xmm10, [rax - 32]
+    movdqa       [rsp + 96], xmm12                   ; spill
+    movdqa       xmm12, xmm1
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
+    pmulhw       xmm10, xmm13
+    pmulhw       xmm12, xmm13
+    psubw        xmm0, xmm10
+    psubw        xmm1, xmm12
+    movdqa       xmm10, xmm9                         ; layer 3
+    paddw        xmm10, xmm3
+    movdqa       xmm12, xmm2
+    paddw        xmm12, xmm15
+    psubw        xmm9, xmm3
+    psubw        xmm2, xmm15
+    movdqa       xmm3, xmm9
+    pmullw       xmm3, [rax + 32]
+    movdqa       xmm15, xmm2
+    pmullw       xmm15, [rax + 48]
+    pmulhw       xmm9, [rax]
+    pmulhw       xmm2, [rax + 16]
+    pmulhw       xmm3, xmm13
+    pmulhw       xmm15, xmm13
+    psubw        xmm9, xmm3
+    psubw        xmm2, xmm15
+    movdqa       xmm3, xmm7                          ; layer 3
+    paddw        xmm3, xmm8
+    movdqa       xmm15, [rsp + 64]                   ; reload
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqa       xmm3, xmm15
+    paddw        xmm3, [rsp]
+    psubw        xmm7, xmm8
+    psubw        xmm15, [rsp]
+    movdqa       xmm8, xmm7
+    pmullw       xmm8, [rax + 96]
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm15
+    pmullw       xmm3, [rax + 112]
+    pmulhw       xmm7, [rax + 64]
+    pmulhw       xmm15, [rax + 80]
+    pmulhw       xmm8, xmm13
+    pmulhw       xmm3, xmm13
+    psubw        xmm7, xmm8
+    psubw        xmm15, xmm3
+    movdqa       xmm3, xmm14                         ; layer 3
+    paddw        xmm3, xmm11
+    movdqa       xmm8, xmm4
+    paddw        xmm8, xmm6
+    psubw        xmm14, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm14
+    lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 2816] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2688
+    pmullw       xmm6, [rax - 96]
+    movdqa       xmm11, xmm4
+    pmullw       xmm11, [rax - 80]
+    pmulhw       xmm14, [rax - 128]
+    pmulhw       xmm4, [rax - 112]
+    pmulhw       xmm6, xmm13
+    pmulhw       xmm11, xmm13
+    psubw        xmm14, xmm6
+    psubw        xmm4, xmm11
+    movdqa       xmm6, xmm5                          ; special: before layer 2
+    psraw        xmm6, 13
+    movdqa       xmm11, [rsp + 96]                   ; reload
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm11
+    psraw        xmm4, 13
+    pand         xmm5, [rel pw_8191]
+    pand         xmm11, [rel pw_8191 + 16]
+    psubw        xmm5, xmm6
+    psubw        xmm11, xmm4
+    psllw        xmm6, 9
+    psllw        xmm4, 9
+    paddw        xmm5, xmm6
+    paddw        xmm11, xmm4
+    movdqa       xmm4, xmm5                          ; layer 2
+    paddw        xmm4, xmm10
+    movdqa       xmm6, xmm11
+    paddw        xmm6, xmm12
+    psubw        xmm5, xmm10
+    psubw        xmm11, xmm12
+    movdqa       xmm10, xmm5
+    pmullw       xmm10, [rax - 32]
+    movdqa       xmm12, xmm11
+    pmullw       xmm12, [rax - 16]
+    pmulhw       xmm5, [rax - 64]
+    pmulhw       xmm11, [rax - 48]
+    pmulhw       xmm10, xmm13
+    pmulhw       xmm12, xmm13
+    psubw        xmm5, xmm10
+    psubw        xmm11, xmm12
+    movdqa       xmm10, xmm0                         ; layer 2
+    paddw        xmm10, xmm9
+    movdqa       xmm12, xmm1
+    paddw        xmm12, xmm2
+    psubw        xmm0, xmm9
+    psubw        xmm1, xmm2
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rax - 32]
+    movdqa       xmm9, xmm1
+    pmullw       xmm9, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
+    pmulhw       xmm2, xmm13
+    pmulhw       xmm9, xmm13
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm9
+    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       xmm9, xmm2                          ; special: before layer 2
     psraw        xmm9, 13
-    movdqa       xmm15, xmm3
-    psraw        xmm15, 13
-    pand         xmm2, [rax - 128]
-    pand         xmm3, [rax - 112]
+    movdqa       [rsp + 96], xmm1                    ; spill
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqa       [rsp + 128], xmm0                   ; spill
+    movdqa       xmm0, xmm1
+    psraw        xmm0, 13
+    pand         xmm2, [rel pw_8191]
+    pand         xmm1, [rel pw_8191 + 16]
     psubw        xmm2, xmm9
-    psubw        xmm3, xmm15
+    psubw        xmm1, xmm0
     psllw        xmm9, 9
-    psllw        xmm15, 9
+    psllw        xmm0, 9
     paddw        xmm2, xmm9
-    paddw        xmm3, xmm15
-    movdqa       xmm9, xmm6                          ; layer 1
-    paddw        xmm9, xmm2
-    movdqa       xmm15, xmm8
-    paddw        xmm15, xmm3
-    psubw        xmm6, xmm2
-    psubw        xmm8, xmm3
-    movdqa       xmm2, xmm6
+    paddw        xmm1, xmm0
+    movdqa       xmm0, xmm2                          ; layer 2
+    paddw        xmm0, xmm3
+    movdqa       xmm9, xmm1
+    paddw        xmm9, xmm8
+    psubw        xmm2, xmm3
+    psubw        xmm1, xmm8
+    movdqa       xmm3, xmm2
+    pmullw       xmm3, [rax + 32]
+    movdqa       xmm8, xmm1
+    pmullw       xmm8, [rax + 48]
+    pmulhw       xmm2, [rax]
+    pmulhw       xmm1, [rax + 16]
+    pmulhw       xmm3, xmm13
+    pmulhw       xmm8, xmm13
+    psubw        xmm2, xmm3
+    psubw        xmm1, xmm8
+    movdqa       xmm3, xmm7                          ; layer 2
+    paddw        xmm3, xmm14
+    movdqa       xmm8, xmm15
+    paddw        xmm8, [rsp + 64]
+    psubw        xmm7, xmm14
+    psubw        xmm15, [rsp + 64]
+    movdqa       xmm14, xmm7
+    pmullw       xmm14, [rax + 32]
+    movdqa       [rsp + 64], xmm1                    ; spill
+    movdqa       xmm1, xmm15
+    pmullw       xmm1, [rax + 48]
+    pmulhw       xmm7, [rax]
+    pmulhw       xmm15, [rax + 16]
+    pmulhw       xmm14, xmm13
+    pmulhw       xmm1, xmm13
+    psubw        xmm7, xmm14
+    psubw        xmm15, xmm1
+    movdqa       xmm1, xmm4                          ; special: before layer 1
+    psraw        xmm1, 13
+    movdqa       xmm14, xmm6
+    psraw        xmm14, 13
+    lea          rax, [rel pw_8191 + 128]            ; addresses pw_8191 near byte 0
+    pand         xmm4, [rax - 128]
+    pand         xmm6, [rax - 112]
+    psubw        xmm4, xmm1
+    psubw        xmm6, xmm14
+    psllw        xmm1, 9
+    psllw        xmm14, 9
+    paddw        xmm4, xmm1
+    paddw        xmm6, xmm14
+    movdqa       xmm1, xmm0                          ; special: before layer 1
+    psraw        xmm1, 13
+    movdqa       xmm14, xmm9
+    psraw        xmm14, 13
+    pand         xmm0, [rax - 128]
+    pand         xmm9, [rax - 112]
+    psubw        xmm0, xmm1
+    psubw        xmm9, xmm14
+    psllw        xmm1, 9
+    psllw        xmm14, 9
+    paddw        xmm0, xmm1
+    paddw        xmm9, xmm14
+    movdqa       xmm1, xmm4                          ; layer 1
+    paddw        xmm1, xmm0
+    movdqa       xmm14, xmm6
+    paddw        xmm14, xmm9
+    psubw        xmm4, xmm0
+    psubw        xmm6, xmm9
+    movdqa       xmm0, xmm4
     lea          rax, [rel kg_kyberr17681_ntt_inverse_twiddles_sse + 3008] ; addresses kg_kyberr17681_ntt_inverse_twiddles_sse near byte 2880
+    pmullw       xmm0, [rax - 96]
+    movdqa       xmm9, xmm6
+    pmullw       xmm9, [rax - 80]
+    pmulhw       xmm4, [rax - 128]
+    pmulhw       xmm6, [rax - 112]
+    pmulhw       xmm0, xmm13
+    pmulhw       xmm9, xmm13
+    psubw        xmm4, xmm0
+    psubw        xmm6, xmm9
+    movdqa       xmm0, xmm10                         ; layer 1
+    paddw        xmm0, xmm3
+    movdqa       xmm9, xmm12
+    paddw        xmm9, xmm8
+    psubw        xmm10, xmm3
+    psubw        xmm12, xmm8
+    movdqa       xmm3, xmm10
+    pmullw       xmm3, [rax - 96]
+    movdqa       xmm8, xmm12
+    pmullw       xmm8, [rax - 80]
+    pmulhw       xmm10, [rax - 128]
+    pmulhw       xmm12, [rax - 112]
+    pmulhw       xmm3, xmm13
+    pmulhw       xmm8, xmm13
+    psubw        xmm10, xmm3
+    psubw        xmm12, xmm8
+    movdqa       xmm3, xmm5                          ; layer 1
+    paddw        xmm3, xmm2
+    movdqa       xmm8, xmm11
+    paddw        xmm8, [rsp + 64]
+    psubw        xmm5, xmm2
+    psubw        xmm11, [rsp + 64]
+    movdqa       xmm2, xmm5
     pmullw       xmm2, [rax - 96]
-    movdqa       xmm3, xmm8
-    pmullw       xmm3, [rax - 80]
-    pmulhw       xmm6, [rax - 128]
-    pmulhw       xmm8, [rax - 112]
-    pmulhw       xmm2, xmm0
-    pmulhw       xmm3, xmm0
-    psubw        xmm6, xmm2
-    psubw        xmm8, xmm3
-    movdqa       xmm2, xmm7                          ; layer 1
-    paddw        xmm2, xmm12
-    movdqa       xmm3, xmm11
-    paddw        xmm3, xmm5
-    psubw        xmm7, xmm12
-    psubw        xmm11, xmm5
-    movdqa       xmm5, xmm7
-    pmullw       xmm5, [rax - 96]
+    movdqa       [rsp + 64], xmm12                   ; spill
     movdqa       xmm12, xmm11
     pmullw       xmm12, [rax - 80]
-    pmulhw       xmm7, [rax - 128]
+    pmulhw       xmm5, [rax - 128]
     pmulhw       xmm11, [rax - 112]
-    pmulhw       xmm5, xmm0
-    pmulhw       xmm12, xmm0
-    psubw        xmm7, xmm5
+    pmulhw       xmm2, xmm13
+    pmulhw       xmm12, xmm13
+    psubw        xmm5, xmm2
     psubw        xmm11, xmm12
-    movdqa       xmm5, xmm1                          ; layer 1
-    paddw        xmm5, xmm4
-    movdqa       xmm12, xmm14
-    paddw        xmm12, [rsp + 64]
-    psubw        xmm1, xmm4
-    psubw        xmm14, [rsp + 64]
-    movdqa       xmm4, xmm1
-    pmullw       xmm4, [rax - 96]
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    pmullw       xmm11, [rax - 80]
-    pmulhw       xmm1, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
-    pmulhw       xmm4, xmm0
-    pmulhw       xmm11, xmm0
-    psubw        xmm1, xmm4
-    psubw        xmm14, xmm11
-    movdqa       xmm4, [rsp + 160]                   ; reload
-    movdqa       xmm11, xmm4                         ; layer 1
-    paddw        xmm11, xmm10
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, [rsp + 32]                   ; reload
-    movdqa       [rsp + 128], xmm1                   ; spill
-    movdqa       xmm1, xmm14
-    paddw        xmm1, xmm13
-    psubw        xmm4, xmm10
-    psubw        xmm14, xmm13
-    movdqa       xmm10, xmm4
-    pmullw       xmm10, [rax - 96]
-    movdqa       xmm13, xmm14
-    pmullw       xmm13, [rax - 80]
-    pmulhw       xmm4, [rax - 128]
-    pmulhw       xmm14, [rax - 112]
-    pmulhw       xmm10, xmm0
-    pmulhw       xmm13, xmm0
-    psubw        xmm4, xmm10
-    psubw        xmm14, xmm13
-    movdqu       [rdi + 256], xmm9
-    movdqu       [rdi + 272], xmm15
-    movdqu       [rdi + 288], xmm2
-    movdqu       [rdi + 304], xmm3
-    movdqu       [rdi + 320], xmm5
-    movdqu       [rdi + 336], xmm12
-    movdqu       [rdi + 352], xmm11
-    movdqu       [rdi + 368], xmm1
-    movdqu       [rdi + 384], xmm6
-    movdqu       [rdi + 400], xmm8
-    movdqu       [rdi + 416], xmm7
-    movdqa       xmm1, [rsp + 64]                    ; reload
-    movdqu       [rdi + 432], xmm1
-    movdqa       xmm1, [rsp + 128]                   ; reload
-    movdqu       [rdi + 448], xmm1
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqu       [rdi + 464], xmm1
-    movdqu       [rdi + 480], xmm4
-    movdqu       [rdi + 496], xmm14
-    movdqu       xmm1, [rdi]
-    movdqu       xmm2, [rdi + 16]
-    movdqu       xmm3, [rdi + 256]
-    movdqu       xmm4, [rdi + 272]
-    movdqa       xmm5, xmm1                          ; special: before layer 0
-    psraw        xmm5, 13
-    movdqa       xmm6, xmm2
-    psraw        xmm6, 13
-    pand         xmm1, [rel pw_8191]
-    pand         xmm2, [rel pw_8191 + 16]
-    psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
-    psllw        xmm5, 9
-    psllw        xmm6, 9
-    paddw        xmm1, xmm5
-    paddw        xmm2, xmm6
-    movdqa       xmm5, xmm1                          ; layer 0
-    paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 32]
-    movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
-    psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi], xmm5
-    movdqu       [rdi + 16], xmm6
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm12, xmm2                         ; layer 1
+    paddw        xmm12, xmm7
+    movdqa       [rsp], xmm11                        ; spill
+    movdqa       xmm11, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm5                    ; spill
+    movdqa       xmm5, xmm11
+    paddw        xmm5, xmm15
+    psubw        xmm2, xmm7
+    psubw        xmm11, xmm15
+    movdqa       xmm7, xmm2
+    pmullw       xmm7, [rax - 96]
+    movdqa       xmm15, xmm11
+    pmullw       xmm15, [rax - 80]
+    pmulhw       xmm2, [rax - 128]
+    pmulhw       xmm11, [rax - 112]
+    pmulhw       xmm7, xmm13
+    pmulhw       xmm15, xmm13
+    psubw        xmm2, xmm7
+    psubw        xmm11, xmm15
     movdqu       [rdi + 256], xmm1
-    movdqu       [rdi + 272], xmm2
-    movdqu       xmm1, [rdi + 32]
-    movdqu       xmm2, [rdi + 48]
-    movdqu       xmm3, [rdi + 288]
-    movdqu       xmm4, [rdi + 304]
-    movdqa       xmm5, xmm1                          ; special: before layer 0
+    movdqu       [rdi + 272], xmm14
+    movdqu       [rdi + 288], xmm0
+    movdqu       [rdi + 304], xmm9
+    movdqu       [rdi + 320], xmm3
+    movdqu       [rdi + 336], xmm8
+    movdqu       [rdi + 352], xmm12
+    movdqu       [rdi + 368], xmm5
+    movdqu       [rdi + 384], xmm4
+    movdqu       [rdi + 400], xmm6
+    movdqu       [rdi + 416], xmm10
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqu       [rdi + 432], xmm0
+    movdqa       xmm0, [rsp + 32]                    ; reload
+    movdqu       [rdi + 448], xmm0
+    movdqa       xmm0, [rsp]                         ; reload
+    movdqu       [rdi + 464], xmm0
+    movdqu       [rdi + 480], xmm2
+    movdqu       [rdi + 496], xmm11
+    movdqu       xmm0, [rdi]
+    movdqu       xmm1, [rdi + 16]
+    movdqu       xmm2, [rdi + 256]
+    movdqu       xmm3, [rdi + 272]
+    movdqa       xmm4, xmm0                          ; special: before layer 0
+    psraw        xmm4, 13
+    movdqa       xmm5, xmm1
     psraw        xmm5, 13
-    movdqa       xmm6, xmm2
-    psraw        xmm6, 13
-    pand         xmm1, [rel pw_8191]
-    pand         xmm2, [rel pw_8191 + 16]
+    pand         xmm0, [rel pw_8191]
+    pand         xmm1, [rel pw_8191 + 16]
+    psubw        xmm0, xmm4
     psubw        xmm1, xmm5
-    psubw        xmm2, xmm6
+    psllw        xmm4, 9
     psllw        xmm5, 9
-    psllw        xmm6, 9
+    paddw        xmm0, xmm4
     paddw        xmm1, xmm5
-    paddw        xmm2, xmm6
-    movdqa       xmm5, xmm1                          ; layer 0
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 32]
-    movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
+    pmulhw       xmm2, xmm13
+    pmulhw       xmm3, xmm13
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 32], xmm5
-    movdqu       [rdi + 48], xmm6
-    movdqu       [rdi + 288], xmm1
-    movdqu       [rdi + 304], xmm2
-    movdqu       xmm1, [rdi + 64]
-    movdqu       xmm2, [rdi + 80]
-    movdqu       xmm3, [rdi + 320]
-    movdqu       xmm4, [rdi + 336]
-    movdqa       xmm5, xmm1                          ; layer 0
+    movdqu       [rdi], xmm4
+    movdqu       [rdi + 16], xmm5
+    movdqu       [rdi + 256], xmm0
+    movdqu       [rdi + 272], xmm1
+    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 48]
+    movdqu       xmm2, [rdi + 288]
+    movdqu       xmm3, [rdi + 304]
+    movdqa       xmm4, xmm0                          ; special: before layer 0
+    psraw        xmm4, 13
+    movdqa       xmm5, xmm1
+    psraw        xmm5, 13
+    pand         xmm0, [rel pw_8191]
+    pand         xmm1, [rel pw_8191 + 16]
+    psubw        xmm0, xmm4
+    psubw        xmm1, xmm5
+    psllw        xmm4, 9
+    psllw        xmm5, 9
+    paddw        xmm0, xmm4
+    paddw        xmm1, xmm5
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 32]
-    movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
+    pmulhw       xmm2, xmm13
+    pmulhw       xmm3, xmm13
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 64], xmm5
-    movdqu       [rdi + 80], xmm6
-    movdqu       [rdi + 320], xmm1
-    movdqu       [rdi + 336], xmm2
-    movdqu       xmm1, [rdi + 96]
-    movdqu       xmm2, [rdi + 112]
-    movdqu       xmm3, [rdi + 352]
-    movdqu       xmm4, [rdi + 368]
-    movdqa       xmm5, xmm1                          ; layer 0
+    movdqu       [rdi + 32], xmm4
+    movdqu       [rdi + 48], xmm5
+    movdqu       [rdi + 288], xmm0
+    movdqu       [rdi + 304], xmm1
+    movdqu       xmm0, [rdi + 64]
+    movdqu       xmm1, [rdi + 80]
+    movdqu       xmm2, [rdi + 320]
+    movdqu       xmm3, [rdi + 336]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 32]
-    movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
+    pmulhw       xmm2, xmm13
+    pmulhw       xmm3, xmm13
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 96], xmm5
-    movdqu       [rdi + 112], xmm6
-    movdqu       [rdi + 352], xmm1
-    movdqu       [rdi + 368], xmm2
-    movdqu       xmm1, [rdi + 128]
-    movdqu       xmm2, [rdi + 144]
-    movdqu       xmm3, [rdi + 384]
-    movdqu       xmm4, [rdi + 400]
-    movdqa       xmm5, xmm1                          ; layer 0
+    movdqu       [rdi + 64], xmm4
+    movdqu       [rdi + 80], xmm5
+    movdqu       [rdi + 320], xmm0
+    movdqu       [rdi + 336], xmm1
+    movdqu       xmm0, [rdi + 96]
+    movdqu       xmm1, [rdi + 112]
+    movdqu       xmm2, [rdi + 352]
+    movdqu       xmm3, [rdi + 368]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 32]
-    movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
+    pmulhw       xmm2, xmm13
+    pmulhw       xmm3, xmm13
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 128], xmm5
-    movdqu       [rdi + 144], xmm6
-    movdqu       [rdi + 384], xmm1
-    movdqu       [rdi + 400], xmm2
-    movdqu       xmm1, [rdi + 160]
-    movdqu       xmm2, [rdi + 176]
-    movdqu       xmm3, [rdi + 416]
-    movdqu       xmm4, [rdi + 432]
-    movdqa       xmm5, xmm1                          ; layer 0
+    movdqu       [rdi + 96], xmm4
+    movdqu       [rdi + 112], xmm5
+    movdqu       [rdi + 352], xmm0
+    movdqu       [rdi + 368], xmm1
+    movdqu       xmm0, [rdi + 128]
+    movdqu       xmm1, [rdi + 144]
+    movdqu       xmm2, [rdi + 384]
+    movdqu       xmm3, [rdi + 400]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 32]
-    movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
+    pmulhw       xmm2, xmm13
+    pmulhw       xmm3, xmm13
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 160], xmm5
-    movdqu       [rdi + 176], xmm6
-    movdqu       [rdi + 416], xmm1
-    movdqu       [rdi + 432], xmm2
-    movdqu       xmm1, [rdi + 192]
-    movdqu       xmm2, [rdi + 208]
-    movdqu       xmm3, [rdi + 448]
-    movdqu       xmm4, [rdi + 464]
-    movdqa       xmm5, xmm1                          ; layer 0
+    movdqu       [rdi + 128], xmm4
+    movdqu       [rdi + 144], xmm5
+    movdqu       [rdi + 384], xmm0
+    movdqu       [rdi + 400], xmm1
+    movdqu       xmm0, [rdi + 160]
+    movdqu       xmm1, [rdi + 176]
+    movdqu       xmm2, [rdi + 416]
+    movdqu       xmm3, [rdi + 432]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 32]
-    movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
+    pmulhw       xmm2, xmm13
+    pmulhw       xmm3, xmm13
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 192], xmm5
-    movdqu       [rdi + 208], xmm6
-    movdqu       [rdi + 448], xmm1
-    movdqu       [rdi + 464], xmm2
-    movdqu       xmm1, [rdi + 224]
-    movdqu       xmm2, [rdi + 240]
-    movdqu       xmm3, [rdi + 480]
-    movdqu       xmm4, [rdi + 496]
-    movdqa       xmm5, xmm1                          ; layer 0
+    movdqu       [rdi + 160], xmm4
+    movdqu       [rdi + 176], xmm5
+    movdqu       [rdi + 416], xmm0
+    movdqu       [rdi + 432], xmm1
+    movdqu       xmm0, [rdi + 192]
+    movdqu       xmm1, [rdi + 208]
+    movdqu       xmm2, [rdi + 448]
+    movdqu       xmm3, [rdi + 464]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
     paddw        xmm5, xmm3
-    movdqa       xmm6, xmm2
-    paddw        xmm6, xmm4
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rax - 32]
     movdqa       xmm3, xmm1
-    pmullw       xmm3, [rax - 32]
-    movdqa       xmm4, xmm2
-    pmullw       xmm4, [rax - 16]
-    pmulhw       xmm1, [rax - 64]
-    pmulhw       xmm2, [rax - 48]
-    pmulhw       xmm3, xmm0
-    pmulhw       xmm4, xmm0
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
+    pmulhw       xmm2, xmm13
+    pmulhw       xmm3, xmm13
+    psubw        xmm0, xmm2
     psubw        xmm1, xmm3
-    psubw        xmm2, xmm4
-    movdqu       [rdi + 224], xmm5
-    movdqu       [rdi + 240], xmm6
-    movdqu       [rdi + 480], xmm1
-    movdqu       [rdi + 496], xmm2
+    movdqu       [rdi + 192], xmm4
+    movdqu       [rdi + 208], xmm5
+    movdqu       [rdi + 448], xmm0
+    movdqu       [rdi + 464], xmm1
+    movdqu       xmm0, [rdi + 224]
+    movdqu       xmm1, [rdi + 240]
+    movdqu       xmm2, [rdi + 480]
+    movdqu       xmm3, [rdi + 496]
+    movdqa       xmm4, xmm0                          ; layer 0
+    paddw        xmm4, xmm2
+    movdqa       xmm5, xmm1
+    paddw        xmm5, xmm3
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqa       xmm2, xmm0
+    pmullw       xmm2, [rax - 32]
+    movdqa       xmm3, xmm1
+    pmullw       xmm3, [rax - 16]
+    pmulhw       xmm0, [rax - 64]
+    pmulhw       xmm1, [rax - 48]
+    pmulhw       xmm2, xmm13
+    pmulhw       xmm3, xmm13
+    psubw        xmm0, xmm2
+    psubw        xmm1, xmm3
+    movdqu       [rdi + 224], xmm4
+    movdqu       [rdi + 240], xmm5
+    movdqu       [rdi + 480], xmm0
+    movdqu       [rdi + 496], xmm1
     mov rsp, rbp
     pop rbp
     ret

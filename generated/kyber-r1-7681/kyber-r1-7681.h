@@ -174,7 +174,7 @@ void kg_kyberr17681_basemul_avx2(int16_t *r, const int16_t *a, const int16_t *b)
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
  *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
- *   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
+ *   ensures:  every a[i] in [-17254, 27128] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
@@ -266,7 +266,7 @@ void kg_kyberr17681_basemul_sse(int16_t *r, const int16_t *a, const int16_t *b);
 
 /* inverse negacyclic NTT of a[256] in place, natural order out
  *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
- *   ensures:  every a[i] in [-17473, 27128] (proven), natural order,
+ *   ensures:  every a[i] in [-17254, 27128] (proven), natural order,
  *             a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)

@@ -141,7 +141,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
-    /// ensures:  every a[i] in [-17473, 27128] (proven), natural order,
+    /// ensures:  every a[i] in [-17254, 27128] (proven), natural order,
     ///           a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// a: 256 x i16, inout, 2-byte aligned (32-byte alignment is fastest)
@@ -233,7 +233,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
-    /// ensures:  every a[i] in [-17473, 27128] (proven), natural order,
+    /// ensures:  every a[i] in [-17254, 27128] (proven), natural order,
     ///           a = 2^16 * INTT(a) mod 7681: forward, basemul, inverse give a*b mod (x^256+1, 7681)
     /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
     /// a: 256 x i16, inout, 2-byte aligned (16-byte alignment is fastest)

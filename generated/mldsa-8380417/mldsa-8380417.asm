@@ -6386,108 +6386,116 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vmovdqu64    zmm2, [rel pd_even_lanes]
     vptestmd     k2, zmm2, zmm2                      ; the even lanes
     vmovdqu64    zmm2, [rel pd_8380417]              ; q = 8380417
-    vmovdqu64    zmm3, [rdi]
-    vmovdqu64    zmm4, [rdi + 128]
-    vmovdqu64    zmm5, [rdi + 256]
-    vmovdqu64    zmm6, [rdi + 384]
-    vmovdqu64    zmm7, [rdi + 512]
-    vmovdqu64    zmm8, [rdi + 640]
-    vmovdqu64    zmm9, [rdi + 768]
-    vmovdqu64    zmm10, [rdi + 896]
-    vshufi64x2   zmm11, zmm3, [rdi + 64], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 64], 238
-    vshufi64x2   zmm12, zmm4, [rdi + 192], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 192], 238
-    vshufi64x2   zmm13, zmm5, [rdi + 320], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 320], 238
-    vshufi64x2   zmm14, zmm6, [rdi + 448], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 448], 238
-    vshufi64x2   zmm15, zmm7, [rdi + 576], 68
-    vshufi64x2   zmm7, zmm7, [rdi + 576], 238
-    vshufi64x2   zmm16, zmm8, [rdi + 704], 68
-    vshufi64x2   zmm8, zmm8, [rdi + 704], 238
-    vshufi64x2   zmm17, zmm9, [rdi + 832], 68
-    vshufi64x2   zmm9, zmm9, [rdi + 832], 238
-    vshufi64x2   zmm18, zmm10, [rdi + 960], 68
-    vshufi64x2   zmm10, zmm10, [rdi + 960], 238
+    vmovdqu64    ymm3, yword [rdi]
+    vinserti64x4 zmm3, zmm3, yword [rdi + 64], 1
+    vmovdqu64    ymm4, yword [rdi + 32]
+    vinserti64x4 zmm4, zmm4, yword [rdi + 96], 1
+    vmovdqu64    ymm5, yword [rdi + 128]
+    vinserti64x4 zmm5, zmm5, yword [rdi + 192], 1
+    vmovdqu64    ymm6, yword [rdi + 160]
+    vinserti64x4 zmm6, zmm6, yword [rdi + 224], 1
+    vmovdqu64    ymm7, yword [rdi + 256]
+    vinserti64x4 zmm7, zmm7, yword [rdi + 320], 1
+    vmovdqu64    ymm8, yword [rdi + 288]
+    vinserti64x4 zmm8, zmm8, yword [rdi + 352], 1
+    vmovdqu64    ymm9, yword [rdi + 384]
+    vinserti64x4 zmm9, zmm9, yword [rdi + 448], 1
+    vmovdqu64    ymm10, yword [rdi + 416]
+    vinserti64x4 zmm10, zmm10, yword [rdi + 480], 1
+    vmovdqu64    ymm11, yword [rdi + 512]
+    vinserti64x4 zmm11, zmm11, yword [rdi + 576], 1
+    vmovdqu64    ymm12, yword [rdi + 544]
+    vinserti64x4 zmm12, zmm12, yword [rdi + 608], 1
+    vmovdqu64    ymm13, yword [rdi + 640]
+    vinserti64x4 zmm13, zmm13, yword [rdi + 704], 1
+    vmovdqu64    ymm14, yword [rdi + 672]
+    vinserti64x4 zmm14, zmm14, yword [rdi + 736], 1
+    vmovdqu64    ymm15, yword [rdi + 768]
+    vinserti64x4 zmm15, zmm15, yword [rdi + 832], 1
+    vmovdqu64    ymm16, yword [rdi + 800]
+    vinserti64x4 zmm16, zmm16, yword [rdi + 864], 1
+    vmovdqu64    ymm17, yword [rdi + 896]
+    vinserti64x4 zmm17, zmm17, yword [rdi + 960], 1
+    vmovdqu64    ymm18, yword [rdi + 928]
+    vinserti64x4 zmm18, zmm18, yword [rdi + 992], 1
     vmovdqa64    zmm19, zmm0
-    vpermi2q     zmm19, zmm11, zmm3
+    vpermi2q     zmm19, zmm3, zmm4
     vmovdqa64    zmm20, zmm1
-    vpermi2q     zmm20, zmm11, zmm3
+    vpermi2q     zmm20, zmm3, zmm4
     vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm12, zmm4
-    vmovdqa64    zmm11, zmm1
-    vpermi2q     zmm11, zmm12, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm13, zmm5
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm13, zmm5
+    vpermi2q     zmm3, zmm5, zmm6
+    vmovdqa64    zmm4, zmm1
+    vpermi2q     zmm4, zmm5, zmm6
     vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm14, zmm6
-    vmovdqa64    zmm13, zmm1
-    vpermi2q     zmm13, zmm14, zmm6
-    vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm6, zmm15, zmm7
-    vmovdqa64    zmm14, zmm1
-    vpermi2q     zmm14, zmm15, zmm7
+    vpermi2q     zmm5, zmm7, zmm8
+    vmovdqa64    zmm6, zmm1
+    vpermi2q     zmm6, zmm7, zmm8
     vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm16, zmm8
-    vmovdqa64    zmm15, zmm1
-    vpermi2q     zmm15, zmm16, zmm8
-    vmovdqa64    zmm8, zmm0
-    vpermi2q     zmm8, zmm17, zmm9
-    vmovdqa64    zmm16, zmm1
-    vpermi2q     zmm16, zmm17, zmm9
+    vpermi2q     zmm7, zmm9, zmm10
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm9, zmm10
     vmovdqa64    zmm9, zmm0
-    vpermi2q     zmm9, zmm18, zmm10
-    vmovdqa64    zmm17, zmm1
-    vpermi2q     zmm17, zmm18, zmm10
-    vpunpckldq   zmm10, zmm19, zmm20
+    vpermi2q     zmm9, zmm11, zmm12
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm10, zmm11, zmm12
+    vmovdqa64    zmm11, zmm0
+    vpermi2q     zmm11, zmm13, zmm14
+    vmovdqa64    zmm12, zmm1
+    vpermi2q     zmm12, zmm13, zmm14
+    vmovdqa64    zmm13, zmm0
+    vpermi2q     zmm13, zmm15, zmm16
+    vmovdqa64    zmm14, zmm1
+    vpermi2q     zmm14, zmm15, zmm16
+    vmovdqa64    zmm15, zmm0
+    vpermi2q     zmm15, zmm17, zmm18
+    vmovdqa64    zmm16, zmm1
+    vpermi2q     zmm16, zmm17, zmm18
+    vpunpckldq   zmm17, zmm19, zmm20
     vpunpckhdq   zmm18, zmm19, zmm20
-    vpunpckldq   zmm19, zmm3, zmm11
-    vpunpckhdq   zmm3, zmm3, zmm11
-    vpunpckldq   zmm11, zmm4, zmm12
-    vpunpckhdq   zmm4, zmm4, zmm12
-    vpunpckldq   zmm12, zmm5, zmm13
-    vpunpckhdq   zmm5, zmm5, zmm13
-    vpunpckldq   zmm13, zmm6, zmm14
-    vpunpckhdq   zmm6, zmm6, zmm14
-    vpunpckldq   zmm14, zmm7, zmm15
-    vpunpckhdq   zmm7, zmm7, zmm15
-    vpunpckldq   zmm15, zmm8, zmm16
-    vpunpckhdq   zmm8, zmm8, zmm16
-    vpunpckldq   zmm16, zmm9, zmm17
-    vpunpckhdq   zmm9, zmm9, zmm17
-    vpunpckldq   zmm17, zmm10, zmm18
-    vpunpckhdq   zmm10, zmm10, zmm18
+    vpunpckldq   zmm19, zmm3, zmm4
+    vpunpckhdq   zmm3, zmm3, zmm4
+    vpunpckldq   zmm4, zmm5, zmm6
+    vpunpckhdq   zmm5, zmm5, zmm6
+    vpunpckldq   zmm6, zmm7, zmm8
+    vpunpckhdq   zmm7, zmm7, zmm8
+    vpunpckldq   zmm8, zmm9, zmm10
+    vpunpckhdq   zmm9, zmm9, zmm10
+    vpunpckldq   zmm10, zmm11, zmm12
+    vpunpckhdq   zmm11, zmm11, zmm12
+    vpunpckldq   zmm12, zmm13, zmm14
+    vpunpckhdq   zmm13, zmm13, zmm14
+    vpunpckldq   zmm14, zmm15, zmm16
+    vpunpckhdq   zmm15, zmm15, zmm16
+    vpunpckldq   zmm16, zmm17, zmm18
+    vpunpckhdq   zmm17, zmm17, zmm18
     vpunpckldq   zmm18, zmm19, zmm3
     vpunpckhdq   zmm3, zmm19, zmm3
-    vpunpckldq   zmm19, zmm11, zmm4
-    vpunpckhdq   zmm4, zmm11, zmm4
-    vpunpckldq   zmm11, zmm12, zmm5
-    vpunpckhdq   zmm5, zmm12, zmm5
-    vpunpckldq   zmm12, zmm13, zmm6
-    vpunpckhdq   zmm6, zmm13, zmm6
-    vpunpckldq   zmm13, zmm14, zmm7
-    vpunpckhdq   zmm7, zmm14, zmm7
-    vpunpckldq   zmm14, zmm15, zmm8
-    vpunpckhdq   zmm8, zmm15, zmm8
-    vpunpckldq   zmm15, zmm16, zmm9
-    vpunpckhdq   zmm9, zmm16, zmm9
-    vpaddd       zmm16, zmm17, zmm10                 ; layer 7
-    vpsubd       zmm10, zmm17, zmm10
-    vmovshdup    zmm17, zmm10
+    vpunpckldq   zmm19, zmm4, zmm5
+    vpunpckhdq   zmm4, zmm4, zmm5
+    vpunpckldq   zmm5, zmm6, zmm7
+    vpunpckhdq   zmm6, zmm6, zmm7
+    vpunpckldq   zmm7, zmm8, zmm9
+    vpunpckhdq   zmm8, zmm8, zmm9
+    vpunpckldq   zmm9, zmm10, zmm11
+    vpunpckhdq   zmm10, zmm10, zmm11
+    vpunpckldq   zmm11, zmm12, zmm13
+    vpunpckhdq   zmm12, zmm12, zmm13
+    vpunpckldq   zmm13, zmm14, zmm15
+    vpunpckhdq   zmm14, zmm14, zmm15
+    vpaddd       zmm15, zmm16, zmm17                 ; layer 7
+    vpsubd       zmm16, zmm16, zmm17
+    vmovshdup    zmm17, zmm16
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 128] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 0
-    vpmuldq      zmm20, zmm10, [rax - 128]
-    vpmuldq      zmm10, zmm10, [rax - 64]
-    vpmuldq      zmm10, zmm10, zmm2
-    vpsubd       zmm10, zmm20, zmm10
+    vpmuldq      zmm20, zmm16, [rax - 128]
+    vpmuldq      zmm16, zmm16, [rax - 64]
+    vpmuldq      zmm16, zmm16, zmm2
+    vpsubd       zmm16, zmm20, zmm16
     vpmuldq      zmm20, zmm17, [rax]
     vpmuldq      zmm17, zmm17, [rax + 64]
     vpmuldq      zmm17, zmm17, zmm2
     vpsubd       zmm17, zmm20, zmm17
-    vmovshdup    zmm17{k2}, zmm10
-    vpaddd       zmm10, zmm18, zmm3                  ; layer 7
+    vmovshdup    zmm17{k2}, zmm16
+    vpaddd       zmm16, zmm18, zmm3                  ; layer 7
     vpsubd       zmm3, zmm18, zmm3
     vmovshdup    zmm18, zmm3
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 384] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 256
@@ -6513,129 +6521,129 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm19, zmm19, zmm2
     vpsubd       zmm19, zmm20, zmm19
     vmovshdup    zmm19{k2}, zmm4
-    vpaddd       zmm4, zmm11, zmm5                   ; layer 7
-    vpsubd       zmm5, zmm11, zmm5
-    vmovshdup    zmm11, zmm5
+    vpaddd       zmm4, zmm5, zmm6                    ; layer 7
+    vpsubd       zmm5, zmm5, zmm6
+    vmovshdup    zmm6, zmm5
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 896] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 768
     vpmuldq      zmm20, zmm5, [rax - 128]
     vpmuldq      zmm5, zmm5, [rax - 64]
     vpmuldq      zmm5, zmm5, zmm2
     vpsubd       zmm5, zmm20, zmm5
-    vpmuldq      zmm20, zmm11, [rax]
-    vpmuldq      zmm11, zmm11, [rax + 64]
-    vpmuldq      zmm11, zmm11, zmm2
-    vpsubd       zmm11, zmm20, zmm11
-    vmovshdup    zmm11{k2}, zmm5
-    vpaddd       zmm5, zmm12, zmm6                   ; layer 7
-    vpsubd       zmm6, zmm12, zmm6
-    vmovshdup    zmm12, zmm6
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1024
-    vpmuldq      zmm20, zmm6, [rax - 128]
-    vpmuldq      zmm6, zmm6, [rax - 64]
+    vpmuldq      zmm20, zmm6, [rax]
+    vpmuldq      zmm6, zmm6, [rax + 64]
     vpmuldq      zmm6, zmm6, zmm2
     vpsubd       zmm6, zmm20, zmm6
-    vpmuldq      zmm20, zmm12, [rax]
-    vpmuldq      zmm12, zmm12, [rax + 64]
-    vpmuldq      zmm12, zmm12, zmm2
-    vpsubd       zmm12, zmm20, zmm12
-    vmovshdup    zmm12{k2}, zmm6
-    vpaddd       zmm6, zmm13, zmm7                   ; layer 7
-    vpsubd       zmm7, zmm13, zmm7
-    vmovshdup    zmm13, zmm7
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1280
+    vmovshdup    zmm6{k2}, zmm5
+    vpaddd       zmm5, zmm7, zmm8                    ; layer 7
+    vpsubd       zmm7, zmm7, zmm8
+    vmovshdup    zmm8, zmm7
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1152] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1024
     vpmuldq      zmm20, zmm7, [rax - 128]
     vpmuldq      zmm7, zmm7, [rax - 64]
     vpmuldq      zmm7, zmm7, zmm2
     vpsubd       zmm7, zmm20, zmm7
-    vpmuldq      zmm20, zmm13, [rax]
-    vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm2
-    vpsubd       zmm13, zmm20, zmm13
-    vmovshdup    zmm13{k2}, zmm7
-    vpaddd       zmm7, zmm14, zmm8                   ; layer 7
-    vpsubd       zmm8, zmm14, zmm8
-    vmovshdup    zmm14, zmm8
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1536
-    vpmuldq      zmm20, zmm8, [rax - 128]
-    vpmuldq      zmm8, zmm8, [rax - 64]
+    vpmuldq      zmm20, zmm8, [rax]
+    vpmuldq      zmm8, zmm8, [rax + 64]
     vpmuldq      zmm8, zmm8, zmm2
     vpsubd       zmm8, zmm20, zmm8
-    vpmuldq      zmm20, zmm14, [rax]
-    vpmuldq      zmm14, zmm14, [rax + 64]
-    vpmuldq      zmm14, zmm14, zmm2
-    vpsubd       zmm14, zmm20, zmm14
-    vmovshdup    zmm14{k2}, zmm8
-    vpaddd       zmm8, zmm15, zmm9                   ; layer 7
-    vpsubd       zmm9, zmm15, zmm9
-    vmovshdup    zmm15, zmm9
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1792
+    vmovshdup    zmm8{k2}, zmm7
+    vpaddd       zmm7, zmm9, zmm10                   ; layer 7
+    vpsubd       zmm9, zmm9, zmm10
+    vmovshdup    zmm10, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1408] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1280
     vpmuldq      zmm20, zmm9, [rax - 128]
     vpmuldq      zmm9, zmm9, [rax - 64]
     vpmuldq      zmm9, zmm9, zmm2
     vpsubd       zmm9, zmm20, zmm9
-    vpmuldq      zmm20, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm2
-    vpsubd       zmm15, zmm20, zmm15
-    vmovshdup    zmm15{k2}, zmm9
-    vpshufd      zmm9, zmm16, 216
-    vpshufd      zmm16, zmm17, 216
-    vpunpckldq   zmm17, zmm9, zmm16
-    vpunpckhdq   zmm9, zmm9, zmm16
-    vpshufd      zmm10, zmm10, 216
+    vpmuldq      zmm20, zmm10, [rax]
+    vpmuldq      zmm10, zmm10, [rax + 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm20, zmm10
+    vmovshdup    zmm10{k2}, zmm9
+    vpaddd       zmm9, zmm11, zmm12                  ; layer 7
+    vpsubd       zmm11, zmm11, zmm12
+    vmovshdup    zmm12, zmm11
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1664] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1536
+    vpmuldq      zmm20, zmm11, [rax - 128]
+    vpmuldq      zmm11, zmm11, [rax - 64]
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm20, zmm11
+    vpmuldq      zmm20, zmm12, [rax]
+    vpmuldq      zmm12, zmm12, [rax + 64]
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm20, zmm12
+    vmovshdup    zmm12{k2}, zmm11
+    vpaddd       zmm11, zmm13, zmm14                 ; layer 7
+    vpsubd       zmm13, zmm13, zmm14
+    vmovshdup    zmm14, zmm13
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 1792
+    vpmuldq      zmm20, zmm13, [rax - 128]
+    vpmuldq      zmm13, zmm13, [rax - 64]
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm20, zmm13
+    vpmuldq      zmm20, zmm14, [rax]
+    vpmuldq      zmm14, zmm14, [rax + 64]
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm20, zmm14
+    vmovshdup    zmm14{k2}, zmm13
+    vpshufd      zmm13, zmm15, 216
+    vpshufd      zmm15, zmm17, 216
+    vpunpckldq   zmm17, zmm13, zmm15
+    vpunpckhdq   zmm13, zmm13, zmm15
+    vpshufd      zmm15, zmm16, 216
     vpshufd      zmm16, zmm18, 216
-    vpunpckldq   zmm18, zmm10, zmm16
-    vpunpckhdq   zmm10, zmm10, zmm16
+    vpunpckldq   zmm18, zmm15, zmm16
+    vpunpckhdq   zmm15, zmm15, zmm16
     vpshufd      zmm3, zmm3, 216
     vpshufd      zmm16, zmm19, 216
     vpunpckldq   zmm19, zmm3, zmm16
     vpunpckhdq   zmm3, zmm3, zmm16
     vpshufd      zmm4, zmm4, 216
-    vpshufd      zmm11, zmm11, 216
-    vpunpckldq   zmm16, zmm4, zmm11
-    vpunpckhdq   zmm4, zmm4, zmm11
-    vpshufd      zmm5, zmm5, 216
-    vpshufd      zmm11, zmm12, 216
-    vpunpckldq   zmm12, zmm5, zmm11
-    vpunpckhdq   zmm5, zmm5, zmm11
     vpshufd      zmm6, zmm6, 216
-    vpshufd      zmm11, zmm13, 216
-    vpunpckldq   zmm13, zmm6, zmm11
-    vpunpckhdq   zmm6, zmm6, zmm11
-    vpshufd      zmm7, zmm7, 216
+    vpunpckldq   zmm16, zmm4, zmm6
+    vpunpckhdq   zmm4, zmm4, zmm6
+    vpshufd      zmm5, zmm5, 216
+    vpshufd      zmm6, zmm8, 216
+    vpunpckldq   zmm8, zmm5, zmm6
+    vpunpckhdq   zmm5, zmm5, zmm6
+    vpshufd      zmm6, zmm7, 216
+    vpshufd      zmm7, zmm10, 216
+    vpunpckldq   zmm10, zmm6, zmm7
+    vpunpckhdq   zmm6, zmm6, zmm7
+    vpshufd      zmm7, zmm9, 216
+    vpshufd      zmm9, zmm12, 216
+    vpunpckldq   zmm12, zmm7, zmm9
+    vpunpckhdq   zmm7, zmm7, zmm9
+    vpshufd      zmm9, zmm11, 216
     vpshufd      zmm11, zmm14, 216
-    vpunpckldq   zmm14, zmm7, zmm11
-    vpunpckhdq   zmm7, zmm7, zmm11
-    vpshufd      zmm8, zmm8, 216
-    vpshufd      zmm11, zmm15, 216
-    vpunpckldq   zmm15, zmm8, zmm11
-    vpunpckhdq   zmm8, zmm8, zmm11
-    vpaddd       zmm11, zmm17, zmm9                  ; layer 6
-    vpsubd       zmm9, zmm17, zmm9
-    vmovshdup    zmm17, zmm9
+    vpunpckldq   zmm14, zmm9, zmm11
+    vpunpckhdq   zmm9, zmm9, zmm11
+    vpaddd       zmm11, zmm17, zmm13                 ; layer 6
+    vpsubd       zmm13, zmm17, zmm13
+    vmovshdup    zmm17, zmm13
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2048
-    vpmuldq      zmm20, zmm9, [rax - 128]
-    vpmuldq      zmm9, zmm9, [rax - 64]
-    vpmuldq      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm20, zmm9
+    vpmuldq      zmm20, zmm13, [rax - 128]
+    vpmuldq      zmm13, zmm13, [rax - 64]
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm20, zmm13
     vpmuldq      zmm20, zmm17, [rax - 128]
     vpmuldq      zmm17, zmm17, [rax - 64]
     vpmuldq      zmm17, zmm17, zmm2
     vpsubd       zmm17, zmm20, zmm17
-    vmovshdup    zmm17{k2}, zmm9
-    vpaddd       zmm9, zmm18, zmm10                  ; layer 6
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm18, zmm10
-    vpmuldq      zmm20, zmm10, [rax]
-    vpmuldq      zmm10, zmm10, [rax + 64]
-    vpmuldq      zmm10, zmm10, zmm2
-    vpsubd       zmm10, zmm20, zmm10
+    vmovshdup    zmm17{k2}, zmm13
+    vpaddd       zmm13, zmm18, zmm15                 ; layer 6
+    vpsubd       zmm15, zmm18, zmm15
+    vmovshdup    zmm18, zmm15
+    vpmuldq      zmm20, zmm15, [rax]
+    vpmuldq      zmm15, zmm15, [rax + 64]
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm20, zmm15
     vpmuldq      zmm20, zmm18, [rax]
     vpmuldq      zmm18, zmm18, [rax + 64]
     vpmuldq      zmm18, zmm18, zmm2
     vpsubd       zmm18, zmm20, zmm18
-    vmovshdup    zmm18{k2}, zmm10
-    vpaddd       zmm10, zmm19, zmm3                  ; layer 6
+    vmovshdup    zmm18{k2}, zmm15
+    vpaddd       zmm15, zmm19, zmm3                  ; layer 6
     vpsubd       zmm3, zmm19, zmm3
     vmovshdup    zmm19, zmm3
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2304
@@ -6660,111 +6668,111 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm16, zmm16, zmm2
     vpsubd       zmm16, zmm20, zmm16
     vmovshdup    zmm16{k2}, zmm4
-    vpaddd       zmm4, zmm12, zmm5                   ; layer 6
-    vpsubd       zmm5, zmm12, zmm5
-    vmovshdup    zmm12, zmm5
+    vpaddd       zmm4, zmm8, zmm5                    ; layer 6
+    vpsubd       zmm5, zmm8, zmm5
+    vmovshdup    zmm8, zmm5
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2560
     vpmuldq      zmm20, zmm5, [rax - 128]
     vpmuldq      zmm5, zmm5, [rax - 64]
     vpmuldq      zmm5, zmm5, zmm2
     vpsubd       zmm5, zmm20, zmm5
-    vpmuldq      zmm20, zmm12, [rax - 128]
-    vpmuldq      zmm12, zmm12, [rax - 64]
-    vpmuldq      zmm12, zmm12, zmm2
-    vpsubd       zmm12, zmm20, zmm12
-    vmovshdup    zmm12{k2}, zmm5
-    vpaddd       zmm5, zmm13, zmm6                   ; layer 6
-    vpsubd       zmm6, zmm13, zmm6
-    vmovshdup    zmm13, zmm6
+    vpmuldq      zmm20, zmm8, [rax - 128]
+    vpmuldq      zmm8, zmm8, [rax - 64]
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm20, zmm8
+    vmovshdup    zmm8{k2}, zmm5
+    vpaddd       zmm5, zmm10, zmm6                   ; layer 6
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm10, zmm6
     vpmuldq      zmm20, zmm6, [rax]
     vpmuldq      zmm6, zmm6, [rax + 64]
     vpmuldq      zmm6, zmm6, zmm2
     vpsubd       zmm6, zmm20, zmm6
-    vpmuldq      zmm20, zmm13, [rax]
-    vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm2
-    vpsubd       zmm13, zmm20, zmm13
-    vmovshdup    zmm13{k2}, zmm6
-    vpaddd       zmm6, zmm14, zmm7                   ; layer 6
-    vpsubd       zmm7, zmm14, zmm7
-    vmovshdup    zmm14, zmm7
+    vpmuldq      zmm20, zmm10, [rax]
+    vpmuldq      zmm10, zmm10, [rax + 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm20, zmm10
+    vmovshdup    zmm10{k2}, zmm6
+    vpaddd       zmm6, zmm12, zmm7                   ; layer 6
+    vpsubd       zmm7, zmm12, zmm7
+    vmovshdup    zmm12, zmm7
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 2816
     vpmuldq      zmm20, zmm7, [rax - 128]
     vpmuldq      zmm7, zmm7, [rax - 64]
     vpmuldq      zmm7, zmm7, zmm2
     vpsubd       zmm7, zmm20, zmm7
-    vpmuldq      zmm20, zmm14, [rax - 128]
-    vpmuldq      zmm14, zmm14, [rax - 64]
-    vpmuldq      zmm14, zmm14, zmm2
-    vpsubd       zmm14, zmm20, zmm14
-    vmovshdup    zmm14{k2}, zmm7
-    vpaddd       zmm7, zmm15, zmm8                   ; layer 6
-    vpsubd       zmm8, zmm15, zmm8
-    vmovshdup    zmm15, zmm8
-    vpmuldq      zmm20, zmm8, [rax]
-    vpmuldq      zmm8, zmm8, [rax + 64]
-    vpmuldq      zmm8, zmm8, zmm2
-    vpsubd       zmm8, zmm20, zmm8
-    vpmuldq      zmm20, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm2
-    vpsubd       zmm15, zmm20, zmm15
-    vmovshdup    zmm15{k2}, zmm8
-    vpunpcklqdq  zmm8, zmm11, zmm17
-    vpunpckhqdq  zmm11, zmm11, zmm17
-    vpunpcklqdq  zmm17, zmm9, zmm18
-    vpunpckhqdq  zmm9, zmm9, zmm18
-    vpunpcklqdq  zmm18, zmm10, zmm19
-    vpunpckhqdq  zmm10, zmm10, zmm19
-    vpunpcklqdq  zmm19, zmm3, zmm16
-    vpunpckhqdq  zmm3, zmm3, zmm16
-    vpunpcklqdq  zmm16, zmm4, zmm12
-    vpunpckhqdq  zmm4, zmm4, zmm12
-    vpunpcklqdq  zmm12, zmm5, zmm13
-    vpunpckhqdq  zmm5, zmm5, zmm13
-    vpunpcklqdq  zmm13, zmm6, zmm14
-    vpunpckhqdq  zmm6, zmm6, zmm14
-    vpunpcklqdq  zmm14, zmm7, zmm15
-    vpunpckhqdq  zmm7, zmm7, zmm15
-    vpaddd       zmm15, zmm8, zmm11                  ; layer 5
-    vpsubd       zmm8, zmm8, zmm11
-    vmovshdup    zmm11, zmm8
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3072
-    vpmuldq      zmm20, zmm8, [rax - 128]
-    vpmuldq      zmm8, zmm8, [rax - 64]
-    vpmuldq      zmm8, zmm8, zmm2
-    vpsubd       zmm8, zmm20, zmm8
-    vpmuldq      zmm20, zmm11, [rax - 128]
-    vpmuldq      zmm11, zmm11, [rax - 64]
-    vpmuldq      zmm11, zmm11, zmm2
-    vpsubd       zmm11, zmm20, zmm11
-    vmovshdup    zmm11{k2}, zmm8
-    vpaddd       zmm8, zmm17, zmm9                   ; layer 5
-    vpsubd       zmm9, zmm17, zmm9
-    vmovshdup    zmm17, zmm9
+    vpmuldq      zmm20, zmm12, [rax - 128]
+    vpmuldq      zmm12, zmm12, [rax - 64]
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm20, zmm12
+    vmovshdup    zmm12{k2}, zmm7
+    vpaddd       zmm7, zmm14, zmm9                   ; layer 6
+    vpsubd       zmm9, zmm14, zmm9
+    vmovshdup    zmm14, zmm9
     vpmuldq      zmm20, zmm9, [rax]
     vpmuldq      zmm9, zmm9, [rax + 64]
     vpmuldq      zmm9, zmm9, zmm2
     vpsubd       zmm9, zmm20, zmm9
+    vpmuldq      zmm20, zmm14, [rax]
+    vpmuldq      zmm14, zmm14, [rax + 64]
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm20, zmm14
+    vmovshdup    zmm14{k2}, zmm9
+    vpunpcklqdq  zmm9, zmm11, zmm17
+    vpunpckhqdq  zmm11, zmm11, zmm17
+    vpunpcklqdq  zmm17, zmm13, zmm18
+    vpunpckhqdq  zmm13, zmm13, zmm18
+    vpunpcklqdq  zmm18, zmm15, zmm19
+    vpunpckhqdq  zmm15, zmm15, zmm19
+    vpunpcklqdq  zmm19, zmm3, zmm16
+    vpunpckhqdq  zmm3, zmm3, zmm16
+    vpunpcklqdq  zmm16, zmm4, zmm8
+    vpunpckhqdq  zmm4, zmm4, zmm8
+    vpunpcklqdq  zmm8, zmm5, zmm10
+    vpunpckhqdq  zmm5, zmm5, zmm10
+    vpunpcklqdq  zmm10, zmm6, zmm12
+    vpunpckhqdq  zmm6, zmm6, zmm12
+    vpunpcklqdq  zmm12, zmm7, zmm14
+    vpunpckhqdq  zmm7, zmm7, zmm14
+    vpaddd       zmm14, zmm9, zmm11                  ; layer 5
+    vpsubd       zmm9, zmm9, zmm11
+    vmovshdup    zmm11, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3200] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3072
+    vpmuldq      zmm20, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm20, zmm9
+    vpmuldq      zmm20, zmm11, [rax - 128]
+    vpmuldq      zmm11, zmm11, [rax - 64]
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm20, zmm11
+    vmovshdup    zmm11{k2}, zmm9
+    vpaddd       zmm9, zmm17, zmm13                  ; layer 5
+    vpsubd       zmm13, zmm17, zmm13
+    vmovshdup    zmm17, zmm13
+    vpmuldq      zmm20, zmm13, [rax]
+    vpmuldq      zmm13, zmm13, [rax + 64]
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm20, zmm13
     vpmuldq      zmm20, zmm17, [rax]
     vpmuldq      zmm17, zmm17, [rax + 64]
     vpmuldq      zmm17, zmm17, zmm2
     vpsubd       zmm17, zmm20, zmm17
-    vmovshdup    zmm17{k2}, zmm9
-    vpaddd       zmm9, zmm18, zmm10                  ; layer 5
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm18, zmm10
+    vmovshdup    zmm17{k2}, zmm13
+    vpaddd       zmm13, zmm18, zmm15                 ; layer 5
+    vpsubd       zmm15, zmm18, zmm15
+    vmovshdup    zmm18, zmm15
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3456] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3328
-    vpmuldq      zmm20, zmm10, [rax - 128]
-    vpmuldq      zmm10, zmm10, [rax - 64]
-    vpmuldq      zmm10, zmm10, zmm2
-    vpsubd       zmm10, zmm20, zmm10
+    vpmuldq      zmm20, zmm15, [rax - 128]
+    vpmuldq      zmm15, zmm15, [rax - 64]
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm20, zmm15
     vpmuldq      zmm20, zmm18, [rax - 128]
     vpmuldq      zmm18, zmm18, [rax - 64]
     vpmuldq      zmm18, zmm18, zmm2
     vpsubd       zmm18, zmm20, zmm18
-    vmovshdup    zmm18{k2}, zmm10
-    vpaddd       zmm10, zmm19, zmm3                  ; layer 5
+    vmovshdup    zmm18{k2}, zmm15
+    vpaddd       zmm15, zmm19, zmm3                  ; layer 5
     vpsubd       zmm3, zmm19, zmm3
     vmovshdup    zmm19, zmm3
     vpmuldq      zmm20, zmm3, [rax]
@@ -6789,139 +6797,139 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm16, zmm16, zmm2
     vpsubd       zmm16, zmm20, zmm16
     vmovshdup    zmm16{k2}, zmm4
-    vpaddd       zmm4, zmm12, zmm5                   ; layer 5
-    vpsubd       zmm5, zmm12, zmm5
-    vmovshdup    zmm12, zmm5
+    vpaddd       zmm4, zmm8, zmm5                    ; layer 5
+    vpsubd       zmm5, zmm8, zmm5
+    vmovshdup    zmm8, zmm5
     vpmuldq      zmm20, zmm5, [rax]
     vpmuldq      zmm5, zmm5, [rax + 64]
     vpmuldq      zmm5, zmm5, zmm2
     vpsubd       zmm5, zmm20, zmm5
-    vpmuldq      zmm20, zmm12, [rax]
-    vpmuldq      zmm12, zmm12, [rax + 64]
-    vpmuldq      zmm12, zmm12, zmm2
-    vpsubd       zmm12, zmm20, zmm12
-    vmovshdup    zmm12{k2}, zmm5
-    vpaddd       zmm5, zmm13, zmm6                   ; layer 5
-    vpsubd       zmm6, zmm13, zmm6
-    vmovshdup    zmm13, zmm6
+    vpmuldq      zmm20, zmm8, [rax]
+    vpmuldq      zmm8, zmm8, [rax + 64]
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm20, zmm8
+    vmovshdup    zmm8{k2}, zmm5
+    vpaddd       zmm5, zmm10, zmm6                   ; layer 5
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm10, zmm6
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 3968] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 3840
     vpmuldq      zmm20, zmm6, [rax - 128]
     vpmuldq      zmm6, zmm6, [rax - 64]
     vpmuldq      zmm6, zmm6, zmm2
     vpsubd       zmm6, zmm20, zmm6
-    vpmuldq      zmm20, zmm13, [rax - 128]
-    vpmuldq      zmm13, zmm13, [rax - 64]
-    vpmuldq      zmm13, zmm13, zmm2
-    vpsubd       zmm13, zmm20, zmm13
-    vmovshdup    zmm13{k2}, zmm6
-    vpaddd       zmm6, zmm14, zmm7                   ; layer 5
-    vpsubd       zmm7, zmm14, zmm7
-    vmovshdup    zmm14, zmm7
+    vpmuldq      zmm20, zmm10, [rax - 128]
+    vpmuldq      zmm10, zmm10, [rax - 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm20, zmm10
+    vmovshdup    zmm10{k2}, zmm6
+    vpaddd       zmm6, zmm12, zmm7                   ; layer 5
+    vpsubd       zmm7, zmm12, zmm7
+    vmovshdup    zmm12, zmm7
     vpmuldq      zmm20, zmm7, [rax]
     vpmuldq      zmm7, zmm7, [rax + 64]
     vpmuldq      zmm7, zmm7, zmm2
     vpsubd       zmm7, zmm20, zmm7
-    vpmuldq      zmm20, zmm14, [rax]
-    vpmuldq      zmm14, zmm14, [rax + 64]
-    vpmuldq      zmm14, zmm14, zmm2
-    vpsubd       zmm14, zmm20, zmm14
-    vmovshdup    zmm14{k2}, zmm7
+    vpmuldq      zmm20, zmm12, [rax]
+    vpmuldq      zmm12, zmm12, [rax + 64]
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm20, zmm12
+    vmovshdup    zmm12{k2}, zmm7
     vmovdqa64    zmm7, zmm0
-    vpermi2q     zmm7, zmm15, zmm11
+    vpermi2q     zmm7, zmm14, zmm11
     vmovdqa64    zmm20, zmm1
-    vpermi2q     zmm20, zmm15, zmm11
+    vpermi2q     zmm20, zmm14, zmm11
     vmovdqa64    zmm11, zmm0
-    vpermi2q     zmm11, zmm8, zmm17
-    vmovdqa64    zmm15, zmm1
-    vpermi2q     zmm15, zmm8, zmm17
-    vmovdqa64    zmm8, zmm0
-    vpermi2q     zmm8, zmm9, zmm18
-    vmovdqa64    zmm17, zmm1
-    vpermi2q     zmm17, zmm9, zmm18
+    vpermi2q     zmm11, zmm9, zmm17
+    vmovdqa64    zmm14, zmm1
+    vpermi2q     zmm14, zmm9, zmm17
     vmovdqa64    zmm9, zmm0
-    vpermi2q     zmm9, zmm10, zmm19
+    vpermi2q     zmm9, zmm13, zmm18
+    vmovdqa64    zmm17, zmm1
+    vpermi2q     zmm17, zmm13, zmm18
+    vmovdqa64    zmm13, zmm0
+    vpermi2q     zmm13, zmm15, zmm19
     vmovdqa64    zmm18, zmm1
-    vpermi2q     zmm18, zmm10, zmm19
-    vmovdqa64    zmm10, zmm0
-    vpermi2q     zmm10, zmm3, zmm16
+    vpermi2q     zmm18, zmm15, zmm19
+    vmovdqa64    zmm15, zmm0
+    vpermi2q     zmm15, zmm3, zmm16
     vmovdqa64    zmm19, zmm1
     vpermi2q     zmm19, zmm3, zmm16
     vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm4, zmm12
+    vpermi2q     zmm3, zmm4, zmm8
     vmovdqa64    zmm16, zmm1
-    vpermi2q     zmm16, zmm4, zmm12
+    vpermi2q     zmm16, zmm4, zmm8
     vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm5, zmm13
-    vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm5, zmm13
+    vpermi2q     zmm4, zmm5, zmm10
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm5, zmm10
     vmovdqa64    zmm0, zmm0
-    vpermi2q     zmm0, zmm6, zmm14
+    vpermi2q     zmm0, zmm6, zmm12
     vmovdqa64    zmm1, zmm1
-    vpermi2q     zmm1, zmm6, zmm14
+    vpermi2q     zmm1, zmm6, zmm12
     vpaddd       zmm5, zmm7, zmm20                   ; layer 4
     vpsubd       zmm6, zmm7, zmm20
     vmovshdup    zmm7, zmm6
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4224] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4096
-    vpmuldq      zmm13, zmm6, [rax - 128]
+    vpmuldq      zmm10, zmm6, [rax - 128]
     vpmuldq      zmm6, zmm6, [rax - 64]
     vpmuldq      zmm6, zmm6, zmm2
-    vpsubd       zmm6, zmm13, zmm6
-    vpmuldq      zmm13, zmm7, [rax - 128]
+    vpsubd       zmm6, zmm10, zmm6
+    vpmuldq      zmm10, zmm7, [rax - 128]
     vpmuldq      zmm7, zmm7, [rax - 64]
     vpmuldq      zmm7, zmm7, zmm2
-    vpsubd       zmm7, zmm13, zmm7
+    vpsubd       zmm7, zmm10, zmm7
     vmovshdup    zmm7{k2}, zmm6
-    vpaddd       zmm6, zmm11, zmm15                  ; layer 4
-    vpsubd       zmm11, zmm11, zmm15
-    vmovshdup    zmm13, zmm11
-    vpmuldq      zmm14, zmm11, [rax]
+    vpaddd       zmm6, zmm11, zmm14                  ; layer 4
+    vpsubd       zmm10, zmm11, zmm14
+    vmovshdup    zmm11, zmm10
+    vpmuldq      zmm12, zmm10, [rax]
+    vpmuldq      zmm10, zmm10, [rax + 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm12, zmm10
+    vpmuldq      zmm12, zmm11, [rax]
     vpmuldq      zmm11, zmm11, [rax + 64]
     vpmuldq      zmm11, zmm11, zmm2
-    vpsubd       zmm11, zmm14, zmm11
-    vpmuldq      zmm14, zmm13, [rax]
+    vpsubd       zmm11, zmm12, zmm11
+    vmovshdup    zmm11{k2}, zmm10
+    vpaddd       zmm10, zmm9, zmm17                  ; layer 4
+    vpsubd       zmm9, zmm9, zmm17
+    vmovshdup    zmm12, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4480] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4352
+    vpmuldq      zmm14, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm14, zmm9
+    vpmuldq      zmm14, zmm12, [rax - 128]
+    vpmuldq      zmm12, zmm12, [rax - 64]
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm14, zmm12
+    vmovshdup    zmm12{k2}, zmm9
+    vpaddd       zmm9, zmm13, zmm18                  ; layer 4
+    vpsubd       zmm13, zmm13, zmm18
+    vmovshdup    zmm14, zmm13
+    vpmuldq      zmm17, zmm13, [rax]
     vpmuldq      zmm13, zmm13, [rax + 64]
     vpmuldq      zmm13, zmm13, zmm2
-    vpsubd       zmm13, zmm14, zmm13
-    vmovshdup    zmm13{k2}, zmm11
-    vpaddd       zmm11, zmm8, zmm17                  ; layer 4
-    vpsubd       zmm8, zmm8, zmm17
-    vmovshdup    zmm14, zmm8
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4480] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4352
-    vpmuldq      zmm15, zmm8, [rax - 128]
-    vpmuldq      zmm8, zmm8, [rax - 64]
-    vpmuldq      zmm8, zmm8, zmm2
-    vpsubd       zmm8, zmm15, zmm8
-    vpmuldq      zmm15, zmm14, [rax - 128]
-    vpmuldq      zmm14, zmm14, [rax - 64]
+    vpsubd       zmm13, zmm17, zmm13
+    vpmuldq      zmm17, zmm14, [rax]
+    vpmuldq      zmm14, zmm14, [rax + 64]
     vpmuldq      zmm14, zmm14, zmm2
-    vpsubd       zmm14, zmm15, zmm14
-    vmovshdup    zmm14{k2}, zmm8
-    vpaddd       zmm8, zmm9, zmm18                   ; layer 4
-    vpsubd       zmm9, zmm9, zmm18
-    vmovshdup    zmm15, zmm9
-    vpmuldq      zmm17, zmm9, [rax]
-    vpmuldq      zmm9, zmm9, [rax + 64]
-    vpmuldq      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm17, zmm9
-    vpmuldq      zmm17, zmm15, [rax]
-    vpmuldq      zmm15, zmm15, [rax + 64]
-    vpmuldq      zmm15, zmm15, zmm2
-    vpsubd       zmm15, zmm17, zmm15
-    vmovshdup    zmm15{k2}, zmm9
-    vpaddd       zmm9, zmm10, zmm19                  ; layer 4
-    vpsubd       zmm10, zmm10, zmm19
-    vmovshdup    zmm17, zmm10
+    vpsubd       zmm14, zmm17, zmm14
+    vmovshdup    zmm14{k2}, zmm13
+    vpaddd       zmm13, zmm15, zmm19                 ; layer 4
+    vpsubd       zmm15, zmm15, zmm19
+    vmovshdup    zmm17, zmm15
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4736] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4608
-    vpmuldq      zmm18, zmm10, [rax - 128]
-    vpmuldq      zmm10, zmm10, [rax - 64]
-    vpmuldq      zmm10, zmm10, zmm2
-    vpsubd       zmm10, zmm18, zmm10
+    vpmuldq      zmm18, zmm15, [rax - 128]
+    vpmuldq      zmm15, zmm15, [rax - 64]
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm18, zmm15
     vpmuldq      zmm18, zmm17, [rax - 128]
     vpmuldq      zmm17, zmm17, [rax - 64]
     vpmuldq      zmm17, zmm17, zmm2
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm10
-    vpaddd       zmm10, zmm3, zmm16                  ; layer 4
+    vmovshdup    zmm17{k2}, zmm15
+    vpaddd       zmm15, zmm3, zmm16                  ; layer 4
     vpsubd       zmm3, zmm3, zmm16
     vmovshdup    zmm16, zmm3
     vpmuldq      zmm18, zmm3, [rax]
@@ -6933,19 +6941,19 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm16, zmm16, zmm2
     vpsubd       zmm16, zmm18, zmm16
     vmovshdup    zmm16{k2}, zmm3
-    vpaddd       zmm3, zmm4, zmm12                   ; layer 4
-    vpsubd       zmm4, zmm4, zmm12
-    vmovshdup    zmm12, zmm4
+    vpaddd       zmm3, zmm4, zmm8                    ; layer 4
+    vpsubd       zmm4, zmm4, zmm8
+    vmovshdup    zmm8, zmm4
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 4992] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 4864
     vpmuldq      zmm18, zmm4, [rax - 128]
     vpmuldq      zmm4, zmm4, [rax - 64]
     vpmuldq      zmm4, zmm4, zmm2
     vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm12, [rax - 128]
-    vpmuldq      zmm12, zmm12, [rax - 64]
-    vpmuldq      zmm12, zmm12, zmm2
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm12{k2}, zmm4
+    vpmuldq      zmm18, zmm8, [rax - 128]
+    vpmuldq      zmm8, zmm8, [rax - 64]
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm4
     vpaddd       zmm4, zmm0, zmm1                    ; layer 4
     vpsubd       zmm0, zmm0, zmm1
     vmovshdup    zmm1, zmm0
@@ -6960,19 +6968,19 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vmovshdup    zmm1{k2}, zmm0
     vshufi64x2   zmm0, zmm5, zmm7, 68
     vshufi64x2   zmm5, zmm5, zmm7, 238
-    vshufi64x2   zmm7, zmm6, zmm13, 68
-    vshufi64x2   zmm6, zmm6, zmm13, 238
-    vshufi64x2   zmm13, zmm11, zmm14, 68
-    vshufi64x2   zmm11, zmm11, zmm14, 238
-    vshufi64x2   zmm14, zmm8, zmm15, 68
-    vshufi64x2   zmm8, zmm8, zmm15, 238
-    vshufi64x2   zmm15, zmm9, zmm17, 68
-    vshufi64x2   zmm9, zmm9, zmm17, 238
-    vshufi64x2   zmm17, zmm10, zmm16, 68
-    vshufi64x2   zmm10, zmm10, zmm16, 238
-    vshufi64x2   zmm16, zmm3, zmm12, 68
-    vshufi64x2   zmm3, zmm3, zmm12, 238
-    vshufi64x2   zmm12, zmm4, zmm1, 68
+    vshufi64x2   zmm7, zmm6, zmm11, 68
+    vshufi64x2   zmm6, zmm6, zmm11, 238
+    vshufi64x2   zmm11, zmm10, zmm12, 68
+    vshufi64x2   zmm10, zmm10, zmm12, 238
+    vshufi64x2   zmm12, zmm9, zmm14, 68
+    vshufi64x2   zmm9, zmm9, zmm14, 238
+    vshufi64x2   zmm14, zmm13, zmm17, 68
+    vshufi64x2   zmm13, zmm13, zmm17, 238
+    vshufi64x2   zmm17, zmm15, zmm16, 68
+    vshufi64x2   zmm15, zmm15, zmm16, 238
+    vshufi64x2   zmm16, zmm3, zmm8, 68
+    vshufi64x2   zmm3, zmm3, zmm8, 238
+    vshufi64x2   zmm8, zmm4, zmm1, 68
     vshufi64x2   zmm1, zmm4, zmm1, 238
     vpaddd       zmm4, zmm0, zmm5                    ; layer 3
     vpsubd       zmm0, zmm0, zmm5
@@ -6999,57 +7007,57 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm7, zmm7, zmm2
     vpsubd       zmm7, zmm18, zmm7
     vmovshdup    zmm7{k2}, zmm6
-    vpaddd       zmm6, zmm13, zmm11                  ; layer 3
-    vpsubd       zmm11, zmm13, zmm11
-    vmovshdup    zmm13, zmm11
+    vpaddd       zmm6, zmm11, zmm10                  ; layer 3
+    vpsubd       zmm10, zmm11, zmm10
+    vmovshdup    zmm11, zmm10
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5504] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5376
+    vpmuldq      zmm18, zmm10, [rax - 128]
+    vpmuldq      zmm10, zmm10, [rax - 64]
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm18, zmm10
     vpmuldq      zmm18, zmm11, [rax - 128]
     vpmuldq      zmm11, zmm11, [rax - 64]
     vpmuldq      zmm11, zmm11, zmm2
     vpsubd       zmm11, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm10
+    vpaddd       zmm10, zmm12, zmm9                  ; layer 3
+    vpsubd       zmm9, zmm12, zmm9
+    vmovshdup    zmm12, zmm9
+    vpmuldq      zmm18, zmm9, [rax]
+    vpmuldq      zmm9, zmm9, [rax + 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm18, zmm9
+    vpmuldq      zmm18, zmm12, [rax]
+    vpmuldq      zmm12, zmm12, [rax + 64]
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm9
+    vpaddd       zmm9, zmm14, zmm13                  ; layer 3
+    vpsubd       zmm13, zmm14, zmm13
+    vmovshdup    zmm14, zmm13
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5760] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5632
     vpmuldq      zmm18, zmm13, [rax - 128]
     vpmuldq      zmm13, zmm13, [rax - 64]
     vpmuldq      zmm13, zmm13, zmm2
     vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm13{k2}, zmm11
-    vpaddd       zmm11, zmm14, zmm8                  ; layer 3
-    vpsubd       zmm8, zmm14, zmm8
-    vmovshdup    zmm14, zmm8
-    vpmuldq      zmm18, zmm8, [rax]
-    vpmuldq      zmm8, zmm8, [rax + 64]
-    vpmuldq      zmm8, zmm8, zmm2
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm14, [rax]
-    vpmuldq      zmm14, zmm14, [rax + 64]
+    vpmuldq      zmm18, zmm14, [rax - 128]
+    vpmuldq      zmm14, zmm14, [rax - 64]
     vpmuldq      zmm14, zmm14, zmm2
     vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm14{k2}, zmm8
-    vpaddd       zmm8, zmm15, zmm9                   ; layer 3
-    vpsubd       zmm9, zmm15, zmm9
-    vmovshdup    zmm15, zmm9
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 5760] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5632
-    vpmuldq      zmm18, zmm9, [rax - 128]
-    vpmuldq      zmm9, zmm9, [rax - 64]
-    vpmuldq      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm18, zmm9
-    vpmuldq      zmm18, zmm15, [rax - 128]
-    vpmuldq      zmm15, zmm15, [rax - 64]
+    vmovshdup    zmm14{k2}, zmm13
+    vpaddd       zmm13, zmm17, zmm15                 ; layer 3
+    vpsubd       zmm15, zmm17, zmm15
+    vmovshdup    zmm17, zmm15
+    vpmuldq      zmm18, zmm15, [rax]
+    vpmuldq      zmm15, zmm15, [rax + 64]
     vpmuldq      zmm15, zmm15, zmm2
     vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm15{k2}, zmm9
-    vpaddd       zmm9, zmm17, zmm10                  ; layer 3
-    vpsubd       zmm10, zmm17, zmm10
-    vmovshdup    zmm17, zmm10
-    vpmuldq      zmm18, zmm10, [rax]
-    vpmuldq      zmm10, zmm10, [rax + 64]
-    vpmuldq      zmm10, zmm10, zmm2
-    vpsubd       zmm10, zmm18, zmm10
     vpmuldq      zmm18, zmm17, [rax]
     vpmuldq      zmm17, zmm17, [rax + 64]
     vpmuldq      zmm17, zmm17, zmm2
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm10
-    vpaddd       zmm10, zmm16, zmm3                  ; layer 3
+    vmovshdup    zmm17{k2}, zmm15
+    vpaddd       zmm15, zmm16, zmm3                  ; layer 3
     vpsubd       zmm3, zmm16, zmm3
     vmovshdup    zmm16, zmm3
     lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6016] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 5888
@@ -7062,18 +7070,18 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm16, zmm16, zmm2
     vpsubd       zmm16, zmm18, zmm16
     vmovshdup    zmm16{k2}, zmm3
-    vpaddd       zmm3, zmm12, zmm1                   ; layer 3
-    vpsubd       zmm1, zmm12, zmm1
-    vmovshdup    zmm12, zmm1
+    vpaddd       zmm3, zmm8, zmm1                    ; layer 3
+    vpsubd       zmm1, zmm8, zmm1
+    vmovshdup    zmm8, zmm1
     vpmuldq      zmm18, zmm1, [rax]
     vpmuldq      zmm1, zmm1, [rax + 64]
     vpmuldq      zmm1, zmm1, zmm2
     vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm12, [rax]
-    vpmuldq      zmm12, zmm12, [rax + 64]
-    vpmuldq      zmm12, zmm12, zmm2
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm12{k2}, zmm1
+    vpmuldq      zmm18, zmm8, [rax]
+    vpmuldq      zmm8, zmm8, [rax + 64]
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm1
     vpaddd       zmm1, zmm4, zmm0                    ; layer 2
     vpsubd       zmm0, zmm4, zmm0
     vmovshdup    zmm4, zmm0
@@ -7099,80 +7107,80 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm7, zmm7, zmm2
     vpsubd       zmm7, zmm18, zmm7
     vmovshdup    zmm7{k2}, zmm5
-    vpaddd       zmm5, zmm6, zmm11                   ; layer 2
-    vpsubd       zmm6, zmm6, zmm11
-    vmovshdup    zmm11, zmm6
+    vpaddd       zmm5, zmm6, zmm10                   ; layer 2
+    vpsubd       zmm6, zmm6, zmm10
+    vmovshdup    zmm10, zmm6
     vpmuldq      zmm18, zmm6, [rax]
     vpmuldq      zmm6, zmm6, [rax + 64]
     vpmuldq      zmm6, zmm6, zmm2
     vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm11, [rax]
-    vpmuldq      zmm11, zmm11, [rax + 64]
-    vpmuldq      zmm11, zmm11, zmm2
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm11{k2}, zmm6
-    vpaddd       zmm6, zmm13, zmm14                  ; layer 2
-    vpsubd       zmm13, zmm13, zmm14
-    vmovshdup    zmm14, zmm13
-    vpmuldq      zmm18, zmm13, [rax]
-    vpmuldq      zmm13, zmm13, [rax + 64]
-    vpmuldq      zmm13, zmm13, zmm2
-    vpsubd       zmm13, zmm18, zmm13
-    vpmuldq      zmm18, zmm14, [rax]
-    vpmuldq      zmm14, zmm14, [rax + 64]
-    vpmuldq      zmm14, zmm14, zmm2
-    vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm14{k2}, zmm13
-    vpaddd       zmm13, zmm8, zmm9                   ; layer 2
-    vpsubd       zmm8, zmm8, zmm9
-    vmovshdup    zmm9, zmm8
-    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6528] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 6400
-    vpmuldq      zmm18, zmm8, [rax - 128]
-    vpmuldq      zmm8, zmm8, [rax - 64]
-    vpmuldq      zmm8, zmm8, zmm2
-    vpsubd       zmm8, zmm18, zmm8
-    vpmuldq      zmm18, zmm9, [rax - 128]
-    vpmuldq      zmm9, zmm9, [rax - 64]
-    vpmuldq      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm9{k2}, zmm8
-    vpaddd       zmm8, zmm15, zmm17                  ; layer 2
-    vpsubd       zmm15, zmm15, zmm17
-    vmovshdup    zmm17, zmm15
-    vpmuldq      zmm18, zmm15, [rax - 128]
-    vpmuldq      zmm15, zmm15, [rax - 64]
-    vpmuldq      zmm15, zmm15, zmm2
-    vpsubd       zmm15, zmm18, zmm15
-    vpmuldq      zmm18, zmm17, [rax - 128]
-    vpmuldq      zmm17, zmm17, [rax - 64]
-    vpmuldq      zmm17, zmm17, zmm2
-    vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm15
-    vpaddd       zmm15, zmm10, zmm3                  ; layer 2
-    vpsubd       zmm3, zmm10, zmm3
-    vmovshdup    zmm10, zmm3
-    vpmuldq      zmm18, zmm3, [rax]
-    vpmuldq      zmm3, zmm3, [rax + 64]
-    vpmuldq      zmm3, zmm3, zmm2
-    vpsubd       zmm3, zmm18, zmm3
     vpmuldq      zmm18, zmm10, [rax]
     vpmuldq      zmm10, zmm10, [rax + 64]
     vpmuldq      zmm10, zmm10, zmm2
     vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm10{k2}, zmm3
-    vpaddd       zmm3, zmm16, zmm12                  ; layer 2
-    vpsubd       zmm12, zmm16, zmm12
-    vmovshdup    zmm16, zmm12
+    vmovshdup    zmm10{k2}, zmm6
+    vpaddd       zmm6, zmm11, zmm12                  ; layer 2
+    vpsubd       zmm11, zmm11, zmm12
+    vmovshdup    zmm12, zmm11
+    vpmuldq      zmm18, zmm11, [rax]
+    vpmuldq      zmm11, zmm11, [rax + 64]
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm18, zmm11
     vpmuldq      zmm18, zmm12, [rax]
     vpmuldq      zmm12, zmm12, [rax + 64]
     vpmuldq      zmm12, zmm12, zmm2
     vpsubd       zmm12, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm11
+    vpaddd       zmm11, zmm9, zmm13                  ; layer 2
+    vpsubd       zmm9, zmm9, zmm13
+    vmovshdup    zmm13, zmm9
+    lea          rax, [rel kg_mldsa8380417_ntt_inverse_twiddles_avx512 + 6528] ; addresses kg_mldsa8380417_ntt_inverse_twiddles_avx512 near byte 6400
+    vpmuldq      zmm18, zmm9, [rax - 128]
+    vpmuldq      zmm9, zmm9, [rax - 64]
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm18, zmm9
+    vpmuldq      zmm18, zmm13, [rax - 128]
+    vpmuldq      zmm13, zmm13, [rax - 64]
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm9
+    vpaddd       zmm9, zmm14, zmm17                  ; layer 2
+    vpsubd       zmm14, zmm14, zmm17
+    vmovshdup    zmm17, zmm14
+    vpmuldq      zmm18, zmm14, [rax - 128]
+    vpmuldq      zmm14, zmm14, [rax - 64]
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm18, zmm14
+    vpmuldq      zmm18, zmm17, [rax - 128]
+    vpmuldq      zmm17, zmm17, [rax - 64]
+    vpmuldq      zmm17, zmm17, zmm2
+    vpsubd       zmm17, zmm18, zmm17
+    vmovshdup    zmm17{k2}, zmm14
+    vpaddd       zmm14, zmm15, zmm3                  ; layer 2
+    vpsubd       zmm3, zmm15, zmm3
+    vmovshdup    zmm15, zmm3
+    vpmuldq      zmm18, zmm3, [rax]
+    vpmuldq      zmm3, zmm3, [rax + 64]
+    vpmuldq      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm15, [rax]
+    vpmuldq      zmm15, zmm15, [rax + 64]
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm3
+    vpaddd       zmm3, zmm16, zmm8                   ; layer 2
+    vpsubd       zmm8, zmm16, zmm8
+    vmovshdup    zmm16, zmm8
+    vpmuldq      zmm18, zmm8, [rax]
+    vpmuldq      zmm8, zmm8, [rax + 64]
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm18, zmm8
     vpmuldq      zmm18, zmm16, [rax]
     vpmuldq      zmm16, zmm16, [rax + 64]
     vpmuldq      zmm16, zmm16, zmm2
     vpsubd       zmm16, zmm18, zmm16
-    vmovshdup    zmm16{k2}, zmm12
-    vpaddd       zmm12, zmm1, zmm5                   ; layer 1
+    vmovshdup    zmm16{k2}, zmm8
+    vpaddd       zmm8, zmm1, zmm5                    ; layer 1
     vpsubd       zmm1, zmm1, zmm5
     vmovshdup    zmm5, zmm1
     vpmuldq      zmm18, zmm1, zmm25
@@ -7196,31 +7204,55 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm6, zmm6, zmm2
     vpsubd       zmm6, zmm18, zmm6
     vmovshdup    zmm6{k2}, zmm0
-    vpaddd       zmm0, zmm4, zmm11                   ; layer 1
-    vpsubd       zmm4, zmm4, zmm11
-    vmovshdup    zmm11, zmm4
+    vpaddd       zmm0, zmm4, zmm10                   ; layer 1
+    vpsubd       zmm4, zmm4, zmm10
+    vmovshdup    zmm10, zmm4
     vpmuldq      zmm18, zmm4, zmm25
     vpmuldq      zmm4, zmm4, zmm26
     vpmuldq      zmm4, zmm4, zmm2
     vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm11, zmm25
-    vpmuldq      zmm11, zmm11, zmm26
-    vpmuldq      zmm11, zmm11, zmm2
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm11{k2}, zmm4
-    vpaddd       zmm4, zmm7, zmm14                   ; layer 1
-    vpsubd       zmm7, zmm7, zmm14
-    vmovshdup    zmm14, zmm7
+    vpmuldq      zmm18, zmm10, zmm25
+    vpmuldq      zmm10, zmm10, zmm26
+    vpmuldq      zmm10, zmm10, zmm2
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm10{k2}, zmm4
+    vpaddd       zmm4, zmm7, zmm12                   ; layer 1
+    vpsubd       zmm7, zmm7, zmm12
+    vmovshdup    zmm12, zmm7
     vpmuldq      zmm18, zmm7, zmm25
     vpmuldq      zmm7, zmm7, zmm26
     vpmuldq      zmm7, zmm7, zmm2
     vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm14, zmm25
-    vpmuldq      zmm14, zmm14, zmm26
+    vpmuldq      zmm18, zmm12, zmm25
+    vpmuldq      zmm12, zmm12, zmm26
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm18, zmm12
+    vmovshdup    zmm12{k2}, zmm7
+    vpaddd       zmm7, zmm11, zmm14                  ; layer 1
+    vpsubd       zmm11, zmm11, zmm14
+    vmovshdup    zmm14, zmm11
+    vpmuldq      zmm18, zmm11, zmm27
+    vpmuldq      zmm11, zmm11, zmm28
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm18, zmm11
+    vpmuldq      zmm18, zmm14, zmm27
+    vpmuldq      zmm14, zmm14, zmm28
     vpmuldq      zmm14, zmm14, zmm2
     vpsubd       zmm14, zmm18, zmm14
-    vmovshdup    zmm14{k2}, zmm7
-    vpaddd       zmm7, zmm13, zmm15                  ; layer 1
+    vmovshdup    zmm14{k2}, zmm11
+    vpaddd       zmm11, zmm9, zmm3                   ; layer 1
+    vpsubd       zmm3, zmm9, zmm3
+    vmovshdup    zmm9, zmm3
+    vpmuldq      zmm18, zmm3, zmm27
+    vpmuldq      zmm3, zmm3, zmm28
+    vpmuldq      zmm3, zmm3, zmm2
+    vpsubd       zmm3, zmm18, zmm3
+    vpmuldq      zmm18, zmm9, zmm27
+    vpmuldq      zmm9, zmm9, zmm28
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm3
+    vpaddd       zmm3, zmm13, zmm15                  ; layer 1
     vpsubd       zmm13, zmm13, zmm15
     vmovshdup    zmm15, zmm13
     vpmuldq      zmm18, zmm13, zmm27
@@ -7232,31 +7264,7 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm15, zmm15, zmm2
     vpsubd       zmm15, zmm18, zmm15
     vmovshdup    zmm15{k2}, zmm13
-    vpaddd       zmm13, zmm8, zmm3                   ; layer 1
-    vpsubd       zmm3, zmm8, zmm3
-    vmovshdup    zmm8, zmm3
-    vpmuldq      zmm18, zmm3, zmm27
-    vpmuldq      zmm3, zmm3, zmm28
-    vpmuldq      zmm3, zmm3, zmm2
-    vpsubd       zmm3, zmm18, zmm3
-    vpmuldq      zmm18, zmm8, zmm27
-    vpmuldq      zmm8, zmm8, zmm28
-    vpmuldq      zmm8, zmm8, zmm2
-    vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm8{k2}, zmm3
-    vpaddd       zmm3, zmm9, zmm10                   ; layer 1
-    vpsubd       zmm9, zmm9, zmm10
-    vmovshdup    zmm10, zmm9
-    vpmuldq      zmm18, zmm9, zmm27
-    vpmuldq      zmm9, zmm9, zmm28
-    vpmuldq      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm18, zmm9
-    vpmuldq      zmm18, zmm10, zmm27
-    vpmuldq      zmm10, zmm10, zmm28
-    vpmuldq      zmm10, zmm10, zmm2
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm10{k2}, zmm9
-    vpaddd       zmm9, zmm17, zmm16                  ; layer 1
+    vpaddd       zmm13, zmm17, zmm16                 ; layer 1
     vpsubd       zmm16, zmm17, zmm16
     vmovshdup    zmm17, zmm16
     vpmuldq      zmm18, zmm16, zmm27
@@ -7268,18 +7276,18 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm17, zmm17, zmm2
     vpsubd       zmm17, zmm18, zmm17
     vmovshdup    zmm17{k2}, zmm16
-    vpaddd       zmm16, zmm12, zmm7                  ; layer 0
-    vpsubd       zmm7, zmm12, zmm7
-    vmovshdup    zmm12, zmm7
+    vpaddd       zmm16, zmm8, zmm7                   ; layer 0
+    vpsubd       zmm7, zmm8, zmm7
+    vmovshdup    zmm8, zmm7
     vpmuldq      zmm18, zmm7, zmm21
     vpmuldq      zmm7, zmm7, zmm22
     vpmuldq      zmm7, zmm7, zmm2
     vpsubd       zmm7, zmm18, zmm7
-    vpmuldq      zmm18, zmm12, zmm21
-    vpmuldq      zmm12, zmm12, zmm22
-    vpmuldq      zmm12, zmm12, zmm2
-    vpsubd       zmm12, zmm18, zmm12
-    vmovshdup    zmm12{k2}, zmm7
+    vpmuldq      zmm18, zmm8, zmm21
+    vpmuldq      zmm8, zmm8, zmm22
+    vpmuldq      zmm8, zmm8, zmm2
+    vpsubd       zmm8, zmm18, zmm8
+    vmovshdup    zmm8{k2}, zmm7
     vmovshdup    zmm7, zmm16
     vpmuldq      zmm18, zmm16, zmm23
     vpmuldq      zmm16, zmm16, zmm24
@@ -7290,18 +7298,18 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm7, zmm7, zmm2
     vpsubd       zmm7, zmm18, zmm7
     vmovshdup    zmm7{k2}, zmm16
-    vpaddd       zmm16, zmm1, zmm13                  ; layer 0
-    vpsubd       zmm1, zmm1, zmm13
-    vmovshdup    zmm13, zmm1
+    vpaddd       zmm16, zmm1, zmm11                  ; layer 0
+    vpsubd       zmm1, zmm1, zmm11
+    vmovshdup    zmm11, zmm1
     vpmuldq      zmm18, zmm1, zmm21
     vpmuldq      zmm1, zmm1, zmm22
     vpmuldq      zmm1, zmm1, zmm2
     vpsubd       zmm1, zmm18, zmm1
-    vpmuldq      zmm18, zmm13, zmm21
-    vpmuldq      zmm13, zmm13, zmm22
-    vpmuldq      zmm13, zmm13, zmm2
-    vpsubd       zmm13, zmm18, zmm13
-    vmovshdup    zmm13{k2}, zmm1
+    vpmuldq      zmm18, zmm11, zmm21
+    vpmuldq      zmm11, zmm11, zmm22
+    vpmuldq      zmm11, zmm11, zmm2
+    vpsubd       zmm11, zmm18, zmm11
+    vmovshdup    zmm11{k2}, zmm1
     vmovshdup    zmm1, zmm16
     vpmuldq      zmm18, zmm16, zmm23
     vpmuldq      zmm16, zmm16, zmm24
@@ -7334,18 +7342,18 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm0, zmm0, zmm2
     vpsubd       zmm0, zmm18, zmm0
     vmovshdup    zmm0{k2}, zmm16
-    vpaddd       zmm16, zmm4, zmm9                   ; layer 0
-    vpsubd       zmm4, zmm4, zmm9
-    vmovshdup    zmm9, zmm4
+    vpaddd       zmm16, zmm4, zmm13                  ; layer 0
+    vpsubd       zmm4, zmm4, zmm13
+    vmovshdup    zmm13, zmm4
     vpmuldq      zmm18, zmm4, zmm21
     vpmuldq      zmm4, zmm4, zmm22
     vpmuldq      zmm4, zmm4, zmm2
     vpsubd       zmm4, zmm18, zmm4
-    vpmuldq      zmm18, zmm9, zmm21
-    vpmuldq      zmm9, zmm9, zmm22
-    vpmuldq      zmm9, zmm9, zmm2
-    vpsubd       zmm9, zmm18, zmm9
-    vmovshdup    zmm9{k2}, zmm4
+    vpmuldq      zmm18, zmm13, zmm21
+    vpmuldq      zmm13, zmm13, zmm22
+    vpmuldq      zmm13, zmm13, zmm2
+    vpsubd       zmm13, zmm18, zmm13
+    vmovshdup    zmm13{k2}, zmm4
     vmovshdup    zmm4, zmm16
     vpmuldq      zmm18, zmm16, zmm23
     vpmuldq      zmm16, zmm16, zmm24
@@ -7356,18 +7364,18 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm4, zmm4, zmm2
     vpsubd       zmm4, zmm18, zmm4
     vmovshdup    zmm4{k2}, zmm16
-    vpaddd       zmm16, zmm5, zmm15                  ; layer 0
-    vpsubd       zmm5, zmm5, zmm15
-    vmovshdup    zmm15, zmm5
+    vpaddd       zmm16, zmm5, zmm14                  ; layer 0
+    vpsubd       zmm5, zmm5, zmm14
+    vmovshdup    zmm14, zmm5
     vpmuldq      zmm18, zmm5, zmm21
     vpmuldq      zmm5, zmm5, zmm22
     vpmuldq      zmm5, zmm5, zmm2
     vpsubd       zmm5, zmm18, zmm5
-    vpmuldq      zmm18, zmm15, zmm21
-    vpmuldq      zmm15, zmm15, zmm22
-    vpmuldq      zmm15, zmm15, zmm2
-    vpsubd       zmm15, zmm18, zmm15
-    vmovshdup    zmm15{k2}, zmm5
+    vpmuldq      zmm18, zmm14, zmm21
+    vpmuldq      zmm14, zmm14, zmm22
+    vpmuldq      zmm14, zmm14, zmm2
+    vpsubd       zmm14, zmm18, zmm14
+    vmovshdup    zmm14{k2}, zmm5
     vmovshdup    zmm5, zmm16
     vpmuldq      zmm18, zmm16, zmm23
     vpmuldq      zmm16, zmm16, zmm24
@@ -7378,18 +7386,18 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm5, zmm5, zmm2
     vpsubd       zmm5, zmm18, zmm5
     vmovshdup    zmm5{k2}, zmm16
-    vpaddd       zmm16, zmm6, zmm8                   ; layer 0
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm8, zmm6
+    vpaddd       zmm16, zmm6, zmm9                   ; layer 0
+    vpsubd       zmm6, zmm6, zmm9
+    vmovshdup    zmm9, zmm6
     vpmuldq      zmm18, zmm6, zmm21
     vpmuldq      zmm6, zmm6, zmm22
     vpmuldq      zmm6, zmm6, zmm2
     vpsubd       zmm6, zmm18, zmm6
-    vpmuldq      zmm18, zmm8, zmm21
-    vpmuldq      zmm8, zmm8, zmm22
-    vpmuldq      zmm8, zmm8, zmm2
-    vpsubd       zmm8, zmm18, zmm8
-    vmovshdup    zmm8{k2}, zmm6
+    vpmuldq      zmm18, zmm9, zmm21
+    vpmuldq      zmm9, zmm9, zmm22
+    vpmuldq      zmm9, zmm9, zmm2
+    vpsubd       zmm9, zmm18, zmm9
+    vmovshdup    zmm9{k2}, zmm6
     vmovshdup    zmm6, zmm16
     vpmuldq      zmm18, zmm16, zmm23
     vpmuldq      zmm16, zmm16, zmm24
@@ -7400,18 +7408,18 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm6, zmm6, zmm2
     vpsubd       zmm6, zmm18, zmm6
     vmovshdup    zmm6{k2}, zmm16
-    vpaddd       zmm16, zmm11, zmm10                 ; layer 0
-    vpsubd       zmm10, zmm11, zmm10
-    vmovshdup    zmm11, zmm10
+    vpaddd       zmm16, zmm10, zmm15                 ; layer 0
+    vpsubd       zmm10, zmm10, zmm15
+    vmovshdup    zmm15, zmm10
     vpmuldq      zmm18, zmm10, zmm21
     vpmuldq      zmm10, zmm10, zmm22
     vpmuldq      zmm10, zmm10, zmm2
     vpsubd       zmm10, zmm18, zmm10
-    vpmuldq      zmm18, zmm11, zmm21
-    vpmuldq      zmm11, zmm11, zmm22
-    vpmuldq      zmm11, zmm11, zmm2
-    vpsubd       zmm11, zmm18, zmm11
-    vmovshdup    zmm11{k2}, zmm10
+    vpmuldq      zmm18, zmm15, zmm21
+    vpmuldq      zmm15, zmm15, zmm22
+    vpmuldq      zmm15, zmm15, zmm2
+    vpsubd       zmm15, zmm18, zmm15
+    vmovshdup    zmm15{k2}, zmm10
     vmovshdup    zmm10, zmm16
     vpmuldq      zmm18, zmm16, zmm23
     vpmuldq      zmm16, zmm16, zmm24
@@ -7422,26 +7430,26 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vpmuldq      zmm10, zmm10, zmm2
     vpsubd       zmm10, zmm18, zmm10
     vmovshdup    zmm10{k2}, zmm16
-    vpaddd       zmm16, zmm14, zmm17                 ; layer 0
-    vpsubd       zmm14, zmm14, zmm17
-    vmovshdup    zmm17, zmm14
-    vpmuldq      zmm18, zmm14, zmm21
-    vpmuldq      zmm14, zmm14, zmm22
-    vpmuldq      zmm14, zmm14, zmm2
-    vpsubd       zmm14, zmm18, zmm14
+    vpaddd       zmm16, zmm12, zmm17                 ; layer 0
+    vpsubd       zmm12, zmm12, zmm17
+    vmovshdup    zmm17, zmm12
+    vpmuldq      zmm18, zmm12, zmm21
+    vpmuldq      zmm12, zmm12, zmm22
+    vpmuldq      zmm12, zmm12, zmm2
+    vpsubd       zmm12, zmm18, zmm12
     vpmuldq      zmm18, zmm17, zmm21
     vpmuldq      zmm17, zmm17, zmm22
     vpmuldq      zmm17, zmm17, zmm2
     vpsubd       zmm17, zmm18, zmm17
-    vmovshdup    zmm17{k2}, zmm14
-    vmovshdup    zmm14, zmm16
+    vmovshdup    zmm17{k2}, zmm12
+    vmovshdup    zmm12, zmm16
     vpmuldq      zmm18, zmm16, zmm23
     vpmuldq      zmm16, zmm16, zmm24
     vpmuldq      zmm16, zmm16, zmm2
     vpsubd       zmm16, zmm18, zmm16
-    vpmuldq      zmm18, zmm14, zmm23
-    vpmuldq      zmm14, zmm14, zmm24
-    vpmuldq      zmm2, zmm14, zmm2
+    vpmuldq      zmm18, zmm12, zmm23
+    vpmuldq      zmm12, zmm12, zmm24
+    vpmuldq      zmm2, zmm12, zmm2
     vpsubd       zmm2, zmm18, zmm2
     vmovshdup    zmm2{k2}, zmm16
     vmovdqu64    [rdi], zmm7
@@ -7452,13 +7460,13 @@ kg_mldsa8380417_ntt_inverse_avx512:
     vmovdqu64    [rdi + 320], zmm6
     vmovdqu64    [rdi + 384], zmm10
     vmovdqu64    [rdi + 448], zmm2
-    vmovdqu64    [rdi + 512], zmm12
-    vmovdqu64    [rdi + 576], zmm13
+    vmovdqu64    [rdi + 512], zmm8
+    vmovdqu64    [rdi + 576], zmm11
     vmovdqu64    [rdi + 640], zmm3
-    vmovdqu64    [rdi + 704], zmm9
-    vmovdqu64    [rdi + 768], zmm15
-    vmovdqu64    [rdi + 832], zmm8
-    vmovdqu64    [rdi + 896], zmm11
+    vmovdqu64    [rdi + 704], zmm13
+    vmovdqu64    [rdi + 768], zmm14
+    vmovdqu64    [rdi + 832], zmm9
+    vmovdqu64    [rdi + 896], zmm15
     vmovdqu64    [rdi + 960], zmm17
     vzeroupper
     ret

@@ -13,7 +13,7 @@
 ;   d = 2
 ;   reduction = "index"
 ;   reducer = "auto"
-;   reducer_used = "special"
+;   reducer_used = "barrett"
 ;   mul = "auto"
 ;   mul_used = "montgomery"
 ;   order = "standard"
@@ -1055,7 +1055,7 @@ section .text
 ;   clobbers: zmm{0-14}, rax, flags
 ;
 ; reduction schedule:
-;   policy index, special reduction, 0 vector reductions
+;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 5032, 6814, 8544, 10407, 12304, 14175, 16193
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_ntt_forward_avx512.end - kg_mlkem3329_ntt_forward_avx512)
@@ -2666,84 +2666,89 @@ kg_mlkem3329_basemul_acc4_avx512:
 ;             a = 2^16 * INTT(a) mod 3329: forward, basemul, inverse give a*b mod (x^256+1, 3329)
 ;   cpu: AVX512BW, AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-13}, rax, flags
+;   clobbers: zmm{0-15}, rax, flags
 ;
 ; reduction schedule:
-;   policy index, special reduction, 8 vector reductions
-;   before layer 2: 4 register(s), smallest indices 0,64,128,192
-;   before layer 1: 4 register(s), smallest indices 0,64,128,192
-;   worst |value| after each layer: 2493, 4772, 9544, 19088, 25484, 15860, 31720
+;   policy index, barrett reduction, 4 vector reductions
+;   after layer 3 (its sums, for the next layer): 4 register(s), smallest indices 0,64,128,192
+;   worst |value| after each layer: 2493, 4772, 9544, 19088, 4188, 8150, 15556
 ; ---------------------------------------------------------------------------
 global kg_mlkem3329_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_ntt_inverse_avx512.end - kg_mlkem3329_ntt_inverse_avx512)
 align 32
 kg_mlkem3329_ntt_inverse_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm13, [rel pw_4095]                ; held in a register: read 8 times
+    vmovdqu64    zmm13, [rel pw_3329]                ; held in a register: read 8 times
+    vmovdqu64    zmm14, [rel pw_20159]               ; held in a register: read 8 times
+    vmovdqu64    zmm15, [rel pw_512]                 ; held in a register: read 8 times
     vmovdqu64    zmm0, [rel pw_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pw_index64_2_3_10_11_6_7_14_15]
     vmovdqu64    zmm2, [rel pw_3329]                 ; q = 3329
-    vmovdqu64    zmm3, [rdi]
-    vmovdqu64    zmm4, [rdi + 128]
-    vmovdqu64    zmm5, [rdi + 256]
-    vmovdqu64    zmm6, [rdi + 384]
-    vshufi64x2   zmm7, zmm3, [rdi + 64], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 64], 238
-    vshufi64x2   zmm8, zmm4, [rdi + 192], 68
-    vshufi64x2   zmm4, zmm4, [rdi + 192], 238
-    vshufi64x2   zmm9, zmm5, [rdi + 320], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 320], 238
-    vshufi64x2   zmm10, zmm6, [rdi + 448], 68
-    vshufi64x2   zmm6, zmm6, [rdi + 448], 238
+    vmovdqu64    ymm3, yword [rdi]
+    vinserti64x4 zmm3, zmm3, yword [rdi + 64], 1
+    vmovdqu64    ymm4, yword [rdi + 32]
+    vinserti64x4 zmm4, zmm4, yword [rdi + 96], 1
+    vmovdqu64    ymm5, yword [rdi + 128]
+    vinserti64x4 zmm5, zmm5, yword [rdi + 192], 1
+    vmovdqu64    ymm6, yword [rdi + 160]
+    vinserti64x4 zmm6, zmm6, yword [rdi + 224], 1
+    vmovdqu64    ymm7, yword [rdi + 256]
+    vinserti64x4 zmm7, zmm7, yword [rdi + 320], 1
+    vmovdqu64    ymm8, yword [rdi + 288]
+    vinserti64x4 zmm8, zmm8, yword [rdi + 352], 1
+    vmovdqu64    ymm9, yword [rdi + 384]
+    vinserti64x4 zmm9, zmm9, yword [rdi + 448], 1
+    vmovdqu64    ymm10, yword [rdi + 416]
+    vinserti64x4 zmm10, zmm10, yword [rdi + 480], 1
     vmovdqa64    zmm11, zmm0
-    vpermi2q     zmm11, zmm7, zmm3
+    vpermi2q     zmm11, zmm3, zmm4
     vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm12, zmm7, zmm3
+    vpermi2q     zmm12, zmm3, zmm4
     vmovdqa64    zmm3, zmm0
-    vpermi2q     zmm3, zmm8, zmm4
-    vmovdqa64    zmm7, zmm1
-    vpermi2q     zmm7, zmm8, zmm4
-    vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm4, zmm9, zmm5
-    vmovdqa64    zmm8, zmm1
-    vpermi2q     zmm8, zmm9, zmm5
+    vpermi2q     zmm3, zmm5, zmm6
+    vmovdqa64    zmm4, zmm1
+    vpermi2q     zmm4, zmm5, zmm6
     vmovdqa64    zmm5, zmm0
-    vpermi2q     zmm5, zmm10, zmm6
-    vmovdqa64    zmm9, zmm1
-    vpermi2q     zmm9, zmm10, zmm6
-    vpunpcklqdq  zmm6, zmm11, zmm12
+    vpermi2q     zmm5, zmm7, zmm8
+    vmovdqa64    zmm6, zmm1
+    vpermi2q     zmm6, zmm7, zmm8
+    vmovdqa64    zmm7, zmm0
+    vpermi2q     zmm7, zmm9, zmm10
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm8, zmm9, zmm10
+    vpunpcklqdq  zmm9, zmm11, zmm12
     vpunpckhqdq  zmm10, zmm11, zmm12
-    vpunpcklqdq  zmm11, zmm3, zmm7
-    vpunpckhqdq  zmm3, zmm3, zmm7
-    vpunpcklqdq  zmm7, zmm4, zmm8
-    vpunpckhqdq  zmm4, zmm4, zmm8
-    vpunpcklqdq  zmm8, zmm5, zmm9
-    vpunpckhqdq  zmm5, zmm5, zmm9
-    vpshufd      zmm6, zmm6, 216
+    vpunpcklqdq  zmm11, zmm3, zmm4
+    vpunpckhqdq  zmm3, zmm3, zmm4
+    vpunpcklqdq  zmm4, zmm5, zmm6
+    vpunpckhqdq  zmm5, zmm5, zmm6
+    vpunpcklqdq  zmm6, zmm7, zmm8
+    vpunpckhqdq  zmm7, zmm7, zmm8
+    vpshufd      zmm8, zmm9, 216
     vpshufd      zmm9, zmm10, 216
-    vpunpckldq   zmm10, zmm6, zmm9
-    vpunpckhdq   zmm6, zmm6, zmm9
+    vpunpckldq   zmm10, zmm8, zmm9
+    vpunpckhdq   zmm8, zmm8, zmm9
     vpshufd      zmm9, zmm11, 216
     vpshufd      zmm3, zmm3, 216
     vpunpckldq   zmm11, zmm9, zmm3
     vpunpckhdq   zmm3, zmm9, zmm3
-    vpshufd      zmm7, zmm7, 216
     vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm9, zmm7, zmm4
-    vpunpckhdq   zmm4, zmm7, zmm4
-    vpshufd      zmm7, zmm8, 216
     vpshufd      zmm5, zmm5, 216
-    vpunpckldq   zmm8, zmm7, zmm5
-    vpunpckhdq   zmm5, zmm7, zmm5
-    vpaddw       zmm7, zmm10, zmm6                   ; layer 6
-    vpsubw       zmm6, zmm10, zmm6
-    vpmullw      zmm10, zmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 64]
-    vpmulhw      zmm6, zmm6, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512]
+    vpunpckldq   zmm9, zmm4, zmm5
+    vpunpckhdq   zmm4, zmm4, zmm5
+    vpshufd      zmm5, zmm6, 216
+    vpshufd      zmm6, zmm7, 216
+    vpunpckldq   zmm7, zmm5, zmm6
+    vpunpckhdq   zmm5, zmm5, zmm6
+    vpaddw       zmm6, zmm10, zmm8                   ; layer 6
+    vpsubw       zmm8, zmm10, zmm8
+    vpmullw      zmm10, zmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 64]
+    vpmulhw      zmm8, zmm8, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512]
+    vpmulhw      zmm10, zmm10, zmm2
+    vpsubw       zmm8, zmm8, zmm10
+    vpmullw      zmm10, zmm6, [rel pw_m10079]
+    vpmulhw      zmm6, zmm6, [rel pw_1441]
     vpmulhw      zmm10, zmm10, zmm2
     vpsubw       zmm6, zmm6, zmm10
-    vpmullw      zmm10, zmm7, [rel pw_m10079]
-    vpmulhw      zmm7, zmm7, [rel pw_1441]
-    vpmulhw      zmm10, zmm10, zmm2
-    vpsubw       zmm7, zmm7, zmm10
     vpaddw       zmm10, zmm11, zmm3                  ; layer 6
     vpsubw       zmm3, zmm11, zmm3
     vpmullw      zmm11, zmm3, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 192]
@@ -2764,29 +2769,29 @@ kg_mlkem3329_ntt_inverse_avx512:
     vpmulhw      zmm11, zmm11, [rel pw_1441]
     vpmulhw      zmm9, zmm9, zmm2
     vpsubw       zmm9, zmm11, zmm9
-    vpaddw       zmm11, zmm8, zmm5                   ; layer 6
-    vpsubw       zmm5, zmm8, zmm5
-    vpmullw      zmm8, zmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 448]
+    vpaddw       zmm11, zmm7, zmm5                   ; layer 6
+    vpsubw       zmm5, zmm7, zmm5
+    vpmullw      zmm7, zmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 448]
     vpmulhw      zmm5, zmm5, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 384]
-    vpmulhw      zmm8, zmm8, zmm2
-    vpsubw       zmm5, zmm5, zmm8
-    vpmullw      zmm8, zmm11, [rel pw_m10079]
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm5, zmm5, zmm7
+    vpmullw      zmm7, zmm11, [rel pw_m10079]
     vpmulhw      zmm11, zmm11, [rel pw_1441]
-    vpmulhw      zmm8, zmm8, zmm2
-    vpsubw       zmm8, zmm11, zmm8
-    vpshufd      zmm7, zmm7, 216
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm7, zmm11, zmm7
     vpshufd      zmm6, zmm6, 216
-    vpunpckldq   zmm11, zmm7, zmm6
-    vpunpckhdq   zmm6, zmm7, zmm6
-    vpshufd      zmm7, zmm10, 216
+    vpshufd      zmm8, zmm8, 216
+    vpunpckldq   zmm11, zmm6, zmm8
+    vpunpckhdq   zmm6, zmm6, zmm8
+    vpshufd      zmm8, zmm10, 216
     vpshufd      zmm3, zmm3, 216
-    vpunpckldq   zmm10, zmm7, zmm3
-    vpunpckhdq   zmm3, zmm7, zmm3
-    vpshufd      zmm7, zmm9, 216
+    vpunpckldq   zmm10, zmm8, zmm3
+    vpunpckhdq   zmm3, zmm8, zmm3
+    vpshufd      zmm8, zmm9, 216
     vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm9, zmm7, zmm4
-    vpunpckhdq   zmm4, zmm7, zmm4
-    vpshufd      zmm7, zmm8, 216
+    vpunpckldq   zmm9, zmm8, zmm4
+    vpunpckhdq   zmm4, zmm8, zmm4
+    vpshufd      zmm7, zmm7, 216
     vpshufd      zmm5, zmm5, 216
     vpunpckldq   zmm8, zmm7, zmm5
     vpunpckhdq   zmm5, zmm7, zmm5
@@ -2873,12 +2878,22 @@ kg_mlkem3329_ntt_inverse_avx512:
     vpmulhw      zmm5, zmm5, [rax - 128]
     vpmulhw      zmm7, zmm7, zmm2
     vpsubw       zmm5, zmm5, zmm7
+    vpmulhw      zmm7, zmm4, zmm14                   ; barrett: after layer 3
+    vpaddw       zmm7, zmm7, zmm15
+    vpsraw       zmm7, zmm7, 10
+    vpmullw      zmm7, zmm7, zmm13
+    vpsubw       zmm4, zmm4, zmm7
     vpaddw       zmm7, zmm6, zmm9                    ; layer 3
     vpsubw       zmm6, zmm6, zmm9
     vpmullw      zmm9, zmm6, [rax + 64]
     vpmulhw      zmm6, zmm6, [rax]
     vpmulhw      zmm9, zmm9, zmm2
     vpsubw       zmm6, zmm6, zmm9
+    vpmulhw      zmm9, zmm7, zmm14                   ; barrett: after layer 3
+    vpaddw       zmm9, zmm9, zmm15
+    vpsraw       zmm9, zmm9, 10
+    vpmullw      zmm9, zmm9, zmm13
+    vpsubw       zmm7, zmm7, zmm9
     vpaddw       zmm9, zmm3, zmm8                    ; layer 3
     vpsubw       zmm3, zmm3, zmm8
     lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 1920] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx512 near byte 1792
@@ -2886,179 +2901,133 @@ kg_mlkem3329_ntt_inverse_avx512:
     vpmulhw      zmm3, zmm3, [rax - 128]
     vpmulhw      zmm8, zmm8, zmm2
     vpsubw       zmm3, zmm3, zmm8
-    vpaddw       zmm8, zmm0, zmm1                    ; layer 3
+    vpmulhw      zmm8, zmm9, zmm14                   ; barrett: after layer 3
+    vpaddw       zmm8, zmm8, zmm15
+    vpsraw       zmm8, zmm8, 10
+    vpmullw      zmm8, zmm8, zmm13
+    vpsubw       zmm8, zmm9, zmm8
+    vpaddw       zmm9, zmm0, zmm1                    ; layer 3
     vpsubw       zmm0, zmm0, zmm1
     vpmullw      zmm1, zmm0, [rax + 64]
     vpmulhw      zmm0, zmm0, [rax]
     vpmulhw      zmm1, zmm1, zmm2
     vpsubw       zmm0, zmm0, zmm1
-    vshufi64x2   zmm1, zmm4, zmm5, 68
+    vpmulhw      zmm1, zmm9, zmm14                   ; barrett: after layer 3
+    vpaddw       zmm1, zmm1, zmm15
+    vpsraw       zmm1, zmm1, 10
+    vpmullw      zmm1, zmm1, zmm13
+    vpsubw       zmm1, zmm9, zmm1
+    vshufi64x2   zmm9, zmm4, zmm5, 68
     vshufi64x2   zmm4, zmm4, zmm5, 238
     vshufi64x2   zmm5, zmm7, zmm6, 68
     vshufi64x2   zmm6, zmm7, zmm6, 238
-    vshufi64x2   zmm7, zmm9, zmm3, 68
-    vshufi64x2   zmm3, zmm9, zmm3, 238
-    vshufi64x2   zmm9, zmm8, zmm0, 68
-    vshufi64x2   zmm0, zmm8, zmm0, 238
-    vpsraw       zmm8, zmm1, 12                      ; special: before layer 2
-    vpandq       zmm1, zmm1, zmm13
-    vpsubw       zmm1, zmm1, zmm8
-    vpsllw       zmm10, zmm8, 8
-    vpsubw       zmm1, zmm1, zmm10
-    vpsllw       zmm8, zmm8, 10
-    vpaddw       zmm1, zmm1, zmm8
-    vpaddw       zmm8, zmm1, zmm4                    ; layer 2
-    vpsubw       zmm1, zmm1, zmm4
+    vshufi64x2   zmm7, zmm8, zmm3, 68
+    vshufi64x2   zmm3, zmm8, zmm3, 238
+    vshufi64x2   zmm8, zmm1, zmm0, 68
+    vshufi64x2   zmm0, zmm1, zmm0, 238
+    vpaddw       zmm1, zmm9, zmm4                    ; layer 2
+    vpsubw       zmm4, zmm9, zmm4
     lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 2176] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx512 near byte 2048
-    vpmullw      zmm4, zmm1, [rax - 64]
-    vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm4, zmm4, zmm2
-    vpsubw       zmm1, zmm1, zmm4
-    vpsraw       zmm4, zmm5, 12                      ; special: before layer 2
-    vpandq       zmm5, zmm5, zmm13
-    vpsubw       zmm5, zmm5, zmm4
-    vpsllw       zmm10, zmm4, 8
-    vpsubw       zmm5, zmm5, zmm10
-    vpsllw       zmm4, zmm4, 10
-    vpaddw       zmm4, zmm5, zmm4
-    vpaddw       zmm5, zmm4, zmm6                    ; layer 2
-    vpsubw       zmm4, zmm4, zmm6
-    vpmullw      zmm6, zmm4, [rax + 64]
-    vpmulhw      zmm4, zmm4, [rax]
-    vpmulhw      zmm6, zmm6, zmm2
-    vpsubw       zmm4, zmm4, zmm6
-    vpsraw       zmm6, zmm7, 12                      ; special: before layer 2
-    vpandq       zmm7, zmm7, zmm13
-    vpsubw       zmm7, zmm7, zmm6
-    vpsllw       zmm10, zmm6, 8
-    vpsubw       zmm7, zmm7, zmm10
-    vpsllw       zmm6, zmm6, 10
-    vpaddw       zmm6, zmm7, zmm6
-    vpaddw       zmm7, zmm6, zmm3                    ; layer 2
-    vpsubw       zmm3, zmm6, zmm3
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx512 near byte 2304
-    vpmullw      zmm6, zmm3, [rax - 64]
-    vpmulhw      zmm3, zmm3, [rax - 128]
-    vpmulhw      zmm6, zmm6, zmm2
-    vpsubw       zmm3, zmm3, zmm6
-    vpsraw       zmm6, zmm9, 12                      ; special: before layer 2
-    vpandq       zmm9, zmm9, zmm13
-    vpsubw       zmm9, zmm9, zmm6
-    vpsllw       zmm10, zmm6, 8
-    vpsubw       zmm9, zmm9, zmm10
-    vpsllw       zmm6, zmm6, 10
-    vpaddw       zmm6, zmm9, zmm6
-    vpaddw       zmm9, zmm6, zmm0                    ; layer 2
-    vpsubw       zmm0, zmm6, zmm0
-    vpmullw      zmm6, zmm0, [rax + 64]
-    vpmulhw      zmm0, zmm0, [rax]
-    vpmulhw      zmm6, zmm6, zmm2
-    vpsubw       zmm0, zmm0, zmm6
-    vpsraw       zmm6, zmm8, 12                      ; special: before layer 1
-    vpandq       zmm8, zmm8, zmm13
-    vpsubw       zmm8, zmm8, zmm6
-    vpsllw       zmm10, zmm6, 8
-    vpsubw       zmm8, zmm8, zmm10
-    vpsllw       zmm6, zmm6, 10
-    vpaddw       zmm6, zmm8, zmm6
-    vpsraw       zmm8, zmm5, 12                      ; special: before layer 1
-    vpandq       zmm5, zmm5, zmm13
-    vpsubw       zmm5, zmm5, zmm8
-    vpsllw       zmm10, zmm8, 8
-    vpsubw       zmm5, zmm5, zmm10
-    vpsllw       zmm8, zmm8, 10
-    vpaddw       zmm5, zmm5, zmm8
-    vpaddw       zmm8, zmm6, zmm5                    ; layer 1
-    vpsubw       zmm5, zmm6, zmm5
-    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx512 near byte 2560
-    vpmullw      zmm6, zmm5, [rax - 64]
-    vpmulhw      zmm5, zmm5, [rax - 128]
+    vpmullw      zmm9, zmm4, [rax - 64]
+    vpmulhw      zmm4, zmm4, [rax - 128]
+    vpmulhw      zmm9, zmm9, zmm2
+    vpsubw       zmm4, zmm4, zmm9
+    vpaddw       zmm9, zmm5, zmm6                    ; layer 2
+    vpsubw       zmm5, zmm5, zmm6
+    vpmullw      zmm6, zmm5, [rax + 64]
+    vpmulhw      zmm5, zmm5, [rax]
     vpmulhw      zmm6, zmm6, zmm2
     vpsubw       zmm5, zmm5, zmm6
-    vpaddw       zmm6, zmm1, zmm4                    ; layer 1
-    vpsubw       zmm1, zmm1, zmm4
-    vpmullw      zmm4, zmm1, [rax - 64]
-    vpmulhw      zmm1, zmm1, [rax - 128]
-    vpmulhw      zmm4, zmm4, zmm2
-    vpsubw       zmm1, zmm1, zmm4
-    vpsraw       zmm4, zmm7, 12                      ; special: before layer 1
-    vpandq       zmm7, zmm7, zmm13
-    vpsubw       zmm7, zmm7, zmm4
-    vpsllw       zmm10, zmm4, 8
-    vpsubw       zmm7, zmm7, zmm10
-    vpsllw       zmm4, zmm4, 10
-    vpaddw       zmm4, zmm7, zmm4
-    vpsraw       zmm7, zmm9, 12                      ; special: before layer 1
-    vpandq       zmm9, zmm9, zmm13
-    vpsubw       zmm9, zmm9, zmm7
-    vpsllw       zmm10, zmm7, 8
-    vpsubw       zmm9, zmm9, zmm10
-    vpsllw       zmm7, zmm7, 10
-    vpaddw       zmm7, zmm9, zmm7
-    vpaddw       zmm9, zmm4, zmm7                    ; layer 1
-    vpsubw       zmm4, zmm4, zmm7
-    vpmullw      zmm7, zmm4, [rax + 64]
-    vpmulhw      zmm4, zmm4, [rax]
+    vpaddw       zmm6, zmm7, zmm3                    ; layer 2
+    vpsubw       zmm3, zmm7, zmm3
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 2432] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx512 near byte 2304
+    vpmullw      zmm7, zmm3, [rax - 64]
+    vpmulhw      zmm3, zmm3, [rax - 128]
     vpmulhw      zmm7, zmm7, zmm2
-    vpsubw       zmm4, zmm4, zmm7
+    vpsubw       zmm3, zmm3, zmm7
+    vpaddw       zmm7, zmm8, zmm0                    ; layer 2
+    vpsubw       zmm0, zmm8, zmm0
+    vpmullw      zmm8, zmm0, [rax + 64]
+    vpmulhw      zmm0, zmm0, [rax]
+    vpmulhw      zmm8, zmm8, zmm2
+    vpsubw       zmm0, zmm0, zmm8
+    vpaddw       zmm8, zmm1, zmm9                    ; layer 1
+    vpsubw       zmm1, zmm1, zmm9
+    lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 2688] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx512 near byte 2560
+    vpmullw      zmm9, zmm1, [rax - 64]
+    vpmulhw      zmm1, zmm1, [rax - 128]
+    vpmulhw      zmm9, zmm9, zmm2
+    vpsubw       zmm1, zmm1, zmm9
+    vpaddw       zmm9, zmm4, zmm5                    ; layer 1
+    vpsubw       zmm4, zmm4, zmm5
+    vpmullw      zmm5, zmm4, [rax - 64]
+    vpmulhw      zmm4, zmm4, [rax - 128]
+    vpmulhw      zmm5, zmm5, zmm2
+    vpsubw       zmm4, zmm4, zmm5
+    vpaddw       zmm5, zmm6, zmm7                    ; layer 1
+    vpsubw       zmm6, zmm6, zmm7
+    vpmullw      zmm7, zmm6, [rax + 64]
+    vpmulhw      zmm6, zmm6, [rax]
+    vpmulhw      zmm7, zmm7, zmm2
+    vpsubw       zmm6, zmm6, zmm7
     vpaddw       zmm7, zmm3, zmm0                    ; layer 1
     vpsubw       zmm0, zmm3, zmm0
     vpmullw      zmm3, zmm0, [rax + 64]
     vpmulhw      zmm0, zmm0, [rax]
     vpmulhw      zmm3, zmm3, zmm2
     vpsubw       zmm0, zmm0, zmm3
-    vpaddw       zmm3, zmm8, zmm9                    ; layer 0
-    vpsubw       zmm8, zmm8, zmm9
+    vpaddw       zmm3, zmm8, zmm5                    ; layer 0
+    vpsubw       zmm5, zmm8, zmm5
     lea          rax, [rel kg_mlkem3329_ntt_inverse_twiddles_avx512 + 2944] ; addresses kg_mlkem3329_ntt_inverse_twiddles_avx512 near byte 2816
-    vpmullw      zmm9, zmm8, [rax - 64]
-    vpmulhw      zmm8, zmm8, [rax - 128]
+    vpmullw      zmm8, zmm5, [rax - 64]
+    vpmulhw      zmm5, zmm5, [rax - 128]
+    vpmulhw      zmm8, zmm8, zmm2
+    vpsubw       zmm5, zmm5, zmm8
+    vpaddw       zmm8, zmm9, zmm7                    ; layer 0
+    vpsubw       zmm7, zmm9, zmm7
+    vpmullw      zmm9, zmm7, [rax - 64]
+    vpmulhw      zmm7, zmm7, [rax - 128]
     vpmulhw      zmm9, zmm9, zmm2
-    vpsubw       zmm8, zmm8, zmm9
-    vpaddw       zmm9, zmm6, zmm7                    ; layer 0
-    vpsubw       zmm6, zmm6, zmm7
-    vpmullw      zmm7, zmm6, [rax - 64]
-    vpmulhw      zmm6, zmm6, [rax - 128]
-    vpmulhw      zmm7, zmm7, zmm2
-    vpsubw       zmm6, zmm6, zmm7
-    vpaddw       zmm7, zmm5, zmm4                    ; layer 0
-    vpsubw       zmm4, zmm5, zmm4
-    vpmullw      zmm5, zmm4, [rax - 64]
-    vpmulhw      zmm4, zmm4, [rax - 128]
-    vpmulhw      zmm5, zmm5, zmm2
-    vpsubw       zmm4, zmm4, zmm5
-    vpaddw       zmm5, zmm1, zmm0                    ; layer 0
-    vpsubw       zmm0, zmm1, zmm0
-    vpmullw      zmm1, zmm0, [rax - 64]
+    vpsubw       zmm7, zmm7, zmm9
+    vpaddw       zmm9, zmm1, zmm6                    ; layer 0
+    vpsubw       zmm1, zmm1, zmm6
+    vpmullw      zmm6, zmm1, [rax - 64]
+    vpmulhw      zmm1, zmm1, [rax - 128]
+    vpmulhw      zmm6, zmm6, zmm2
+    vpsubw       zmm1, zmm1, zmm6
+    vpaddw       zmm6, zmm4, zmm0                    ; layer 0
+    vpsubw       zmm0, zmm4, zmm0
+    vpmullw      zmm4, zmm0, [rax - 64]
     vpmulhw      zmm0, zmm0, [rax - 128]
-    vpmulhw      zmm1, zmm1, zmm2
-    vpsubw       zmm0, zmm0, zmm1
-    vpmulhw      zmm1, zmm3, [rel pw_20159]          ; barrett: the output range asked for
-    vpaddw       zmm1, zmm1, [rel pw_512]
-    vpsraw       zmm1, zmm1, 10
-    vpmullw      zmm1, zmm1, [rel pw_3329]
-    vpsubw       zmm1, zmm3, zmm1
-    vpmulhw      zmm2, zmm9, [rel pw_20159]          ; barrett: the output range asked for
-    vpaddw       zmm2, zmm2, [rel pw_512]
+    vpmulhw      zmm2, zmm4, zmm2
+    vpsubw       zmm0, zmm0, zmm2
+    vpmulhw      zmm2, zmm3, zmm14                   ; barrett: the output range asked for
+    vpaddw       zmm2, zmm2, zmm15
     vpsraw       zmm2, zmm2, 10
-    vpmullw      zmm2, zmm2, [rel pw_3329]
-    vpsubw       zmm2, zmm9, zmm2
-    vpmulhw      zmm3, zmm7, [rel pw_20159]          ; barrett: the output range asked for
-    vpaddw       zmm3, zmm3, [rel pw_512]
+    vpmullw      zmm2, zmm2, zmm13
+    vpsubw       zmm2, zmm3, zmm2
+    vpmulhw      zmm3, zmm8, zmm14                   ; barrett: the output range asked for
+    vpaddw       zmm3, zmm3, zmm15
     vpsraw       zmm3, zmm3, 10
-    vpmullw      zmm3, zmm3, [rel pw_3329]
-    vpsubw       zmm3, zmm7, zmm3
-    vpmulhw      zmm7, zmm5, [rel pw_20159]          ; barrett: the output range asked for
-    vpaddw       zmm7, zmm7, [rel pw_512]
-    vpsraw       zmm7, zmm7, 10
-    vpmullw      zmm7, zmm7, [rel pw_3329]
-    vpsubw       zmm5, zmm5, zmm7
-    vmovdqu64    [rdi], zmm1
-    vmovdqu64    [rdi + 64], zmm2
-    vmovdqu64    [rdi + 128], zmm3
-    vmovdqu64    [rdi + 192], zmm5
-    vmovdqu64    [rdi + 256], zmm8
-    vmovdqu64    [rdi + 320], zmm6
-    vmovdqu64    [rdi + 384], zmm4
+    vpmullw      zmm3, zmm3, zmm13
+    vpsubw       zmm3, zmm8, zmm3
+    vpmulhw      zmm4, zmm9, zmm14                   ; barrett: the output range asked for
+    vpaddw       zmm4, zmm4, zmm15
+    vpsraw       zmm4, zmm4, 10
+    vpmullw      zmm4, zmm4, zmm13
+    vpsubw       zmm4, zmm9, zmm4
+    vpmulhw      zmm8, zmm6, zmm14                   ; barrett: the output range asked for
+    vpaddw       zmm8, zmm8, zmm15
+    vpsraw       zmm8, zmm8, 10
+    vpmullw      zmm8, zmm8, zmm13
+    vpsubw       zmm6, zmm6, zmm8
+    vmovdqu64    [rdi], zmm2
+    vmovdqu64    [rdi + 64], zmm3
+    vmovdqu64    [rdi + 128], zmm4
+    vmovdqu64    [rdi + 192], zmm6
+    vmovdqu64    [rdi + 256], zmm5
+    vmovdqu64    [rdi + 320], zmm7
+    vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    [rdi + 448], zmm0
     vzeroupper
     ret

@@ -3093,13 +3093,13 @@ kg_newhope12289_basemul_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
-;   loops: 8 x 338 and 4 x 135 and 3 x 115 instructions (repeated groups rolled: 3671 instructions run, 720 written)
+;   loops: 8 x 314 and 4 x 135 and 3 x 115 instructions (repeated groups rolled: 3479 instructions run, 696 written)
 ;
 ; reduction schedule:
-;   policy index, harvey reduction, 352 vector reductions
-;   before layer 7: 64 register(s), smallest indices 0,4,32,36,64,68,96,100,128,132,160,164,192,196,224,228,256,260,288,292,320,324,352,356,384,388,416,420,448,452,480,484,512,516,544,548,576,580,608,612,640,644,672,676,704,708,736,740,768,772,800,804,832,836,864,868,896,900,928,932,960,964,992,996
-;   before layer 6: 64 register(s), smallest indices 0,8,32,40,64,72,96,104,128,136,160,168,192,200,224,232,256,264,288,296,320,328,352,360,384,392,416,424,448,456,480,488,512,520,544,552,576,584,608,616,640,648,672,680,704,712,736,744,768,776,800,808,832,840,864,872,896,904,928,936,960,968,992,1000
-;   before layer 5: 64 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496,512,528,544,560,576,592,608,624,640,656,672,688,704,720,736,752,768,784,800,816,832,848,864,880,896,912,928,944,960,976,992,1008
+;   policy index, harvey reduction, 256 vector reductions
+;   after layer 8 (its sums, for the next layer): 32 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480,512,544,576,608,640,672,704,736,768,800,832,864,896,928,960,992
+;   after layer 7 (its sums, for the next layer): 32 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480,512,544,576,608,640,672,704,736,768,800,832,864,896,928,960,992
+;   after layer 6 (its sums, for the next layer): 32 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480,512,544,576,608,640,672,704,736,768,800,832,864,896,928,960,992
 ;   before layer 4: 32 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480,512,544,576,608,640,672,704,736,768,800,832,864,896,928,960,992
 ;   before layer 3: 32 register(s), smallest indices 0,16,64,80,128,144,192,208,256,272,320,336,384,400,448,464,512,528,576,592,640,656,704,720,768,784,832,848,896,912,960,976
 ;   before layer 2: 32 register(s), smallest indices 0,16,32,48,128,144,160,176,256,272,288,304,384,400,416,432,512,528,544,560,640,656,672,688,768,784,800,816,896,912,928,944
@@ -3111,7 +3111,7 @@ global kg_newhope12289_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_newhope1
 align 32
 kg_newhope12289_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm10, [rel pw_24578]               ; held in a register: read 672 times
+    vmovdqu      ymm10, [rel pw_24578]               ; held in a register: read 576 times
     vmovdqu      ymm11, [rel pw_341]                 ; held in a register: read 32 times
     vmovdqu      ymm12, [rel pw_64]                  ; held in a register: read 32 times
     lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_avx2 + 12192] ; addresses kg_newhope12289_ntt_inverse_twiddles_avx2 near byte 12064
@@ -3193,6 +3193,8 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmullw      ymm1, ymm1, [rcx + 256]
     vpmullw      ymm9, ymm9, ymm0
     vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm8, ymm10                   ; csub: after layer 8
+    vpminuw      ymm8, ymm8, ymm9
     vpaddw       ymm9, ymm5, ymm2                    ; layer 8
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm2, ymm5, ymm2
@@ -3200,125 +3202,113 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmullw      ymm2, ymm2, [rcx + 320]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm2, ymm2, ymm5
-    vpaddw       ymm5, ymm6, ymm3                    ; layer 8
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 8
+    vpminuw      ymm5, ymm9, ymm5
+    vpaddw       ymm9, ymm6, ymm3                    ; layer 8
     vpaddw       ymm6, ymm10, ymm6
     vpsubw       ymm3, ymm6, ymm3
     vpmulhuw     ymm6, ymm3, [rcx + 416]
     vpmullw      ymm3, ymm3, [rcx + 384]
     vpmullw      ymm6, ymm6, ymm0
     vpsubw       ymm3, ymm3, ymm6
-    vpaddw       ymm6, ymm7, ymm4                    ; layer 8
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: after layer 8
+    vpminuw      ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm4                    ; layer 8
     vpaddw       ymm7, ymm10, ymm7
     vpsubw       ymm4, ymm7, ymm4
     vpmulhuw     ymm7, ymm4, [rcx + 480]
     vpmullw      ymm4, ymm4, [rcx + 448]
     vpmullw      ymm7, ymm7, ymm0
     vpsubw       ymm4, ymm4, ymm7
-    vpsllq       ymm7, ymm1, 32
-    vpblendd     ymm7, ymm8, ymm7, 170
+    vpsubw       ymm7, ymm9, ymm10                   ; csub: after layer 8
+    vpminuw      ymm7, ymm9, ymm7
+    vpsllq       ymm9, ymm1, 32
+    vpblendd     ymm9, ymm8, ymm9, 170
     vpsrlq       ymm8, ymm8, 32
     vpblendd     ymm1, ymm8, ymm1, 170
     vpsllq       ymm8, ymm2, 32
-    vpblendd     ymm8, ymm9, ymm8, 170
-    vpsrlq       ymm9, ymm9, 32
-    vpblendd     ymm2, ymm9, ymm2, 170
-    vpsllq       ymm9, ymm3, 32
-    vpblendd     ymm9, ymm5, ymm9, 170
+    vpblendd     ymm8, ymm5, ymm8, 170
     vpsrlq       ymm5, ymm5, 32
-    vpblendd     ymm3, ymm5, ymm3, 170
-    vpsllq       ymm5, ymm4, 32
+    vpblendd     ymm2, ymm5, ymm2, 170
+    vpsllq       ymm5, ymm3, 32
     vpblendd     ymm5, ymm6, ymm5, 170
     vpsrlq       ymm6, ymm6, 32
-    vpblendd     ymm4, ymm6, ymm4, 170
-    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 7
-    vpminuw      ymm6, ymm7, ymm6
-    vpsubw       ymm7, ymm1, ymm10                   ; csub: before layer 7
-    vpminuw      ymm1, ymm1, ymm7
-    vpaddw       ymm7, ymm6, ymm1                    ; layer 7
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm1, ymm6, ymm1
-    vpmulhuw     ymm6, ymm1, [rcx + 544]
+    vpblendd     ymm3, ymm6, ymm3, 170
+    vpsllq       ymm6, ymm4, 32
+    vpblendd     ymm6, ymm7, ymm6, 170
+    vpsrlq       ymm7, ymm7, 32
+    vpblendd     ymm4, ymm7, ymm4, 170
+    vpaddw       ymm7, ymm9, ymm1                    ; layer 7
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm1, [rcx + 544]
     vpmullw      ymm1, ymm1, [rcx + 512]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm1, ymm1, ymm6
-    vpsubw       ymm6, ymm8, ymm10                   ; csub: before layer 7
-    vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm2, ymm10                   ; csub: before layer 7
-    vpminuw      ymm2, ymm8, ymm2
-    vpaddw       ymm8, ymm6, ymm2                    ; layer 7
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm2, ymm6, ymm2
-    vpmulhuw     ymm6, ymm2, [rcx + 608]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: after layer 7
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm8, ymm2                    ; layer 7
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm2, ymm8, ymm2
+    vpmulhuw     ymm8, ymm2, [rcx + 608]
     vpmullw      ymm2, ymm2, [rcx + 576]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm2, ymm2, ymm6
-    vpsubw       ymm6, ymm9, ymm10                   ; csub: before layer 7
-    vpminuw      ymm6, ymm9, ymm6
-    vpsubw       ymm9, ymm3, ymm10                   ; csub: before layer 7
-    vpminuw      ymm3, ymm9, ymm3
-    vpaddw       ymm9, ymm6, ymm3                    ; layer 7
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm3, ymm6, ymm3
-    vpmulhuw     ymm6, ymm3, [rcx + 672]
-    vpmullw      ymm3, ymm3, [rcx + 640]
-    vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm3, ymm3, ymm6
-    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 7
-    vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm4, ymm10                   ; csub: before layer 7
-    vpminuw      ymm4, ymm4, ymm6
-    vpaddw       ymm6, ymm5, ymm4                    ; layer 7
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm2, ymm2, ymm8
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm5, ymm3                    ; layer 7
     vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rcx + 736]
-    vpmullw      ymm4, ymm4, [rcx + 704]
+    vpsubw       ymm3, ymm5, ymm3
+    vpmulhuw     ymm5, ymm3, [rcx + 672]
+    vpmullw      ymm3, ymm3, [rcx + 640]
     vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpunpcklqdq  ymm5, ymm7, ymm1
+    vpsubw       ymm3, ymm3, ymm5
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm5, ymm9, ymm5
+    vpaddw       ymm9, ymm6, ymm4                    ; layer 7
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm4, ymm6, ymm4
+    vpmulhuw     ymm6, ymm4, [rcx + 736]
+    vpmullw      ymm4, ymm4, [rcx + 704]
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm4, ymm4, ymm6
+    vpsubw       ymm6, ymm9, ymm10                   ; csub: after layer 7
+    vpminuw      ymm6, ymm9, ymm6
+    vpunpcklqdq  ymm9, ymm7, ymm1
     vpunpckhqdq  ymm1, ymm7, ymm1
     vpunpcklqdq  ymm7, ymm8, ymm2
     vpunpckhqdq  ymm2, ymm8, ymm2
-    vpunpcklqdq  ymm8, ymm9, ymm3
-    vpunpckhqdq  ymm3, ymm9, ymm3
-    vpunpcklqdq  ymm9, ymm6, ymm4
+    vpunpcklqdq  ymm8, ymm5, ymm3
+    vpunpckhqdq  ymm3, ymm5, ymm3
+    vpunpcklqdq  ymm5, ymm6, ymm4
     vpunpckhqdq  ymm4, ymm6, ymm4
-    vpsubw       ymm6, ymm5, ymm10                   ; csub: before layer 6
-    vpminuw      ymm5, ymm5, ymm6
-    vpsubw       ymm6, ymm1, ymm10                   ; csub: before layer 6
-    vpminuw      ymm1, ymm1, ymm6
-    vpaddw       ymm6, ymm5, ymm1                    ; layer 6
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rcx + 800]
+    vpaddw       ymm6, ymm9, ymm1                    ; layer 6
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm1, [rcx + 800]
     vpmullw      ymm1, ymm1, [rcx + 768]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 6
-    vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm2, ymm10                   ; csub: before layer 6
-    vpminuw      ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm5, ymm2                    ; layer 6
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rcx + 864]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpsubw       ymm9, ymm6, ymm10                   ; csub: after layer 6
+    vpminuw      ymm6, ymm9, ymm6
+    vpaddw       ymm9, ymm7, ymm2                    ; layer 6
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm2, ymm7, ymm2
+    vpmulhuw     ymm7, ymm2, [rcx + 864]
     vpmullw      ymm2, ymm2, [rcx + 832]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 6
-    vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm3, ymm10                   ; csub: before layer 6
-    vpminuw      ymm3, ymm8, ymm3
-    vpaddw       ymm8, ymm5, ymm3                    ; layer 6
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rcx + 928]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm2, ymm2, ymm7
+    vpsubw       ymm7, ymm9, ymm10                   ; csub: after layer 6
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm8, ymm3                    ; layer 6
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm3, ymm8, ymm3
+    vpmulhuw     ymm8, ymm3, [rcx + 928]
     vpmullw      ymm3, ymm3, [rcx + 896]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 6
-    vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm4, ymm10                   ; csub: before layer 6
-    vpminuw      ymm4, ymm9, ymm4
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm3, ymm3, ymm8
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: after layer 6
+    vpminuw      ymm8, ymm9, ymm8
     vpaddw       ymm9, ymm5, ymm4                    ; layer 6
     vpaddw       ymm5, ymm10, ymm5
     vpsubw       ymm4, ymm5, ymm4
@@ -3326,88 +3316,74 @@ kg_newhope12289_ntt_inverse_avx2:
     vpmullw      ymm4, ymm4, [rcx + 960]
     vpmullw      ymm5, ymm5, ymm0
     vpsubw       ymm4, ymm4, ymm5
-    vperm2i128   ymm5, ymm6, ymm1, 32
+    vpsubw       ymm5, ymm9, ymm10                   ; csub: after layer 6
+    vpminuw      ymm5, ymm9, ymm5
+    vperm2i128   ymm9, ymm6, ymm1, 32
     vperm2i128   ymm1, ymm6, ymm1, 49
     vperm2i128   ymm6, ymm7, ymm2, 32
     vperm2i128   ymm2, ymm7, ymm2, 49
     vperm2i128   ymm7, ymm8, ymm3, 32
     vperm2i128   ymm3, ymm8, ymm3, 49
-    vperm2i128   ymm8, ymm9, ymm4, 32
-    vperm2i128   ymm4, ymm9, ymm4, 49
-    vpsubw       ymm9, ymm5, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm1, ymm10                   ; csub: before layer 5
-    vpminuw      ymm1, ymm9, ymm1
-    vpaddw       ymm9, ymm5, ymm1                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm1, ymm5, ymm1
-    vpmulhuw     ymm5, ymm1, [rcx + 1056]
+    vperm2i128   ymm8, ymm5, ymm4, 32
+    vperm2i128   ymm4, ymm5, ymm4, 49
+    vpaddw       ymm5, ymm9, ymm1                    ; layer 5
+    vpaddw       ymm9, ymm9, ymm10
+    vpsubw       ymm1, ymm9, ymm1
+    vpmulhuw     ymm9, ymm1, [rcx + 1056]
     vpmullw      ymm1, ymm1, [rcx + 1024]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm1, ymm1, ymm5
-    vpsubw       ymm5, ymm6, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm6, ymm5
-    vpsubw       ymm6, ymm2, ymm10                   ; csub: before layer 5
-    vpminuw      ymm2, ymm2, ymm6
-    vpaddw       ymm6, ymm5, ymm2                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm2, ymm5, ymm2
-    vpmulhuw     ymm5, ymm2, [rcx + 1120]
+    vpmullw      ymm9, ymm9, ymm0
+    vpsubw       ymm1, ymm1, ymm9
+    vpaddw       ymm9, ymm6, ymm2                    ; layer 5
+    vpaddw       ymm6, ymm10, ymm6
+    vpsubw       ymm2, ymm6, ymm2
+    vpmulhuw     ymm6, ymm2, [rcx + 1120]
     vpmullw      ymm2, ymm2, [rcx + 1088]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm2, ymm2, ymm5
-    vpsubw       ymm5, ymm7, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm7, ymm5
-    vpsubw       ymm7, ymm3, ymm10                   ; csub: before layer 5
-    vpminuw      ymm3, ymm3, ymm7
-    vpaddw       ymm7, ymm5, ymm3                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm3, ymm5, ymm3
-    vpmulhuw     ymm5, ymm3, [rcx + 1184]
-    vpmullw      ymm3, ymm3, [rcx + 1152]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm3, ymm3, ymm5
-    vpsubw       ymm5, ymm8, ymm10                   ; csub: before layer 5
-    vpminuw      ymm5, ymm8, ymm5
-    vpsubw       ymm8, ymm4, ymm10                   ; csub: before layer 5
-    vpminuw      ymm4, ymm8, ymm4
-    vpaddw       ymm8, ymm5, ymm4                    ; layer 5
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm4, ymm5, ymm4
-    vpmulhuw     ymm5, ymm4, [rcx + 1248]
-    vpmullw      ymm4, ymm4, [rcx + 1216]
-    vpmullw      ymm5, ymm5, ymm0
-    vpsubw       ymm4, ymm4, ymm5
-    vpsubw       ymm5, ymm9, ymm10                   ; csub: before layer 4
-    vpminuw      ymm5, ymm9, ymm5
-    vpsubw       ymm9, ymm6, ymm10                   ; csub: before layer 4
-    vpminuw      ymm6, ymm9, ymm6
-    vpaddw       ymm9, ymm5, ymm6                    ; layer 4
-    vpaddw       ymm5, ymm10, ymm5
-    vpsubw       ymm5, ymm5, ymm6
-    vpmulhuw     ymm6, ymm5, [rcx + 1312]
-    vpmullw      ymm5, ymm5, [rcx + 1280]
     vpmullw      ymm6, ymm6, ymm0
-    vpsubw       ymm5, ymm5, ymm6
-    vpaddw       ymm6, ymm1, ymm2                    ; layer 4
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm7, ymm3                    ; layer 5
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm3, ymm7, ymm3
+    vpmulhuw     ymm7, ymm3, [rcx + 1184]
+    vpmullw      ymm3, ymm3, [rcx + 1152]
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm3, ymm3, ymm7
+    vpaddw       ymm7, ymm8, ymm4                    ; layer 5
+    vpaddw       ymm8, ymm8, ymm10
+    vpsubw       ymm4, ymm8, ymm4
+    vpmulhuw     ymm8, ymm4, [rcx + 1248]
+    vpmullw      ymm4, ymm4, [rcx + 1216]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm4, ymm4, ymm8
+    vpsubw       ymm8, ymm5, ymm10                   ; csub: before layer 4
+    vpminuw      ymm5, ymm8, ymm5
+    vpsubw       ymm8, ymm9, ymm10                   ; csub: before layer 4
+    vpminuw      ymm8, ymm9, ymm8
+    vpaddw       ymm9, ymm8, ymm5                    ; layer 4
+    vpaddw       ymm5, ymm10, ymm5
+    vpsubw       ymm5, ymm5, ymm8
+    vpmulhuw     ymm8, ymm5, [rcx + 1312]
+    vpmullw      ymm5, ymm5, [rcx + 1280]
+    vpmullw      ymm8, ymm8, ymm0
+    vpsubw       ymm5, ymm5, ymm8
+    vpaddw       ymm8, ymm1, ymm2                    ; layer 4
     vpaddw       ymm1, ymm10, ymm1
     vpsubw       ymm1, ymm1, ymm2
     vpmulhuw     ymm2, ymm1, [rcx + 1312]
     vpmullw      ymm1, ymm1, [rcx + 1280]
     vpmullw      ymm2, ymm2, ymm0
     vpsubw       ymm1, ymm1, ymm2
-    vpsubw       ymm2, ymm7, ymm10                   ; csub: before layer 4
-    vpminuw      ymm2, ymm7, ymm2
-    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 4
-    vpminuw      ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm2, ymm7                    ; layer 4
+    vpsubw       ymm2, ymm6, ymm10                   ; csub: before layer 4
+    vpminuw      ymm2, ymm6, ymm2
+    vpsubw       ymm6, ymm7, ymm10                   ; csub: before layer 4
+    vpminuw      ymm6, ymm7, ymm6
+    vpaddw       ymm7, ymm2, ymm6                    ; layer 4
     vpaddw       ymm2, ymm10, ymm2
-    vpsubw       ymm2, ymm2, ymm7
-    vpmulhuw     ymm7, ymm2, [rcx + 1376]
+    vpsubw       ymm2, ymm2, ymm6
+    vpmulhuw     ymm6, ymm2, [rcx + 1376]
     vpmullw      ymm2, ymm2, [rcx + 1344]
-    vpmullw      ymm7, ymm7, ymm0
-    vpsubw       ymm2, ymm2, ymm7
-    vpaddw       ymm7, ymm3, ymm4                    ; layer 4
+    vpmullw      ymm6, ymm6, ymm0
+    vpsubw       ymm2, ymm2, ymm6
+    vpaddw       ymm6, ymm3, ymm4                    ; layer 4
     vpaddw       ymm3, ymm10, ymm3
     vpsubw       ymm3, ymm3, ymm4
     vpmulhuw     ymm4, ymm3, [rcx + 1376]
@@ -3416,22 +3392,22 @@ kg_newhope12289_ntt_inverse_avx2:
     vpsubw       ymm3, ymm3, ymm4
     vpsubw       ymm4, ymm9, ymm10                   ; csub: before layer 3
     vpminuw      ymm4, ymm9, ymm4
-    vpsubw       ymm9, ymm8, ymm10                   ; csub: before layer 3
-    vpminuw      ymm8, ymm8, ymm9
-    vpaddw       ymm9, ymm8, ymm4                    ; layer 3
+    vpsubw       ymm9, ymm7, ymm10                   ; csub: before layer 3
+    vpminuw      ymm7, ymm9, ymm7
+    vpaddw       ymm9, ymm4, ymm7                    ; layer 3
     vpaddw       ymm4, ymm10, ymm4
-    vpsubw       ymm4, ymm4, ymm8
-    vpmulhuw     ymm8, ymm4, [rcx + 1440]
+    vpsubw       ymm4, ymm4, ymm7
+    vpmulhuw     ymm7, ymm4, [rcx + 1440]
     vpmullw      ymm4, ymm4, [rcx + 1408]
-    vpmullw      ymm8, ymm8, ymm0
-    vpsubw       ymm4, ymm4, ymm8
+    vpmullw      ymm7, ymm7, ymm0
+    vpsubw       ymm4, ymm4, ymm7
+    vpsubw       ymm7, ymm8, ymm10                   ; csub: before layer 3
+    vpminuw      ymm7, ymm8, ymm7
     vpsubw       ymm8, ymm6, ymm10                   ; csub: before layer 3
     vpminuw      ymm6, ymm8, ymm6
-    vpsubw       ymm8, ymm7, ymm10                   ; csub: before layer 3
-    vpminuw      ymm7, ymm8, ymm7
-    vpaddw       ymm8, ymm6, ymm7                    ; layer 3
-    vpaddw       ymm6, ymm10, ymm6
-    vpsubw       ymm6, ymm6, ymm7
+    vpaddw       ymm8, ymm7, ymm6                    ; layer 3
+    vpaddw       ymm7, ymm10, ymm7
+    vpsubw       ymm6, ymm7, ymm6
     vpmulhuw     ymm7, ymm6, [rcx + 1440]
     vpmullw      ymm6, ymm6, [rcx + 1408]
     vpmullw      ymm7, ymm7, ymm0
@@ -16707,13 +16683,14 @@ kg_newhope12289_basemul_sse:
 ;             a = 2^16 * INTT(a) mod 12289: forward, basemul, inverse give a*b mod (x^1024+1, 12289)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: xmm{0-15}, rax, flags
+;   clobbers: xmm{0-15}, rax, rcx, rdx, rdi, flags
+;   loops: 2 x 3523 instructions (repeated groups rolled: 9777 instructions run, 6364 written)
 ;
 ; reduction schedule:
-;   policy index, harvey reduction, 352 vector reductions
-;   before layer 7: 64 register(s), smallest indices 0,4,32,36,64,68,96,100,128,132,160,164,192,196,224,228,256,260,288,292,320,324,352,356,384,388,416,420,448,452,480,484,512,516,544,548,576,580,608,612,640,644,672,676,704,708,736,740,768,772,800,804,832,836,864,868,896,900,928,932,960,964,992,996
-;   before layer 6: 64 register(s), smallest indices 0,8,32,40,64,72,96,104,128,136,160,168,192,200,224,232,256,264,288,296,320,328,352,360,384,392,416,424,448,456,480,488,512,520,544,552,576,584,608,616,640,648,672,680,704,712,736,744,768,776,800,808,832,840,864,872,896,904,928,936,960,968,992,1000
-;   before layer 5: 64 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496,512,528,544,560,576,592,608,624,640,656,672,688,704,720,736,752,768,784,800,816,832,848,864,880,896,912,928,944,960,976,992,1008
+;   policy index, harvey reduction, 256 vector reductions
+;   after layer 8 (its sums, for the next layer): 32 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480,512,544,576,608,640,672,704,736,768,800,832,864,896,928,960,992
+;   after layer 7 (its sums, for the next layer): 32 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480,512,544,576,608,640,672,704,736,768,800,832,864,896,928,960,992
+;   after layer 6 (its sums, for the next layer): 32 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480,512,544,576,608,640,672,704,736,768,800,832,864,896,928,960,992
 ;   before layer 4: 32 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480,512,544,576,608,640,672,704,736,768,800,832,864,896,928,960,992
 ;   before layer 3: 32 register(s), smallest indices 0,16,64,80,128,144,192,208,256,272,320,336,384,400,448,464,512,528,576,592,640,656,704,720,768,784,832,848,896,912,960,976
 ;   before layer 2: 32 register(s), smallest indices 0,16,32,48,128,144,160,176,256,272,288,304,384,400,416,432,512,528,544,560,640,656,672,688,768,784,800,816,896,912,928,944
@@ -16730,6 +16707,9 @@ kg_newhope12289_ntt_inverse_sse:
     and rsp, -32
     sub rsp, 192
     movdqu       xmm0, [rel pw_12289]                ; q = 12289
+    lea          rcx, [rel kg_newhope12289_ntt_inverse_twiddles_sse] ; the loop's table pointer
+    mov          rax, 2
+    .repeat1:
     movdqu       xmm1, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 32]
@@ -16758,12 +16738,11 @@ kg_newhope12289_ntt_inverse_sse:
     psubw        xmm1, xmm3
     psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 128] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 0
-    pmulhuw      xmm3, [rax - 96]
+    pmulhuw      xmm3, [rcx + 32]
     movdqa       xmm4, xmm2
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm2, [rax - 112]
+    pmulhuw      xmm4, [rcx + 48]
+    pmullw       xmm1, [rcx]
+    pmullw       xmm2, [rcx + 16]
     pmullw       xmm3, xmm0
     pmullw       xmm4, xmm0
     psubw        xmm1, xmm3
@@ -16787,11 +16766,11 @@ kg_newhope12289_ntt_inverse_sse:
     psubw        xmm5, xmm7
     psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 32]
+    pmulhuw      xmm7, [rcx + 96]
     movdqa       xmm8, xmm6
-    pmulhuw      xmm8, [rax - 16]
-    pmullw       xmm5, [rax - 64]
-    pmullw       xmm6, [rax - 48]
+    pmulhuw      xmm8, [rcx + 112]
+    pmullw       xmm5, [rcx + 64]
+    pmullw       xmm6, [rcx + 80]
     pmullw       xmm7, xmm0
     pmullw       xmm8, xmm0
     psubw        xmm5, xmm7
@@ -16815,11 +16794,11 @@ kg_newhope12289_ntt_inverse_sse:
     psubw        xmm9, xmm11
     psubw        xmm10, xmm12
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax + 32]
+    pmulhuw      xmm11, [rcx + 160]
     movdqa       xmm12, xmm10
-    pmulhuw      xmm12, [rax + 48]
-    pmullw       xmm9, [rax]
-    pmullw       xmm10, [rax + 16]
+    pmulhuw      xmm12, [rcx + 176]
+    pmullw       xmm9, [rcx + 128]
+    pmullw       xmm10, [rcx + 144]
     pmullw       xmm11, xmm0
     pmullw       xmm12, xmm0
     psubw        xmm9, xmm11
@@ -16846,12 +16825,12 @@ kg_newhope12289_ntt_inverse_sse:
     psubw        xmm12, [rsp + 32]
     movdqa       [rsp + 32], xmm7                    ; spill
     movdqa       xmm7, xmm13
-    pmulhuw      xmm7, [rax + 96]
+    pmulhuw      xmm7, [rcx + 224]
     movdqa       [rsp + 64], xmm10                   ; spill
     movdqa       xmm10, xmm12
-    pmulhuw      xmm10, [rax + 112]
-    pmullw       xmm13, [rax + 64]
-    pmullw       xmm12, [rax + 80]
+    pmulhuw      xmm10, [rcx + 240]
+    pmullw       xmm13, [rcx + 192]
+    pmullw       xmm12, [rcx + 208]
     pmullw       xmm7, xmm0
     pmullw       xmm10, xmm0
     psubw        xmm13, xmm7
@@ -16929,10554 +16908,6169 @@ kg_newhope12289_ntt_inverse_sse:
     psubw        xmm0, xmm14
     psubw        xmm7, xmm15
     movdqa       xmm13, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 384] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 256
-    pmulhuw      xmm13, [rax - 96]
+    pmulhuw      xmm13, [rcx + 288]
     movdqa       xmm14, xmm7
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm7, [rax - 112]
+    pmulhuw      xmm14, [rcx + 304]
+    pmullw       xmm0, [rcx + 256]
+    pmullw       xmm7, [rcx + 272]
     movdqu       xmm15, [rel pw_12289]               ; reload
     pmullw       xmm13, xmm15
     pmullw       xmm14, xmm15
     psubw        xmm0, xmm13
     psubw        xmm7, xmm14
+    movdqa       xmm13, xmm6                         ; csub: after layer 8
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm13, [rdx - 128]
+    movdqa       xmm14, xmm12
+    psubw        xmm14, [rdx - 112]
+    pminuw       xmm6, xmm13
+    pminuw       xmm12, xmm14
     movdqa       xmm13, xmm10                        ; layer 8
     paddw        xmm13, xmm3
     movdqa       xmm14, [rsp + 128]                  ; reload
-    movdqa       [rsp + 64], xmm13                   ; spill
-    movdqa       xmm13, xmm14
-    paddw        xmm13, [rsp]
-    paddw        xmm10, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm14
+    paddw        xmm12, [rsp]
+    paddw        xmm10, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
     psubw        xmm10, xmm3
     psubw        xmm14, [rsp]
     movdqa       xmm3, xmm10
-    pmulhuw      xmm3, [rax - 32]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm14
-    pmulhuw      xmm13, [rax - 16]
-    pmullw       xmm10, [rax - 64]
-    pmullw       xmm14, [rax - 48]
+    pmulhuw      xmm3, [rcx + 352]
+    movdqa       [rsp], xmm6                         ; spill
+    movdqa       xmm6, xmm14
+    pmulhuw      xmm6, [rcx + 368]
+    pmullw       xmm10, [rcx + 320]
+    pmullw       xmm14, [rcx + 336]
     pmullw       xmm3, xmm15
-    pmullw       xmm13, xmm15
+    pmullw       xmm6, xmm15
     psubw        xmm10, xmm3
-    psubw        xmm14, xmm13
+    psubw        xmm14, xmm6
+    movdqa       xmm3, xmm13                         ; csub: after layer 8
+    psubw        xmm3, [rdx - 128]
+    movdqa       xmm6, xmm12
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm13, xmm3
+    pminuw       xmm12, xmm6
     movdqa       xmm3, [rsp + 160]                   ; reload
-    movdqa       xmm13, xmm3                         ; layer 8
-    paddw        xmm13, xmm4
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, xmm1
-    paddw        xmm13, xmm2
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
+    movdqa       xmm6, xmm3                          ; layer 8
+    paddw        xmm6, xmm4
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm1
+    paddw        xmm12, xmm2
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm1, [rdx - 112]
     psubw        xmm3, xmm4
     psubw        xmm1, xmm2
     movdqa       xmm2, xmm3
-    pmulhuw      xmm2, [rax + 32]
+    pmulhuw      xmm2, [rcx + 416]
     movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rax + 48]
-    pmullw       xmm3, [rax]
-    pmullw       xmm1, [rax + 16]
+    pmulhuw      xmm4, [rcx + 432]
+    pmullw       xmm3, [rcx + 384]
+    pmullw       xmm1, [rcx + 400]
     pmullw       xmm2, xmm15
     pmullw       xmm4, xmm15
     psubw        xmm3, xmm2
     psubw        xmm1, xmm4
+    movdqa       xmm2, xmm6                          ; csub: after layer 8
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm4, xmm12
+    psubw        xmm4, [rdx - 112]
+    pminuw       xmm6, xmm2
+    pminuw       xmm12, xmm4
     movdqa       xmm2, xmm9                          ; layer 8
     paddw        xmm2, xmm11
     movdqa       xmm4, xmm5
     paddw        xmm4, xmm8
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm5, [rdx - 112]
     psubw        xmm9, xmm11
     psubw        xmm5, xmm8
     movdqa       xmm8, xmm9
-    pmulhuw      xmm8, [rax + 96]
+    pmulhuw      xmm8, [rcx + 480]
     movdqa       xmm11, xmm5
-    pmulhuw      xmm11, [rax + 112]
-    pmullw       xmm9, [rax + 64]
-    pmullw       xmm5, [rax + 80]
+    pmulhuw      xmm11, [rcx + 496]
+    pmullw       xmm9, [rcx + 448]
+    pmullw       xmm5, [rcx + 464]
     pmullw       xmm8, xmm15
     pmullw       xmm11, xmm15
     psubw        xmm9, xmm8
     psubw        xmm5, xmm11
+    movdqa       xmm8, xmm2                          ; csub: after layer 8
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm11, xmm4
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm2, xmm8
+    pminuw       xmm4, xmm11
     movdqa       xmm8, xmm0
     psllq        xmm8, 32
     movdqa       xmm11, xmm7
     psllq        xmm11, 32
-    movdqa       xmm15, xmm6
-    pblendw      xmm15, xmm8, 204
-    movdqa       xmm8, xmm12
-    pblendw      xmm8, xmm11, 204
-    psrlq        xmm6, 32
-    psrlq        xmm12, 32
-    pblendw      xmm6, xmm0, 204
-    pblendw      xmm12, xmm7, 204
+    movdqa       xmm15, [rsp]                        ; reload
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, xmm15
+    pblendw      xmm4, xmm8, 204
+    movdqa       xmm8, [rsp + 64]                    ; reload
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm8
+    pblendw      xmm4, xmm11, 204
+    psrlq        xmm15, 32
+    psrlq        xmm8, 32
+    pblendw      xmm15, xmm0, 204
+    pblendw      xmm8, xmm7, 204
     movdqa       xmm0, xmm10
     psllq        xmm0, 32
     movdqa       xmm7, xmm14
     psllq        xmm7, 32
-    movdqa       xmm11, [rsp + 64]                   ; reload
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm11
-    pblendw      xmm12, xmm0, 204
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm12                   ; spill
-    movdqa       xmm12, xmm0
-    pblendw      xmm12, xmm7, 204
-    psrlq        xmm11, 32
+    movdqa       xmm11, xmm13
+    pblendw      xmm11, xmm0, 204
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqa       [rsp + 64], xmm11                   ; spill
+    movdqa       xmm11, xmm0
+    pblendw      xmm11, xmm7, 204
+    psrlq        xmm13, 32
     psrlq        xmm0, 32
-    pblendw      xmm11, xmm10, 204
+    pblendw      xmm13, xmm10, 204
     pblendw      xmm0, xmm14, 204
     movdqa       xmm7, xmm3
     psllq        xmm7, 32
     movdqa       xmm10, xmm1
     psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 128]                  ; reload
-    movdqa       [rsp], xmm0                         ; spill
-    movdqa       xmm0, xmm14
-    pblendw      xmm0, xmm7, 204
-    movdqa       xmm7, xmm13
+    movdqa       xmm14, xmm6
+    pblendw      xmm14, xmm7, 204
+    movdqa       xmm7, xmm12
     pblendw      xmm7, xmm10, 204
-    psrlq        xmm14, 32
-    psrlq        xmm13, 32
-    pblendw      xmm14, xmm3, 204
-    pblendw      xmm13, xmm1, 204
+    psrlq        xmm6, 32
+    psrlq        xmm12, 32
+    pblendw      xmm6, xmm3, 204
+    pblendw      xmm12, xmm1, 204
     movdqa       xmm1, xmm9
     psllq        xmm1, 32
     movdqa       xmm3, xmm5
     psllq        xmm3, 32
     movdqa       xmm10, xmm2
     pblendw      xmm10, xmm1, 204
-    movdqa       xmm1, xmm4
-    pblendw      xmm1, xmm3, 204
-    psrlq        xmm2, 32
-    psrlq        xmm4, 32
-    pblendw      xmm2, xmm9, 204
-    pblendw      xmm4, xmm5, 204
-    movdqa       xmm3, xmm15                         ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm5, xmm8
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm15, xmm3
-    pminuw       xmm8, xmm5
-    movdqa       xmm3, xmm6                          ; csub: before layer 7
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm5, [rsp + 160]                   ; reload
-    movdqa       xmm9, xmm5
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm6, xmm3
-    pminuw       xmm5, xmm9
-    movdqa       xmm3, xmm15                         ; layer 7
-    paddw        xmm3, xmm6
-    movdqa       xmm9, xmm8
-    paddw        xmm9, xmm5
-    paddw        xmm15, [rax - 128]
-    paddw        xmm8, [rax - 112]
-    psubw        xmm15, xmm6
-    psubw        xmm8, xmm5
-    movdqa       xmm5, xmm15
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 640] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 512
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rax - 80]
-    pmullw       xmm15, [rax - 128]
-    pmullw       xmm8, [rax - 112]
-    movdqa       [rsp + 160], xmm9                   ; spill
-    movdqu       xmm9, [rel pw_12289]                ; reload
-    pmullw       xmm5, xmm9
-    pmullw       xmm6, xmm9
-    psubw        xmm15, xmm5
-    psubw        xmm8, xmm6
-    movdqa       xmm5, [rsp + 96]                    ; reload
-    movdqa       xmm6, xmm5                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqa       xmm8, xmm12
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm5, xmm6
-    pminuw       xmm12, xmm8
-    movdqa       xmm6, xmm11                         ; csub: before layer 7
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm8, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm8
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm11, xmm6
-    pminuw       xmm8, xmm15
-    movdqa       xmm6, xmm5                          ; layer 7
-    paddw        xmm6, xmm11
-    movdqa       xmm15, xmm12
-    paddw        xmm15, xmm8
-    paddw        xmm5, [rax - 128]
-    paddw        xmm12, [rax - 112]
-    psubw        xmm5, xmm11
-    psubw        xmm12, xmm8
-    movdqa       xmm8, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 704] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 576
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm12, [rax - 112]
-    pmullw       xmm8, xmm9
-    pmullw       xmm11, xmm9
-    psubw        xmm5, xmm8
-    psubw        xmm12, xmm11
-    movdqa       xmm8, xmm0                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm11, xmm7
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm0, xmm8
-    pminuw       xmm7, xmm11
-    movdqa       xmm8, xmm14                         ; csub: before layer 7
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm11, xmm13
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm14, xmm8
-    pminuw       xmm13, xmm11
-    movdqa       xmm8, xmm0                          ; layer 7
-    paddw        xmm8, xmm14
-    movdqa       xmm11, xmm7
-    paddw        xmm11, xmm13
-    paddw        xmm0, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm0, xmm14
-    psubw        xmm7, xmm13
-    movdqa       xmm13, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 768] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 640
-    pmulhuw      xmm13, [rax - 96]
-    movdqa       xmm14, xmm7
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    pmullw       xmm13, xmm9
-    pmullw       xmm14, xmm9
-    psubw        xmm0, xmm13
-    psubw        xmm7, xmm14
-    movdqa       xmm13, xmm10                        ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm13, [rax - 128]
-    movdqa       xmm14, xmm1
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm10, xmm13
-    pminuw       xmm1, xmm14
-    movdqa       xmm13, xmm2                         ; csub: before layer 7
-    psubw        xmm13, [rax - 128]
-    movdqa       xmm14, xmm4
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm2, xmm13
-    pminuw       xmm4, xmm14
-    movdqa       xmm13, xmm10                        ; layer 7
-    paddw        xmm13, xmm2
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm4
-    paddw        xmm10, [rax - 128]
-    paddw        xmm1, [rax - 112]
-    psubw        xmm10, xmm2
-    psubw        xmm1, xmm4
-    movdqa       xmm2, xmm10
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 832] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 704
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm4, xmm1
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm2, xmm9
-    pmullw       xmm4, xmm9
-    psubw        xmm10, xmm2
-    psubw        xmm1, xmm4
-    movdqa       xmm2, xmm3
-    punpcklqdq   xmm2, [rsp + 96]
-    movdqa       xmm4, [rsp + 160]                   ; reload
-    movdqa       xmm9, xmm4
-    punpcklqdq   xmm9, [rsp + 128]
-    punpckhqdq   xmm3, [rsp + 96]
-    punpckhqdq   xmm4, [rsp + 128]
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, xmm6
-    punpcklqdq   xmm4, xmm5
-    movdqa       [rsp + 160], xmm4                   ; spill
-    movdqa       xmm4, xmm15
-    punpcklqdq   xmm4, xmm12
-    punpckhqdq   xmm6, xmm5
-    punpckhqdq   xmm15, xmm12
-    movdqa       xmm5, xmm8
-    punpcklqdq   xmm5, xmm0
-    movdqa       xmm12, xmm11
-    punpcklqdq   xmm12, xmm7
-    punpckhqdq   xmm8, xmm0
-    punpckhqdq   xmm11, xmm7
-    movdqa       xmm0, xmm13
-    punpcklqdq   xmm0, xmm10
-    movdqa       xmm7, xmm14
-    punpcklqdq   xmm7, xmm1
-    punpckhqdq   xmm13, xmm10
-    punpckhqdq   xmm14, xmm1
-    movdqa       xmm1, xmm2                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm10, xmm9
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm2, xmm1
-    pminuw       xmm9, xmm10
-    movdqa       xmm1, xmm3                          ; csub: before layer 6
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm10
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm3, xmm1
-    pminuw       xmm10, xmm14
-    movdqa       xmm1, xmm2                          ; layer 6
-    paddw        xmm1, xmm3
-    movdqa       xmm14, xmm9
-    paddw        xmm14, xmm10
-    paddw        xmm2, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm2, xmm3
-    psubw        xmm9, xmm10
-    movdqa       xmm3, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 896] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 768
-    pmulhuw      xmm3, [rax - 96]
-    movdqa       xmm10, xmm9
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    movdqa       [rsp + 128], xmm14                  ; spill
-    movdqu       xmm14, [rel pw_12289]               ; reload
-    pmullw       xmm3, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm2, xmm3
-    psubw        xmm9, xmm10
-    movdqa       xmm3, [rsp + 160]                   ; reload
-    movdqa       xmm10, xmm3                         ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       [rsp], xmm9                         ; spill
-    movdqa       xmm9, xmm4
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm3, xmm10
-    pminuw       xmm4, xmm9
-    movdqa       xmm9, xmm6                          ; csub: before layer 6
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm10, xmm15
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm6, xmm9
-    pminuw       xmm15, xmm10
-    movdqa       xmm9, xmm3                          ; layer 6
-    paddw        xmm9, xmm6
-    movdqa       xmm10, xmm4
-    paddw        xmm10, xmm15
-    paddw        xmm3, [rax - 128]
-    paddw        xmm4, [rax - 112]
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm15
-    movdqa       xmm6, xmm3
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 960] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 832
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm15
-    movdqa       xmm6, xmm5                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm15, xmm12
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm5, xmm6
-    pminuw       xmm12, xmm15
-    movdqa       xmm6, xmm8                          ; csub: before layer 6
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm15, xmm11
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm11, xmm15
-    movdqa       xmm6, xmm5                          ; layer 6
-    paddw        xmm6, xmm8
-    movdqa       xmm15, xmm12
-    paddw        xmm15, xmm11
-    paddw        xmm5, [rax - 128]
-    paddw        xmm12, [rax - 112]
-    psubw        xmm5, xmm8
-    psubw        xmm12, xmm11
-    movdqa       xmm8, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1024] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 896
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm11, xmm12
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm12, [rax - 112]
-    pmullw       xmm8, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm5, xmm8
-    psubw        xmm12, xmm11
-    movdqa       xmm8, xmm0                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm11, xmm7
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm0, xmm8
-    pminuw       xmm7, xmm11
-    movdqa       xmm8, xmm13                         ; csub: before layer 6
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm11, [rsp + 96]                   ; reload
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm11
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm13, xmm8
-    pminuw       xmm11, xmm12
-    movdqa       xmm8, xmm0                          ; layer 6
-    paddw        xmm8, xmm13
-    movdqa       xmm12, xmm7
-    paddw        xmm12, xmm11
-    paddw        xmm0, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm0, xmm13
-    psubw        xmm7, xmm11
-    movdqa       xmm11, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1088] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 960
-    pmulhuw      xmm11, [rax - 96]
-    movdqa       xmm13, xmm7
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    pmullw       xmm11, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm0, xmm11
-    psubw        xmm7, xmm13
-    movdqa       xmm11, xmm1                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm13, xmm2
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm1, xmm11
-    pminuw       xmm2, xmm13
-    movdqa       xmm11, [rsp + 128]                  ; reload
-    movdqa       xmm13, xmm11                        ; csub: before layer 5
-    psubw        xmm13, [rax - 128]
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       [rsp + 64], xmm12                   ; spill
-    movdqa       xmm12, xmm7
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm11, xmm13
-    pminuw       xmm7, xmm12
-    movdqa       xmm12, xmm1                         ; layer 5
-    paddw        xmm12, xmm11
-    movdqa       xmm13, xmm2
-    paddw        xmm13, xmm7
-    paddw        xmm1, [rax - 128]
-    paddw        xmm2, [rax - 112]
-    psubw        xmm1, xmm11
-    psubw        xmm2, xmm7
-    movdqa       xmm7, xmm1
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1152] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1024
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm11, xmm2
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm2, [rax - 112]
-    pmullw       xmm7, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm1, xmm7
-    psubw        xmm2, xmm11
-    movdqa       xmm7, xmm9                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm11, xmm3
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm9, xmm7
-    pminuw       xmm3, xmm11
-    movdqa       xmm7, xmm10                         ; csub: before layer 5
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm11, xmm4
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm10, xmm7
-    pminuw       xmm4, xmm11
-    movdqa       xmm7, xmm9                          ; layer 5
-    paddw        xmm7, xmm10
-    movdqa       xmm11, xmm3
-    paddw        xmm11, xmm4
-    paddw        xmm9, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm9, xmm10
-    psubw        xmm3, xmm4
-    movdqa       xmm4, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1216] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1088
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm4, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm9, xmm4
-    psubw        xmm3, xmm10
-    movdqa       xmm4, xmm6                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm5
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm6, xmm4
-    pminuw       xmm5, xmm10
-    movdqa       xmm4, xmm15                         ; csub: before layer 5
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, xmm10
-    psubw        xmm3, [rax - 112]
-    pminuw       xmm15, xmm4
-    pminuw       xmm10, xmm3
-    movdqa       xmm3, xmm6                          ; layer 5
-    paddw        xmm3, xmm15
-    movdqa       xmm4, xmm5
-    paddw        xmm4, xmm10
-    paddw        xmm6, [rax - 128]
-    paddw        xmm5, [rax - 112]
-    psubw        xmm6, xmm15
-    psubw        xmm5, xmm10
-    movdqa       xmm10, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1280] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1152
-    pmulhuw      xmm10, [rax - 96]
-    movdqa       xmm15, xmm5
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm5, [rax - 112]
-    pmullw       xmm10, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm6, xmm10
-    psubw        xmm5, xmm15
-    movdqa       xmm10, xmm8                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       xmm15, xmm0
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm8, xmm10
-    pminuw       xmm0, xmm15
-    movdqa       xmm10, [rsp + 64]                   ; reload
-    movdqa       xmm15, xmm10                        ; csub: before layer 5
-    psubw        xmm15, [rax - 128]
-    movdqa       [rsp + 160], xmm5                   ; spill
-    movdqa       xmm5, [rsp + 96]                    ; reload
-    movdqa       [rsp + 128], xmm6                   ; spill
-    movdqa       xmm6, xmm5
-    psubw        xmm6, [rax - 112]
-    pminuw       xmm10, xmm15
-    pminuw       xmm5, xmm6
-    movdqa       xmm6, xmm8                          ; layer 5
-    paddw        xmm6, xmm10
-    movdqa       xmm15, xmm0
-    paddw        xmm15, xmm5
-    paddw        xmm8, [rax - 128]
-    paddw        xmm0, [rax - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm0, xmm5
-    movdqa       xmm5, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1344] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1216
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm10, xmm0
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm0, [rax - 112]
-    pmullw       xmm5, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm8, xmm5
-    psubw        xmm0, xmm10
-    movdqa       xmm5, xmm12                         ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm10, xmm13
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm12, xmm5
-    pminuw       xmm13, xmm10
-    movdqa       xmm5, xmm7                          ; csub: before layer 4
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm10, xmm11
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm7, xmm5
-    pminuw       xmm11, xmm10
-    movdqa       xmm5, xmm12                         ; layer 4
-    paddw        xmm5, xmm7
-    movdqa       xmm10, xmm13
-    paddw        xmm10, xmm11
-    paddw        xmm12, [rax - 128]
-    paddw        xmm13, [rax - 112]
-    psubw        xmm12, xmm7
-    psubw        xmm13, xmm11
-    movdqa       xmm7, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1408] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1280
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm11, xmm13
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm13, [rax - 112]
-    pmullw       xmm7, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm12, xmm7
-    psubw        xmm13, xmm11
-    movdqa       xmm7, xmm1                          ; layer 4
-    paddw        xmm7, xmm9
-    movdqa       xmm11, xmm2
-    paddw        xmm11, [rsp]
-    paddw        xmm1, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm1, xmm9
-    psubw        xmm2, [rsp]
-    movdqa       xmm9, xmm1
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm2
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm2, [rax - 112]
-    pmullw       xmm9, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm1, xmm9
-    psubw        xmm2, xmm13
-    movdqa       xmm9, xmm3                          ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm13, xmm4
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm3, xmm9
-    pminuw       xmm4, xmm13
-    movdqa       xmm9, xmm6                          ; csub: before layer 4
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm13, xmm15
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm6, xmm9
-    pminuw       xmm15, xmm13
-    movdqa       xmm9, xmm3                          ; layer 4
-    paddw        xmm9, xmm6
-    movdqa       xmm13, xmm4
-    paddw        xmm13, xmm15
-    paddw        xmm3, [rax - 128]
-    paddw        xmm4, [rax - 112]
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm15
-    movdqa       xmm6, xmm3
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1472] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1344
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm3, xmm6
-    psubw        xmm4, xmm15
-    movdqa       xmm6, [rsp + 128]                   ; reload
-    movdqa       xmm15, xmm6                         ; layer 4
-    paddw        xmm15, xmm8
-    movdqa       [rsp + 96], xmm2                    ; spill
-    movdqa       xmm2, [rsp + 160]                   ; reload
-    movdqa       [rsp + 64], xmm1                    ; spill
-    movdqa       xmm1, xmm2
-    paddw        xmm1, xmm0
-    paddw        xmm6, [rel pw_24578]
-    paddw        xmm2, [rel pw_24578 + 16]
-    psubw        xmm6, xmm8
-    psubw        xmm2, xmm0
-    movdqa       xmm0, xmm6
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm8, xmm2
-    pmulhuw      xmm8, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm2, [rax - 112]
-    pmullw       xmm0, xmm14
-    pmullw       xmm8, xmm14
-    psubw        xmm6, xmm0
-    psubw        xmm2, xmm8
-    movdqa       xmm0, xmm5                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm8, xmm10
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm5, xmm0
-    pminuw       xmm10, xmm8
-    movdqa       xmm0, xmm9                          ; csub: before layer 3
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm8, xmm13
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm9, xmm0
-    pminuw       xmm13, xmm8
-    movdqa       xmm0, xmm5                          ; layer 3
-    paddw        xmm0, xmm9
-    movdqa       xmm8, xmm10
-    paddw        xmm8, xmm13
-    paddw        xmm5, [rax - 128]
-    paddw        xmm10, [rax - 112]
-    psubw        xmm5, xmm9
-    psubw        xmm10, xmm13
-    movdqa       xmm9, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1408
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm10, [rax - 112]
-    pmullw       xmm9, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm5, xmm9
-    psubw        xmm10, xmm13
-    movdqa       xmm9, xmm7                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm13, xmm11
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm7, xmm9
-    pminuw       xmm11, xmm13
-    movdqa       xmm9, xmm15                         ; csub: before layer 3
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm13, xmm1
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm15, xmm9
-    pminuw       xmm1, xmm13
-    movdqa       xmm9, xmm7                          ; layer 3
-    paddw        xmm9, xmm15
-    movdqa       xmm13, xmm11
-    paddw        xmm13, xmm1
-    paddw        xmm7, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm7, xmm15
-    psubw        xmm11, xmm1
-    movdqa       xmm1, xmm7
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1536] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1408
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm15, xmm11
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm1, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm7, xmm1
-    psubw        xmm11, xmm15
-    movdqa       xmm1, xmm12                         ; layer 3
-    paddw        xmm1, xmm3
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, xmm4
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm12, xmm3
-    psubw        xmm15, xmm4
-    movdqa       xmm3, xmm12
-    pmulhuw      xmm3, [rax - 96]
-    movdqa       xmm4, xmm15
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm3, xmm14
-    pmullw       xmm4, xmm14
-    psubw        xmm12, xmm3
-    psubw        xmm15, xmm4
-    movdqa       xmm3, [rsp + 64]                    ; reload
-    movdqa       xmm4, xmm3                          ; layer 3
-    paddw        xmm4, xmm6
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       [rsp + 128], xmm12                  ; spill
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm2
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm3, xmm6
-    psubw        xmm15, xmm2
-    movdqa       xmm2, xmm3
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm6, xmm15
-    pmulhuw      xmm6, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm2, xmm14
-    pmullw       xmm6, xmm14
-    psubw        xmm3, xmm2
-    psubw        xmm15, xmm6
-    movdqu       [rdi], xmm0
-    movdqu       [rdi + 16], xmm8
-    movdqu       [rdi + 32], xmm9
-    movdqu       [rdi + 48], xmm13
-    movdqu       [rdi + 64], xmm1
-    movdqu       [rdi + 80], xmm11
-    movdqu       [rdi + 96], xmm4
-    movdqu       [rdi + 112], xmm12
-    movdqu       [rdi + 128], xmm5
-    movdqu       [rdi + 144], xmm10
-    movdqu       [rdi + 160], xmm7
-    movdqa       xmm0, [rsp + 160]                   ; reload
-    movdqu       [rdi + 176], xmm0
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqu       [rdi + 192], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 208], xmm0
-    movdqu       [rdi + 224], xmm3
-    movdqu       [rdi + 240], xmm15
-    movdqu       xmm0, [rdi + 256]
-    movdqu       xmm1, [rdi + 272]
-    movdqu       xmm2, [rdi + 288]
-    movdqu       xmm3, [rdi + 304]
-    movdqu       xmm4, [rdi + 320]
-    movdqu       xmm5, [rdi + 336]
-    movdqu       xmm6, [rdi + 352]
-    movdqu       xmm7, [rdi + 368]
-    movdqu       xmm8, [rdi + 384]
-    movdqu       xmm9, [rdi + 400]
-    movdqu       xmm10, [rdi + 416]
-    movdqu       xmm11, [rdi + 432]
-    movdqu       xmm12, [rdi + 448]
-    movdqu       xmm13, [rdi + 464]
-    movdqu       xmm15, [rdi + 480]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqu       xmm13, [rdi + 496]
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, xmm0                         ; layer 9
-    paddw        xmm13, xmm2
-    movdqa       [rsp + 160], xmm15                  ; spill
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rax - 32]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 16]
-    pmullw       xmm0, [rax - 64]
-    pmullw       xmm1, [rax - 48]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm13
-    pmulhuw      xmm2, [rel pw_341]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_341 + 16]
-    pmullw       xmm13, [rel pw_64]
-    pmullw       xmm15, [rel pw_64 + 16]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm13, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm4                          ; layer 9
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rax + 32]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax + 48]
-    pmullw       xmm4, [rax]
-    pmullw       xmm5, [rax + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_341 + 16]
-    pmullw       xmm2, [rel pw_64]
-    pmullw       xmm3, [rel pw_64 + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm2, xmm6
-    psubw        xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 9
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax + 96]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax + 112]
-    pmullw       xmm8, [rax + 64]
-    pmullw       xmm9, [rax + 80]
-    pmullw       xmm10, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_341]
-    movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_341 + 16]
-    pmullw       xmm6, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm10, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm6, xmm10
-    psubw        xmm7, xmm11
-    movdqa       xmm10, xmm12                        ; layer 9
-    paddw        xmm10, [rsp + 160]
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    paddw        xmm7, [rsp + 128]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, [rsp + 160]
-    psubw        xmm11, [rsp + 128]
-    movdqa       [rsp + 128], xmm6                   ; spill
-    movdqa       xmm6, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 1792] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1664
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp + 160], xmm9                   ; spill
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm9, xmm14
-    psubw        xmm12, xmm6
-    psubw        xmm11, xmm9
-    movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel pw_341 + 16]
-    pmullw       xmm10, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm9, xmm14
-    psubw        xmm10, xmm6
-    psubw        xmm7, xmm9
-    movdqa       xmm6, xmm0
-    pslld        xmm6, 16
-    movdqa       xmm9, xmm1
-    pslld        xmm9, 16
-    movdqa       xmm14, xmm13
-    pblendw      xmm14, xmm6, 170
-    movdqa       xmm6, xmm15
-    pblendw      xmm6, xmm9, 170
-    psrld        xmm13, 16
-    psrld        xmm15, 16
-    pblendw      xmm13, xmm0, 170
-    pblendw      xmm15, xmm1, 170
-    movdqa       xmm0, xmm4
-    pslld        xmm0, 16
-    movdqa       xmm1, xmm5
-    pslld        xmm1, 16
-    movdqa       xmm9, xmm2
-    pblendw      xmm9, xmm0, 170
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    psrld        xmm2, 16
-    psrld        xmm3, 16
-    pblendw      xmm2, xmm4, 170
-    pblendw      xmm3, xmm5, 170
-    movdqa       xmm1, xmm8
-    pslld        xmm1, 16
-    movdqa       xmm4, [rsp + 160]                   ; reload
-    movdqa       xmm5, xmm4
-    pslld        xmm5, 16
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm1
-    pblendw      xmm0, xmm5, 170
-    psrld        xmm3, 16
-    psrld        xmm1, 16
-    pblendw      xmm3, xmm8, 170
-    pblendw      xmm1, xmm4, 170
-    movdqa       xmm4, xmm12
-    pslld        xmm4, 16
-    movdqa       xmm5, xmm11
-    pslld        xmm5, 16
-    movdqa       xmm8, xmm10
-    pblendw      xmm8, xmm4, 170
-    movdqa       xmm4, xmm7
-    pblendw      xmm4, xmm5, 170
-    psrld        xmm10, 16
-    psrld        xmm7, 16
-    pblendw      xmm10, xmm12, 170
-    pblendw      xmm7, xmm11, 170
-    movdqa       xmm5, xmm14                         ; layer 8
-    paddw        xmm5, xmm13
-    movdqa       xmm11, xmm6
-    paddw        xmm11, xmm15
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm14, xmm13
-    psubw        xmm6, xmm15
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 32]
-    movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rax - 16]
-    pmullw       xmm14, [rax - 64]
-    pmullw       xmm6, [rax - 48]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm12, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm14, xmm12
-    psubw        xmm6, xmm13
-    movdqa       xmm12, xmm9                         ; layer 8
-    paddw        xmm12, xmm2
-    movdqa       xmm13, [rsp + 64]                   ; reload
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm13
-    paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
-    psubw        xmm9, xmm2
-    psubw        xmm13, [rsp]
-    movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rax + 32]
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax + 48]
-    pmullw       xmm9, [rax]
-    pmullw       xmm13, [rax + 16]
-    pmullw       xmm2, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm2
-    psubw        xmm13, xmm12
-    movdqa       xmm2, [rsp + 32]                    ; reload
-    movdqa       xmm12, xmm2                         ; layer 8
-    paddw        xmm12, xmm3
-    movdqa       [rsp + 64], xmm12                   ; spill
-    movdqa       xmm12, xmm0
-    paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm2, xmm3
-    psubw        xmm0, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax + 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax + 112]
-    pmullw       xmm2, [rax + 64]
-    pmullw       xmm0, [rax + 80]
-    pmullw       xmm1, xmm15
-    pmullw       xmm3, xmm15
-    psubw        xmm2, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm8                          ; layer 8
-    paddw        xmm1, xmm10
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm4, xmm7
-    movdqa       xmm7, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2048] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1920
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm7, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm4, xmm10
-    movdqa       xmm7, xmm14
-    psllq        xmm7, 32
-    movdqa       xmm10, xmm6
-    psllq        xmm10, 32
-    movdqa       xmm15, xmm5
-    pblendw      xmm15, xmm7, 204
-    movdqa       xmm7, xmm11
-    pblendw      xmm7, xmm10, 204
-    psrlq        xmm5, 32
-    psrlq        xmm11, 32
-    pblendw      xmm5, xmm14, 204
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, xmm9
-    psllq        xmm6, 32
-    movdqa       xmm10, xmm13
-    psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 160]                  ; reload
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pblendw      xmm11, xmm10, 204
-    psrlq        xmm14, 32
-    psrlq        xmm6, 32
-    pblendw      xmm14, xmm9, 204
-    pblendw      xmm6, xmm13, 204
-    movdqa       xmm9, xmm2
-    psllq        xmm9, 32
-    movdqa       xmm10, xmm0
-    psllq        xmm10, 32
-    movdqa       xmm13, [rsp + 64]                   ; reload
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm13
-    pblendw      xmm6, xmm9, 204
-    movdqa       xmm9, xmm12
-    pblendw      xmm9, xmm10, 204
-    psrlq        xmm13, 32
-    psrlq        xmm12, 32
-    pblendw      xmm13, xmm2, 204
-    pblendw      xmm12, xmm0, 204
-    movdqa       xmm0, xmm8
-    psllq        xmm0, 32
-    movdqa       xmm2, xmm4
-    psllq        xmm2, 32
+    movdqa       xmm1, [rsp + 160]                   ; reload
+    movdqa       [rsp + 128], xmm10                  ; spill
     movdqa       xmm10, xmm1
-    pblendw      xmm10, xmm0, 204
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm2, 204
+    pblendw      xmm10, xmm3, 204
+    psrlq        xmm2, 32
     psrlq        xmm1, 32
-    psrlq        xmm3, 32
-    pblendw      xmm1, xmm8, 204
-    pblendw      xmm3, xmm4, 204
-    movdqa       xmm2, xmm15                         ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, xmm7
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm15, xmm2
-    pminuw       xmm7, xmm4
-    movdqa       xmm2, xmm5                          ; csub: before layer 7
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, [rsp + 32]                    ; reload
-    movdqa       xmm8, xmm4
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm5, xmm2
-    pminuw       xmm4, xmm8
-    movdqa       xmm2, xmm15                         ; layer 7
-    paddw        xmm2, xmm5
-    movdqa       xmm8, xmm7
-    paddw        xmm8, xmm4
-    paddw        xmm15, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm15, xmm5
-    psubw        xmm7, xmm4
-    movdqa       xmm4, xmm15
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2112] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 1984
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm15, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqu       xmm8, [rel pw_12289]                ; reload
-    pmullw       xmm4, xmm8
-    pmullw       xmm5, xmm8
-    psubw        xmm15, xmm4
-    psubw        xmm7, xmm5
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       [rsp + 64], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm7
-    movdqa       xmm5, xmm14                         ; csub: before layer 7
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm7
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm14, xmm5
-    pminuw       xmm7, xmm15
-    movdqa       xmm5, xmm4                          ; layer 7
-    paddw        xmm5, xmm14
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm7
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm14
-    psubw        xmm11, xmm7
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2176] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2048
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm8
-    pmullw       xmm14, xmm8
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm6                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, xmm9
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm14
-    movdqa       xmm7, xmm13                         ; csub: before layer 7
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, xmm12
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm13, xmm7
-    pminuw       xmm12, xmm14
-    movdqa       xmm7, xmm6                          ; layer 7
-    paddw        xmm7, xmm13
-    movdqa       xmm14, xmm9
-    paddw        xmm14, xmm12
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm13
-    psubw        xmm9, xmm12
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2240] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2112
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm8
-    pmullw       xmm13, xmm8
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm10                        ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm13, xmm0
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm10, xmm12
-    pminuw       xmm0, xmm13
-    movdqa       xmm12, xmm1                         ; csub: before layer 7
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm13, xmm3
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm1, xmm12
-    pminuw       xmm3, xmm13
-    movdqa       xmm12, xmm10                        ; layer 7
-    paddw        xmm12, xmm1
-    movdqa       xmm13, xmm0
-    paddw        xmm13, xmm3
-    paddw        xmm10, [rax - 128]
-    paddw        xmm0, [rax - 112]
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm10
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2304] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2176
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm0, [rax - 112]
-    pmullw       xmm1, xmm8
-    pmullw       xmm3, xmm8
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm2
-    punpcklqdq   xmm1, [rsp + 96]
-    movdqa       xmm3, [rsp + 32]                    ; reload
+    pblendw      xmm2, xmm9, 204
+    pblendw      xmm1, xmm5, 204
+    movdqa       xmm3, [rsp + 96]                    ; reload
+    movdqa       xmm5, xmm3                          ; layer 7
+    paddw        xmm5, xmm15
+    movdqa       xmm9, xmm4
+    paddw        xmm9, xmm8
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm3, xmm15
+    psubw        xmm4, xmm8
     movdqa       xmm8, xmm3
-    punpcklqdq   xmm8, [rsp + 64]
-    punpckhqdq   xmm2, [rsp + 96]
-    punpckhqdq   xmm3, [rsp + 64]
-    movdqa       [rsp + 64], xmm3                    ; spill
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm4
-    movdqa       [rsp + 32], xmm3                    ; spill
-    movdqa       xmm3, xmm15
-    punpcklqdq   xmm3, xmm11
-    punpckhqdq   xmm5, xmm4
-    punpckhqdq   xmm15, xmm11
-    movdqa       xmm4, xmm7
-    punpcklqdq   xmm4, xmm6
-    movdqa       xmm11, xmm14
-    punpcklqdq   xmm11, xmm9
-    punpckhqdq   xmm7, xmm6
-    punpckhqdq   xmm14, xmm9
-    movdqa       xmm6, xmm12
-    punpcklqdq   xmm6, xmm10
-    movdqa       xmm9, xmm13
-    punpcklqdq   xmm9, xmm0
-    punpckhqdq   xmm12, xmm10
-    punpckhqdq   xmm13, xmm0
-    movdqa       xmm0, xmm1                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm1, xmm0
-    pminuw       xmm8, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 6
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, [rsp + 64]                   ; reload
+    pmulhuw      xmm8, [rcx + 544]
+    movdqa       xmm15, xmm4
+    pmulhuw      xmm15, [rcx + 560]
+    pmullw       xmm3, [rcx + 512]
+    pmullw       xmm4, [rcx + 528]
+    movdqa       [rsp + 96], xmm1                    ; spill
+    movdqu       xmm1, [rel pw_12289]                ; reload
+    pmullw       xmm8, xmm1
+    pmullw       xmm15, xmm1
+    psubw        xmm3, xmm8
+    psubw        xmm4, xmm15
+    movdqa       xmm8, xmm5                          ; csub: after layer 7
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm15, xmm9
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm5, xmm8
+    pminuw       xmm9, xmm15
+    movdqa       xmm8, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm8                         ; layer 7
+    paddw        xmm15, xmm13
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, xmm11
+    paddw        xmm4, xmm0
+    paddw        xmm8, [rdx - 128]
+    paddw        xmm11, [rdx - 112]
+    psubw        xmm8, xmm13
+    psubw        xmm11, xmm0
+    movdqa       xmm0, xmm8
+    pmulhuw      xmm0, [rcx + 608]
+    movdqa       xmm13, xmm11
+    pmulhuw      xmm13, [rcx + 624]
+    pmullw       xmm8, [rcx + 576]
+    pmullw       xmm11, [rcx + 592]
+    pmullw       xmm0, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm8, xmm0
+    psubw        xmm11, xmm13
+    movdqa       xmm0, xmm15                         ; csub: after layer 7
+    psubw        xmm0, [rdx - 128]
+    movdqa       xmm13, xmm4
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm15, xmm0
+    pminuw       xmm4, xmm13
+    movdqa       xmm0, xmm14                         ; layer 7
+    paddw        xmm0, xmm6
+    movdqa       xmm13, xmm7
+    paddw        xmm13, xmm12
+    paddw        xmm14, [rdx - 128]
+    paddw        xmm7, [rdx - 112]
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm14
+    pmulhuw      xmm6, [rcx + 672]
+    movdqa       xmm12, xmm7
+    pmulhuw      xmm12, [rcx + 688]
+    pmullw       xmm14, [rcx + 640]
+    pmullw       xmm7, [rcx + 656]
+    pmullw       xmm6, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm0                          ; csub: after layer 7
+    psubw        xmm6, [rdx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm0, xmm6
+    pminuw       xmm13, xmm12
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       xmm12, xmm6                         ; layer 7
+    paddw        xmm12, xmm2
+    movdqa       [rsp + 64], xmm7                    ; spill
+    movdqa       xmm7, xmm10
+    paddw        xmm7, [rsp + 96]
+    paddw        xmm6, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm6, xmm2
+    psubw        xmm10, [rsp + 96]
+    movdqa       xmm2, xmm6
+    pmulhuw      xmm2, [rcx + 736]
     movdqa       [rsp + 96], xmm13                   ; spill
     movdqa       xmm13, xmm10
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm2, xmm0
-    pminuw       xmm10, xmm13
-    movdqa       xmm0, xmm1                          ; layer 6
-    paddw        xmm0, xmm2
-    movdqa       xmm13, xmm8
-    paddw        xmm13, xmm10
-    paddw        xmm1, [rax - 128]
-    paddw        xmm8, [rax - 112]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, xmm1
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2368] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2240
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm8, [rax - 112]
-    movdqa       [rsp + 64], xmm13                   ; spill
-    movdqu       xmm13, [rel pw_12289]               ; reload
-    pmullw       xmm2, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm2                         ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, xmm3
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm2, xmm10
-    pminuw       xmm3, xmm8
-    movdqa       xmm8, xmm5                          ; csub: before layer 6
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm10, xmm15
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm10
-    movdqa       xmm8, xmm2                          ; layer 6
-    paddw        xmm8, xmm5
-    movdqa       xmm10, xmm3
-    paddw        xmm10, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2432] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2304
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm4                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm11
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm15
-    movdqa       xmm5, xmm7                          ; csub: before layer 6
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm14
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm5
-    pminuw       xmm14, xmm15
-    movdqa       xmm5, xmm4                          ; layer 6
-    paddw        xmm5, xmm7
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm14
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2496] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2368
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm6                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, xmm9
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm14
-    movdqa       xmm7, xmm12                         ; csub: before layer 6
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, [rsp + 96]                   ; reload
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm7
-    pminuw       xmm14, xmm11
-    movdqa       xmm7, xmm6                          ; layer 6
-    paddw        xmm7, xmm12
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm14
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2560] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2432
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm0                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm14, xmm1
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm0, xmm12
-    pminuw       xmm1, xmm14
-    movdqa       xmm12, [rsp + 64]                   ; reload
-    movdqa       xmm14, xmm12                        ; csub: before layer 5
-    psubw        xmm14, [rax - 128]
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, [rsp]                         ; reload
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm9
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm14
-    pminuw       xmm9, xmm11
-    movdqa       xmm11, xmm0                         ; layer 5
-    paddw        xmm11, xmm12
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm9
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
-    psubw        xmm0, xmm12
-    psubw        xmm1, xmm9
-    movdqa       xmm9, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2624] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2496
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm0, xmm9
-    psubw        xmm1, xmm12
-    movdqa       xmm9, xmm8                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm2
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm8, xmm9
-    pminuw       xmm2, xmm12
-    movdqa       xmm9, xmm10                         ; csub: before layer 5
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm10, xmm9
-    pminuw       xmm3, xmm12
-    movdqa       xmm9, xmm8                          ; layer 5
-    paddw        xmm9, xmm10
-    movdqa       xmm12, xmm2
-    paddw        xmm12, xmm3
-    paddw        xmm8, [rax - 128]
-    paddw        xmm2, [rax - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm2, xmm3
-    movdqa       xmm3, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2688] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2560
-    pmulhuw      xmm3, [rax - 96]
-    movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm2, [rax - 112]
-    pmullw       xmm3, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm8, xmm3
-    psubw        xmm2, xmm10
-    movdqa       xmm3, xmm5                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm3
-    pminuw       xmm4, xmm10
-    movdqa       xmm3, xmm15                         ; csub: before layer 5
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, xmm10
-    psubw        xmm2, [rax - 112]
-    pminuw       xmm15, xmm3
-    pminuw       xmm10, xmm2
-    movdqa       xmm2, xmm5                          ; layer 5
-    paddw        xmm2, xmm15
+    pmulhuw      xmm13, [rcx + 752]
+    pmullw       xmm6, [rcx + 704]
+    pmullw       xmm10, [rcx + 720]
+    pmullw       xmm2, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm6, xmm2
+    psubw        xmm10, xmm13
+    movdqa       xmm2, xmm12                         ; csub: after layer 7
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm13, xmm7
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm12, xmm2
+    pminuw       xmm7, xmm13
+    movdqa       xmm2, xmm5
+    punpcklqdq   xmm2, xmm3
+    movdqa       xmm13, xmm9
+    punpcklqdq   xmm13, [rsp + 160]
+    punpckhqdq   xmm5, xmm3
+    punpckhqdq   xmm9, [rsp + 160]
+    movdqa       xmm3, xmm15
+    punpcklqdq   xmm3, xmm8
+    movdqa       [rsp + 160], xmm3                   ; spill
     movdqa       xmm3, xmm4
-    paddw        xmm3, xmm10
-    paddw        xmm5, [rax - 128]
-    paddw        xmm4, [rax - 112]
-    psubw        xmm5, xmm15
-    psubw        xmm4, xmm10
-    movdqa       xmm10, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2752] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2624
-    pmulhuw      xmm10, [rax - 96]
-    movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm10, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm5, xmm10
-    psubw        xmm4, xmm15
-    movdqa       xmm10, xmm7                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       xmm15, xmm6
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm10
-    pminuw       xmm6, xmm15
-    movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       xmm15, xmm10                        ; csub: before layer 5
-    psubw        xmm15, [rax - 128]
-    movdqa       [rsp + 32], xmm4                    ; spill
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       [rsp + 64], xmm5                    ; spill
-    movdqa       xmm5, xmm4
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm15
-    pminuw       xmm4, xmm5
-    movdqa       xmm5, xmm7                          ; layer 5
-    paddw        xmm5, xmm10
-    movdqa       xmm15, xmm6
-    paddw        xmm15, xmm4
-    paddw        xmm7, [rax - 128]
-    paddw        xmm6, [rax - 112]
-    psubw        xmm7, xmm10
-    psubw        xmm6, xmm4
-    movdqa       xmm4, xmm7
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2816] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2688
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm7, xmm4
-    psubw        xmm6, xmm10
-    movdqa       xmm4, xmm11                         ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm14
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm11, xmm4
-    pminuw       xmm14, xmm10
-    movdqa       xmm4, xmm9                          ; csub: before layer 4
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm12
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm9, xmm4
-    pminuw       xmm12, xmm10
-    movdqa       xmm4, xmm11                         ; layer 4
-    paddw        xmm4, xmm9
-    movdqa       xmm10, xmm14
-    paddw        xmm10, xmm12
-    paddw        xmm11, [rax - 128]
-    paddw        xmm14, [rax - 112]
-    psubw        xmm11, xmm9
-    psubw        xmm14, xmm12
-    movdqa       xmm9, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2880] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2752
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm11, xmm9
-    psubw        xmm14, xmm12
-    movdqa       xmm9, xmm0                          ; layer 4
-    paddw        xmm9, xmm8
-    movdqa       xmm12, xmm1
-    paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm8
-    psubw        xmm1, [rsp]
+    punpcklqdq   xmm3, xmm11
+    punpckhqdq   xmm15, xmm8
+    punpckhqdq   xmm4, xmm11
     movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm0, xmm8
-    psubw        xmm1, xmm14
-    movdqa       xmm8, xmm2                          ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm3
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm14
-    movdqa       xmm8, xmm5                          ; csub: before layer 4
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm15
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm14
-    movdqa       xmm8, xmm2                          ; layer 4
-    paddw        xmm8, xmm5
-    movdqa       xmm14, xmm3
-    paddw        xmm14, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 2944] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2816
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, [rsp + 64]                    ; reload
-    movdqa       xmm15, xmm5                         ; layer 4
-    paddw        xmm15, xmm7
-    movdqa       [rsp + 96], xmm1                    ; spill
-    movdqa       xmm1, [rsp + 32]                    ; reload
-    movdqa       [rsp + 160], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm5, xmm7
-    psubw        xmm1, xmm6
-    movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm5, xmm6
-    psubw        xmm1, xmm7
-    movdqa       xmm6, xmm4                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm10
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm6
-    pminuw       xmm10, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 3
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm14
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm14, xmm7
-    movdqa       xmm6, xmm4                          ; layer 3
-    paddw        xmm6, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm14
-    paddw        xmm4, [rax - 128]
-    paddw        xmm10, [rax - 112]
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm14
-    movdqa       xmm8, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2880
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm14, xmm10
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm10, [rax - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm14
-    movdqa       xmm8, xmm9                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
+    punpcklqdq   xmm8, xmm14
+    movdqa       xmm11, [rsp + 96]                   ; reload
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm11
+    punpcklqdq   xmm8, [rsp + 64]
+    punpckhqdq   xmm0, xmm14
+    punpckhqdq   xmm11, [rsp + 64]
     movdqa       xmm14, xmm12
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm9, xmm8
-    pminuw       xmm12, xmm14
-    movdqa       xmm8, xmm15                         ; csub: before layer 3
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm0
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm15, xmm8
-    pminuw       xmm0, xmm14
-    movdqa       xmm8, xmm9                          ; layer 3
-    paddw        xmm8, xmm15
-    movdqa       xmm14, xmm12
-    paddw        xmm14, xmm0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm12, [rax - 112]
-    psubw        xmm9, xmm15
-    psubw        xmm12, xmm0
-    movdqa       xmm0, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3008] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 2880
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm12, [rax - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm9, xmm0
-    psubw        xmm12, xmm15
-    movdqa       xmm0, xmm11                         ; layer 3
-    paddw        xmm0, xmm2
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 32], xmm12                   ; spill
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm3
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, [rsp + 160]                   ; reload
-    movdqa       xmm3, xmm2                          ; layer 3
-    paddw        xmm3, xmm5
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm2, xmm5
-    psubw        xmm15, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm2, xmm1
-    psubw        xmm15, xmm5
-    movdqu       [rdi + 256], xmm6
-    movdqu       [rdi + 272], xmm7
-    movdqu       [rdi + 288], xmm8
-    movdqu       [rdi + 304], xmm14
-    movdqu       [rdi + 320], xmm0
-    movdqu       [rdi + 336], xmm12
-    movdqu       [rdi + 352], xmm3
-    movdqu       [rdi + 368], xmm11
-    movdqu       [rdi + 384], xmm4
-    movdqu       [rdi + 400], xmm10
-    movdqu       [rdi + 416], xmm9
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 432], xmm0
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 448], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 464], xmm0
-    movdqu       [rdi + 480], xmm2
-    movdqu       [rdi + 496], xmm15
-    movdqu       xmm0, [rdi + 512]
-    movdqu       xmm1, [rdi + 528]
-    movdqu       xmm2, [rdi + 544]
-    movdqu       xmm3, [rdi + 560]
-    movdqu       xmm4, [rdi + 576]
-    movdqu       xmm5, [rdi + 592]
-    movdqu       xmm6, [rdi + 608]
-    movdqu       xmm7, [rdi + 624]
-    movdqu       xmm8, [rdi + 640]
-    movdqu       xmm9, [rdi + 656]
-    movdqu       xmm10, [rdi + 672]
-    movdqu       xmm11, [rdi + 688]
-    movdqu       xmm12, [rdi + 704]
-    movdqu       xmm14, [rdi + 720]
-    movdqu       xmm15, [rdi + 736]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqu       xmm14, [rdi + 752]
+    punpcklqdq   xmm14, xmm6
     movdqa       [rsp + 64], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 9
-    paddw        xmm14, xmm2
-    movdqa       [rsp + 32], xmm15                   ; spill
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rax - 32]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 16]
-    pmullw       xmm0, [rax - 64]
-    pmullw       xmm1, [rax - 48]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm14
-    pmulhuw      xmm2, [rel pw_341]
+    movdqa       xmm14, xmm7
+    punpcklqdq   xmm14, xmm10
+    punpckhqdq   xmm12, xmm6
+    punpckhqdq   xmm7, xmm10
+    movdqa       xmm6, xmm2                          ; layer 6
+    paddw        xmm6, xmm5
+    movdqa       xmm10, xmm13
+    paddw        xmm10, xmm9
+    paddw        xmm2, [rdx - 128]
+    paddw        xmm13, [rdx - 112]
+    psubw        xmm2, xmm5
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rcx + 800]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx + 816]
+    pmullw       xmm2, [rcx + 768]
+    pmullw       xmm13, [rcx + 784]
+    pmullw       xmm5, xmm1
+    pmullw       xmm9, xmm1
+    psubw        xmm2, xmm5
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm6                          ; csub: after layer 6
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm9, xmm10
+    psubw        xmm9, [rdx - 112]
+    pminuw       xmm6, xmm5
+    pminuw       xmm10, xmm9
+    movdqa       xmm5, [rsp + 160]                   ; reload
+    movdqa       xmm9, xmm5                          ; layer 6
+    paddw        xmm9, xmm15
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, xmm3
+    paddw        xmm13, xmm4
+    paddw        xmm5, [rdx - 128]
+    paddw        xmm3, [rdx - 112]
+    psubw        xmm5, xmm15
+    psubw        xmm3, xmm4
+    movdqa       xmm4, xmm5
+    pmulhuw      xmm4, [rcx + 864]
+    movdqa       xmm15, xmm3
+    pmulhuw      xmm15, [rcx + 880]
+    pmullw       xmm5, [rcx + 832]
+    pmullw       xmm3, [rcx + 848]
+    pmullw       xmm4, xmm1
+    pmullw       xmm15, xmm1
+    psubw        xmm5, xmm4
+    psubw        xmm3, xmm15
+    movdqa       xmm4, xmm9                          ; csub: after layer 6
+    psubw        xmm4, [rdx - 128]
+    movdqa       xmm15, xmm13
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm9, xmm4
+    pminuw       xmm13, xmm15
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm15, xmm4                         ; layer 6
+    paddw        xmm15, xmm0
+    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqa       xmm3, xmm8
+    paddw        xmm3, xmm11
+    paddw        xmm4, [rdx - 128]
+    paddw        xmm8, [rdx - 112]
+    psubw        xmm4, xmm0
+    psubw        xmm8, xmm11
+    movdqa       xmm0, xmm4
+    pmulhuw      xmm0, [rcx + 928]
+    movdqa       xmm11, xmm8
+    pmulhuw      xmm11, [rcx + 944]
+    pmullw       xmm4, [rcx + 896]
+    pmullw       xmm8, [rcx + 912]
+    pmullw       xmm0, xmm1
+    pmullw       xmm11, xmm1
+    psubw        xmm4, xmm0
+    psubw        xmm8, xmm11
+    movdqa       xmm0, xmm15                         ; csub: after layer 6
+    psubw        xmm0, [rdx - 128]
+    movdqa       xmm11, xmm3
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm15, xmm0
+    pminuw       xmm3, xmm11
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqa       xmm11, xmm0                         ; layer 6
+    paddw        xmm11, xmm12
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm7
+    paddw        xmm0, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm0, xmm12
+    psubw        xmm14, xmm7
+    movdqa       xmm7, xmm0
+    pmulhuw      xmm7, [rcx + 992]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx + 1008]
+    pmullw       xmm0, [rcx + 960]
+    pmullw       xmm14, [rcx + 976]
+    pmullw       xmm7, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm0, xmm7
+    psubw        xmm14, xmm12
+    movdqa       xmm7, xmm11                         ; csub: after layer 6
+    psubw        xmm7, [rdx - 128]
+    movdqa       xmm12, xmm8
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm11, xmm7
+    pminuw       xmm8, xmm12
+    movdqa       xmm7, xmm6                          ; layer 5
+    paddw        xmm7, xmm10
+    movdqa       xmm12, xmm2
+    paddw        xmm12, [rsp + 96]
+    paddw        xmm6, [rdx - 128]
+    paddw        xmm2, [rdx - 112]
+    psubw        xmm6, xmm10
+    psubw        xmm2, [rsp + 96]
+    movdqa       xmm10, xmm6
+    pmulhuw      xmm10, [rcx + 1056]
+    movdqa       [rsp + 96], xmm12                   ; spill
+    movdqa       xmm12, xmm2
+    pmulhuw      xmm12, [rcx + 1072]
+    pmullw       xmm6, [rcx + 1024]
+    pmullw       xmm2, [rcx + 1040]
+    pmullw       xmm10, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm6, xmm10
+    psubw        xmm2, xmm12
+    movdqa       xmm10, xmm9                         ; layer 5
+    paddw        xmm10, xmm13
+    movdqa       xmm12, xmm5
+    paddw        xmm12, [rsp + 160]
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm5, [rdx - 112]
+    psubw        xmm9, xmm13
+    psubw        xmm5, [rsp + 160]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx + 1120]
+    movdqa       [rsp + 160], xmm2                   ; spill
+    movdqa       xmm2, xmm5
+    pmulhuw      xmm2, [rcx + 1136]
+    pmullw       xmm9, [rcx + 1088]
+    pmullw       xmm5, [rcx + 1104]
+    pmullw       xmm13, xmm1
+    pmullw       xmm2, xmm1
+    psubw        xmm9, xmm13
+    psubw        xmm5, xmm2
+    movdqa       xmm2, xmm15                         ; layer 5
+    paddw        xmm2, xmm3
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 128]
+    paddw        xmm15, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm15, xmm3
+    psubw        xmm4, [rsp + 128]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_341 + 16]
+    pmulhuw      xmm3, [rcx + 1184]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm4
+    pmulhuw      xmm13, [rcx + 1200]
+    pmullw       xmm15, [rcx + 1152]
+    pmullw       xmm4, [rcx + 1168]
+    pmullw       xmm3, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm15, xmm3
+    psubw        xmm4, xmm13
+    movdqa       xmm3, xmm11                         ; layer 5
+    paddw        xmm3, xmm8
+    movdqa       xmm13, xmm0
+    paddw        xmm13, xmm14
+    paddw        xmm11, [rdx - 128]
+    paddw        xmm0, [rdx - 112]
+    psubw        xmm11, xmm8
+    psubw        xmm0, xmm14
+    movdqa       xmm8, xmm11
+    pmulhuw      xmm8, [rcx + 1248]
+    movdqa       xmm14, xmm0
+    pmulhuw      xmm14, [rcx + 1264]
+    pmullw       xmm11, [rcx + 1216]
+    pmullw       xmm0, [rcx + 1232]
+    pmullw       xmm8, xmm1
+    pmullw       xmm14, xmm1
+    psubw        xmm11, xmm8
+    psubw        xmm0, xmm14
+    movdqa       xmm8, xmm7                          ; csub: before layer 4
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm14, [rsp + 96]                   ; reload
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm14
+    psubw        xmm0, [rdx - 112]
+    pminuw       xmm7, xmm8
+    pminuw       xmm14, xmm0
+    movdqa       xmm0, xmm10                         ; csub: before layer 4
+    psubw        xmm0, [rdx - 128]
+    movdqa       xmm8, xmm12
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm10, xmm0
+    pminuw       xmm12, xmm8
+    movdqa       xmm0, xmm7                          ; layer 4
+    paddw        xmm0, xmm10
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm12
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm7
+    pmulhuw      xmm10, [rcx + 1312]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx + 1328]
+    pmullw       xmm7, [rcx + 1280]
+    pmullw       xmm14, [rcx + 1296]
+    pmullw       xmm10, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm6                         ; layer 4
+    paddw        xmm10, xmm9
+    movdqa       xmm12, [rsp + 160]                  ; reload
+    movdqa       [rsp + 96], xmm14                   ; spill
+    movdqa       xmm14, xmm12
+    paddw        xmm14, xmm5
+    paddw        xmm6, [rdx - 128]
+    paddw        xmm12, [rdx - 112]
+    psubw        xmm6, xmm9
+    psubw        xmm12, xmm5
+    movdqa       xmm5, xmm6
+    pmulhuw      xmm5, [rcx + 1312]
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rcx + 1328]
+    pmullw       xmm6, [rcx + 1280]
+    pmullw       xmm12, [rcx + 1296]
+    pmullw       xmm5, xmm1
+    pmullw       xmm9, xmm1
+    psubw        xmm6, xmm5
+    psubw        xmm12, xmm9
+    movdqa       xmm5, xmm2                          ; csub: before layer 4
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm9, [rsp + 128]                   ; reload
+    movdqa       [rsp + 160], xmm12                  ; spill
+    movdqa       xmm12, xmm9
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm2, xmm5
+    pminuw       xmm9, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 4
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm2                          ; layer 4
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm9
+    paddw        xmm12, xmm13
+    paddw        xmm2, [rdx - 128]
+    paddw        xmm9, [rdx - 112]
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm2
+    pmulhuw      xmm3, [rcx + 1376]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx + 1392]
+    pmullw       xmm2, [rcx + 1344]
+    pmullw       xmm9, [rcx + 1360]
+    pmullw       xmm3, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm15                         ; layer 4
+    paddw        xmm3, xmm11
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 64]
+    paddw        xmm15, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm15, xmm11
+    psubw        xmm4, [rsp + 64]
+    movdqa       xmm11, xmm15
+    pmulhuw      xmm11, [rcx + 1376]
+    movdqa       [rsp + 64], xmm6                    ; spill
+    movdqa       xmm6, xmm4
+    pmulhuw      xmm6, [rcx + 1392]
+    pmullw       xmm15, [rcx + 1344]
+    pmullw       xmm4, [rcx + 1360]
+    pmullw       xmm11, xmm1
+    pmullw       xmm6, xmm1
+    psubw        xmm15, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm0                          ; csub: before layer 3
+    psubw        xmm6, [rdx - 128]
+    movdqa       xmm11, xmm8
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm0, xmm6
+    pminuw       xmm8, xmm11
+    movdqa       xmm6, xmm5                          ; csub: before layer 3
+    psubw        xmm6, [rdx - 128]
+    movdqa       xmm11, xmm12
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm5, xmm6
+    pminuw       xmm12, xmm11
+    movdqa       xmm6, xmm0                          ; layer 3
+    paddw        xmm6, xmm5
+    movdqa       xmm11, xmm8
+    paddw        xmm11, xmm12
+    paddw        xmm0, [rdx - 128]
+    paddw        xmm8, [rdx - 112]
+    psubw        xmm0, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm0
+    pmulhuw      xmm5, [rcx + 1440]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rcx + 1456]
+    pmullw       xmm0, [rcx + 1408]
+    pmullw       xmm8, [rcx + 1424]
+    pmullw       xmm5, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm0, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm10                         ; csub: before layer 3
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm12, xmm14
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm10, xmm5
+    pminuw       xmm14, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 3
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm10                         ; layer 3
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm14
+    paddw        xmm12, xmm13
+    paddw        xmm10, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm10
+    pmulhuw      xmm3, [rcx + 1440]
+    movdqa       xmm13, xmm14
+    pmulhuw      xmm13, [rcx + 1456]
+    pmullw       xmm10, [rcx + 1408]
+    pmullw       xmm14, [rcx + 1424]
+    pmullw       xmm3, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm7                          ; layer 3
+    paddw        xmm3, xmm2
+    movdqa       xmm13, [rsp + 96]                   ; reload
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm9
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm13, [rdx - 112]
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, xmm7
+    pmulhuw      xmm2, [rcx + 1440]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx + 1456]
+    pmullw       xmm7, [rcx + 1408]
+    pmullw       xmm13, [rcx + 1424]
+    pmullw       xmm2, xmm1
+    pmullw       xmm9, xmm1
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, [rsp + 64]                    ; reload
+    movdqa       xmm9, xmm2                          ; layer 3
+    paddw        xmm9, xmm15
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, [rsp + 160]                  ; reload
+    movdqa       [rsp], xmm7                         ; spill
+    movdqa       xmm7, xmm13
+    paddw        xmm7, xmm4
+    paddw        xmm2, [rdx - 128]
+    paddw        xmm13, [rdx - 112]
+    psubw        xmm2, xmm15
+    psubw        xmm13, xmm4
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx + 1440]
+    movdqa       xmm15, xmm13
+    pmulhuw      xmm15, [rcx + 1456]
+    pmullw       xmm2, [rcx + 1408]
+    pmullw       xmm13, [rcx + 1424]
+    pmullw       xmm4, xmm1
+    pmullw       xmm15, xmm1
+    psubw        xmm2, xmm4
+    psubw        xmm13, xmm15
+    movdqu       [rdi], xmm6
+    movdqu       [rdi + 16], xmm11
+    movdqu       [rdi + 32], xmm5
+    movdqu       [rdi + 48], xmm12
+    movdqu       [rdi + 64], xmm3
+    movdqu       [rdi + 80], xmm14
+    movdqu       [rdi + 96], xmm9
+    movdqu       [rdi + 112], xmm7
+    movdqu       [rdi + 128], xmm0
+    movdqu       [rdi + 144], xmm8
+    movdqu       [rdi + 160], xmm10
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqu       [rdi + 176], xmm0
+    movdqa       xmm0, [rsp]                         ; reload
+    movdqu       [rdi + 192], xmm0
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqu       [rdi + 208], xmm0
+    movdqu       [rdi + 224], xmm2
+    movdqu       [rdi + 240], xmm13
+    movdqu       xmm0, [rdi + 256]
+    movdqu       xmm2, [rdi + 272]
+    movdqu       xmm3, [rdi + 288]
+    movdqu       xmm4, [rdi + 304]
+    movdqu       xmm5, [rdi + 320]
+    movdqu       xmm6, [rdi + 336]
+    movdqu       xmm7, [rdi + 352]
+    movdqu       xmm8, [rdi + 368]
+    movdqu       xmm9, [rdi + 384]
+    movdqu       xmm10, [rdi + 400]
+    movdqu       xmm11, [rdi + 416]
+    movdqu       xmm12, [rdi + 432]
+    movdqu       xmm13, [rdi + 448]
+    movdqu       xmm14, [rdi + 464]
+    movdqu       xmm15, [rdi + 480]
+    movdqa       [rsp + 96], xmm14                   ; spill
+    movdqu       xmm14, [rdi + 496]
+    movdqa       [rsp], xmm14                        ; spill
+    movdqa       xmm14, xmm0                         ; layer 9
+    paddw        xmm14, xmm3
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm2
+    paddw        xmm15, xmm4
+    paddw        xmm0, [rdx - 128]
+    paddw        xmm2, [rdx - 112]
+    psubw        xmm0, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm0
+    pmulhuw      xmm3, [rcx + 1504]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx + 1520]
+    pmullw       xmm0, [rcx + 1472]
+    pmullw       xmm2, [rcx + 1488]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm1
+    psubw        xmm0, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm14
+    pmulhuw      xmm3, [rel pw_341]
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rel pw_341 + 16]
     pmullw       xmm14, [rel pw_64]
     pmullw       xmm15, [rel pw_64 + 16]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm14, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm4                          ; layer 9
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm1
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm5                          ; layer 9
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rdx - 128]
+    paddw        xmm6, [rdx - 112]
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rax + 32]
+    psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax + 48]
-    pmullw       xmm4, [rax]
-    pmullw       xmm5, [rax + 16]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
+    pmulhuw      xmm7, [rcx + 1568]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rcx + 1584]
+    pmullw       xmm5, [rcx + 1536]
+    pmullw       xmm6, [rcx + 1552]
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm1
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_341]
+    psubw        xmm6, xmm8
     movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_341 + 16]
-    pmullw       xmm2, [rel pw_64]
-    pmullw       xmm3, [rel pw_64 + 16]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm2, xmm6
+    pmulhuw      xmm7, [rel pw_341]
+    movdqa       xmm8, xmm4
+    pmulhuw      xmm8, [rel pw_341 + 16]
+    pmullw       xmm3, [rel pw_64]
+    pmullw       xmm4, [rel pw_64 + 16]
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm1
     psubw        xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 9
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm9                          ; layer 9
     paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
     psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax + 96]
+    psubw        xmm10, xmm12
     movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax + 112]
-    pmullw       xmm8, [rax + 64]
-    pmullw       xmm9, [rax + 80]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm8, xmm10
+    pmulhuw      xmm11, [rcx + 1632]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rcx + 1648]
+    pmullw       xmm9, [rcx + 1600]
+    pmullw       xmm10, [rcx + 1616]
+    pmullw       xmm11, xmm1
+    pmullw       xmm12, xmm1
     psubw        xmm9, xmm11
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_341]
+    psubw        xmm10, xmm12
     movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_341 + 16]
-    pmullw       xmm6, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm6, xmm10
+    pmulhuw      xmm11, [rel pw_341]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_341 + 16]
+    pmullw       xmm7, [rel pw_64]
+    pmullw       xmm8, [rel pw_64 + 16]
+    pmullw       xmm11, xmm1
+    pmullw       xmm12, xmm1
     psubw        xmm7, xmm11
-    movdqa       xmm10, xmm12                        ; layer 9
-    paddw        xmm10, [rsp + 32]
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 96], xmm7                    ; spill
+    psubw        xmm8, xmm12
+    movdqa       xmm11, xmm13                        ; layer 9
+    paddw        xmm11, [rsp + 128]
+    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       [rsp + 160], xmm8                   ; spill
+    movdqa       xmm8, xmm12
+    paddw        xmm8, [rsp]
+    paddw        xmm13, [rdx - 128]
+    paddw        xmm12, [rdx - 112]
+    psubw        xmm13, [rsp + 128]
+    psubw        xmm12, [rsp]
+    movdqa       [rsp], xmm7                         ; spill
+    movdqa       xmm7, xmm13
+    pmulhuw      xmm7, [rcx + 1696]
+    movdqa       [rsp + 128], xmm10                  ; spill
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rcx + 1712]
+    pmullw       xmm13, [rcx + 1664]
+    pmullw       xmm12, [rcx + 1680]
+    pmullw       xmm7, xmm1
+    pmullw       xmm10, xmm1
+    psubw        xmm13, xmm7
+    psubw        xmm12, xmm10
     movdqa       xmm7, xmm11
-    paddw        xmm7, [rsp + 64]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, [rsp + 32]
-    psubw        xmm11, [rsp + 64]
-    movdqa       [rsp + 64], xmm6                    ; spill
-    movdqa       xmm6, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3264] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3136
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp + 32], xmm9                    ; spill
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm12, xmm6
-    psubw        xmm11, xmm9
-    movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel pw_341 + 16]
-    pmullw       xmm10, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm6, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm10, xmm6
-    psubw        xmm7, xmm9
-    movdqa       xmm6, xmm0
-    pslld        xmm6, 16
-    movdqa       xmm9, xmm1
-    pslld        xmm9, 16
-    movdqa       xmm13, xmm14
-    pblendw      xmm13, xmm6, 170
-    movdqa       xmm6, xmm15
-    pblendw      xmm6, xmm9, 170
+    pmulhuw      xmm7, [rel pw_341]
+    movdqa       xmm10, xmm8
+    pmulhuw      xmm10, [rel pw_341 + 16]
+    pmullw       xmm11, [rel pw_64]
+    pmullw       xmm8, [rel pw_64 + 16]
+    pmullw       xmm7, xmm1
+    pmullw       xmm10, xmm1
+    psubw        xmm11, xmm7
+    psubw        xmm8, xmm10
+    movdqa       xmm7, xmm0
+    pslld        xmm7, 16
+    movdqa       xmm10, xmm2
+    pslld        xmm10, 16
+    movdqa       xmm1, xmm14
+    pblendw      xmm1, xmm7, 170
+    movdqa       xmm7, xmm15
+    pblendw      xmm7, xmm10, 170
     psrld        xmm14, 16
     psrld        xmm15, 16
     pblendw      xmm14, xmm0, 170
-    pblendw      xmm15, xmm1, 170
-    movdqa       xmm0, xmm4
+    pblendw      xmm15, xmm2, 170
+    movdqa       xmm0, xmm5
     pslld        xmm0, 16
-    movdqa       xmm1, xmm5
-    pslld        xmm1, 16
-    movdqa       xmm9, xmm2
-    pblendw      xmm9, xmm0, 170
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    psrld        xmm2, 16
+    movdqa       xmm2, xmm6
+    pslld        xmm2, 16
+    movdqa       xmm10, xmm3
+    pblendw      xmm10, xmm0, 170
+    movdqa       xmm0, xmm4
+    pblendw      xmm0, xmm2, 170
     psrld        xmm3, 16
-    pblendw      xmm2, xmm4, 170
+    psrld        xmm4, 16
     pblendw      xmm3, xmm5, 170
-    movdqa       xmm1, xmm8
-    pslld        xmm1, 16
-    movdqa       xmm4, [rsp + 32]                    ; reload
-    movdqa       xmm5, xmm4
-    pslld        xmm5, 16
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, [rsp + 64]                    ; reload
-    movdqa       [rsp + 160], xmm0                   ; spill
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    pblendw      xmm0, xmm5, 170
-    psrld        xmm3, 16
-    psrld        xmm1, 16
-    pblendw      xmm3, xmm8, 170
-    pblendw      xmm1, xmm4, 170
-    movdqa       xmm4, xmm12
-    pslld        xmm4, 16
-    movdqa       xmm5, xmm11
-    pslld        xmm5, 16
-    movdqa       xmm8, xmm10
-    pblendw      xmm8, xmm4, 170
-    movdqa       xmm4, xmm7
-    pblendw      xmm4, xmm5, 170
-    psrld        xmm10, 16
-    psrld        xmm7, 16
-    pblendw      xmm10, xmm12, 170
-    pblendw      xmm7, xmm11, 170
-    movdqa       xmm5, xmm13                         ; layer 8
-    paddw        xmm5, xmm14
-    movdqa       xmm11, xmm6
-    paddw        xmm11, xmm15
-    paddw        xmm13, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm13, xmm14
-    psubw        xmm6, xmm15
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax - 32]
-    movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rax - 16]
-    pmullw       xmm13, [rax - 64]
-    pmullw       xmm6, [rax - 48]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm12, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm13, xmm12
-    psubw        xmm6, xmm14
-    movdqa       xmm12, xmm9                         ; layer 8
-    paddw        xmm12, xmm2
-    movdqa       xmm14, [rsp + 160]                  ; reload
-    movdqa       [rsp + 32], xmm12                   ; spill
-    movdqa       xmm12, xmm14
-    paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm9, xmm2
-    psubw        xmm14, [rsp]
+    pblendw      xmm4, xmm6, 170
     movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rax + 32]
-    movdqa       [rsp], xmm12                        ; spill
+    pslld        xmm2, 16
+    movdqa       xmm5, [rsp + 128]                   ; reload
+    movdqa       xmm6, xmm5
+    pslld        xmm6, 16
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm4
+    pblendw      xmm0, xmm2, 170
+    movdqa       xmm2, [rsp + 160]                   ; reload
+    movdqa       [rsp + 32], xmm0                    ; spill
+    movdqa       xmm0, xmm2
+    pblendw      xmm0, xmm6, 170
+    psrld        xmm4, 16
+    psrld        xmm2, 16
+    pblendw      xmm4, xmm9, 170
+    pblendw      xmm2, xmm5, 170
+    movdqa       xmm5, xmm13
+    pslld        xmm5, 16
+    movdqa       xmm6, xmm12
+    pslld        xmm6, 16
+    movdqa       xmm9, xmm11
+    pblendw      xmm9, xmm5, 170
+    movdqa       xmm5, xmm8
+    pblendw      xmm5, xmm6, 170
+    psrld        xmm11, 16
+    psrld        xmm8, 16
+    pblendw      xmm11, xmm13, 170
+    pblendw      xmm8, xmm12, 170
+    movdqa       xmm6, xmm1                          ; layer 8
+    paddw        xmm6, xmm14
+    movdqa       xmm12, xmm7
+    paddw        xmm12, xmm15
+    paddw        xmm1, [rdx - 128]
+    paddw        xmm7, [rdx - 112]
+    psubw        xmm1, xmm14
+    psubw        xmm7, xmm15
+    movdqa       xmm13, xmm1
+    pmulhuw      xmm13, [rcx + 1760]
+    movdqa       xmm14, xmm7
+    pmulhuw      xmm14, [rcx + 1776]
+    pmullw       xmm1, [rcx + 1728]
+    pmullw       xmm7, [rcx + 1744]
+    movdqu       xmm15, [rel pw_12289]               ; reload
+    pmullw       xmm13, xmm15
+    pmullw       xmm14, xmm15
+    psubw        xmm1, xmm13
+    psubw        xmm7, xmm14
+    movdqa       xmm13, xmm6                         ; csub: after layer 8
+    psubw        xmm13, [rdx - 128]
+    movdqa       xmm14, xmm12
+    psubw        xmm14, [rdx - 112]
+    pminuw       xmm6, xmm13
+    pminuw       xmm12, xmm14
+    movdqa       xmm13, xmm10                        ; layer 8
+    paddw        xmm13, xmm3
+    movdqa       xmm14, [rsp + 64]                   ; reload
+    movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax + 48]
-    pmullw       xmm9, [rax]
-    pmullw       xmm14, [rax + 16]
-    pmullw       xmm2, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm2
-    psubw        xmm14, xmm12
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       xmm12, xmm2                         ; layer 8
-    paddw        xmm12, xmm3
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm0
-    paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm2, xmm3
-    psubw        xmm0, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax + 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax + 112]
-    pmullw       xmm2, [rax + 64]
-    pmullw       xmm0, [rax + 80]
-    pmullw       xmm1, xmm15
+    paddw        xmm12, [rsp + 96]
+    paddw        xmm10, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, [rsp + 96]
+    movdqa       xmm3, xmm10
+    pmulhuw      xmm3, [rcx + 1824]
+    movdqa       [rsp + 96], xmm6                    ; spill
+    movdqa       xmm6, xmm14
+    pmulhuw      xmm6, [rcx + 1840]
+    pmullw       xmm10, [rcx + 1792]
+    pmullw       xmm14, [rcx + 1808]
     pmullw       xmm3, xmm15
-    psubw        xmm2, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm8                          ; layer 8
-    paddw        xmm1, xmm10
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm4, xmm7
-    movdqa       xmm7, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3520] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3392
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm7, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm4, xmm10
-    movdqa       xmm7, xmm13
+    pmullw       xmm6, xmm15
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm6
+    movdqa       xmm3, xmm13                         ; csub: after layer 8
+    psubw        xmm3, [rdx - 128]
+    movdqa       xmm6, xmm12
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm13, xmm3
+    pminuw       xmm12, xmm6
+    movdqa       xmm3, [rsp + 32]                    ; reload
+    movdqa       xmm6, xmm3                          ; layer 8
+    paddw        xmm6, xmm4
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm0
+    paddw        xmm12, xmm2
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm0, [rdx - 112]
+    psubw        xmm3, xmm4
+    psubw        xmm0, xmm2
+    movdqa       xmm2, xmm3
+    pmulhuw      xmm2, [rcx + 1888]
+    movdqa       xmm4, xmm0
+    pmulhuw      xmm4, [rcx + 1904]
+    pmullw       xmm3, [rcx + 1856]
+    pmullw       xmm0, [rcx + 1872]
+    pmullw       xmm2, xmm15
+    pmullw       xmm4, xmm15
+    psubw        xmm3, xmm2
+    psubw        xmm0, xmm4
+    movdqa       xmm2, xmm6                          ; csub: after layer 8
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm4, xmm12
+    psubw        xmm4, [rdx - 112]
+    pminuw       xmm6, xmm2
+    pminuw       xmm12, xmm4
+    movdqa       xmm2, xmm9                          ; layer 8
+    paddw        xmm2, xmm11
+    movdqa       xmm4, xmm5
+    paddw        xmm4, xmm8
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm5, [rdx - 112]
+    psubw        xmm9, xmm11
+    psubw        xmm5, xmm8
+    movdqa       xmm8, xmm9
+    pmulhuw      xmm8, [rcx + 1952]
+    movdqa       xmm11, xmm5
+    pmulhuw      xmm11, [rcx + 1968]
+    pmullw       xmm9, [rcx + 1920]
+    pmullw       xmm5, [rcx + 1936]
+    pmullw       xmm8, xmm15
+    pmullw       xmm11, xmm15
+    psubw        xmm9, xmm8
+    psubw        xmm5, xmm11
+    movdqa       xmm8, xmm2                          ; csub: after layer 8
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm11, xmm4
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm2, xmm8
+    pminuw       xmm4, xmm11
+    movdqa       xmm8, xmm1
+    psllq        xmm8, 32
+    movdqa       xmm11, xmm7
+    psllq        xmm11, 32
+    movdqa       xmm15, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       xmm4, xmm15
+    pblendw      xmm4, xmm8, 204
+    movdqa       xmm8, [rsp + 128]                   ; reload
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, xmm8
+    pblendw      xmm4, xmm11, 204
+    psrlq        xmm15, 32
+    psrlq        xmm8, 32
+    pblendw      xmm15, xmm1, 204
+    pblendw      xmm8, xmm7, 204
+    movdqa       xmm1, xmm10
+    psllq        xmm1, 32
+    movdqa       xmm7, xmm14
     psllq        xmm7, 32
-    movdqa       xmm10, xmm6
-    psllq        xmm10, 32
-    movdqa       xmm15, xmm5
-    pblendw      xmm15, xmm7, 204
-    movdqa       xmm7, xmm11
-    pblendw      xmm7, xmm10, 204
-    psrlq        xmm5, 32
-    psrlq        xmm11, 32
-    pblendw      xmm5, xmm13, 204
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, xmm9
-    psllq        xmm6, 32
-    movdqa       xmm10, xmm14
-    psllq        xmm10, 32
-    movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       [rsp + 128], xmm11                  ; spill
     movdqa       xmm11, xmm13
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pblendw      xmm11, xmm10, 204
+    pblendw      xmm11, xmm1, 204
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       [rsp + 128], xmm11                  ; spill
+    movdqa       xmm11, xmm1
+    pblendw      xmm11, xmm7, 204
     psrlq        xmm13, 32
-    psrlq        xmm6, 32
-    pblendw      xmm13, xmm9, 204
-    pblendw      xmm6, xmm14, 204
-    movdqa       xmm9, xmm2
-    psllq        xmm9, 32
+    psrlq        xmm1, 32
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm1, xmm14, 204
+    movdqa       xmm7, xmm3
+    psllq        xmm7, 32
     movdqa       xmm10, xmm0
     psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 160]                  ; reload
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm14
-    pblendw      xmm6, xmm9, 204
-    movdqa       xmm9, xmm12
-    pblendw      xmm9, xmm10, 204
-    psrlq        xmm14, 32
+    movdqa       xmm14, xmm6
+    pblendw      xmm14, xmm7, 204
+    movdqa       xmm7, xmm12
+    pblendw      xmm7, xmm10, 204
+    psrlq        xmm6, 32
     psrlq        xmm12, 32
-    pblendw      xmm14, xmm2, 204
+    pblendw      xmm6, xmm3, 204
     pblendw      xmm12, xmm0, 204
-    movdqa       xmm0, xmm8
-    psllq        xmm0, 32
-    movdqa       xmm2, xmm4
-    psllq        xmm2, 32
-    movdqa       xmm10, xmm1
-    pblendw      xmm10, xmm0, 204
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm2, 204
-    psrlq        xmm1, 32
-    psrlq        xmm3, 32
-    pblendw      xmm1, xmm8, 204
-    pblendw      xmm3, xmm4, 204
-    movdqa       xmm2, xmm15                         ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, xmm7
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm15, xmm2
-    pminuw       xmm7, xmm4
-    movdqa       xmm2, xmm5                          ; csub: before layer 7
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm4
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm5, xmm2
-    pminuw       xmm4, xmm8
-    movdqa       xmm2, xmm15                         ; layer 7
-    paddw        xmm2, xmm5
-    movdqa       xmm8, xmm7
-    paddw        xmm8, xmm4
-    paddw        xmm15, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm15, xmm5
-    psubw        xmm7, xmm4
-    movdqa       xmm4, xmm15
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3584] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3456
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm15, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqu       xmm8, [rel pw_12289]                ; reload
-    pmullw       xmm4, xmm8
-    pmullw       xmm5, xmm8
-    psubw        xmm15, xmm4
-    psubw        xmm7, xmm5
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       [rsp + 160], xmm7                   ; spill
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm7
-    movdqa       xmm5, xmm13                         ; csub: before layer 7
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm7
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm13, xmm5
-    pminuw       xmm7, xmm15
-    movdqa       xmm5, xmm4                          ; layer 7
-    paddw        xmm5, xmm13
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm7
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm13
-    psubw        xmm11, xmm7
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3648] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3520
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm8
-    pmullw       xmm13, xmm8
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm13
-    movdqa       xmm7, xmm6                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm13, xmm9
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm13
-    movdqa       xmm7, xmm14                         ; csub: before layer 7
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm13, xmm12
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm14, xmm7
-    pminuw       xmm12, xmm13
-    movdqa       xmm7, xmm6                          ; layer 7
-    paddw        xmm7, xmm14
-    movdqa       xmm13, xmm9
-    paddw        xmm13, xmm12
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm14
-    psubw        xmm9, xmm12
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3712] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3584
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm8
-    pmullw       xmm14, xmm8
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm10                        ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm14, xmm0
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm10, xmm12
-    pminuw       xmm0, xmm14
-    movdqa       xmm12, xmm1                         ; csub: before layer 7
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm14, xmm3
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm1, xmm12
-    pminuw       xmm3, xmm14
-    movdqa       xmm12, xmm10                        ; layer 7
-    paddw        xmm12, xmm1
-    movdqa       xmm14, xmm0
-    paddw        xmm14, xmm3
-    paddw        xmm10, [rax - 128]
-    paddw        xmm0, [rax - 112]
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm10
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3776] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3648
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm0, [rax - 112]
-    pmullw       xmm1, xmm8
-    pmullw       xmm3, xmm8
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm2
-    punpcklqdq   xmm1, [rsp + 96]
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm3
-    punpcklqdq   xmm8, [rsp + 160]
-    punpckhqdq   xmm2, [rsp + 96]
-    punpckhqdq   xmm3, [rsp + 160]
-    movdqa       [rsp + 160], xmm3                   ; spill
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm4
-    movdqa       [rsp + 128], xmm3                   ; spill
-    movdqa       xmm3, xmm15
-    punpcklqdq   xmm3, xmm11
-    punpckhqdq   xmm5, xmm4
-    punpckhqdq   xmm15, xmm11
-    movdqa       xmm4, xmm7
-    punpcklqdq   xmm4, xmm6
-    movdqa       xmm11, xmm13
-    punpcklqdq   xmm11, xmm9
-    punpckhqdq   xmm7, xmm6
-    punpckhqdq   xmm13, xmm9
-    movdqa       xmm6, xmm12
-    punpcklqdq   xmm6, xmm10
-    movdqa       xmm9, xmm14
-    punpcklqdq   xmm9, xmm0
-    punpckhqdq   xmm12, xmm10
-    punpckhqdq   xmm14, xmm0
-    movdqa       xmm0, xmm1                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm1, xmm0
-    pminuw       xmm8, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 6
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm10
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm2, xmm0
-    pminuw       xmm10, xmm14
-    movdqa       xmm0, xmm1                          ; layer 6
-    paddw        xmm0, xmm2
-    movdqa       xmm14, xmm8
-    paddw        xmm14, xmm10
-    paddw        xmm1, [rax - 128]
-    paddw        xmm8, [rax - 112]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, xmm1
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3840] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3712
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm8, [rax - 112]
-    movdqa       [rsp + 160], xmm14                  ; spill
-    movdqu       xmm14, [rel pw_12289]               ; reload
-    pmullw       xmm2, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       xmm10, xmm2                         ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, xmm3
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm2, xmm10
-    pminuw       xmm3, xmm8
-    movdqa       xmm8, xmm5                          ; csub: before layer 6
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm10, xmm15
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm10
-    movdqa       xmm8, xmm2                          ; layer 6
-    paddw        xmm8, xmm5
-    movdqa       xmm10, xmm3
-    paddw        xmm10, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3776
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm4                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm11
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm15
-    movdqa       xmm5, xmm7                          ; csub: before layer 6
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm13
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm5
-    pminuw       xmm13, xmm15
-    movdqa       xmm5, xmm4                          ; layer 6
-    paddw        xmm5, xmm7
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm13
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm13
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 3968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3840
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm13
-    movdqa       xmm7, xmm6                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm13, xmm9
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm13
-    movdqa       xmm7, xmm12                         ; csub: before layer 6
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, xmm13
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm7
-    pminuw       xmm13, xmm11
-    movdqa       xmm7, xmm6                          ; layer 6
-    paddw        xmm7, xmm12
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm13
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3904
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm0                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm13, xmm1
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm0, xmm12
-    pminuw       xmm1, xmm13
-    movdqa       xmm12, [rsp + 160]                  ; reload
-    movdqa       xmm13, xmm12                        ; csub: before layer 5
-    psubw        xmm13, [rax - 128]
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, [rsp]                         ; reload
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm9
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm13
-    pminuw       xmm9, xmm11
-    movdqa       xmm11, xmm0                         ; layer 5
-    paddw        xmm11, xmm12
-    movdqa       xmm13, xmm1
-    paddw        xmm13, xmm9
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
-    psubw        xmm0, xmm12
-    psubw        xmm1, xmm9
-    movdqa       xmm9, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 3968
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm9, xmm14
-    pmullw       xmm12, xmm14
-    psubw        xmm0, xmm9
-    psubw        xmm1, xmm12
-    movdqa       xmm9, xmm8                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm2
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm8, xmm9
-    pminuw       xmm2, xmm12
-    movdqa       xmm9, xmm10                         ; csub: before layer 5
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm10, xmm9
-    pminuw       xmm3, xmm12
-    movdqa       xmm9, xmm8                          ; layer 5
-    paddw        xmm9, xmm10
-    movdqa       xmm12, xmm2
-    paddw        xmm12, xmm3
-    paddw        xmm8, [rax - 128]
-    paddw        xmm2, [rax - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm2, xmm3
-    movdqa       xmm3, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4032
-    pmulhuw      xmm3, [rax - 96]
-    movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm2, [rax - 112]
-    pmullw       xmm3, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm8, xmm3
-    psubw        xmm2, xmm10
-    movdqa       xmm3, xmm5                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm3
-    pminuw       xmm4, xmm10
-    movdqa       xmm3, xmm15                         ; csub: before layer 5
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, xmm10
-    psubw        xmm2, [rax - 112]
-    pminuw       xmm15, xmm3
-    pminuw       xmm10, xmm2
-    movdqa       xmm2, xmm5                          ; layer 5
-    paddw        xmm2, xmm15
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm10
-    paddw        xmm5, [rax - 128]
-    paddw        xmm4, [rax - 112]
-    psubw        xmm5, xmm15
-    psubw        xmm4, xmm10
-    movdqa       xmm10, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4096
-    pmulhuw      xmm10, [rax - 96]
-    movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm10, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm5, xmm10
-    psubw        xmm4, xmm15
-    movdqa       xmm10, xmm7                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       xmm15, xmm6
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm10
-    pminuw       xmm6, xmm15
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       xmm15, xmm10                        ; csub: before layer 5
-    psubw        xmm15, [rax - 128]
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       [rsp + 160], xmm5                   ; spill
-    movdqa       xmm5, xmm4
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm15
-    pminuw       xmm4, xmm5
-    movdqa       xmm5, xmm7                          ; layer 5
-    paddw        xmm5, xmm10
-    movdqa       xmm15, xmm6
-    paddw        xmm15, xmm4
-    paddw        xmm7, [rax - 128]
-    paddw        xmm6, [rax - 112]
-    psubw        xmm7, xmm10
-    psubw        xmm6, xmm4
-    movdqa       xmm4, xmm7
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4160
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    pmullw       xmm4, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm7, xmm4
-    psubw        xmm6, xmm10
-    movdqa       xmm4, xmm11                         ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm13
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm11, xmm4
-    pminuw       xmm13, xmm10
-    movdqa       xmm4, xmm9                          ; csub: before layer 4
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm12
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm9, xmm4
-    pminuw       xmm12, xmm10
-    movdqa       xmm4, xmm11                         ; layer 4
-    paddw        xmm4, xmm9
-    movdqa       xmm10, xmm13
-    paddw        xmm10, xmm12
-    paddw        xmm11, [rax - 128]
-    paddw        xmm13, [rax - 112]
-    psubw        xmm11, xmm9
-    psubw        xmm13, xmm12
-    movdqa       xmm9, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4352] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4224
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm13, [rax - 112]
-    pmullw       xmm9, xmm14
-    pmullw       xmm12, xmm14
-    psubw        xmm11, xmm9
-    psubw        xmm13, xmm12
-    movdqa       xmm9, xmm0                          ; layer 4
-    paddw        xmm9, xmm8
-    movdqa       xmm12, xmm1
-    paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm8
-    psubw        xmm1, [rsp]
-    movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm1
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm8, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm0, xmm8
-    psubw        xmm1, xmm13
-    movdqa       xmm8, xmm2                          ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm13, xmm3
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm13
-    movdqa       xmm8, xmm5                          ; csub: before layer 4
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm13, xmm15
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm13
-    movdqa       xmm8, xmm2                          ; layer 4
-    paddw        xmm8, xmm5
-    movdqa       xmm13, xmm3
-    paddw        xmm13, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4416] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4288
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, [rsp + 160]                   ; reload
-    movdqa       xmm15, xmm5                         ; layer 4
-    paddw        xmm15, xmm7
-    movdqa       [rsp + 96], xmm1                    ; spill
-    movdqa       xmm1, [rsp + 128]                   ; reload
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm5, xmm7
-    psubw        xmm1, xmm6
-    movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm5, xmm6
-    psubw        xmm1, xmm7
-    movdqa       xmm6, xmm4                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm10
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm6
-    pminuw       xmm10, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 3
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm13
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm13, xmm7
-    movdqa       xmm6, xmm4                          ; layer 3
-    paddw        xmm6, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm13
-    paddw        xmm4, [rax - 128]
-    paddw        xmm10, [rax - 112]
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm13
-    movdqa       xmm8, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4352
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm10, [rax - 112]
-    pmullw       xmm8, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm13
-    movdqa       xmm8, xmm9                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm13, xmm12
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm9, xmm8
-    pminuw       xmm12, xmm13
-    movdqa       xmm8, xmm15                         ; csub: before layer 3
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm13, xmm0
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm15, xmm8
-    pminuw       xmm0, xmm13
-    movdqa       xmm8, xmm9                          ; layer 3
-    paddw        xmm8, xmm15
-    movdqa       xmm13, xmm12
-    paddw        xmm13, xmm0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm12, [rax - 112]
-    psubw        xmm9, xmm15
-    psubw        xmm12, xmm0
     movdqa       xmm0, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4480] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4352
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm12, [rax - 112]
-    pmullw       xmm0, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm9, xmm0
-    psubw        xmm12, xmm15
-    movdqa       xmm0, xmm11                         ; layer 3
-    paddw        xmm0, xmm2
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 128], xmm12                  ; spill
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm3
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rax - 96]
+    psllq        xmm0, 32
+    movdqa       xmm3, xmm5
+    psllq        xmm3, 32
+    movdqa       xmm10, xmm2
+    pblendw      xmm10, xmm0, 204
+    movdqa       xmm0, [rsp + 32]                    ; reload
+    movdqa       [rsp + 64], xmm10                   ; spill
+    movdqa       xmm10, xmm0
+    pblendw      xmm10, xmm3, 204
+    psrlq        xmm2, 32
+    psrlq        xmm0, 32
+    pblendw      xmm2, xmm9, 204
+    pblendw      xmm0, xmm5, 204
+    movdqa       xmm3, [rsp + 160]                   ; reload
+    movdqa       xmm5, xmm3                          ; layer 7
+    paddw        xmm5, xmm15
+    movdqa       xmm9, xmm4
+    paddw        xmm9, xmm8
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm3, xmm15
+    psubw        xmm4, xmm8
+    movdqa       xmm8, xmm3
+    pmulhuw      xmm8, [rcx + 2016]
+    movdqa       xmm15, xmm4
+    pmulhuw      xmm15, [rcx + 2032]
+    pmullw       xmm3, [rcx + 1984]
+    pmullw       xmm4, [rcx + 2000]
+    movdqa       [rsp + 160], xmm0                   ; spill
+    movdqu       xmm0, [rel pw_12289]                ; reload
+    pmullw       xmm8, xmm0
+    pmullw       xmm15, xmm0
+    psubw        xmm3, xmm8
+    psubw        xmm4, xmm15
+    movdqa       xmm8, xmm5                          ; csub: after layer 7
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm15, xmm9
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm5, xmm8
+    pminuw       xmm9, xmm15
+    movdqa       xmm8, [rsp + 128]                   ; reload
+    movdqa       xmm15, xmm8                         ; layer 7
+    paddw        xmm15, xmm13
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       xmm4, xmm11
+    paddw        xmm4, xmm1
+    paddw        xmm8, [rdx - 128]
+    paddw        xmm11, [rdx - 112]
+    psubw        xmm8, xmm13
+    psubw        xmm11, xmm1
+    movdqa       xmm1, xmm8
+    pmulhuw      xmm1, [rcx + 2080]
+    movdqa       xmm13, xmm11
+    pmulhuw      xmm13, [rcx + 2096]
+    pmullw       xmm8, [rcx + 2048]
+    pmullw       xmm11, [rcx + 2064]
+    pmullw       xmm1, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm8, xmm1
+    psubw        xmm11, xmm13
+    movdqa       xmm1, xmm15                         ; csub: after layer 7
+    psubw        xmm1, [rdx - 128]
+    movdqa       xmm13, xmm4
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm15, xmm1
+    pminuw       xmm4, xmm13
+    movdqa       xmm1, xmm14                         ; layer 7
+    paddw        xmm1, xmm6
+    movdqa       xmm13, xmm7
+    paddw        xmm13, xmm12
+    paddw        xmm14, [rdx - 128]
+    paddw        xmm7, [rdx - 112]
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm14
+    pmulhuw      xmm6, [rcx + 2144]
+    movdqa       xmm12, xmm7
+    pmulhuw      xmm12, [rcx + 2160]
+    pmullw       xmm14, [rcx + 2112]
+    pmullw       xmm7, [rcx + 2128]
+    pmullw       xmm6, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm1                          ; csub: after layer 7
+    psubw        xmm6, [rdx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm1, xmm6
+    pminuw       xmm13, xmm12
+    movdqa       xmm6, [rsp + 64]                    ; reload
+    movdqa       xmm12, xmm6                         ; layer 7
+    paddw        xmm12, xmm2
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movdqa       xmm7, xmm10
+    paddw        xmm7, [rsp + 160]
+    paddw        xmm6, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm6, xmm2
+    psubw        xmm10, [rsp + 160]
+    movdqa       xmm2, xmm6
+    pmulhuw      xmm2, [rcx + 2208]
+    movdqa       [rsp + 160], xmm13                  ; spill
+    movdqa       xmm13, xmm10
+    pmulhuw      xmm13, [rcx + 2224]
+    pmullw       xmm6, [rcx + 2176]
+    pmullw       xmm10, [rcx + 2192]
+    pmullw       xmm2, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm6, xmm2
+    psubw        xmm10, xmm13
+    movdqa       xmm2, xmm12                         ; csub: after layer 7
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm13, xmm7
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm12, xmm2
+    pminuw       xmm7, xmm13
+    movdqa       xmm2, xmm5
+    punpcklqdq   xmm2, xmm3
+    movdqa       xmm13, xmm9
+    punpcklqdq   xmm13, [rsp + 32]
+    punpckhqdq   xmm5, xmm3
+    punpckhqdq   xmm9, [rsp + 32]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, [rsp + 32]                    ; reload
-    movdqa       xmm3, xmm2                          ; layer 3
-    paddw        xmm3, xmm5
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    punpcklqdq   xmm3, xmm8
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqa       xmm3, xmm4
+    punpcklqdq   xmm3, xmm11
+    punpckhqdq   xmm15, xmm8
+    punpckhqdq   xmm4, xmm11
+    movdqa       xmm8, xmm1
+    punpcklqdq   xmm8, xmm14
+    movdqa       xmm11, [rsp + 160]                  ; reload
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm11
+    punpcklqdq   xmm8, [rsp + 128]
+    punpckhqdq   xmm1, xmm14
+    punpckhqdq   xmm11, [rsp + 128]
+    movdqa       xmm14, xmm12
+    punpcklqdq   xmm14, xmm6
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm7
+    punpcklqdq   xmm14, xmm10
+    punpckhqdq   xmm12, xmm6
+    punpckhqdq   xmm7, xmm10
+    movdqa       xmm6, xmm2                          ; layer 6
+    paddw        xmm6, xmm5
+    movdqa       xmm10, xmm13
+    paddw        xmm10, xmm9
+    paddw        xmm2, [rdx - 128]
+    paddw        xmm13, [rdx - 112]
     psubw        xmm2, xmm5
-    psubw        xmm15, xmm1
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rcx + 2272]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx + 2288]
+    pmullw       xmm2, [rcx + 2240]
+    pmullw       xmm13, [rcx + 2256]
+    pmullw       xmm5, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm2, xmm5
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm6                          ; csub: after layer 6
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm9, xmm10
+    psubw        xmm9, [rdx - 112]
+    pminuw       xmm6, xmm5
+    pminuw       xmm10, xmm9
+    movdqa       xmm5, [rsp + 32]                    ; reload
+    movdqa       xmm9, xmm5                          ; layer 6
+    paddw        xmm9, xmm15
+    movdqa       [rsp + 160], xmm13                  ; spill
+    movdqa       xmm13, xmm3
+    paddw        xmm13, xmm4
+    paddw        xmm5, [rdx - 128]
+    paddw        xmm3, [rdx - 112]
+    psubw        xmm5, xmm15
+    psubw        xmm3, xmm4
+    movdqa       xmm4, xmm5
+    pmulhuw      xmm4, [rcx + 2336]
+    movdqa       xmm15, xmm3
+    pmulhuw      xmm15, [rcx + 2352]
+    pmullw       xmm5, [rcx + 2304]
+    pmullw       xmm3, [rcx + 2320]
+    pmullw       xmm4, xmm0
+    pmullw       xmm15, xmm0
+    psubw        xmm5, xmm4
+    psubw        xmm3, xmm15
+    movdqa       xmm4, xmm9                          ; csub: after layer 6
+    psubw        xmm4, [rdx - 128]
+    movdqa       xmm15, xmm13
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm9, xmm4
+    pminuw       xmm13, xmm15
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm4                         ; layer 6
+    paddw        xmm15, xmm1
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqa       xmm3, xmm8
+    paddw        xmm3, xmm11
+    paddw        xmm4, [rdx - 128]
+    paddw        xmm8, [rdx - 112]
+    psubw        xmm4, xmm1
+    psubw        xmm8, xmm11
+    movdqa       xmm1, xmm4
+    pmulhuw      xmm1, [rcx + 2400]
+    movdqa       xmm11, xmm8
+    pmulhuw      xmm11, [rcx + 2416]
+    pmullw       xmm4, [rcx + 2368]
+    pmullw       xmm8, [rcx + 2384]
+    pmullw       xmm1, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm8, xmm11
+    movdqa       xmm1, xmm15                         ; csub: after layer 6
+    psubw        xmm1, [rdx - 128]
+    movdqa       xmm11, xmm3
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm15, xmm1
+    pminuw       xmm3, xmm11
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm11, xmm1                         ; layer 6
+    paddw        xmm11, xmm12
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm7
+    paddw        xmm1, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm1, xmm12
+    psubw        xmm14, xmm7
+    movdqa       xmm7, xmm1
+    pmulhuw      xmm7, [rcx + 2464]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx + 2480]
+    pmullw       xmm1, [rcx + 2432]
+    pmullw       xmm14, [rcx + 2448]
+    pmullw       xmm7, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm14, xmm12
+    movdqa       xmm7, xmm11                         ; csub: after layer 6
+    psubw        xmm7, [rdx - 128]
+    movdqa       xmm12, xmm8
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm11, xmm7
+    pminuw       xmm8, xmm12
+    movdqa       xmm7, xmm6                          ; layer 5
+    paddw        xmm7, xmm10
+    movdqa       xmm12, xmm2
+    paddw        xmm12, [rsp + 160]
+    paddw        xmm6, [rdx - 128]
+    paddw        xmm2, [rdx - 112]
+    psubw        xmm6, xmm10
+    psubw        xmm2, [rsp + 160]
+    movdqa       xmm10, xmm6
+    pmulhuw      xmm10, [rcx + 2528]
+    movdqa       [rsp + 160], xmm12                  ; spill
+    movdqa       xmm12, xmm2
+    pmulhuw      xmm12, [rcx + 2544]
+    pmullw       xmm6, [rcx + 2496]
+    pmullw       xmm2, [rcx + 2512]
+    pmullw       xmm10, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm6, xmm10
+    psubw        xmm2, xmm12
+    movdqa       xmm10, xmm9                         ; layer 5
+    paddw        xmm10, xmm13
+    movdqa       xmm12, xmm5
+    paddw        xmm12, [rsp + 32]
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm5, [rdx - 112]
+    psubw        xmm9, xmm13
+    psubw        xmm5, [rsp + 32]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx + 2592]
+    movdqa       [rsp + 32], xmm2                    ; spill
+    movdqa       xmm2, xmm5
+    pmulhuw      xmm2, [rcx + 2608]
+    pmullw       xmm9, [rcx + 2560]
+    pmullw       xmm5, [rcx + 2576]
+    pmullw       xmm13, xmm0
+    pmullw       xmm2, xmm0
+    psubw        xmm9, xmm13
+    psubw        xmm5, xmm2
+    movdqa       xmm2, xmm15                         ; layer 5
+    paddw        xmm2, xmm3
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 64]
+    paddw        xmm15, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm15, xmm3
+    psubw        xmm4, [rsp + 64]
+    movdqa       xmm3, xmm15
+    pmulhuw      xmm3, [rcx + 2656]
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm4
+    pmulhuw      xmm13, [rcx + 2672]
+    pmullw       xmm15, [rcx + 2624]
+    pmullw       xmm4, [rcx + 2640]
+    pmullw       xmm3, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm15, xmm3
+    psubw        xmm4, xmm13
+    movdqa       xmm3, xmm11                         ; layer 5
+    paddw        xmm3, xmm8
+    movdqa       xmm13, xmm1
+    paddw        xmm13, xmm14
+    paddw        xmm11, [rdx - 128]
+    paddw        xmm1, [rdx - 112]
+    psubw        xmm11, xmm8
+    psubw        xmm1, xmm14
+    movdqa       xmm8, xmm11
+    pmulhuw      xmm8, [rcx + 2720]
+    movdqa       xmm14, xmm1
+    pmulhuw      xmm14, [rcx + 2736]
+    pmullw       xmm11, [rcx + 2688]
+    pmullw       xmm1, [rcx + 2704]
+    pmullw       xmm8, xmm0
+    pmullw       xmm14, xmm0
+    psubw        xmm11, xmm8
+    psubw        xmm1, xmm14
+    movdqa       xmm8, xmm7                          ; csub: before layer 4
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm14, [rsp + 160]                  ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm14
+    psubw        xmm1, [rdx - 112]
+    pminuw       xmm7, xmm8
+    pminuw       xmm14, xmm1
+    movdqa       xmm1, xmm10                         ; csub: before layer 4
+    psubw        xmm1, [rdx - 128]
+    movdqa       xmm8, xmm12
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm10, xmm1
+    pminuw       xmm12, xmm8
+    movdqa       xmm1, xmm7                          ; layer 4
+    paddw        xmm1, xmm10
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm12
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm7
+    pmulhuw      xmm10, [rcx + 2784]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx + 2800]
+    pmullw       xmm7, [rcx + 2752]
+    pmullw       xmm14, [rcx + 2768]
+    pmullw       xmm10, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm6                         ; layer 4
+    paddw        xmm10, xmm9
+    movdqa       xmm12, [rsp + 32]                   ; reload
+    movdqa       [rsp + 160], xmm14                  ; spill
+    movdqa       xmm14, xmm12
+    paddw        xmm14, xmm5
+    paddw        xmm6, [rdx - 128]
+    paddw        xmm12, [rdx - 112]
+    psubw        xmm6, xmm9
+    psubw        xmm12, xmm5
+    movdqa       xmm5, xmm6
+    pmulhuw      xmm5, [rcx + 2784]
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rcx + 2800]
+    pmullw       xmm6, [rcx + 2752]
+    pmullw       xmm12, [rcx + 2768]
+    pmullw       xmm5, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm6, xmm5
+    psubw        xmm12, xmm9
+    movdqa       xmm5, xmm2                          ; csub: before layer 4
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       [rsp + 32], xmm12                   ; spill
+    movdqa       xmm12, xmm9
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm2, xmm5
+    pminuw       xmm9, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 4
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm2                          ; layer 4
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm9
+    paddw        xmm12, xmm13
+    paddw        xmm2, [rdx - 128]
+    paddw        xmm9, [rdx - 112]
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm2
+    pmulhuw      xmm3, [rcx + 2848]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx + 2864]
+    pmullw       xmm2, [rcx + 2816]
+    pmullw       xmm9, [rcx + 2832]
+    pmullw       xmm3, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm15                         ; layer 4
+    paddw        xmm3, xmm11
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 128]
+    paddw        xmm15, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm15, xmm11
+    psubw        xmm4, [rsp + 128]
+    movdqa       xmm11, xmm15
+    pmulhuw      xmm11, [rcx + 2848]
+    movdqa       [rsp + 128], xmm6                   ; spill
+    movdqa       xmm6, xmm4
+    pmulhuw      xmm6, [rcx + 2864]
+    pmullw       xmm15, [rcx + 2816]
+    pmullw       xmm4, [rcx + 2832]
+    pmullw       xmm11, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm15, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm1                          ; csub: before layer 3
+    psubw        xmm6, [rdx - 128]
+    movdqa       xmm11, xmm8
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm1, xmm6
+    pminuw       xmm8, xmm11
+    movdqa       xmm6, xmm5                          ; csub: before layer 3
+    psubw        xmm6, [rdx - 128]
+    movdqa       xmm11, xmm12
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm5, xmm6
+    pminuw       xmm12, xmm11
+    movdqa       xmm6, xmm1                          ; layer 3
+    paddw        xmm6, xmm5
+    movdqa       xmm11, xmm8
+    paddw        xmm11, xmm12
+    paddw        xmm1, [rdx - 128]
+    paddw        xmm8, [rdx - 112]
+    psubw        xmm1, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm1
+    pmulhuw      xmm5, [rcx + 2912]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rcx + 2928]
+    pmullw       xmm1, [rcx + 2880]
+    pmullw       xmm8, [rcx + 2896]
+    pmullw       xmm5, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm10                         ; csub: before layer 3
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm12, xmm14
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm10, xmm5
+    pminuw       xmm14, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 3
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm10                         ; layer 3
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm14
+    paddw        xmm12, xmm13
+    paddw        xmm10, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm10
+    pmulhuw      xmm3, [rcx + 2912]
+    movdqa       xmm13, xmm14
+    pmulhuw      xmm13, [rcx + 2928]
+    pmullw       xmm10, [rcx + 2880]
+    pmullw       xmm14, [rcx + 2896]
+    pmullw       xmm3, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm7                          ; layer 3
+    paddw        xmm3, xmm2
+    movdqa       xmm13, [rsp + 160]                  ; reload
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm9
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm13, [rdx - 112]
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, xmm7
+    pmulhuw      xmm2, [rcx + 2912]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx + 2928]
+    pmullw       xmm7, [rcx + 2880]
+    pmullw       xmm13, [rcx + 2896]
+    pmullw       xmm2, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm9, xmm2                          ; layer 3
+    paddw        xmm9, xmm15
+    movdqa       [rsp + 160], xmm13                  ; spill
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       [rsp + 96], xmm7                    ; spill
+    movdqa       xmm7, xmm13
+    paddw        xmm7, xmm4
+    paddw        xmm2, [rdx - 128]
+    paddw        xmm13, [rdx - 112]
+    psubw        xmm2, xmm15
+    psubw        xmm13, xmm4
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx + 2912]
+    movdqa       xmm15, xmm13
+    pmulhuw      xmm15, [rcx + 2928]
+    pmullw       xmm2, [rcx + 2880]
+    pmullw       xmm13, [rcx + 2896]
+    pmullw       xmm4, xmm0
+    pmullw       xmm15, xmm0
+    psubw        xmm2, xmm4
+    psubw        xmm13, xmm15
+    movdqu       [rdi + 256], xmm6
+    movdqu       [rdi + 272], xmm11
+    movdqu       [rdi + 288], xmm5
+    movdqu       [rdi + 304], xmm12
+    movdqu       [rdi + 320], xmm3
+    movdqu       [rdi + 336], xmm14
+    movdqu       [rdi + 352], xmm9
+    movdqu       [rdi + 368], xmm7
+    movdqu       [rdi + 384], xmm1
+    movdqu       [rdi + 400], xmm8
+    movdqu       [rdi + 416], xmm10
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 432], xmm1
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqu       [rdi + 448], xmm1
+    movdqa       xmm1, [rsp + 160]                   ; reload
+    movdqu       [rdi + 464], xmm1
+    movdqu       [rdi + 480], xmm2
+    movdqu       [rdi + 496], xmm13
+    movdqu       xmm1, [rdi + 512]
+    movdqu       xmm2, [rdi + 528]
+    movdqu       xmm3, [rdi + 544]
+    movdqu       xmm4, [rdi + 560]
+    movdqu       xmm5, [rdi + 576]
+    movdqu       xmm6, [rdi + 592]
+    movdqu       xmm7, [rdi + 608]
+    movdqu       xmm8, [rdi + 624]
+    movdqu       xmm9, [rdi + 640]
+    movdqu       xmm10, [rdi + 656]
+    movdqu       xmm11, [rdi + 672]
+    movdqu       xmm12, [rdi + 688]
+    movdqu       xmm13, [rdi + 704]
+    movdqu       xmm14, [rdi + 720]
+    movdqu       xmm15, [rdi + 736]
+    movdqa       [rsp + 160], xmm14                  ; spill
+    movdqu       xmm14, [rdi + 752]
+    movdqa       [rsp + 96], xmm14                   ; spill
+    movdqa       xmm14, xmm1                         ; layer 9
+    paddw        xmm14, xmm3
+    movdqa       [rsp + 64], xmm15                   ; spill
+    movdqa       xmm15, xmm2
+    paddw        xmm15, xmm4
+    paddw        xmm1, [rdx - 128]
+    paddw        xmm2, [rdx - 112]
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm1
+    pmulhuw      xmm3, [rcx + 2976]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx + 2992]
+    pmullw       xmm1, [rcx + 2944]
+    pmullw       xmm2, [rcx + 2960]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm1, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm14
+    pmulhuw      xmm3, [rel pw_341]
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rel pw_341 + 16]
+    pmullw       xmm14, [rel pw_64]
+    pmullw       xmm15, [rel pw_64 + 16]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm5                          ; layer 9
+    paddw        xmm3, xmm7
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rdx - 128]
+    paddw        xmm6, [rdx - 112]
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm5
+    pmulhuw      xmm7, [rcx + 3040]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rcx + 3056]
+    pmullw       xmm5, [rcx + 3008]
+    pmullw       xmm6, [rcx + 3024]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm3
+    pmulhuw      xmm7, [rel pw_341]
+    movdqa       xmm8, xmm4
+    pmulhuw      xmm8, [rel pw_341 + 16]
+    pmullw       xmm3, [rel pw_64]
+    pmullw       xmm4, [rel pw_64 + 16]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm9                          ; layer 9
+    paddw        xmm7, xmm11
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    pmulhuw      xmm11, [rcx + 3104]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rcx + 3120]
+    pmullw       xmm9, [rcx + 3072]
+    pmullw       xmm10, [rcx + 3088]
+    pmullw       xmm11, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm7
+    pmulhuw      xmm11, [rel pw_341]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_341 + 16]
+    pmullw       xmm7, [rel pw_64]
+    pmullw       xmm8, [rel pw_64 + 16]
+    pmullw       xmm11, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
+    movdqa       xmm11, xmm13                        ; layer 9
+    paddw        xmm11, [rsp + 64]
+    movdqa       xmm12, [rsp + 160]                  ; reload
+    movdqa       [rsp + 32], xmm8                    ; spill
+    movdqa       xmm8, xmm12
+    paddw        xmm8, [rsp + 96]
+    paddw        xmm13, [rdx - 128]
+    paddw        xmm12, [rdx - 112]
+    psubw        xmm13, [rsp + 64]
+    psubw        xmm12, [rsp + 96]
+    movdqa       [rsp + 96], xmm7                    ; spill
+    movdqa       xmm7, xmm13
+    pmulhuw      xmm7, [rcx + 3168]
+    movdqa       [rsp + 64], xmm10                   ; spill
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rcx + 3184]
+    pmullw       xmm13, [rcx + 3136]
+    pmullw       xmm12, [rcx + 3152]
+    pmullw       xmm7, xmm0
+    pmullw       xmm10, xmm0
+    psubw        xmm13, xmm7
+    psubw        xmm12, xmm10
+    movdqa       xmm7, xmm11
+    pmulhuw      xmm7, [rel pw_341]
+    movdqa       xmm10, xmm8
+    pmulhuw      xmm10, [rel pw_341 + 16]
+    pmullw       xmm11, [rel pw_64]
+    pmullw       xmm8, [rel pw_64 + 16]
+    pmullw       xmm7, xmm0
+    pmullw       xmm10, xmm0
+    psubw        xmm11, xmm7
+    psubw        xmm8, xmm10
+    movdqa       xmm7, xmm1
+    pslld        xmm7, 16
+    movdqa       xmm10, xmm2
+    pslld        xmm10, 16
+    movdqa       xmm0, xmm14
+    pblendw      xmm0, xmm7, 170
+    movdqa       xmm7, xmm15
+    pblendw      xmm7, xmm10, 170
+    psrld        xmm14, 16
+    psrld        xmm15, 16
+    pblendw      xmm14, xmm1, 170
+    pblendw      xmm15, xmm2, 170
+    movdqa       xmm1, xmm5
+    pslld        xmm1, 16
+    movdqa       xmm2, xmm6
+    pslld        xmm2, 16
+    movdqa       xmm10, xmm3
+    pblendw      xmm10, xmm1, 170
+    movdqa       xmm1, xmm4
+    pblendw      xmm1, xmm2, 170
+    psrld        xmm3, 16
+    psrld        xmm4, 16
+    pblendw      xmm3, xmm5, 170
+    pblendw      xmm4, xmm6, 170
+    movdqa       xmm2, xmm9
+    pslld        xmm2, 16
+    movdqa       xmm5, [rsp + 64]                    ; reload
+    movdqa       xmm6, xmm5
+    pslld        xmm6, 16
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, [rsp + 96]                    ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm4
+    pblendw      xmm1, xmm2, 170
+    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       [rsp], xmm1                         ; spill
     movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm1, xmm14
-    pmullw       xmm5, xmm14
-    psubw        xmm2, xmm1
-    psubw        xmm15, xmm5
+    pblendw      xmm1, xmm6, 170
+    psrld        xmm4, 16
+    psrld        xmm2, 16
+    pblendw      xmm4, xmm9, 170
+    pblendw      xmm2, xmm5, 170
+    movdqa       xmm5, xmm13
+    pslld        xmm5, 16
+    movdqa       xmm6, xmm12
+    pslld        xmm6, 16
+    movdqa       xmm9, xmm11
+    pblendw      xmm9, xmm5, 170
+    movdqa       xmm5, xmm8
+    pblendw      xmm5, xmm6, 170
+    psrld        xmm11, 16
+    psrld        xmm8, 16
+    pblendw      xmm11, xmm13, 170
+    pblendw      xmm8, xmm12, 170
+    movdqa       xmm6, xmm0                          ; layer 8
+    paddw        xmm6, xmm14
+    movdqa       xmm12, xmm7
+    paddw        xmm12, xmm15
+    paddw        xmm0, [rdx - 128]
+    paddw        xmm7, [rdx - 112]
+    psubw        xmm0, xmm14
+    psubw        xmm7, xmm15
+    movdqa       xmm13, xmm0
+    pmulhuw      xmm13, [rcx + 3232]
+    movdqa       xmm14, xmm7
+    pmulhuw      xmm14, [rcx + 3248]
+    pmullw       xmm0, [rcx + 3200]
+    pmullw       xmm7, [rcx + 3216]
+    movdqu       xmm15, [rel pw_12289]               ; reload
+    pmullw       xmm13, xmm15
+    pmullw       xmm14, xmm15
+    psubw        xmm0, xmm13
+    psubw        xmm7, xmm14
+    movdqa       xmm13, xmm6                         ; csub: after layer 8
+    psubw        xmm13, [rdx - 128]
+    movdqa       xmm14, xmm12
+    psubw        xmm14, [rdx - 112]
+    pminuw       xmm6, xmm13
+    pminuw       xmm12, xmm14
+    movdqa       xmm13, xmm10                        ; layer 8
+    paddw        xmm13, xmm3
+    movdqa       xmm14, [rsp + 128]                  ; reload
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm14
+    paddw        xmm12, [rsp + 160]
+    paddw        xmm10, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, [rsp + 160]
+    movdqa       xmm3, xmm10
+    pmulhuw      xmm3, [rcx + 3296]
+    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       xmm6, xmm14
+    pmulhuw      xmm6, [rcx + 3312]
+    pmullw       xmm10, [rcx + 3264]
+    pmullw       xmm14, [rcx + 3280]
+    pmullw       xmm3, xmm15
+    pmullw       xmm6, xmm15
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm6
+    movdqa       xmm3, xmm13                         ; csub: after layer 8
+    psubw        xmm3, [rdx - 128]
+    movdqa       xmm6, xmm12
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm13, xmm3
+    pminuw       xmm12, xmm6
+    movdqa       xmm3, [rsp]                         ; reload
+    movdqa       xmm6, xmm3                          ; layer 8
+    paddw        xmm6, xmm4
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm1
+    paddw        xmm12, xmm2
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm1, [rdx - 112]
+    psubw        xmm3, xmm4
+    psubw        xmm1, xmm2
+    movdqa       xmm2, xmm3
+    pmulhuw      xmm2, [rcx + 3360]
+    movdqa       xmm4, xmm1
+    pmulhuw      xmm4, [rcx + 3376]
+    pmullw       xmm3, [rcx + 3328]
+    pmullw       xmm1, [rcx + 3344]
+    pmullw       xmm2, xmm15
+    pmullw       xmm4, xmm15
+    psubw        xmm3, xmm2
+    psubw        xmm1, xmm4
+    movdqa       xmm2, xmm6                          ; csub: after layer 8
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm4, xmm12
+    psubw        xmm4, [rdx - 112]
+    pminuw       xmm6, xmm2
+    pminuw       xmm12, xmm4
+    movdqa       xmm2, xmm9                          ; layer 8
+    paddw        xmm2, xmm11
+    movdqa       xmm4, xmm5
+    paddw        xmm4, xmm8
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm5, [rdx - 112]
+    psubw        xmm9, xmm11
+    psubw        xmm5, xmm8
+    movdqa       xmm8, xmm9
+    pmulhuw      xmm8, [rcx + 3424]
+    movdqa       xmm11, xmm5
+    pmulhuw      xmm11, [rcx + 3440]
+    pmullw       xmm9, [rcx + 3392]
+    pmullw       xmm5, [rcx + 3408]
+    pmullw       xmm8, xmm15
+    pmullw       xmm11, xmm15
+    psubw        xmm9, xmm8
+    psubw        xmm5, xmm11
+    movdqa       xmm8, xmm2                          ; csub: after layer 8
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm11, xmm4
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm2, xmm8
+    pminuw       xmm4, xmm11
+    movdqa       xmm8, xmm0
+    psllq        xmm8, 32
+    movdqa       xmm11, xmm7
+    psllq        xmm11, 32
+    movdqa       xmm15, [rsp + 160]                  ; reload
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm15
+    pblendw      xmm4, xmm8, 204
+    movdqa       xmm8, [rsp + 64]                    ; reload
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       xmm4, xmm8
+    pblendw      xmm4, xmm11, 204
+    psrlq        xmm15, 32
+    psrlq        xmm8, 32
+    pblendw      xmm15, xmm0, 204
+    pblendw      xmm8, xmm7, 204
+    movdqa       xmm0, xmm10
+    psllq        xmm0, 32
+    movdqa       xmm7, xmm14
+    psllq        xmm7, 32
+    movdqa       xmm11, xmm13
+    pblendw      xmm11, xmm0, 204
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqa       [rsp + 64], xmm11                   ; spill
+    movdqa       xmm11, xmm0
+    pblendw      xmm11, xmm7, 204
+    psrlq        xmm13, 32
+    psrlq        xmm0, 32
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm0, xmm14, 204
+    movdqa       xmm7, xmm3
+    psllq        xmm7, 32
+    movdqa       xmm10, xmm1
+    psllq        xmm10, 32
+    movdqa       xmm14, xmm6
+    pblendw      xmm14, xmm7, 204
+    movdqa       xmm7, xmm12
+    pblendw      xmm7, xmm10, 204
+    psrlq        xmm6, 32
+    psrlq        xmm12, 32
+    pblendw      xmm6, xmm3, 204
+    pblendw      xmm12, xmm1, 204
+    movdqa       xmm1, xmm9
+    psllq        xmm1, 32
+    movdqa       xmm3, xmm5
+    psllq        xmm3, 32
+    movdqa       xmm10, xmm2
+    pblendw      xmm10, xmm1, 204
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqa       [rsp + 128], xmm10                  ; spill
+    movdqa       xmm10, xmm1
+    pblendw      xmm10, xmm3, 204
+    psrlq        xmm2, 32
+    psrlq        xmm1, 32
+    pblendw      xmm2, xmm9, 204
+    pblendw      xmm1, xmm5, 204
+    movdqa       xmm3, [rsp + 32]                    ; reload
+    movdqa       xmm5, xmm3                          ; layer 7
+    paddw        xmm5, xmm15
+    movdqa       xmm9, xmm4
+    paddw        xmm9, xmm8
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm3, xmm15
+    psubw        xmm4, xmm8
+    movdqa       xmm8, xmm3
+    pmulhuw      xmm8, [rcx + 3488]
+    movdqa       xmm15, xmm4
+    pmulhuw      xmm15, [rcx + 3504]
+    pmullw       xmm3, [rcx + 3456]
+    pmullw       xmm4, [rcx + 3472]
+    movdqa       [rsp + 32], xmm1                    ; spill
+    movdqu       xmm1, [rel pw_12289]                ; reload
+    pmullw       xmm8, xmm1
+    pmullw       xmm15, xmm1
+    psubw        xmm3, xmm8
+    psubw        xmm4, xmm15
+    movdqa       xmm8, xmm5                          ; csub: after layer 7
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm15, xmm9
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm5, xmm8
+    pminuw       xmm9, xmm15
+    movdqa       xmm8, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm8                         ; layer 7
+    paddw        xmm15, xmm13
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm11
+    paddw        xmm4, xmm0
+    paddw        xmm8, [rdx - 128]
+    paddw        xmm11, [rdx - 112]
+    psubw        xmm8, xmm13
+    psubw        xmm11, xmm0
+    movdqa       xmm0, xmm8
+    pmulhuw      xmm0, [rcx + 3552]
+    movdqa       xmm13, xmm11
+    pmulhuw      xmm13, [rcx + 3568]
+    pmullw       xmm8, [rcx + 3520]
+    pmullw       xmm11, [rcx + 3536]
+    pmullw       xmm0, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm8, xmm0
+    psubw        xmm11, xmm13
+    movdqa       xmm0, xmm15                         ; csub: after layer 7
+    psubw        xmm0, [rdx - 128]
+    movdqa       xmm13, xmm4
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm15, xmm0
+    pminuw       xmm4, xmm13
+    movdqa       xmm0, xmm14                         ; layer 7
+    paddw        xmm0, xmm6
+    movdqa       xmm13, xmm7
+    paddw        xmm13, xmm12
+    paddw        xmm14, [rdx - 128]
+    paddw        xmm7, [rdx - 112]
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm14
+    pmulhuw      xmm6, [rcx + 3616]
+    movdqa       xmm12, xmm7
+    pmulhuw      xmm12, [rcx + 3632]
+    pmullw       xmm14, [rcx + 3584]
+    pmullw       xmm7, [rcx + 3600]
+    pmullw       xmm6, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm0                          ; csub: after layer 7
+    psubw        xmm6, [rdx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm0, xmm6
+    pminuw       xmm13, xmm12
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       xmm12, xmm6                         ; layer 7
+    paddw        xmm12, xmm2
+    movdqa       [rsp + 64], xmm7                    ; spill
+    movdqa       xmm7, xmm10
+    paddw        xmm7, [rsp + 32]
+    paddw        xmm6, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm6, xmm2
+    psubw        xmm10, [rsp + 32]
+    movdqa       xmm2, xmm6
+    pmulhuw      xmm2, [rcx + 3680]
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, xmm10
+    pmulhuw      xmm13, [rcx + 3696]
+    pmullw       xmm6, [rcx + 3648]
+    pmullw       xmm10, [rcx + 3664]
+    pmullw       xmm2, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm6, xmm2
+    psubw        xmm10, xmm13
+    movdqa       xmm2, xmm12                         ; csub: after layer 7
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm13, xmm7
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm12, xmm2
+    pminuw       xmm7, xmm13
+    movdqa       xmm2, xmm5
+    punpcklqdq   xmm2, xmm3
+    movdqa       xmm13, xmm9
+    punpcklqdq   xmm13, [rsp]
+    punpckhqdq   xmm5, xmm3
+    punpckhqdq   xmm9, [rsp]
+    movdqa       xmm3, xmm15
+    punpcklqdq   xmm3, xmm8
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm4
+    punpcklqdq   xmm3, xmm11
+    punpckhqdq   xmm15, xmm8
+    punpckhqdq   xmm4, xmm11
+    movdqa       xmm8, xmm0
+    punpcklqdq   xmm8, xmm14
+    movdqa       xmm11, [rsp + 32]                   ; reload
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm11
+    punpcklqdq   xmm8, [rsp + 64]
+    punpckhqdq   xmm0, xmm14
+    punpckhqdq   xmm11, [rsp + 64]
+    movdqa       xmm14, xmm12
+    punpcklqdq   xmm14, xmm6
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm7
+    punpcklqdq   xmm14, xmm10
+    punpckhqdq   xmm12, xmm6
+    punpckhqdq   xmm7, xmm10
+    movdqa       xmm6, xmm2                          ; layer 6
+    paddw        xmm6, xmm5
+    movdqa       xmm10, xmm13
+    paddw        xmm10, xmm9
+    paddw        xmm2, [rdx - 128]
+    paddw        xmm13, [rdx - 112]
+    psubw        xmm2, xmm5
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rcx + 3744]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx + 3760]
+    pmullw       xmm2, [rcx + 3712]
+    pmullw       xmm13, [rcx + 3728]
+    pmullw       xmm5, xmm1
+    pmullw       xmm9, xmm1
+    psubw        xmm2, xmm5
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm6                          ; csub: after layer 6
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm9, xmm10
+    psubw        xmm9, [rdx - 112]
+    pminuw       xmm6, xmm5
+    pminuw       xmm10, xmm9
+    movdqa       xmm5, [rsp]                         ; reload
+    movdqa       xmm9, xmm5                          ; layer 6
+    paddw        xmm9, xmm15
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, xmm3
+    paddw        xmm13, xmm4
+    paddw        xmm5, [rdx - 128]
+    paddw        xmm3, [rdx - 112]
+    psubw        xmm5, xmm15
+    psubw        xmm3, xmm4
+    movdqa       xmm4, xmm5
+    pmulhuw      xmm4, [rcx + 3808]
+    movdqa       xmm15, xmm3
+    pmulhuw      xmm15, [rcx + 3824]
+    pmullw       xmm5, [rcx + 3776]
+    pmullw       xmm3, [rcx + 3792]
+    pmullw       xmm4, xmm1
+    pmullw       xmm15, xmm1
+    psubw        xmm5, xmm4
+    psubw        xmm3, xmm15
+    movdqa       xmm4, xmm9                          ; csub: after layer 6
+    psubw        xmm4, [rdx - 128]
+    movdqa       xmm15, xmm13
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm9, xmm4
+    pminuw       xmm13, xmm15
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm15, xmm4                         ; layer 6
+    paddw        xmm15, xmm0
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm8
+    paddw        xmm3, xmm11
+    paddw        xmm4, [rdx - 128]
+    paddw        xmm8, [rdx - 112]
+    psubw        xmm4, xmm0
+    psubw        xmm8, xmm11
+    movdqa       xmm0, xmm4
+    pmulhuw      xmm0, [rcx + 3872]
+    movdqa       xmm11, xmm8
+    pmulhuw      xmm11, [rcx + 3888]
+    pmullw       xmm4, [rcx + 3840]
+    pmullw       xmm8, [rcx + 3856]
+    pmullw       xmm0, xmm1
+    pmullw       xmm11, xmm1
+    psubw        xmm4, xmm0
+    psubw        xmm8, xmm11
+    movdqa       xmm0, xmm15                         ; csub: after layer 6
+    psubw        xmm0, [rdx - 128]
+    movdqa       xmm11, xmm3
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm15, xmm0
+    pminuw       xmm3, xmm11
+    movdqa       xmm0, [rsp + 64]                    ; reload
+    movdqa       xmm11, xmm0                         ; layer 6
+    paddw        xmm11, xmm12
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm7
+    paddw        xmm0, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm0, xmm12
+    psubw        xmm14, xmm7
+    movdqa       xmm7, xmm0
+    pmulhuw      xmm7, [rcx + 3936]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx + 3952]
+    pmullw       xmm0, [rcx + 3904]
+    pmullw       xmm14, [rcx + 3920]
+    pmullw       xmm7, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm0, xmm7
+    psubw        xmm14, xmm12
+    movdqa       xmm7, xmm11                         ; csub: after layer 6
+    psubw        xmm7, [rdx - 128]
+    movdqa       xmm12, xmm8
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm11, xmm7
+    pminuw       xmm8, xmm12
+    movdqa       xmm7, xmm6                          ; layer 5
+    paddw        xmm7, xmm10
+    movdqa       xmm12, xmm2
+    paddw        xmm12, [rsp + 32]
+    paddw        xmm6, [rdx - 128]
+    paddw        xmm2, [rdx - 112]
+    psubw        xmm6, xmm10
+    psubw        xmm2, [rsp + 32]
+    movdqa       xmm10, xmm6
+    pmulhuw      xmm10, [rcx + 4000]
+    movdqa       [rsp + 32], xmm12                   ; spill
+    movdqa       xmm12, xmm2
+    pmulhuw      xmm12, [rcx + 4016]
+    pmullw       xmm6, [rcx + 3968]
+    pmullw       xmm2, [rcx + 3984]
+    pmullw       xmm10, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm6, xmm10
+    psubw        xmm2, xmm12
+    movdqa       xmm10, xmm9                         ; layer 5
+    paddw        xmm10, xmm13
+    movdqa       xmm12, xmm5
+    paddw        xmm12, [rsp]
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm5, [rdx - 112]
+    psubw        xmm9, xmm13
+    psubw        xmm5, [rsp]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx + 4064]
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, xmm5
+    pmulhuw      xmm2, [rcx + 4080]
+    pmullw       xmm9, [rcx + 4032]
+    pmullw       xmm5, [rcx + 4048]
+    pmullw       xmm13, xmm1
+    pmullw       xmm2, xmm1
+    psubw        xmm9, xmm13
+    psubw        xmm5, xmm2
+    movdqa       xmm2, xmm15                         ; layer 5
+    paddw        xmm2, xmm3
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 128]
+    paddw        xmm15, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm15, xmm3
+    psubw        xmm4, [rsp + 128]
+    movdqa       xmm3, xmm15
+    pmulhuw      xmm3, [rcx + 4128]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm4
+    pmulhuw      xmm13, [rcx + 4144]
+    pmullw       xmm15, [rcx + 4096]
+    pmullw       xmm4, [rcx + 4112]
+    pmullw       xmm3, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm15, xmm3
+    psubw        xmm4, xmm13
+    movdqa       xmm3, xmm11                         ; layer 5
+    paddw        xmm3, xmm8
+    movdqa       xmm13, xmm0
+    paddw        xmm13, xmm14
+    paddw        xmm11, [rdx - 128]
+    paddw        xmm0, [rdx - 112]
+    psubw        xmm11, xmm8
+    psubw        xmm0, xmm14
+    movdqa       xmm8, xmm11
+    pmulhuw      xmm8, [rcx + 4192]
+    movdqa       xmm14, xmm0
+    pmulhuw      xmm14, [rcx + 4208]
+    pmullw       xmm11, [rcx + 4160]
+    pmullw       xmm0, [rcx + 4176]
+    pmullw       xmm8, xmm1
+    pmullw       xmm14, xmm1
+    psubw        xmm11, xmm8
+    psubw        xmm0, xmm14
+    movdqa       xmm8, xmm7                          ; csub: before layer 4
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm14, [rsp + 32]                   ; reload
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm14
+    psubw        xmm0, [rdx - 112]
+    pminuw       xmm7, xmm8
+    pminuw       xmm14, xmm0
+    movdqa       xmm0, xmm10                         ; csub: before layer 4
+    psubw        xmm0, [rdx - 128]
+    movdqa       xmm8, xmm12
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm10, xmm0
+    pminuw       xmm12, xmm8
+    movdqa       xmm0, xmm7                          ; layer 4
+    paddw        xmm0, xmm10
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm12
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm7
+    pmulhuw      xmm10, [rcx + 4256]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx + 4272]
+    pmullw       xmm7, [rcx + 4224]
+    pmullw       xmm14, [rcx + 4240]
+    pmullw       xmm10, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm6                         ; layer 4
+    paddw        xmm10, xmm9
+    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       xmm14, xmm12
+    paddw        xmm14, xmm5
+    paddw        xmm6, [rdx - 128]
+    paddw        xmm12, [rdx - 112]
+    psubw        xmm6, xmm9
+    psubw        xmm12, xmm5
+    movdqa       xmm5, xmm6
+    pmulhuw      xmm5, [rcx + 4256]
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rcx + 4272]
+    pmullw       xmm6, [rcx + 4224]
+    pmullw       xmm12, [rcx + 4240]
+    pmullw       xmm5, xmm1
+    pmullw       xmm9, xmm1
+    psubw        xmm6, xmm5
+    psubw        xmm12, xmm9
+    movdqa       xmm5, xmm2                          ; csub: before layer 4
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm9, [rsp + 128]                   ; reload
+    movdqa       [rsp], xmm12                        ; spill
+    movdqa       xmm12, xmm9
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm2, xmm5
+    pminuw       xmm9, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 4
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm2                          ; layer 4
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm9
+    paddw        xmm12, xmm13
+    paddw        xmm2, [rdx - 128]
+    paddw        xmm9, [rdx - 112]
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm2
+    pmulhuw      xmm3, [rcx + 4320]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx + 4336]
+    pmullw       xmm2, [rcx + 4288]
+    pmullw       xmm9, [rcx + 4304]
+    pmullw       xmm3, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm15                         ; layer 4
+    paddw        xmm3, xmm11
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 64]
+    paddw        xmm15, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm15, xmm11
+    psubw        xmm4, [rsp + 64]
+    movdqa       xmm11, xmm15
+    pmulhuw      xmm11, [rcx + 4320]
+    movdqa       [rsp + 64], xmm6                    ; spill
+    movdqa       xmm6, xmm4
+    pmulhuw      xmm6, [rcx + 4336]
+    pmullw       xmm15, [rcx + 4288]
+    pmullw       xmm4, [rcx + 4304]
+    pmullw       xmm11, xmm1
+    pmullw       xmm6, xmm1
+    psubw        xmm15, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm0                          ; csub: before layer 3
+    psubw        xmm6, [rdx - 128]
+    movdqa       xmm11, xmm8
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm0, xmm6
+    pminuw       xmm8, xmm11
+    movdqa       xmm6, xmm5                          ; csub: before layer 3
+    psubw        xmm6, [rdx - 128]
+    movdqa       xmm11, xmm12
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm5, xmm6
+    pminuw       xmm12, xmm11
+    movdqa       xmm6, xmm0                          ; layer 3
+    paddw        xmm6, xmm5
+    movdqa       xmm11, xmm8
+    paddw        xmm11, xmm12
+    paddw        xmm0, [rdx - 128]
+    paddw        xmm8, [rdx - 112]
+    psubw        xmm0, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm0
+    pmulhuw      xmm5, [rcx + 4384]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rcx + 4400]
+    pmullw       xmm0, [rcx + 4352]
+    pmullw       xmm8, [rcx + 4368]
+    pmullw       xmm5, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm0, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm10                         ; csub: before layer 3
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm12, xmm14
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm10, xmm5
+    pminuw       xmm14, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 3
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm10                         ; layer 3
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm14
+    paddw        xmm12, xmm13
+    paddw        xmm10, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm10
+    pmulhuw      xmm3, [rcx + 4384]
+    movdqa       xmm13, xmm14
+    pmulhuw      xmm13, [rcx + 4400]
+    pmullw       xmm10, [rcx + 4352]
+    pmullw       xmm14, [rcx + 4368]
+    pmullw       xmm3, xmm1
+    pmullw       xmm13, xmm1
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm7                          ; layer 3
+    paddw        xmm3, xmm2
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm9
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm13, [rdx - 112]
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, xmm7
+    pmulhuw      xmm2, [rcx + 4384]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx + 4400]
+    pmullw       xmm7, [rcx + 4352]
+    pmullw       xmm13, [rcx + 4368]
+    pmullw       xmm2, xmm1
+    pmullw       xmm9, xmm1
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, [rsp + 64]                    ; reload
+    movdqa       xmm9, xmm2                          ; layer 3
+    paddw        xmm9, xmm15
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       [rsp + 160], xmm7                   ; spill
+    movdqa       xmm7, xmm13
+    paddw        xmm7, xmm4
+    paddw        xmm2, [rdx - 128]
+    paddw        xmm13, [rdx - 112]
+    psubw        xmm2, xmm15
+    psubw        xmm13, xmm4
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx + 4384]
+    movdqa       xmm15, xmm13
+    pmulhuw      xmm15, [rcx + 4400]
+    pmullw       xmm2, [rcx + 4352]
+    pmullw       xmm13, [rcx + 4368]
+    pmullw       xmm4, xmm1
+    pmullw       xmm15, xmm1
+    psubw        xmm2, xmm4
+    psubw        xmm13, xmm15
     movdqu       [rdi + 512], xmm6
-    movdqu       [rdi + 528], xmm7
-    movdqu       [rdi + 544], xmm8
-    movdqu       [rdi + 560], xmm13
-    movdqu       [rdi + 576], xmm0
-    movdqu       [rdi + 592], xmm12
-    movdqu       [rdi + 608], xmm3
-    movdqu       [rdi + 624], xmm11
-    movdqu       [rdi + 640], xmm4
-    movdqu       [rdi + 656], xmm10
-    movdqu       [rdi + 672], xmm9
+    movdqu       [rdi + 528], xmm11
+    movdqu       [rdi + 544], xmm5
+    movdqu       [rdi + 560], xmm12
+    movdqu       [rdi + 576], xmm3
+    movdqu       [rdi + 592], xmm14
+    movdqu       [rdi + 608], xmm9
+    movdqu       [rdi + 624], xmm7
+    movdqu       [rdi + 640], xmm0
+    movdqu       [rdi + 656], xmm8
+    movdqu       [rdi + 672], xmm10
     movdqa       xmm0, [rsp + 128]                   ; reload
     movdqu       [rdi + 688], xmm0
     movdqa       xmm0, [rsp + 160]                   ; reload
     movdqu       [rdi + 704], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
+    movdqa       xmm0, [rsp + 32]                    ; reload
     movdqu       [rdi + 720], xmm0
     movdqu       [rdi + 736], xmm2
-    movdqu       [rdi + 752], xmm15
+    movdqu       [rdi + 752], xmm13
     movdqu       xmm0, [rdi + 768]
-    movdqu       xmm1, [rdi + 784]
-    movdqu       xmm2, [rdi + 800]
-    movdqu       xmm3, [rdi + 816]
-    movdqu       xmm4, [rdi + 832]
-    movdqu       xmm5, [rdi + 848]
-    movdqu       xmm6, [rdi + 864]
-    movdqu       xmm7, [rdi + 880]
-    movdqu       xmm8, [rdi + 896]
-    movdqu       xmm9, [rdi + 912]
-    movdqu       xmm10, [rdi + 928]
-    movdqu       xmm11, [rdi + 944]
-    movdqu       xmm12, [rdi + 960]
-    movdqu       xmm13, [rdi + 976]
+    movdqu       xmm2, [rdi + 784]
+    movdqu       xmm3, [rdi + 800]
+    movdqu       xmm4, [rdi + 816]
+    movdqu       xmm5, [rdi + 832]
+    movdqu       xmm6, [rdi + 848]
+    movdqu       xmm7, [rdi + 864]
+    movdqu       xmm8, [rdi + 880]
+    movdqu       xmm9, [rdi + 896]
+    movdqu       xmm10, [rdi + 912]
+    movdqu       xmm11, [rdi + 928]
+    movdqu       xmm12, [rdi + 944]
+    movdqu       xmm13, [rdi + 960]
+    movdqu       xmm14, [rdi + 976]
     movdqu       xmm15, [rdi + 992]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqu       xmm13, [rdi + 1008]
-    movdqa       [rsp + 160], xmm13                  ; spill
-    movdqa       xmm13, xmm0                         ; layer 9
-    paddw        xmm13, xmm2
-    movdqa       [rsp + 128], xmm15                  ; spill
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rax - 32]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 16]
-    pmullw       xmm0, [rax - 64]
-    pmullw       xmm1, [rax - 48]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm13
-    pmulhuw      xmm2, [rel pw_341]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_341 + 16]
-    pmullw       xmm13, [rel pw_64]
-    pmullw       xmm15, [rel pw_64 + 16]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm13, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm4                          ; layer 9
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rax + 32]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax + 48]
-    pmullw       xmm4, [rax]
-    pmullw       xmm5, [rax + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_341 + 16]
-    pmullw       xmm2, [rel pw_64]
-    pmullw       xmm3, [rel pw_64 + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm2, xmm6
-    psubw        xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 9
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax + 96]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax + 112]
-    pmullw       xmm8, [rax + 64]
-    pmullw       xmm9, [rax + 80]
-    pmullw       xmm10, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_341]
-    movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_341 + 16]
-    pmullw       xmm6, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm10, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm6, xmm10
-    psubw        xmm7, xmm11
-    movdqa       xmm10, xmm12                        ; layer 9
-    paddw        xmm10, [rsp + 128]
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    paddw        xmm7, [rsp + 160]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, [rsp + 128]
-    psubw        xmm11, [rsp + 160]
-    movdqa       [rsp + 160], xmm6                   ; spill
-    movdqa       xmm6, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4736] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4608
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp + 128], xmm9                   ; spill
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm9, xmm14
-    psubw        xmm12, xmm6
-    psubw        xmm11, xmm9
-    movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel pw_341 + 16]
-    pmullw       xmm10, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm9, xmm14
-    psubw        xmm10, xmm6
-    psubw        xmm7, xmm9
-    movdqa       xmm6, xmm0
-    pslld        xmm6, 16
-    movdqa       xmm9, xmm1
-    pslld        xmm9, 16
-    movdqa       xmm14, xmm13
-    pblendw      xmm14, xmm6, 170
-    movdqa       xmm6, xmm15
-    pblendw      xmm6, xmm9, 170
-    psrld        xmm13, 16
-    psrld        xmm15, 16
-    pblendw      xmm13, xmm0, 170
-    pblendw      xmm15, xmm1, 170
-    movdqa       xmm0, xmm4
-    pslld        xmm0, 16
-    movdqa       xmm1, xmm5
-    pslld        xmm1, 16
-    movdqa       xmm9, xmm2
-    pblendw      xmm9, xmm0, 170
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    psrld        xmm2, 16
-    psrld        xmm3, 16
-    pblendw      xmm2, xmm4, 170
-    pblendw      xmm3, xmm5, 170
-    movdqa       xmm1, xmm8
-    pslld        xmm1, 16
-    movdqa       xmm4, [rsp + 128]                   ; reload
-    movdqa       xmm5, xmm4
-    pslld        xmm5, 16
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, [rsp + 160]                   ; reload
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm1
-    pblendw      xmm0, xmm5, 170
-    psrld        xmm3, 16
-    psrld        xmm1, 16
-    pblendw      xmm3, xmm8, 170
-    pblendw      xmm1, xmm4, 170
-    movdqa       xmm4, xmm12
-    pslld        xmm4, 16
-    movdqa       xmm5, xmm11
-    pslld        xmm5, 16
-    movdqa       xmm8, xmm10
-    pblendw      xmm8, xmm4, 170
-    movdqa       xmm4, xmm7
-    pblendw      xmm4, xmm5, 170
-    psrld        xmm10, 16
-    psrld        xmm7, 16
-    pblendw      xmm10, xmm12, 170
-    pblendw      xmm7, xmm11, 170
-    movdqa       xmm5, xmm14                         ; layer 8
-    paddw        xmm5, xmm13
-    movdqa       xmm11, xmm6
-    paddw        xmm11, xmm15
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm14, xmm13
-    psubw        xmm6, xmm15
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 32]
-    movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rax - 16]
-    pmullw       xmm14, [rax - 64]
-    pmullw       xmm6, [rax - 48]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm12, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm14, xmm12
-    psubw        xmm6, xmm13
-    movdqa       xmm12, xmm9                         ; layer 8
-    paddw        xmm12, xmm2
-    movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       [rsp + 128], xmm12                  ; spill
-    movdqa       xmm12, xmm13
-    paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
-    psubw        xmm9, xmm2
-    psubw        xmm13, [rsp]
-    movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rax + 32]
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax + 48]
-    pmullw       xmm9, [rax]
-    pmullw       xmm13, [rax + 16]
-    pmullw       xmm2, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm2
-    psubw        xmm13, xmm12
-    movdqa       xmm2, [rsp + 64]                    ; reload
-    movdqa       xmm12, xmm2                         ; layer 8
-    paddw        xmm12, xmm3
-    movdqa       [rsp + 32], xmm12                   ; spill
-    movdqa       xmm12, xmm0
-    paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm2, xmm3
-    psubw        xmm0, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax + 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax + 112]
-    pmullw       xmm2, [rax + 64]
-    pmullw       xmm0, [rax + 80]
-    pmullw       xmm1, xmm15
-    pmullw       xmm3, xmm15
-    psubw        xmm2, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm8                          ; layer 8
-    paddw        xmm1, xmm10
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm4, xmm7
-    movdqa       xmm7, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 4992] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4864
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm7, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm4, xmm10
-    movdqa       xmm7, xmm14
-    psllq        xmm7, 32
-    movdqa       xmm10, xmm6
-    psllq        xmm10, 32
-    movdqa       xmm15, xmm5
-    pblendw      xmm15, xmm7, 204
-    movdqa       xmm7, xmm11
-    pblendw      xmm7, xmm10, 204
-    psrlq        xmm5, 32
-    psrlq        xmm11, 32
-    pblendw      xmm5, xmm14, 204
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, xmm9
-    psllq        xmm6, 32
-    movdqa       xmm10, xmm13
-    psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 128]                  ; reload
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pblendw      xmm11, xmm10, 204
-    psrlq        xmm14, 32
-    psrlq        xmm6, 32
-    pblendw      xmm14, xmm9, 204
-    pblendw      xmm6, xmm13, 204
-    movdqa       xmm9, xmm2
-    psllq        xmm9, 32
-    movdqa       xmm10, xmm0
-    psllq        xmm10, 32
-    movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm13
-    pblendw      xmm6, xmm9, 204
-    movdqa       xmm9, xmm12
-    pblendw      xmm9, xmm10, 204
-    psrlq        xmm13, 32
-    psrlq        xmm12, 32
-    pblendw      xmm13, xmm2, 204
-    pblendw      xmm12, xmm0, 204
-    movdqa       xmm0, xmm8
-    psllq        xmm0, 32
-    movdqa       xmm2, xmm4
-    psllq        xmm2, 32
-    movdqa       xmm10, xmm1
-    pblendw      xmm10, xmm0, 204
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm2, 204
-    psrlq        xmm1, 32
-    psrlq        xmm3, 32
-    pblendw      xmm1, xmm8, 204
-    pblendw      xmm3, xmm4, 204
-    movdqa       xmm2, xmm15                         ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, xmm7
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm15, xmm2
-    pminuw       xmm7, xmm4
-    movdqa       xmm2, xmm5                          ; csub: before layer 7
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, [rsp + 64]                    ; reload
-    movdqa       xmm8, xmm4
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm5, xmm2
-    pminuw       xmm4, xmm8
-    movdqa       xmm2, xmm15                         ; layer 7
-    paddw        xmm2, xmm5
-    movdqa       xmm8, xmm7
-    paddw        xmm8, xmm4
-    paddw        xmm15, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm15, xmm5
-    psubw        xmm7, xmm4
-    movdqa       xmm4, xmm15
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5056] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4928
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm15, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    movdqa       [rsp + 64], xmm8                    ; spill
-    movdqu       xmm8, [rel pw_12289]                ; reload
-    pmullw       xmm4, xmm8
-    pmullw       xmm5, xmm8
-    psubw        xmm15, xmm4
-    psubw        xmm7, xmm5
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       [rsp + 32], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm7
-    movdqa       xmm5, xmm14                         ; csub: before layer 7
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm7
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm14, xmm5
-    pminuw       xmm7, xmm15
-    movdqa       xmm5, xmm4                          ; layer 7
-    paddw        xmm5, xmm14
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm7
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm14
-    psubw        xmm11, xmm7
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5120] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 4992
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm8
-    pmullw       xmm14, xmm8
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm6                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, xmm9
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm14
-    movdqa       xmm7, xmm13                         ; csub: before layer 7
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, xmm12
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm13, xmm7
-    pminuw       xmm12, xmm14
-    movdqa       xmm7, xmm6                          ; layer 7
-    paddw        xmm7, xmm13
-    movdqa       xmm14, xmm9
-    paddw        xmm14, xmm12
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm13
-    psubw        xmm9, xmm12
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5184] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5056
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm8
-    pmullw       xmm13, xmm8
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm10                        ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm13, xmm0
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm10, xmm12
-    pminuw       xmm0, xmm13
-    movdqa       xmm12, xmm1                         ; csub: before layer 7
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm13, xmm3
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm1, xmm12
-    pminuw       xmm3, xmm13
-    movdqa       xmm12, xmm10                        ; layer 7
-    paddw        xmm12, xmm1
-    movdqa       xmm13, xmm0
-    paddw        xmm13, xmm3
-    paddw        xmm10, [rax - 128]
-    paddw        xmm0, [rax - 112]
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm10
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5248] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5120
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm0, [rax - 112]
-    pmullw       xmm1, xmm8
-    pmullw       xmm3, xmm8
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm2
-    punpcklqdq   xmm1, [rsp + 96]
-    movdqa       xmm3, [rsp + 64]                    ; reload
-    movdqa       xmm8, xmm3
-    punpcklqdq   xmm8, [rsp + 32]
-    punpckhqdq   xmm2, [rsp + 96]
-    punpckhqdq   xmm3, [rsp + 32]
-    movdqa       [rsp + 32], xmm3                    ; spill
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm4
-    movdqa       [rsp + 64], xmm3                    ; spill
-    movdqa       xmm3, xmm15
-    punpcklqdq   xmm3, xmm11
-    punpckhqdq   xmm5, xmm4
-    punpckhqdq   xmm15, xmm11
-    movdqa       xmm4, xmm7
-    punpcklqdq   xmm4, xmm6
-    movdqa       xmm11, xmm14
-    punpcklqdq   xmm11, xmm9
-    punpckhqdq   xmm7, xmm6
-    punpckhqdq   xmm14, xmm9
-    movdqa       xmm6, xmm12
-    punpcklqdq   xmm6, xmm10
-    movdqa       xmm9, xmm13
-    punpcklqdq   xmm9, xmm0
-    punpckhqdq   xmm12, xmm10
-    punpckhqdq   xmm13, xmm0
-    movdqa       xmm0, xmm1                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm1, xmm0
-    pminuw       xmm8, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 6
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm10
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm2, xmm0
-    pminuw       xmm10, xmm13
-    movdqa       xmm0, xmm1                          ; layer 6
-    paddw        xmm0, xmm2
-    movdqa       xmm13, xmm8
-    paddw        xmm13, xmm10
-    paddw        xmm1, [rax - 128]
-    paddw        xmm8, [rax - 112]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, xmm1
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5312] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5184
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm8, [rax - 112]
-    movdqa       [rsp + 32], xmm13                   ; spill
-    movdqu       xmm13, [rel pw_12289]               ; reload
-    pmullw       xmm2, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, [rsp + 64]                    ; reload
-    movdqa       xmm10, xmm2                         ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, xmm3
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm2, xmm10
-    pminuw       xmm3, xmm8
-    movdqa       xmm8, xmm5                          ; csub: before layer 6
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm10, xmm15
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm10
-    movdqa       xmm8, xmm2                          ; layer 6
-    paddw        xmm8, xmm5
-    movdqa       xmm10, xmm3
-    paddw        xmm10, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5376] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5248
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm4                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm11
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm15
-    movdqa       xmm5, xmm7                          ; csub: before layer 6
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm14
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm5
-    pminuw       xmm14, xmm15
-    movdqa       xmm5, xmm4                          ; layer 6
-    paddw        xmm5, xmm7
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm14
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5440] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5312
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm6                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, xmm9
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm14
-    movdqa       xmm7, xmm12                         ; csub: before layer 6
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, [rsp + 96]                   ; reload
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm7
-    pminuw       xmm14, xmm11
-    movdqa       xmm7, xmm6                          ; layer 6
-    paddw        xmm7, xmm12
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm14
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5504] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5376
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm0                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm14, xmm1
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm0, xmm12
-    pminuw       xmm1, xmm14
-    movdqa       xmm12, [rsp + 32]                   ; reload
-    movdqa       xmm14, xmm12                        ; csub: before layer 5
-    psubw        xmm14, [rax - 128]
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, [rsp]                         ; reload
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, xmm9
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm14
-    pminuw       xmm9, xmm11
-    movdqa       xmm11, xmm0                         ; layer 5
-    paddw        xmm11, xmm12
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm9
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
-    psubw        xmm0, xmm12
-    psubw        xmm1, xmm9
-    movdqa       xmm9, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5568] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5440
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm0, xmm9
-    psubw        xmm1, xmm12
-    movdqa       xmm9, xmm8                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm2
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm8, xmm9
-    pminuw       xmm2, xmm12
-    movdqa       xmm9, xmm10                         ; csub: before layer 5
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm10, xmm9
-    pminuw       xmm3, xmm12
-    movdqa       xmm9, xmm8                          ; layer 5
-    paddw        xmm9, xmm10
-    movdqa       xmm12, xmm2
-    paddw        xmm12, xmm3
-    paddw        xmm8, [rax - 128]
-    paddw        xmm2, [rax - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm2, xmm3
-    movdqa       xmm3, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5632] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5504
-    pmulhuw      xmm3, [rax - 96]
-    movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm2, [rax - 112]
-    pmullw       xmm3, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm8, xmm3
-    psubw        xmm2, xmm10
-    movdqa       xmm3, xmm5                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm3
-    pminuw       xmm4, xmm10
-    movdqa       xmm3, xmm15                         ; csub: before layer 5
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, [rsp + 64]                   ; reload
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, xmm10
-    psubw        xmm2, [rax - 112]
-    pminuw       xmm15, xmm3
-    pminuw       xmm10, xmm2
-    movdqa       xmm2, xmm5                          ; layer 5
-    paddw        xmm2, xmm15
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm10
-    paddw        xmm5, [rax - 128]
-    paddw        xmm4, [rax - 112]
-    psubw        xmm5, xmm15
-    psubw        xmm4, xmm10
-    movdqa       xmm10, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5696] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5568
-    pmulhuw      xmm10, [rax - 96]
-    movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm10, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm5, xmm10
-    psubw        xmm4, xmm15
-    movdqa       xmm10, xmm7                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       xmm15, xmm6
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm10
-    pminuw       xmm6, xmm15
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       xmm15, xmm10                        ; csub: before layer 5
-    psubw        xmm15, [rax - 128]
-    movdqa       [rsp + 64], xmm4                    ; spill
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       [rsp + 32], xmm5                    ; spill
-    movdqa       xmm5, xmm4
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm15
-    pminuw       xmm4, xmm5
-    movdqa       xmm5, xmm7                          ; layer 5
-    paddw        xmm5, xmm10
-    movdqa       xmm15, xmm6
-    paddw        xmm15, xmm4
-    paddw        xmm7, [rax - 128]
-    paddw        xmm6, [rax - 112]
-    psubw        xmm7, xmm10
-    psubw        xmm6, xmm4
-    movdqa       xmm4, xmm7
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5760] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5632
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm7, xmm4
-    psubw        xmm6, xmm10
-    movdqa       xmm4, xmm11                         ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm14
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm11, xmm4
-    pminuw       xmm14, xmm10
-    movdqa       xmm4, xmm9                          ; csub: before layer 4
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm12
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm9, xmm4
-    pminuw       xmm12, xmm10
-    movdqa       xmm4, xmm11                         ; layer 4
-    paddw        xmm4, xmm9
-    movdqa       xmm10, xmm14
-    paddw        xmm10, xmm12
-    paddw        xmm11, [rax - 128]
-    paddw        xmm14, [rax - 112]
-    psubw        xmm11, xmm9
-    psubw        xmm14, xmm12
-    movdqa       xmm9, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5824] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5696
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm11, xmm9
-    psubw        xmm14, xmm12
-    movdqa       xmm9, xmm0                          ; layer 4
-    paddw        xmm9, xmm8
-    movdqa       xmm12, xmm1
-    paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm8
-    psubw        xmm1, [rsp]
-    movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm0, xmm8
-    psubw        xmm1, xmm14
-    movdqa       xmm8, xmm2                          ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm3
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm14
-    movdqa       xmm8, xmm5                          ; csub: before layer 4
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm15
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm14
-    movdqa       xmm8, xmm2                          ; layer 4
-    paddw        xmm8, xmm5
-    movdqa       xmm14, xmm3
-    paddw        xmm14, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5888] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5760
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, [rsp + 32]                    ; reload
-    movdqa       xmm15, xmm5                         ; layer 4
-    paddw        xmm15, xmm7
-    movdqa       [rsp + 96], xmm1                    ; spill
-    movdqa       xmm1, [rsp + 64]                    ; reload
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm5, xmm7
-    psubw        xmm1, xmm6
-    movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm5, xmm6
-    psubw        xmm1, xmm7
-    movdqa       xmm6, xmm4                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm10
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm6
-    pminuw       xmm10, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 3
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm14
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm14, xmm7
-    movdqa       xmm6, xmm4                          ; layer 3
-    paddw        xmm6, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm14
-    paddw        xmm4, [rax - 128]
-    paddw        xmm10, [rax - 112]
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm14
-    movdqa       xmm8, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5952] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5824
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm14, xmm10
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm10, [rax - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm14
-    movdqa       xmm8, xmm9                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm12
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm9, xmm8
-    pminuw       xmm12, xmm14
-    movdqa       xmm8, xmm15                         ; csub: before layer 3
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm0
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm15, xmm8
-    pminuw       xmm0, xmm14
-    movdqa       xmm8, xmm9                          ; layer 3
-    paddw        xmm8, xmm15
-    movdqa       xmm14, xmm12
-    paddw        xmm14, xmm0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm12, [rax - 112]
-    psubw        xmm9, xmm15
-    psubw        xmm12, xmm0
-    movdqa       xmm0, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 5952] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 5824
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm12, [rax - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm9, xmm0
-    psubw        xmm12, xmm15
-    movdqa       xmm0, xmm11                         ; layer 3
-    paddw        xmm0, xmm2
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 64], xmm12                   ; spill
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm3
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       xmm3, xmm2                          ; layer 3
-    paddw        xmm3, xmm5
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm2, xmm5
-    psubw        xmm15, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm2, xmm1
-    psubw        xmm15, xmm5
-    movdqu       [rdi + 768], xmm6
-    movdqu       [rdi + 784], xmm7
-    movdqu       [rdi + 800], xmm8
-    movdqu       [rdi + 816], xmm14
-    movdqu       [rdi + 832], xmm0
-    movdqu       [rdi + 848], xmm12
-    movdqu       [rdi + 864], xmm3
-    movdqu       [rdi + 880], xmm11
-    movdqu       [rdi + 896], xmm4
-    movdqu       [rdi + 912], xmm10
-    movdqu       [rdi + 928], xmm9
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 944], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 960], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 976], xmm0
-    movdqu       [rdi + 992], xmm2
-    movdqu       [rdi + 1008], xmm15
-    movdqu       xmm0, [rdi + 1024]
-    movdqu       xmm1, [rdi + 1040]
-    movdqu       xmm2, [rdi + 1056]
-    movdqu       xmm3, [rdi + 1072]
-    movdqu       xmm4, [rdi + 1088]
-    movdqu       xmm5, [rdi + 1104]
-    movdqu       xmm6, [rdi + 1120]
-    movdqu       xmm7, [rdi + 1136]
-    movdqu       xmm8, [rdi + 1152]
-    movdqu       xmm9, [rdi + 1168]
-    movdqu       xmm10, [rdi + 1184]
-    movdqu       xmm11, [rdi + 1200]
-    movdqu       xmm12, [rdi + 1216]
-    movdqu       xmm14, [rdi + 1232]
-    movdqu       xmm15, [rdi + 1248]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqu       xmm14, [rdi + 1264]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 9
-    paddw        xmm14, xmm2
-    movdqa       [rsp + 64], xmm15                   ; spill
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rax - 32]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 16]
-    pmullw       xmm0, [rax - 64]
-    pmullw       xmm1, [rax - 48]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm14
-    pmulhuw      xmm2, [rel pw_341]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_341 + 16]
-    pmullw       xmm14, [rel pw_64]
-    pmullw       xmm15, [rel pw_64 + 16]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm14, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm4                          ; layer 9
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rax + 32]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax + 48]
-    pmullw       xmm4, [rax]
-    pmullw       xmm5, [rax + 16]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_341 + 16]
-    pmullw       xmm2, [rel pw_64]
-    pmullw       xmm3, [rel pw_64 + 16]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm2, xmm6
-    psubw        xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 9
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax + 96]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax + 112]
-    pmullw       xmm8, [rax + 64]
-    pmullw       xmm9, [rax + 80]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_341]
-    movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_341 + 16]
-    pmullw       xmm6, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm6, xmm10
-    psubw        xmm7, xmm11
-    movdqa       xmm10, xmm12                        ; layer 9
-    paddw        xmm10, [rsp + 64]
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    paddw        xmm7, [rsp + 32]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, [rsp + 64]
-    psubw        xmm11, [rsp + 32]
-    movdqa       [rsp + 32], xmm6                    ; spill
-    movdqa       xmm6, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6208] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6080
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp + 64], xmm9                    ; spill
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm12, xmm6
-    psubw        xmm11, xmm9
-    movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel pw_341 + 16]
-    pmullw       xmm10, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm6, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm10, xmm6
-    psubw        xmm7, xmm9
-    movdqa       xmm6, xmm0
-    pslld        xmm6, 16
-    movdqa       xmm9, xmm1
-    pslld        xmm9, 16
-    movdqa       xmm13, xmm14
-    pblendw      xmm13, xmm6, 170
-    movdqa       xmm6, xmm15
-    pblendw      xmm6, xmm9, 170
-    psrld        xmm14, 16
-    psrld        xmm15, 16
-    pblendw      xmm14, xmm0, 170
-    pblendw      xmm15, xmm1, 170
-    movdqa       xmm0, xmm4
-    pslld        xmm0, 16
-    movdqa       xmm1, xmm5
-    pslld        xmm1, 16
-    movdqa       xmm9, xmm2
-    pblendw      xmm9, xmm0, 170
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    psrld        xmm2, 16
-    psrld        xmm3, 16
-    pblendw      xmm2, xmm4, 170
-    pblendw      xmm3, xmm5, 170
-    movdqa       xmm1, xmm8
-    pslld        xmm1, 16
-    movdqa       xmm4, [rsp + 64]                    ; reload
-    movdqa       xmm5, xmm4
-    pslld        xmm5, 16
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, [rsp + 32]                    ; reload
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       [rsp + 160], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    pblendw      xmm0, xmm5, 170
-    psrld        xmm3, 16
-    psrld        xmm1, 16
-    pblendw      xmm3, xmm8, 170
-    pblendw      xmm1, xmm4, 170
-    movdqa       xmm4, xmm12
-    pslld        xmm4, 16
-    movdqa       xmm5, xmm11
-    pslld        xmm5, 16
-    movdqa       xmm8, xmm10
-    pblendw      xmm8, xmm4, 170
-    movdqa       xmm4, xmm7
-    pblendw      xmm4, xmm5, 170
-    psrld        xmm10, 16
-    psrld        xmm7, 16
-    pblendw      xmm10, xmm12, 170
-    pblendw      xmm7, xmm11, 170
-    movdqa       xmm5, xmm13                         ; layer 8
-    paddw        xmm5, xmm14
-    movdqa       xmm11, xmm6
-    paddw        xmm11, xmm15
-    paddw        xmm13, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm13, xmm14
-    psubw        xmm6, xmm15
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax - 32]
-    movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rax - 16]
-    pmullw       xmm13, [rax - 64]
-    pmullw       xmm6, [rax - 48]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm12, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm13, xmm12
-    psubw        xmm6, xmm14
-    movdqa       xmm12, xmm9                         ; layer 8
-    paddw        xmm12, xmm2
-    movdqa       xmm14, [rsp + 128]                  ; reload
-    movdqa       [rsp + 64], xmm12                   ; spill
-    movdqa       xmm12, xmm14
-    paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm9, xmm2
-    psubw        xmm14, [rsp]
-    movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rax + 32]
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax + 48]
-    pmullw       xmm9, [rax]
-    pmullw       xmm14, [rax + 16]
-    pmullw       xmm2, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm2
-    psubw        xmm14, xmm12
-    movdqa       xmm2, [rsp + 160]                   ; reload
-    movdqa       xmm12, xmm2                         ; layer 8
-    paddw        xmm12, xmm3
-    movdqa       [rsp + 128], xmm12                  ; spill
-    movdqa       xmm12, xmm0
-    paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm2, xmm3
-    psubw        xmm0, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax + 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax + 112]
-    pmullw       xmm2, [rax + 64]
-    pmullw       xmm0, [rax + 80]
-    pmullw       xmm1, xmm15
-    pmullw       xmm3, xmm15
-    psubw        xmm2, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm8                          ; layer 8
-    paddw        xmm1, xmm10
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm4, xmm7
-    movdqa       xmm7, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6464] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6336
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm7, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm4, xmm10
-    movdqa       xmm7, xmm13
-    psllq        xmm7, 32
-    movdqa       xmm10, xmm6
-    psllq        xmm10, 32
-    movdqa       xmm15, xmm5
-    pblendw      xmm15, xmm7, 204
-    movdqa       xmm7, xmm11
-    pblendw      xmm7, xmm10, 204
-    psrlq        xmm5, 32
-    psrlq        xmm11, 32
-    pblendw      xmm5, xmm13, 204
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, xmm9
-    psllq        xmm6, 32
-    movdqa       xmm10, xmm14
-    psllq        xmm10, 32
-    movdqa       xmm13, [rsp + 64]                   ; reload
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm13
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pblendw      xmm11, xmm10, 204
-    psrlq        xmm13, 32
-    psrlq        xmm6, 32
-    pblendw      xmm13, xmm9, 204
-    pblendw      xmm6, xmm14, 204
-    movdqa       xmm9, xmm2
-    psllq        xmm9, 32
-    movdqa       xmm10, xmm0
-    psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 128]                  ; reload
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm14
-    pblendw      xmm6, xmm9, 204
-    movdqa       xmm9, xmm12
-    pblendw      xmm9, xmm10, 204
-    psrlq        xmm14, 32
-    psrlq        xmm12, 32
-    pblendw      xmm14, xmm2, 204
-    pblendw      xmm12, xmm0, 204
-    movdqa       xmm0, xmm8
-    psllq        xmm0, 32
-    movdqa       xmm2, xmm4
-    psllq        xmm2, 32
-    movdqa       xmm10, xmm1
-    pblendw      xmm10, xmm0, 204
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm2, 204
-    psrlq        xmm1, 32
-    psrlq        xmm3, 32
-    pblendw      xmm1, xmm8, 204
-    pblendw      xmm3, xmm4, 204
-    movdqa       xmm2, xmm15                         ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, xmm7
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm15, xmm2
-    pminuw       xmm7, xmm4
-    movdqa       xmm2, xmm5                          ; csub: before layer 7
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, [rsp + 160]                   ; reload
-    movdqa       xmm8, xmm4
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm5, xmm2
-    pminuw       xmm4, xmm8
-    movdqa       xmm2, xmm15                         ; layer 7
-    paddw        xmm2, xmm5
-    movdqa       xmm8, xmm7
-    paddw        xmm8, xmm4
-    paddw        xmm15, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm15, xmm5
-    psubw        xmm7, xmm4
-    movdqa       xmm4, xmm15
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6528] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6400
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm15, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    movdqa       [rsp + 160], xmm8                   ; spill
-    movdqu       xmm8, [rel pw_12289]                ; reload
-    pmullw       xmm4, xmm8
-    pmullw       xmm5, xmm8
-    psubw        xmm15, xmm4
-    psubw        xmm7, xmm5
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       [rsp + 128], xmm7                   ; spill
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm7
-    movdqa       xmm5, xmm13                         ; csub: before layer 7
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm7
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm13, xmm5
-    pminuw       xmm7, xmm15
-    movdqa       xmm5, xmm4                          ; layer 7
-    paddw        xmm5, xmm13
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm7
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm13
-    psubw        xmm11, xmm7
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6592] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6464
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm8
-    pmullw       xmm13, xmm8
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm13
-    movdqa       xmm7, xmm6                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm13, xmm9
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm13
-    movdqa       xmm7, xmm14                         ; csub: before layer 7
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm13, xmm12
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm14, xmm7
-    pminuw       xmm12, xmm13
-    movdqa       xmm7, xmm6                          ; layer 7
-    paddw        xmm7, xmm14
-    movdqa       xmm13, xmm9
-    paddw        xmm13, xmm12
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm14
-    psubw        xmm9, xmm12
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6656] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6528
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm8
-    pmullw       xmm14, xmm8
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm10                        ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm14, xmm0
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm10, xmm12
-    pminuw       xmm0, xmm14
-    movdqa       xmm12, xmm1                         ; csub: before layer 7
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm14, xmm3
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm1, xmm12
-    pminuw       xmm3, xmm14
-    movdqa       xmm12, xmm10                        ; layer 7
-    paddw        xmm12, xmm1
-    movdqa       xmm14, xmm0
-    paddw        xmm14, xmm3
-    paddw        xmm10, [rax - 128]
-    paddw        xmm0, [rax - 112]
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm10
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6720] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6592
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm0, [rax - 112]
-    pmullw       xmm1, xmm8
-    pmullw       xmm3, xmm8
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm2
-    punpcklqdq   xmm1, [rsp + 96]
-    movdqa       xmm3, [rsp + 160]                   ; reload
-    movdqa       xmm8, xmm3
-    punpcklqdq   xmm8, [rsp + 128]
-    punpckhqdq   xmm2, [rsp + 96]
-    punpckhqdq   xmm3, [rsp + 128]
-    movdqa       [rsp + 128], xmm3                   ; spill
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm4
-    movdqa       [rsp + 160], xmm3                   ; spill
-    movdqa       xmm3, xmm15
-    punpcklqdq   xmm3, xmm11
-    punpckhqdq   xmm5, xmm4
-    punpckhqdq   xmm15, xmm11
-    movdqa       xmm4, xmm7
-    punpcklqdq   xmm4, xmm6
-    movdqa       xmm11, xmm13
-    punpcklqdq   xmm11, xmm9
-    punpckhqdq   xmm7, xmm6
-    punpckhqdq   xmm13, xmm9
-    movdqa       xmm6, xmm12
-    punpcklqdq   xmm6, xmm10
-    movdqa       xmm9, xmm14
-    punpcklqdq   xmm9, xmm0
-    punpckhqdq   xmm12, xmm10
-    punpckhqdq   xmm14, xmm0
-    movdqa       xmm0, xmm1                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm1, xmm0
-    pminuw       xmm8, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 6
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm10
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm2, xmm0
-    pminuw       xmm10, xmm14
-    movdqa       xmm0, xmm1                          ; layer 6
-    paddw        xmm0, xmm2
-    movdqa       xmm14, xmm8
-    paddw        xmm14, xmm10
-    paddw        xmm1, [rax - 128]
-    paddw        xmm8, [rax - 112]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, xmm1
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6784] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6656
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm8, [rax - 112]
-    movdqa       [rsp + 128], xmm14                  ; spill
-    movdqu       xmm14, [rel pw_12289]               ; reload
-    pmullw       xmm2, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, [rsp + 160]                   ; reload
-    movdqa       xmm10, xmm2                         ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, xmm3
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm2, xmm10
-    pminuw       xmm3, xmm8
-    movdqa       xmm8, xmm5                          ; csub: before layer 6
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm10, xmm15
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm10
-    movdqa       xmm8, xmm2                          ; layer 6
-    paddw        xmm8, xmm5
-    movdqa       xmm10, xmm3
-    paddw        xmm10, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6848] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6720
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm4                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm11
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm15
-    movdqa       xmm5, xmm7                          ; csub: before layer 6
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm13
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm5
-    pminuw       xmm13, xmm15
-    movdqa       xmm5, xmm4                          ; layer 6
-    paddw        xmm5, xmm7
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm13
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm13
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6912] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6784
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm13
-    movdqa       xmm7, xmm6                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm13, xmm9
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm13
-    movdqa       xmm7, xmm12                         ; csub: before layer 6
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm13
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm7
-    pminuw       xmm13, xmm11
-    movdqa       xmm7, xmm6                          ; layer 6
-    paddw        xmm7, xmm12
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm13
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 6976] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6848
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm0                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm13, xmm1
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm0, xmm12
-    pminuw       xmm1, xmm13
-    movdqa       xmm12, [rsp + 128]                  ; reload
-    movdqa       xmm13, xmm12                        ; csub: before layer 5
-    psubw        xmm13, [rax - 128]
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, [rsp]                         ; reload
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm9
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm13
-    pminuw       xmm9, xmm11
-    movdqa       xmm11, xmm0                         ; layer 5
-    paddw        xmm11, xmm12
-    movdqa       xmm13, xmm1
-    paddw        xmm13, xmm9
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
-    psubw        xmm0, xmm12
-    psubw        xmm1, xmm9
-    movdqa       xmm9, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7040] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6912
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm9, xmm14
-    pmullw       xmm12, xmm14
-    psubw        xmm0, xmm9
-    psubw        xmm1, xmm12
-    movdqa       xmm9, xmm8                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm2
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm8, xmm9
-    pminuw       xmm2, xmm12
-    movdqa       xmm9, xmm10                         ; csub: before layer 5
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm10, xmm9
-    pminuw       xmm3, xmm12
-    movdqa       xmm9, xmm8                          ; layer 5
-    paddw        xmm9, xmm10
-    movdqa       xmm12, xmm2
-    paddw        xmm12, xmm3
-    paddw        xmm8, [rax - 128]
-    paddw        xmm2, [rax - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm2, xmm3
-    movdqa       xmm3, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7104] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 6976
-    pmulhuw      xmm3, [rax - 96]
-    movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm2, [rax - 112]
-    pmullw       xmm3, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm8, xmm3
-    psubw        xmm2, xmm10
-    movdqa       xmm3, xmm5                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm3
-    pminuw       xmm4, xmm10
-    movdqa       xmm3, xmm15                         ; csub: before layer 5
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, xmm10
-    psubw        xmm2, [rax - 112]
-    pminuw       xmm15, xmm3
-    pminuw       xmm10, xmm2
-    movdqa       xmm2, xmm5                          ; layer 5
-    paddw        xmm2, xmm15
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm10
-    paddw        xmm5, [rax - 128]
-    paddw        xmm4, [rax - 112]
-    psubw        xmm5, xmm15
-    psubw        xmm4, xmm10
-    movdqa       xmm10, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7168] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7040
-    pmulhuw      xmm10, [rax - 96]
-    movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm10, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm5, xmm10
-    psubw        xmm4, xmm15
-    movdqa       xmm10, xmm7                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       xmm15, xmm6
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm10
-    pminuw       xmm6, xmm15
-    movdqa       xmm10, [rsp + 64]                   ; reload
-    movdqa       xmm15, xmm10                        ; csub: before layer 5
-    psubw        xmm15, [rax - 128]
-    movdqa       [rsp + 160], xmm4                   ; spill
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       [rsp + 128], xmm5                   ; spill
-    movdqa       xmm5, xmm4
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm15
-    pminuw       xmm4, xmm5
-    movdqa       xmm5, xmm7                          ; layer 5
-    paddw        xmm5, xmm10
-    movdqa       xmm15, xmm6
-    paddw        xmm15, xmm4
-    paddw        xmm7, [rax - 128]
-    paddw        xmm6, [rax - 112]
-    psubw        xmm7, xmm10
-    psubw        xmm6, xmm4
-    movdqa       xmm4, xmm7
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7232] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7104
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    pmullw       xmm4, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm7, xmm4
-    psubw        xmm6, xmm10
-    movdqa       xmm4, xmm11                         ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm13
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm11, xmm4
-    pminuw       xmm13, xmm10
-    movdqa       xmm4, xmm9                          ; csub: before layer 4
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm12
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm9, xmm4
-    pminuw       xmm12, xmm10
-    movdqa       xmm4, xmm11                         ; layer 4
-    paddw        xmm4, xmm9
-    movdqa       xmm10, xmm13
-    paddw        xmm10, xmm12
-    paddw        xmm11, [rax - 128]
-    paddw        xmm13, [rax - 112]
-    psubw        xmm11, xmm9
-    psubw        xmm13, xmm12
-    movdqa       xmm9, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7296] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7168
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm13, [rax - 112]
-    pmullw       xmm9, xmm14
-    pmullw       xmm12, xmm14
-    psubw        xmm11, xmm9
-    psubw        xmm13, xmm12
-    movdqa       xmm9, xmm0                          ; layer 4
-    paddw        xmm9, xmm8
-    movdqa       xmm12, xmm1
-    paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm8
-    psubw        xmm1, [rsp]
-    movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm1
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm8, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm0, xmm8
-    psubw        xmm1, xmm13
-    movdqa       xmm8, xmm2                          ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm13, xmm3
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm13
-    movdqa       xmm8, xmm5                          ; csub: before layer 4
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm13, xmm15
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm13
-    movdqa       xmm8, xmm2                          ; layer 4
-    paddw        xmm8, xmm5
-    movdqa       xmm13, xmm3
-    paddw        xmm13, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7360] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7232
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, [rsp + 128]                   ; reload
-    movdqa       xmm15, xmm5                         ; layer 4
-    paddw        xmm15, xmm7
-    movdqa       [rsp + 96], xmm1                    ; spill
-    movdqa       xmm1, [rsp + 160]                   ; reload
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm5, xmm7
-    psubw        xmm1, xmm6
-    movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm5, xmm6
-    psubw        xmm1, xmm7
-    movdqa       xmm6, xmm4                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm10
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm6
-    pminuw       xmm10, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 3
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm13
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm13, xmm7
-    movdqa       xmm6, xmm4                          ; layer 3
-    paddw        xmm6, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm13
-    paddw        xmm4, [rax - 128]
-    paddw        xmm10, [rax - 112]
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm13
-    movdqa       xmm8, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7424] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7296
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm10, [rax - 112]
-    pmullw       xmm8, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm13
-    movdqa       xmm8, xmm9                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm13, xmm12
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm9, xmm8
-    pminuw       xmm12, xmm13
-    movdqa       xmm8, xmm15                         ; csub: before layer 3
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm13, xmm0
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm15, xmm8
-    pminuw       xmm0, xmm13
-    movdqa       xmm8, xmm9                          ; layer 3
-    paddw        xmm8, xmm15
-    movdqa       xmm13, xmm12
-    paddw        xmm13, xmm0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm12, [rax - 112]
-    psubw        xmm9, xmm15
-    psubw        xmm12, xmm0
-    movdqa       xmm0, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7424] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7296
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm12, [rax - 112]
-    pmullw       xmm0, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm9, xmm0
-    psubw        xmm12, xmm15
-    movdqa       xmm0, xmm11                         ; layer 3
-    paddw        xmm0, xmm2
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm3
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, [rsp + 64]                    ; reload
-    movdqa       xmm3, xmm2                          ; layer 3
-    paddw        xmm3, xmm5
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm2, xmm5
-    psubw        xmm15, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm1, xmm14
-    pmullw       xmm5, xmm14
-    psubw        xmm2, xmm1
-    psubw        xmm15, xmm5
-    movdqu       [rdi + 1024], xmm6
-    movdqu       [rdi + 1040], xmm7
-    movdqu       [rdi + 1056], xmm8
-    movdqu       [rdi + 1072], xmm13
-    movdqu       [rdi + 1088], xmm0
-    movdqu       [rdi + 1104], xmm12
-    movdqu       [rdi + 1120], xmm3
-    movdqu       [rdi + 1136], xmm11
-    movdqu       [rdi + 1152], xmm4
-    movdqu       [rdi + 1168], xmm10
-    movdqu       [rdi + 1184], xmm9
-    movdqa       xmm0, [rsp + 160]                   ; reload
-    movdqu       [rdi + 1200], xmm0
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqu       [rdi + 1216], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1232], xmm0
-    movdqu       [rdi + 1248], xmm2
-    movdqu       [rdi + 1264], xmm15
-    movdqu       xmm0, [rdi + 1280]
-    movdqu       xmm1, [rdi + 1296]
-    movdqu       xmm2, [rdi + 1312]
-    movdqu       xmm3, [rdi + 1328]
-    movdqu       xmm4, [rdi + 1344]
-    movdqu       xmm5, [rdi + 1360]
-    movdqu       xmm6, [rdi + 1376]
-    movdqu       xmm7, [rdi + 1392]
-    movdqu       xmm8, [rdi + 1408]
-    movdqu       xmm9, [rdi + 1424]
-    movdqu       xmm10, [rdi + 1440]
-    movdqu       xmm11, [rdi + 1456]
-    movdqu       xmm12, [rdi + 1472]
-    movdqu       xmm13, [rdi + 1488]
-    movdqu       xmm15, [rdi + 1504]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqu       xmm13, [rdi + 1520]
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, xmm0                         ; layer 9
-    paddw        xmm13, xmm2
-    movdqa       [rsp + 160], xmm15                  ; spill
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rax - 32]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 16]
-    pmullw       xmm0, [rax - 64]
-    pmullw       xmm1, [rax - 48]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm13
-    pmulhuw      xmm2, [rel pw_341]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_341 + 16]
-    pmullw       xmm13, [rel pw_64]
-    pmullw       xmm15, [rel pw_64 + 16]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm13, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm4                          ; layer 9
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rax + 32]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax + 48]
-    pmullw       xmm4, [rax]
-    pmullw       xmm5, [rax + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_341 + 16]
-    pmullw       xmm2, [rel pw_64]
-    pmullw       xmm3, [rel pw_64 + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm2, xmm6
-    psubw        xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 9
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax + 96]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax + 112]
-    pmullw       xmm8, [rax + 64]
-    pmullw       xmm9, [rax + 80]
-    pmullw       xmm10, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_341]
-    movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_341 + 16]
-    pmullw       xmm6, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm10, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm6, xmm10
-    psubw        xmm7, xmm11
-    movdqa       xmm10, xmm12                        ; layer 9
-    paddw        xmm10, [rsp + 160]
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    paddw        xmm7, [rsp + 128]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, [rsp + 160]
-    psubw        xmm11, [rsp + 128]
-    movdqa       [rsp + 128], xmm6                   ; spill
-    movdqa       xmm6, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7680] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7552
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp + 160], xmm9                   ; spill
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm9, xmm14
-    psubw        xmm12, xmm6
-    psubw        xmm11, xmm9
-    movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel pw_341 + 16]
-    pmullw       xmm10, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm9, xmm14
-    psubw        xmm10, xmm6
-    psubw        xmm7, xmm9
-    movdqa       xmm6, xmm0
-    pslld        xmm6, 16
-    movdqa       xmm9, xmm1
-    pslld        xmm9, 16
-    movdqa       xmm14, xmm13
-    pblendw      xmm14, xmm6, 170
-    movdqa       xmm6, xmm15
-    pblendw      xmm6, xmm9, 170
-    psrld        xmm13, 16
-    psrld        xmm15, 16
-    pblendw      xmm13, xmm0, 170
-    pblendw      xmm15, xmm1, 170
-    movdqa       xmm0, xmm4
-    pslld        xmm0, 16
-    movdqa       xmm1, xmm5
-    pslld        xmm1, 16
-    movdqa       xmm9, xmm2
-    pblendw      xmm9, xmm0, 170
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    psrld        xmm2, 16
-    psrld        xmm3, 16
-    pblendw      xmm2, xmm4, 170
-    pblendw      xmm3, xmm5, 170
-    movdqa       xmm1, xmm8
-    pslld        xmm1, 16
-    movdqa       xmm4, [rsp + 160]                   ; reload
-    movdqa       xmm5, xmm4
-    pslld        xmm5, 16
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm1
-    pblendw      xmm0, xmm5, 170
-    psrld        xmm3, 16
-    psrld        xmm1, 16
-    pblendw      xmm3, xmm8, 170
-    pblendw      xmm1, xmm4, 170
-    movdqa       xmm4, xmm12
-    pslld        xmm4, 16
-    movdqa       xmm5, xmm11
-    pslld        xmm5, 16
-    movdqa       xmm8, xmm10
-    pblendw      xmm8, xmm4, 170
-    movdqa       xmm4, xmm7
-    pblendw      xmm4, xmm5, 170
-    psrld        xmm10, 16
-    psrld        xmm7, 16
-    pblendw      xmm10, xmm12, 170
-    pblendw      xmm7, xmm11, 170
-    movdqa       xmm5, xmm14                         ; layer 8
-    paddw        xmm5, xmm13
-    movdqa       xmm11, xmm6
-    paddw        xmm11, xmm15
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm14, xmm13
-    psubw        xmm6, xmm15
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 32]
-    movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rax - 16]
-    pmullw       xmm14, [rax - 64]
-    pmullw       xmm6, [rax - 48]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm12, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm14, xmm12
-    psubw        xmm6, xmm13
-    movdqa       xmm12, xmm9                         ; layer 8
-    paddw        xmm12, xmm2
-    movdqa       xmm13, [rsp + 64]                   ; reload
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm13
-    paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
-    psubw        xmm9, xmm2
-    psubw        xmm13, [rsp]
-    movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rax + 32]
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax + 48]
-    pmullw       xmm9, [rax]
-    pmullw       xmm13, [rax + 16]
-    pmullw       xmm2, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm2
-    psubw        xmm13, xmm12
-    movdqa       xmm2, [rsp + 32]                    ; reload
-    movdqa       xmm12, xmm2                         ; layer 8
-    paddw        xmm12, xmm3
-    movdqa       [rsp + 64], xmm12                   ; spill
-    movdqa       xmm12, xmm0
-    paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm2, xmm3
-    psubw        xmm0, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax + 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax + 112]
-    pmullw       xmm2, [rax + 64]
-    pmullw       xmm0, [rax + 80]
-    pmullw       xmm1, xmm15
-    pmullw       xmm3, xmm15
-    psubw        xmm2, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm8                          ; layer 8
-    paddw        xmm1, xmm10
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm4, xmm7
-    movdqa       xmm7, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 7936] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7808
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm7, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm4, xmm10
-    movdqa       xmm7, xmm14
-    psllq        xmm7, 32
-    movdqa       xmm10, xmm6
-    psllq        xmm10, 32
-    movdqa       xmm15, xmm5
-    pblendw      xmm15, xmm7, 204
-    movdqa       xmm7, xmm11
-    pblendw      xmm7, xmm10, 204
-    psrlq        xmm5, 32
-    psrlq        xmm11, 32
-    pblendw      xmm5, xmm14, 204
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, xmm9
-    psllq        xmm6, 32
-    movdqa       xmm10, xmm13
-    psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 160]                  ; reload
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pblendw      xmm11, xmm10, 204
-    psrlq        xmm14, 32
-    psrlq        xmm6, 32
-    pblendw      xmm14, xmm9, 204
-    pblendw      xmm6, xmm13, 204
-    movdqa       xmm9, xmm2
-    psllq        xmm9, 32
-    movdqa       xmm10, xmm0
-    psllq        xmm10, 32
-    movdqa       xmm13, [rsp + 64]                   ; reload
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm13
-    pblendw      xmm6, xmm9, 204
-    movdqa       xmm9, xmm12
-    pblendw      xmm9, xmm10, 204
-    psrlq        xmm13, 32
-    psrlq        xmm12, 32
-    pblendw      xmm13, xmm2, 204
-    pblendw      xmm12, xmm0, 204
-    movdqa       xmm0, xmm8
-    psllq        xmm0, 32
-    movdqa       xmm2, xmm4
-    psllq        xmm2, 32
-    movdqa       xmm10, xmm1
-    pblendw      xmm10, xmm0, 204
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm2, 204
-    psrlq        xmm1, 32
-    psrlq        xmm3, 32
-    pblendw      xmm1, xmm8, 204
-    pblendw      xmm3, xmm4, 204
-    movdqa       xmm2, xmm15                         ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, xmm7
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm15, xmm2
-    pminuw       xmm7, xmm4
-    movdqa       xmm2, xmm5                          ; csub: before layer 7
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, [rsp + 32]                    ; reload
-    movdqa       xmm8, xmm4
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm5, xmm2
-    pminuw       xmm4, xmm8
-    movdqa       xmm2, xmm15                         ; layer 7
-    paddw        xmm2, xmm5
-    movdqa       xmm8, xmm7
-    paddw        xmm8, xmm4
-    paddw        xmm15, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm15, xmm5
-    psubw        xmm7, xmm4
-    movdqa       xmm4, xmm15
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8000] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7872
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm15, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqu       xmm8, [rel pw_12289]                ; reload
-    pmullw       xmm4, xmm8
-    pmullw       xmm5, xmm8
-    psubw        xmm15, xmm4
-    psubw        xmm7, xmm5
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       [rsp + 64], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm7
-    movdqa       xmm5, xmm14                         ; csub: before layer 7
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm7
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm14, xmm5
-    pminuw       xmm7, xmm15
-    movdqa       xmm5, xmm4                          ; layer 7
-    paddw        xmm5, xmm14
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm7
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm14
-    psubw        xmm11, xmm7
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8064] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 7936
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm8
-    pmullw       xmm14, xmm8
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm6                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, xmm9
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm14
-    movdqa       xmm7, xmm13                         ; csub: before layer 7
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, xmm12
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm13, xmm7
-    pminuw       xmm12, xmm14
-    movdqa       xmm7, xmm6                          ; layer 7
-    paddw        xmm7, xmm13
-    movdqa       xmm14, xmm9
-    paddw        xmm14, xmm12
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm13
-    psubw        xmm9, xmm12
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8128] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8000
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm8
-    pmullw       xmm13, xmm8
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm10                        ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm13, xmm0
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm10, xmm12
-    pminuw       xmm0, xmm13
-    movdqa       xmm12, xmm1                         ; csub: before layer 7
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm13, xmm3
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm1, xmm12
-    pminuw       xmm3, xmm13
-    movdqa       xmm12, xmm10                        ; layer 7
-    paddw        xmm12, xmm1
-    movdqa       xmm13, xmm0
-    paddw        xmm13, xmm3
-    paddw        xmm10, [rax - 128]
-    paddw        xmm0, [rax - 112]
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm10
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8192] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8064
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm0, [rax - 112]
-    pmullw       xmm1, xmm8
-    pmullw       xmm3, xmm8
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm2
-    punpcklqdq   xmm1, [rsp + 96]
-    movdqa       xmm3, [rsp + 32]                    ; reload
-    movdqa       xmm8, xmm3
-    punpcklqdq   xmm8, [rsp + 64]
-    punpckhqdq   xmm2, [rsp + 96]
-    punpckhqdq   xmm3, [rsp + 64]
-    movdqa       [rsp + 64], xmm3                    ; spill
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm4
-    movdqa       [rsp + 32], xmm3                    ; spill
-    movdqa       xmm3, xmm15
-    punpcklqdq   xmm3, xmm11
-    punpckhqdq   xmm5, xmm4
-    punpckhqdq   xmm15, xmm11
-    movdqa       xmm4, xmm7
-    punpcklqdq   xmm4, xmm6
-    movdqa       xmm11, xmm14
-    punpcklqdq   xmm11, xmm9
-    punpckhqdq   xmm7, xmm6
-    punpckhqdq   xmm14, xmm9
-    movdqa       xmm6, xmm12
-    punpcklqdq   xmm6, xmm10
-    movdqa       xmm9, xmm13
-    punpcklqdq   xmm9, xmm0
-    punpckhqdq   xmm12, xmm10
-    punpckhqdq   xmm13, xmm0
-    movdqa       xmm0, xmm1                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm1, xmm0
-    pminuw       xmm8, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 6
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, [rsp + 64]                   ; reload
-    movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm10
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm2, xmm0
-    pminuw       xmm10, xmm13
-    movdqa       xmm0, xmm1                          ; layer 6
-    paddw        xmm0, xmm2
-    movdqa       xmm13, xmm8
-    paddw        xmm13, xmm10
-    paddw        xmm1, [rax - 128]
-    paddw        xmm8, [rax - 112]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, xmm1
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8256] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8128
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm8, [rax - 112]
-    movdqa       [rsp + 64], xmm13                   ; spill
-    movdqu       xmm13, [rel pw_12289]               ; reload
-    pmullw       xmm2, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm2                         ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, xmm3
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm2, xmm10
-    pminuw       xmm3, xmm8
-    movdqa       xmm8, xmm5                          ; csub: before layer 6
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm10, xmm15
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm10
-    movdqa       xmm8, xmm2                          ; layer 6
-    paddw        xmm8, xmm5
-    movdqa       xmm10, xmm3
-    paddw        xmm10, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8320] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8192
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm4                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm11
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm15
-    movdqa       xmm5, xmm7                          ; csub: before layer 6
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm14
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm5
-    pminuw       xmm14, xmm15
-    movdqa       xmm5, xmm4                          ; layer 6
-    paddw        xmm5, xmm7
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm14
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8384] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8256
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm6                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, xmm9
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm14
-    movdqa       xmm7, xmm12                         ; csub: before layer 6
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, [rsp + 96]                   ; reload
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm7
-    pminuw       xmm14, xmm11
-    movdqa       xmm7, xmm6                          ; layer 6
-    paddw        xmm7, xmm12
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm14
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8448] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8320
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm0                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm14, xmm1
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm0, xmm12
-    pminuw       xmm1, xmm14
-    movdqa       xmm12, [rsp + 64]                   ; reload
-    movdqa       xmm14, xmm12                        ; csub: before layer 5
-    psubw        xmm14, [rax - 128]
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, [rsp]                         ; reload
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm9
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm14
-    pminuw       xmm9, xmm11
-    movdqa       xmm11, xmm0                         ; layer 5
-    paddw        xmm11, xmm12
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm9
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
-    psubw        xmm0, xmm12
-    psubw        xmm1, xmm9
-    movdqa       xmm9, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8512] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8384
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm0, xmm9
-    psubw        xmm1, xmm12
-    movdqa       xmm9, xmm8                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm2
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm8, xmm9
-    pminuw       xmm2, xmm12
-    movdqa       xmm9, xmm10                         ; csub: before layer 5
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm10, xmm9
-    pminuw       xmm3, xmm12
-    movdqa       xmm9, xmm8                          ; layer 5
-    paddw        xmm9, xmm10
-    movdqa       xmm12, xmm2
-    paddw        xmm12, xmm3
-    paddw        xmm8, [rax - 128]
-    paddw        xmm2, [rax - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm2, xmm3
-    movdqa       xmm3, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8576] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8448
-    pmulhuw      xmm3, [rax - 96]
-    movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm2, [rax - 112]
-    pmullw       xmm3, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm8, xmm3
-    psubw        xmm2, xmm10
-    movdqa       xmm3, xmm5                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm3
-    pminuw       xmm4, xmm10
-    movdqa       xmm3, xmm15                         ; csub: before layer 5
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, xmm10
-    psubw        xmm2, [rax - 112]
-    pminuw       xmm15, xmm3
-    pminuw       xmm10, xmm2
-    movdqa       xmm2, xmm5                          ; layer 5
-    paddw        xmm2, xmm15
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm10
-    paddw        xmm5, [rax - 128]
-    paddw        xmm4, [rax - 112]
-    psubw        xmm5, xmm15
-    psubw        xmm4, xmm10
-    movdqa       xmm10, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8640] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8512
-    pmulhuw      xmm10, [rax - 96]
-    movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm10, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm5, xmm10
-    psubw        xmm4, xmm15
-    movdqa       xmm10, xmm7                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       xmm15, xmm6
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm10
-    pminuw       xmm6, xmm15
-    movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       xmm15, xmm10                        ; csub: before layer 5
-    psubw        xmm15, [rax - 128]
-    movdqa       [rsp + 32], xmm4                    ; spill
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       [rsp + 64], xmm5                    ; spill
-    movdqa       xmm5, xmm4
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm15
-    pminuw       xmm4, xmm5
-    movdqa       xmm5, xmm7                          ; layer 5
-    paddw        xmm5, xmm10
-    movdqa       xmm15, xmm6
-    paddw        xmm15, xmm4
-    paddw        xmm7, [rax - 128]
-    paddw        xmm6, [rax - 112]
-    psubw        xmm7, xmm10
-    psubw        xmm6, xmm4
-    movdqa       xmm4, xmm7
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8704] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8576
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm7, xmm4
-    psubw        xmm6, xmm10
-    movdqa       xmm4, xmm11                         ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm14
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm11, xmm4
-    pminuw       xmm14, xmm10
-    movdqa       xmm4, xmm9                          ; csub: before layer 4
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm12
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm9, xmm4
-    pminuw       xmm12, xmm10
-    movdqa       xmm4, xmm11                         ; layer 4
-    paddw        xmm4, xmm9
-    movdqa       xmm10, xmm14
-    paddw        xmm10, xmm12
-    paddw        xmm11, [rax - 128]
-    paddw        xmm14, [rax - 112]
-    psubw        xmm11, xmm9
-    psubw        xmm14, xmm12
-    movdqa       xmm9, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8768] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8640
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm11, xmm9
-    psubw        xmm14, xmm12
-    movdqa       xmm9, xmm0                          ; layer 4
-    paddw        xmm9, xmm8
-    movdqa       xmm12, xmm1
-    paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm8
-    psubw        xmm1, [rsp]
-    movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm0, xmm8
-    psubw        xmm1, xmm14
-    movdqa       xmm8, xmm2                          ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm3
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm14
-    movdqa       xmm8, xmm5                          ; csub: before layer 4
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm15
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm14
-    movdqa       xmm8, xmm2                          ; layer 4
-    paddw        xmm8, xmm5
-    movdqa       xmm14, xmm3
-    paddw        xmm14, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8832] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8704
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, [rsp + 64]                    ; reload
-    movdqa       xmm15, xmm5                         ; layer 4
-    paddw        xmm15, xmm7
-    movdqa       [rsp + 96], xmm1                    ; spill
-    movdqa       xmm1, [rsp + 32]                    ; reload
-    movdqa       [rsp + 160], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm5, xmm7
-    psubw        xmm1, xmm6
-    movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm5, xmm6
-    psubw        xmm1, xmm7
-    movdqa       xmm6, xmm4                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm10
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm6
-    pminuw       xmm10, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 3
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm14
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm14, xmm7
-    movdqa       xmm6, xmm4                          ; layer 3
-    paddw        xmm6, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm14
-    paddw        xmm4, [rax - 128]
-    paddw        xmm10, [rax - 112]
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm14
-    movdqa       xmm8, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8896] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8768
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm14, xmm10
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm10, [rax - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm14
-    movdqa       xmm8, xmm9                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm12
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm9, xmm8
-    pminuw       xmm12, xmm14
-    movdqa       xmm8, xmm15                         ; csub: before layer 3
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm0
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm15, xmm8
-    pminuw       xmm0, xmm14
-    movdqa       xmm8, xmm9                          ; layer 3
-    paddw        xmm8, xmm15
-    movdqa       xmm14, xmm12
-    paddw        xmm14, xmm0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm12, [rax - 112]
-    psubw        xmm9, xmm15
-    psubw        xmm12, xmm0
-    movdqa       xmm0, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 8896] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 8768
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm12, [rax - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm9, xmm0
-    psubw        xmm12, xmm15
-    movdqa       xmm0, xmm11                         ; layer 3
-    paddw        xmm0, xmm2
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 32], xmm12                   ; spill
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm3
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, [rsp + 160]                   ; reload
-    movdqa       xmm3, xmm2                          ; layer 3
-    paddw        xmm3, xmm5
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm2, xmm5
-    psubw        xmm15, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm2, xmm1
-    psubw        xmm15, xmm5
-    movdqu       [rdi + 1280], xmm6
-    movdqu       [rdi + 1296], xmm7
-    movdqu       [rdi + 1312], xmm8
-    movdqu       [rdi + 1328], xmm14
-    movdqu       [rdi + 1344], xmm0
-    movdqu       [rdi + 1360], xmm12
-    movdqu       [rdi + 1376], xmm3
-    movdqu       [rdi + 1392], xmm11
-    movdqu       [rdi + 1408], xmm4
-    movdqu       [rdi + 1424], xmm10
-    movdqu       [rdi + 1440], xmm9
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1456], xmm0
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1472], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1488], xmm0
-    movdqu       [rdi + 1504], xmm2
-    movdqu       [rdi + 1520], xmm15
-    movdqu       xmm0, [rdi + 1536]
-    movdqu       xmm1, [rdi + 1552]
-    movdqu       xmm2, [rdi + 1568]
-    movdqu       xmm3, [rdi + 1584]
-    movdqu       xmm4, [rdi + 1600]
-    movdqu       xmm5, [rdi + 1616]
-    movdqu       xmm6, [rdi + 1632]
-    movdqu       xmm7, [rdi + 1648]
-    movdqu       xmm8, [rdi + 1664]
-    movdqu       xmm9, [rdi + 1680]
-    movdqu       xmm10, [rdi + 1696]
-    movdqu       xmm11, [rdi + 1712]
-    movdqu       xmm12, [rdi + 1728]
-    movdqu       xmm14, [rdi + 1744]
-    movdqu       xmm15, [rdi + 1760]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqu       xmm14, [rdi + 1776]
-    movdqa       [rsp + 64], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 9
-    paddw        xmm14, xmm2
-    movdqa       [rsp + 32], xmm15                   ; spill
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rax - 32]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 16]
-    pmullw       xmm0, [rax - 64]
-    pmullw       xmm1, [rax - 48]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm14
-    pmulhuw      xmm2, [rel pw_341]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_341 + 16]
-    pmullw       xmm14, [rel pw_64]
-    pmullw       xmm15, [rel pw_64 + 16]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm14, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm4                          ; layer 9
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rax + 32]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax + 48]
-    pmullw       xmm4, [rax]
-    pmullw       xmm5, [rax + 16]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_341 + 16]
-    pmullw       xmm2, [rel pw_64]
-    pmullw       xmm3, [rel pw_64 + 16]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm2, xmm6
-    psubw        xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 9
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax + 96]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax + 112]
-    pmullw       xmm8, [rax + 64]
-    pmullw       xmm9, [rax + 80]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_341]
-    movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_341 + 16]
-    pmullw       xmm6, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm6, xmm10
-    psubw        xmm7, xmm11
-    movdqa       xmm10, xmm12                        ; layer 9
-    paddw        xmm10, [rsp + 32]
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    paddw        xmm7, [rsp + 64]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, [rsp + 32]
-    psubw        xmm11, [rsp + 64]
-    movdqa       [rsp + 64], xmm6                    ; spill
-    movdqa       xmm6, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9152] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9024
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp + 32], xmm9                    ; spill
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm12, xmm6
-    psubw        xmm11, xmm9
-    movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel pw_341 + 16]
-    pmullw       xmm10, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm6, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm10, xmm6
-    psubw        xmm7, xmm9
-    movdqa       xmm6, xmm0
-    pslld        xmm6, 16
-    movdqa       xmm9, xmm1
-    pslld        xmm9, 16
-    movdqa       xmm13, xmm14
-    pblendw      xmm13, xmm6, 170
-    movdqa       xmm6, xmm15
-    pblendw      xmm6, xmm9, 170
-    psrld        xmm14, 16
-    psrld        xmm15, 16
-    pblendw      xmm14, xmm0, 170
-    pblendw      xmm15, xmm1, 170
-    movdqa       xmm0, xmm4
-    pslld        xmm0, 16
-    movdqa       xmm1, xmm5
-    pslld        xmm1, 16
-    movdqa       xmm9, xmm2
-    pblendw      xmm9, xmm0, 170
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    psrld        xmm2, 16
-    psrld        xmm3, 16
-    pblendw      xmm2, xmm4, 170
-    pblendw      xmm3, xmm5, 170
-    movdqa       xmm1, xmm8
-    pslld        xmm1, 16
-    movdqa       xmm4, [rsp + 32]                    ; reload
-    movdqa       xmm5, xmm4
-    pslld        xmm5, 16
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, [rsp + 64]                    ; reload
-    movdqa       [rsp + 160], xmm0                   ; spill
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    pblendw      xmm0, xmm5, 170
-    psrld        xmm3, 16
-    psrld        xmm1, 16
-    pblendw      xmm3, xmm8, 170
-    pblendw      xmm1, xmm4, 170
-    movdqa       xmm4, xmm12
-    pslld        xmm4, 16
-    movdqa       xmm5, xmm11
-    pslld        xmm5, 16
-    movdqa       xmm8, xmm10
-    pblendw      xmm8, xmm4, 170
-    movdqa       xmm4, xmm7
-    pblendw      xmm4, xmm5, 170
-    psrld        xmm10, 16
-    psrld        xmm7, 16
-    pblendw      xmm10, xmm12, 170
-    pblendw      xmm7, xmm11, 170
-    movdqa       xmm5, xmm13                         ; layer 8
-    paddw        xmm5, xmm14
-    movdqa       xmm11, xmm6
-    paddw        xmm11, xmm15
-    paddw        xmm13, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm13, xmm14
-    psubw        xmm6, xmm15
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax - 32]
-    movdqa       xmm14, xmm6
-    pmulhuw      xmm14, [rax - 16]
-    pmullw       xmm13, [rax - 64]
-    pmullw       xmm6, [rax - 48]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm12, xmm15
-    pmullw       xmm14, xmm15
-    psubw        xmm13, xmm12
-    psubw        xmm6, xmm14
-    movdqa       xmm12, xmm9                         ; layer 8
-    paddw        xmm12, xmm2
-    movdqa       xmm14, [rsp + 160]                  ; reload
-    movdqa       [rsp + 32], xmm12                   ; spill
-    movdqa       xmm12, xmm14
-    paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm9, xmm2
-    psubw        xmm14, [rsp]
-    movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rax + 32]
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax + 48]
-    pmullw       xmm9, [rax]
-    pmullw       xmm14, [rax + 16]
-    pmullw       xmm2, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm2
-    psubw        xmm14, xmm12
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       xmm12, xmm2                         ; layer 8
-    paddw        xmm12, xmm3
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm0
-    paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm2, xmm3
-    psubw        xmm0, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax + 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax + 112]
-    pmullw       xmm2, [rax + 64]
-    pmullw       xmm0, [rax + 80]
-    pmullw       xmm1, xmm15
-    pmullw       xmm3, xmm15
-    psubw        xmm2, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm8                          ; layer 8
-    paddw        xmm1, xmm10
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm4, xmm7
-    movdqa       xmm7, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9408] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9280
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm7, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm4, xmm10
-    movdqa       xmm7, xmm13
-    psllq        xmm7, 32
-    movdqa       xmm10, xmm6
-    psllq        xmm10, 32
-    movdqa       xmm15, xmm5
-    pblendw      xmm15, xmm7, 204
-    movdqa       xmm7, xmm11
-    pblendw      xmm7, xmm10, 204
-    psrlq        xmm5, 32
-    psrlq        xmm11, 32
-    pblendw      xmm5, xmm13, 204
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, xmm9
-    psllq        xmm6, 32
-    movdqa       xmm10, xmm14
-    psllq        xmm10, 32
-    movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, xmm13
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pblendw      xmm11, xmm10, 204
-    psrlq        xmm13, 32
-    psrlq        xmm6, 32
-    pblendw      xmm13, xmm9, 204
-    pblendw      xmm6, xmm14, 204
-    movdqa       xmm9, xmm2
-    psllq        xmm9, 32
-    movdqa       xmm10, xmm0
-    psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 160]                  ; reload
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm14
-    pblendw      xmm6, xmm9, 204
-    movdqa       xmm9, xmm12
-    pblendw      xmm9, xmm10, 204
-    psrlq        xmm14, 32
-    psrlq        xmm12, 32
-    pblendw      xmm14, xmm2, 204
-    pblendw      xmm12, xmm0, 204
-    movdqa       xmm0, xmm8
-    psllq        xmm0, 32
-    movdqa       xmm2, xmm4
-    psllq        xmm2, 32
-    movdqa       xmm10, xmm1
-    pblendw      xmm10, xmm0, 204
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm2, 204
-    psrlq        xmm1, 32
-    psrlq        xmm3, 32
-    pblendw      xmm1, xmm8, 204
-    pblendw      xmm3, xmm4, 204
-    movdqa       xmm2, xmm15                         ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, xmm7
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm15, xmm2
-    pminuw       xmm7, xmm4
-    movdqa       xmm2, xmm5                          ; csub: before layer 7
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm4
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm5, xmm2
-    pminuw       xmm4, xmm8
-    movdqa       xmm2, xmm15                         ; layer 7
-    paddw        xmm2, xmm5
-    movdqa       xmm8, xmm7
-    paddw        xmm8, xmm4
-    paddw        xmm15, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm15, xmm5
-    psubw        xmm7, xmm4
-    movdqa       xmm4, xmm15
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9472] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9344
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm15, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqu       xmm8, [rel pw_12289]                ; reload
-    pmullw       xmm4, xmm8
-    pmullw       xmm5, xmm8
-    psubw        xmm15, xmm4
-    psubw        xmm7, xmm5
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       [rsp + 160], xmm7                   ; spill
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm7
-    movdqa       xmm5, xmm13                         ; csub: before layer 7
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm7
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm13, xmm5
-    pminuw       xmm7, xmm15
-    movdqa       xmm5, xmm4                          ; layer 7
-    paddw        xmm5, xmm13
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm7
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm13
-    psubw        xmm11, xmm7
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9536] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9408
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm8
-    pmullw       xmm13, xmm8
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm13
-    movdqa       xmm7, xmm6                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm13, xmm9
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm13
-    movdqa       xmm7, xmm14                         ; csub: before layer 7
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm13, xmm12
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm14, xmm7
-    pminuw       xmm12, xmm13
-    movdqa       xmm7, xmm6                          ; layer 7
-    paddw        xmm7, xmm14
-    movdqa       xmm13, xmm9
-    paddw        xmm13, xmm12
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm14
-    psubw        xmm9, xmm12
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9600] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9472
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm8
-    pmullw       xmm14, xmm8
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm10                        ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm14, xmm0
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm10, xmm12
-    pminuw       xmm0, xmm14
-    movdqa       xmm12, xmm1                         ; csub: before layer 7
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm14, xmm3
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm1, xmm12
-    pminuw       xmm3, xmm14
-    movdqa       xmm12, xmm10                        ; layer 7
-    paddw        xmm12, xmm1
-    movdqa       xmm14, xmm0
-    paddw        xmm14, xmm3
-    paddw        xmm10, [rax - 128]
-    paddw        xmm0, [rax - 112]
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm10
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9664] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9536
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm0, [rax - 112]
-    pmullw       xmm1, xmm8
-    pmullw       xmm3, xmm8
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm2
-    punpcklqdq   xmm1, [rsp + 96]
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm3
-    punpcklqdq   xmm8, [rsp + 160]
-    punpckhqdq   xmm2, [rsp + 96]
-    punpckhqdq   xmm3, [rsp + 160]
-    movdqa       [rsp + 160], xmm3                   ; spill
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm4
-    movdqa       [rsp + 128], xmm3                   ; spill
-    movdqa       xmm3, xmm15
-    punpcklqdq   xmm3, xmm11
-    punpckhqdq   xmm5, xmm4
-    punpckhqdq   xmm15, xmm11
-    movdqa       xmm4, xmm7
-    punpcklqdq   xmm4, xmm6
-    movdqa       xmm11, xmm13
-    punpcklqdq   xmm11, xmm9
-    punpckhqdq   xmm7, xmm6
-    punpckhqdq   xmm13, xmm9
-    movdqa       xmm6, xmm12
-    punpcklqdq   xmm6, xmm10
-    movdqa       xmm9, xmm14
-    punpcklqdq   xmm9, xmm0
-    punpckhqdq   xmm12, xmm10
-    punpckhqdq   xmm14, xmm0
-    movdqa       xmm0, xmm1                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm1, xmm0
-    pminuw       xmm8, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 6
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm10
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm2, xmm0
-    pminuw       xmm10, xmm14
-    movdqa       xmm0, xmm1                          ; layer 6
-    paddw        xmm0, xmm2
-    movdqa       xmm14, xmm8
-    paddw        xmm14, xmm10
-    paddw        xmm1, [rax - 128]
-    paddw        xmm8, [rax - 112]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, xmm1
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9728] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9600
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm8, [rax - 112]
+    movdqu       xmm14, [rdi + 1008]
     movdqa       [rsp + 160], xmm14                  ; spill
-    movdqu       xmm14, [rel pw_12289]               ; reload
-    pmullw       xmm2, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       xmm10, xmm2                         ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, xmm3
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm2, xmm10
-    pminuw       xmm3, xmm8
-    movdqa       xmm8, xmm5                          ; csub: before layer 6
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm10, xmm15
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm10
-    movdqa       xmm8, xmm2                          ; layer 6
-    paddw        xmm8, xmm5
-    movdqa       xmm10, xmm3
-    paddw        xmm10, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9792] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9664
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm4                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm11
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm15
-    movdqa       xmm5, xmm7                          ; csub: before layer 6
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm13
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm5
-    pminuw       xmm13, xmm15
-    movdqa       xmm5, xmm4                          ; layer 6
-    paddw        xmm5, xmm7
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm13
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm13
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9856] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9728
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm13, xmm11
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm13
-    movdqa       xmm7, xmm6                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm13, xmm9
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm13
-    movdqa       xmm7, xmm12                         ; csub: before layer 6
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, xmm13
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm7
-    pminuw       xmm13, xmm11
-    movdqa       xmm7, xmm6                          ; layer 6
-    paddw        xmm7, xmm12
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm13
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9920] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9792
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm0                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm13, xmm1
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm0, xmm12
-    pminuw       xmm1, xmm13
-    movdqa       xmm12, [rsp + 160]                  ; reload
-    movdqa       xmm13, xmm12                        ; csub: before layer 5
-    psubw        xmm13, [rax - 128]
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, [rsp]                         ; reload
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm9
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm13
-    pminuw       xmm9, xmm11
-    movdqa       xmm11, xmm0                         ; layer 5
-    paddw        xmm11, xmm12
-    movdqa       xmm13, xmm1
-    paddw        xmm13, xmm9
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
-    psubw        xmm0, xmm12
-    psubw        xmm1, xmm9
-    movdqa       xmm9, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 9984] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9856
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm9, xmm14
-    pmullw       xmm12, xmm14
-    psubw        xmm0, xmm9
-    psubw        xmm1, xmm12
-    movdqa       xmm9, xmm8                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm2
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm8, xmm9
-    pminuw       xmm2, xmm12
-    movdqa       xmm9, xmm10                         ; csub: before layer 5
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm10, xmm9
-    pminuw       xmm3, xmm12
-    movdqa       xmm9, xmm8                          ; layer 5
-    paddw        xmm9, xmm10
-    movdqa       xmm12, xmm2
-    paddw        xmm12, xmm3
-    paddw        xmm8, [rax - 128]
-    paddw        xmm2, [rax - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm2, xmm3
-    movdqa       xmm3, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10048] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9920
-    pmulhuw      xmm3, [rax - 96]
-    movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm2, [rax - 112]
-    pmullw       xmm3, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm8, xmm3
-    psubw        xmm2, xmm10
-    movdqa       xmm3, xmm5                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm3
-    pminuw       xmm4, xmm10
-    movdqa       xmm3, xmm15                         ; csub: before layer 5
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, xmm10
-    psubw        xmm2, [rax - 112]
-    pminuw       xmm15, xmm3
-    pminuw       xmm10, xmm2
-    movdqa       xmm2, xmm5                          ; layer 5
-    paddw        xmm2, xmm15
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm10
-    paddw        xmm5, [rax - 128]
-    paddw        xmm4, [rax - 112]
-    psubw        xmm5, xmm15
-    psubw        xmm4, xmm10
-    movdqa       xmm10, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10112] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 9984
-    pmulhuw      xmm10, [rax - 96]
-    movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm10, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm5, xmm10
-    psubw        xmm4, xmm15
-    movdqa       xmm10, xmm7                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       xmm15, xmm6
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm10
-    pminuw       xmm6, xmm15
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       xmm15, xmm10                        ; csub: before layer 5
-    psubw        xmm15, [rax - 128]
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       [rsp + 160], xmm5                   ; spill
-    movdqa       xmm5, xmm4
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm15
-    pminuw       xmm4, xmm5
-    movdqa       xmm5, xmm7                          ; layer 5
-    paddw        xmm5, xmm10
-    movdqa       xmm15, xmm6
-    paddw        xmm15, xmm4
-    paddw        xmm7, [rax - 128]
-    paddw        xmm6, [rax - 112]
-    psubw        xmm7, xmm10
-    psubw        xmm6, xmm4
-    movdqa       xmm4, xmm7
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10176] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10048
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    pmullw       xmm4, xmm14
-    pmullw       xmm10, xmm14
-    psubw        xmm7, xmm4
-    psubw        xmm6, xmm10
-    movdqa       xmm4, xmm11                         ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm13
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm11, xmm4
-    pminuw       xmm13, xmm10
-    movdqa       xmm4, xmm9                          ; csub: before layer 4
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm12
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm9, xmm4
-    pminuw       xmm12, xmm10
-    movdqa       xmm4, xmm11                         ; layer 4
-    paddw        xmm4, xmm9
-    movdqa       xmm10, xmm13
-    paddw        xmm10, xmm12
-    paddw        xmm11, [rax - 128]
-    paddw        xmm13, [rax - 112]
-    psubw        xmm11, xmm9
-    psubw        xmm13, xmm12
-    movdqa       xmm9, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10240] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10112
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm13, [rax - 112]
-    pmullw       xmm9, xmm14
-    pmullw       xmm12, xmm14
-    psubw        xmm11, xmm9
-    psubw        xmm13, xmm12
-    movdqa       xmm9, xmm0                          ; layer 4
-    paddw        xmm9, xmm8
-    movdqa       xmm12, xmm1
-    paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm8
-    psubw        xmm1, [rsp]
-    movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm1
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm8, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm0, xmm8
-    psubw        xmm1, xmm13
-    movdqa       xmm8, xmm2                          ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm13, xmm3
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm13
-    movdqa       xmm8, xmm5                          ; csub: before layer 4
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm13, xmm15
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm13
-    movdqa       xmm8, xmm2                          ; layer 4
-    paddw        xmm8, xmm5
-    movdqa       xmm13, xmm3
-    paddw        xmm13, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10304] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10176
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, [rsp + 160]                   ; reload
-    movdqa       xmm15, xmm5                         ; layer 4
-    paddw        xmm15, xmm7
-    movdqa       [rsp + 96], xmm1                    ; spill
-    movdqa       xmm1, [rsp + 128]                   ; reload
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm5, xmm7
-    psubw        xmm1, xmm6
-    movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm5, xmm6
-    psubw        xmm1, xmm7
-    movdqa       xmm6, xmm4                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm10
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm6
-    pminuw       xmm10, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 3
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm13
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm13, xmm7
-    movdqa       xmm6, xmm4                          ; layer 3
-    paddw        xmm6, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm13
-    paddw        xmm4, [rax - 128]
-    paddw        xmm10, [rax - 112]
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm13
-    movdqa       xmm8, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10368] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10240
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm13, xmm10
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm10, [rax - 112]
-    pmullw       xmm8, xmm14
-    pmullw       xmm13, xmm14
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm13
-    movdqa       xmm8, xmm9                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm13, xmm12
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm9, xmm8
-    pminuw       xmm12, xmm13
-    movdqa       xmm8, xmm15                         ; csub: before layer 3
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm13, xmm0
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm15, xmm8
-    pminuw       xmm0, xmm13
-    movdqa       xmm8, xmm9                          ; layer 3
-    paddw        xmm8, xmm15
-    movdqa       xmm13, xmm12
-    paddw        xmm13, xmm0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm12, [rax - 112]
-    psubw        xmm9, xmm15
-    psubw        xmm12, xmm0
-    movdqa       xmm0, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10368] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10240
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm12, [rax - 112]
-    pmullw       xmm0, xmm14
-    pmullw       xmm15, xmm14
-    psubw        xmm9, xmm0
-    psubw        xmm12, xmm15
-    movdqa       xmm0, xmm11                         ; layer 3
-    paddw        xmm0, xmm2
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 128], xmm12                  ; spill
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm3
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, [rsp + 32]                    ; reload
-    movdqa       xmm3, xmm2                          ; layer 3
-    paddw        xmm3, xmm5
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm2, xmm5
-    psubw        xmm15, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm1, xmm14
-    pmullw       xmm5, xmm14
-    psubw        xmm2, xmm1
-    psubw        xmm15, xmm5
-    movdqu       [rdi + 1536], xmm6
-    movdqu       [rdi + 1552], xmm7
-    movdqu       [rdi + 1568], xmm8
-    movdqu       [rdi + 1584], xmm13
-    movdqu       [rdi + 1600], xmm0
-    movdqu       [rdi + 1616], xmm12
-    movdqu       [rdi + 1632], xmm3
-    movdqu       [rdi + 1648], xmm11
-    movdqu       [rdi + 1664], xmm4
-    movdqu       [rdi + 1680], xmm10
-    movdqu       [rdi + 1696], xmm9
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqu       [rdi + 1712], xmm0
-    movdqa       xmm0, [rsp + 160]                   ; reload
-    movdqu       [rdi + 1728], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1744], xmm0
-    movdqu       [rdi + 1760], xmm2
-    movdqu       [rdi + 1776], xmm15
-    movdqu       xmm0, [rdi + 1792]
-    movdqu       xmm1, [rdi + 1808]
-    movdqu       xmm2, [rdi + 1824]
-    movdqu       xmm3, [rdi + 1840]
-    movdqu       xmm4, [rdi + 1856]
-    movdqu       xmm5, [rdi + 1872]
-    movdqu       xmm6, [rdi + 1888]
-    movdqu       xmm7, [rdi + 1904]
-    movdqu       xmm8, [rdi + 1920]
-    movdqu       xmm9, [rdi + 1936]
-    movdqu       xmm10, [rdi + 1952]
-    movdqu       xmm11, [rdi + 1968]
-    movdqu       xmm12, [rdi + 1984]
-    movdqu       xmm13, [rdi + 2000]
-    movdqu       xmm15, [rdi + 2016]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqu       xmm13, [rdi + 2032]
-    movdqa       [rsp + 160], xmm13                  ; spill
-    movdqa       xmm13, xmm0                         ; layer 9
-    paddw        xmm13, xmm2
+    movdqa       xmm14, xmm0                         ; layer 9
+    paddw        xmm14, xmm3
     movdqa       [rsp + 128], xmm15                  ; spill
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    pmulhuw      xmm2, [rax - 32]
-    movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 16]
-    pmullw       xmm0, [rax - 64]
-    pmullw       xmm1, [rax - 48]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm0, xmm2
-    psubw        xmm1, xmm3
-    movdqa       xmm2, xmm13
-    pmulhuw      xmm2, [rel pw_341]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rel pw_341 + 16]
-    pmullw       xmm13, [rel pw_64]
-    pmullw       xmm15, [rel pw_64 + 16]
-    pmullw       xmm2, xmm14
-    pmullw       xmm3, xmm14
-    psubw        xmm13, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm4                          ; layer 9
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rax + 32]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax + 48]
-    pmullw       xmm4, [rax]
-    pmullw       xmm5, [rax + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm2
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm7, xmm3
-    pmulhuw      xmm7, [rel pw_341 + 16]
-    pmullw       xmm2, [rel pw_64]
-    pmullw       xmm3, [rel pw_64 + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm7, xmm14
-    psubw        xmm2, xmm6
-    psubw        xmm3, xmm7
-    movdqa       xmm6, xmm8                          ; layer 9
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax + 96]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax + 112]
-    pmullw       xmm8, [rax + 64]
-    pmullw       xmm9, [rax + 80]
-    pmullw       xmm10, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rel pw_341]
-    movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rel pw_341 + 16]
-    pmullw       xmm6, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm10, xmm14
-    pmullw       xmm11, xmm14
-    psubw        xmm6, xmm10
-    psubw        xmm7, xmm11
-    movdqa       xmm10, xmm12                        ; layer 9
-    paddw        xmm10, [rsp + 128]
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    paddw        xmm7, [rsp + 160]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, [rsp + 128]
-    psubw        xmm11, [rsp + 160]
-    movdqa       [rsp + 160], xmm6                   ; spill
-    movdqa       xmm6, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10624] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10496
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp + 128], xmm9                   ; spill
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm6, xmm14
-    pmullw       xmm9, xmm14
-    psubw        xmm12, xmm6
-    psubw        xmm11, xmm9
-    movdqa       xmm6, xmm10
-    pmulhuw      xmm6, [rel pw_341]
-    movdqa       xmm9, xmm7
-    pmulhuw      xmm9, [rel pw_341 + 16]
-    pmullw       xmm10, [rel pw_64]
-    pmullw       xmm7, [rel pw_64 + 16]
-    pmullw       xmm6, xmm14
-    pmullw       xmm9, xmm14
-    psubw        xmm10, xmm6
-    psubw        xmm7, xmm9
-    movdqa       xmm6, xmm0
-    pslld        xmm6, 16
-    movdqa       xmm9, xmm1
-    pslld        xmm9, 16
-    movdqa       xmm14, xmm13
-    pblendw      xmm14, xmm6, 170
-    movdqa       xmm6, xmm15
-    pblendw      xmm6, xmm9, 170
-    psrld        xmm13, 16
-    psrld        xmm15, 16
-    pblendw      xmm13, xmm0, 170
-    pblendw      xmm15, xmm1, 170
-    movdqa       xmm0, xmm4
-    pslld        xmm0, 16
-    movdqa       xmm1, xmm5
-    pslld        xmm1, 16
-    movdqa       xmm9, xmm2
-    pblendw      xmm9, xmm0, 170
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    psrld        xmm2, 16
-    psrld        xmm3, 16
-    pblendw      xmm2, xmm4, 170
-    pblendw      xmm3, xmm5, 170
-    movdqa       xmm1, xmm8
-    pslld        xmm1, 16
-    movdqa       xmm4, [rsp + 128]                   ; reload
-    movdqa       xmm5, xmm4
-    pslld        xmm5, 16
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, [rsp + 160]                   ; reload
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm1, 170
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm1
-    pblendw      xmm0, xmm5, 170
-    psrld        xmm3, 16
-    psrld        xmm1, 16
-    pblendw      xmm3, xmm8, 170
-    pblendw      xmm1, xmm4, 170
-    movdqa       xmm4, xmm12
-    pslld        xmm4, 16
-    movdqa       xmm5, xmm11
-    pslld        xmm5, 16
-    movdqa       xmm8, xmm10
-    pblendw      xmm8, xmm4, 170
-    movdqa       xmm4, xmm7
-    pblendw      xmm4, xmm5, 170
-    psrld        xmm10, 16
-    psrld        xmm7, 16
-    pblendw      xmm10, xmm12, 170
-    pblendw      xmm7, xmm11, 170
-    movdqa       xmm5, xmm14                         ; layer 8
-    paddw        xmm5, xmm13
-    movdqa       xmm11, xmm6
-    paddw        xmm11, xmm15
-    paddw        xmm14, [rel pw_24578]
-    paddw        xmm6, [rel pw_24578 + 16]
-    psubw        xmm14, xmm13
-    psubw        xmm6, xmm15
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 32]
-    movdqa       xmm13, xmm6
-    pmulhuw      xmm13, [rax - 16]
-    pmullw       xmm14, [rax - 64]
-    pmullw       xmm6, [rax - 48]
-    movdqu       xmm15, [rel pw_12289]               ; reload
-    pmullw       xmm12, xmm15
-    pmullw       xmm13, xmm15
-    psubw        xmm14, xmm12
-    psubw        xmm6, xmm13
-    movdqa       xmm12, xmm9                         ; layer 8
-    paddw        xmm12, xmm2
-    movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       [rsp + 128], xmm12                  ; spill
-    movdqa       xmm12, xmm13
-    paddw        xmm12, [rsp]
-    paddw        xmm9, [rel pw_24578]
-    paddw        xmm13, [rel pw_24578 + 16]
-    psubw        xmm9, xmm2
-    psubw        xmm13, [rsp]
-    movdqa       xmm2, xmm9
-    pmulhuw      xmm2, [rax + 32]
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm13
-    pmulhuw      xmm12, [rax + 48]
-    pmullw       xmm9, [rax]
-    pmullw       xmm13, [rax + 16]
-    pmullw       xmm2, xmm15
-    pmullw       xmm12, xmm15
-    psubw        xmm9, xmm2
-    psubw        xmm13, xmm12
-    movdqa       xmm2, [rsp + 64]                    ; reload
-    movdqa       xmm12, xmm2                         ; layer 8
-    paddw        xmm12, xmm3
-    movdqa       [rsp + 32], xmm12                   ; spill
-    movdqa       xmm12, xmm0
-    paddw        xmm12, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm2, xmm3
-    psubw        xmm0, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax + 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax + 112]
-    pmullw       xmm2, [rax + 64]
-    pmullw       xmm0, [rax + 80]
-    pmullw       xmm1, xmm15
-    pmullw       xmm3, xmm15
-    psubw        xmm2, xmm1
+    movdqa       xmm15, xmm2
+    paddw        xmm15, xmm4
+    paddw        xmm0, [rdx - 128]
+    paddw        xmm2, [rdx - 112]
     psubw        xmm0, xmm3
-    movdqa       xmm1, xmm8                          ; layer 8
-    paddw        xmm1, xmm10
-    movdqa       xmm3, xmm4
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm0
+    pmulhuw      xmm3, [rcx + 4448]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx + 4464]
+    pmullw       xmm0, [rcx + 4416]
+    pmullw       xmm2, [rcx + 4432]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm1
+    psubw        xmm0, xmm3
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm14
+    pmulhuw      xmm3, [rel pw_341]
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rel pw_341 + 16]
+    pmullw       xmm14, [rel pw_64]
+    pmullw       xmm15, [rel pw_64 + 16]
+    pmullw       xmm3, xmm1
+    pmullw       xmm4, xmm1
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm5                          ; layer 9
     paddw        xmm3, xmm7
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm4, [rel pw_24578 + 16]
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rdx - 128]
+    paddw        xmm6, [rdx - 112]
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm5
+    pmulhuw      xmm7, [rcx + 4512]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rcx + 4528]
+    pmullw       xmm5, [rcx + 4480]
+    pmullw       xmm6, [rcx + 4496]
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm1
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm3
+    pmulhuw      xmm7, [rel pw_341]
+    movdqa       xmm8, xmm4
+    pmulhuw      xmm8, [rel pw_341 + 16]
+    pmullw       xmm3, [rel pw_64]
+    pmullw       xmm4, [rel pw_64 + 16]
+    pmullw       xmm7, xmm1
+    pmullw       xmm8, xmm1
+    psubw        xmm3, xmm7
+    psubw        xmm4, xmm8
+    movdqa       xmm7, xmm9                          ; layer 9
+    paddw        xmm7, xmm11
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    pmulhuw      xmm11, [rcx + 4576]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rcx + 4592]
+    pmullw       xmm9, [rcx + 4544]
+    pmullw       xmm10, [rcx + 4560]
+    pmullw       xmm11, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm7
+    pmulhuw      xmm11, [rel pw_341]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rel pw_341 + 16]
+    pmullw       xmm7, [rel pw_64]
+    pmullw       xmm8, [rel pw_64 + 16]
+    pmullw       xmm11, xmm1
+    pmullw       xmm12, xmm1
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm12
+    movdqa       xmm11, xmm13                        ; layer 9
+    paddw        xmm11, [rsp + 128]
+    movdqa       xmm12, [rsp + 32]                   ; reload
+    movdqa       [rsp], xmm8                         ; spill
+    movdqa       xmm8, xmm12
+    paddw        xmm8, [rsp + 160]
+    paddw        xmm13, [rdx - 128]
+    paddw        xmm12, [rdx - 112]
+    psubw        xmm13, [rsp + 128]
+    psubw        xmm12, [rsp + 160]
+    movdqa       [rsp + 160], xmm7                   ; spill
+    movdqa       xmm7, xmm13
+    pmulhuw      xmm7, [rcx + 4640]
+    movdqa       [rsp + 128], xmm10                  ; spill
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rcx + 4656]
+    pmullw       xmm13, [rcx + 4608]
+    pmullw       xmm12, [rcx + 4624]
+    pmullw       xmm7, xmm1
+    pmullw       xmm10, xmm1
+    psubw        xmm13, xmm7
+    psubw        xmm12, xmm10
+    movdqa       xmm7, xmm11
+    pmulhuw      xmm7, [rel pw_341]
+    movdqa       xmm10, xmm8
+    pmulhuw      xmm10, [rel pw_341 + 16]
+    pmullw       xmm11, [rel pw_64]
+    pmullw       xmm8, [rel pw_64 + 16]
+    pmullw       xmm7, xmm1
+    pmullw       xmm10, xmm1
+    psubw        xmm11, xmm7
     psubw        xmm8, xmm10
-    psubw        xmm4, xmm7
-    movdqa       xmm7, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10880] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10752
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm10, xmm4
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm7, xmm15
-    pmullw       xmm10, xmm15
-    psubw        xmm8, xmm7
-    psubw        xmm4, xmm10
+    movdqa       xmm7, xmm0
+    pslld        xmm7, 16
+    movdqa       xmm10, xmm2
+    pslld        xmm10, 16
+    movdqa       xmm1, xmm14
+    pblendw      xmm1, xmm7, 170
+    movdqa       xmm7, xmm15
+    pblendw      xmm7, xmm10, 170
+    psrld        xmm14, 16
+    psrld        xmm15, 16
+    pblendw      xmm14, xmm0, 170
+    pblendw      xmm15, xmm2, 170
+    movdqa       xmm0, xmm5
+    pslld        xmm0, 16
+    movdqa       xmm2, xmm6
+    pslld        xmm2, 16
+    movdqa       xmm10, xmm3
+    pblendw      xmm10, xmm0, 170
+    movdqa       xmm0, xmm4
+    pblendw      xmm0, xmm2, 170
+    psrld        xmm3, 16
+    psrld        xmm4, 16
+    pblendw      xmm3, xmm5, 170
+    pblendw      xmm4, xmm6, 170
+    movdqa       xmm2, xmm9
+    pslld        xmm2, 16
+    movdqa       xmm5, [rsp + 128]                   ; reload
+    movdqa       xmm6, xmm5
+    pslld        xmm6, 16
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       xmm4, [rsp + 160]                   ; reload
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqa       xmm0, xmm4
+    pblendw      xmm0, xmm2, 170
+    movdqa       xmm2, [rsp]                         ; reload
+    movdqa       [rsp + 96], xmm0                    ; spill
+    movdqa       xmm0, xmm2
+    pblendw      xmm0, xmm6, 170
+    psrld        xmm4, 16
+    psrld        xmm2, 16
+    pblendw      xmm4, xmm9, 170
+    pblendw      xmm2, xmm5, 170
+    movdqa       xmm5, xmm13
+    pslld        xmm5, 16
+    movdqa       xmm6, xmm12
+    pslld        xmm6, 16
+    movdqa       xmm9, xmm11
+    pblendw      xmm9, xmm5, 170
+    movdqa       xmm5, xmm8
+    pblendw      xmm5, xmm6, 170
+    psrld        xmm11, 16
+    psrld        xmm8, 16
+    pblendw      xmm11, xmm13, 170
+    pblendw      xmm8, xmm12, 170
+    movdqa       xmm6, xmm1                          ; layer 8
+    paddw        xmm6, xmm14
+    movdqa       xmm12, xmm7
+    paddw        xmm12, xmm15
+    paddw        xmm1, [rdx - 128]
+    paddw        xmm7, [rdx - 112]
+    psubw        xmm1, xmm14
+    psubw        xmm7, xmm15
+    movdqa       xmm13, xmm1
+    pmulhuw      xmm13, [rcx + 4704]
+    movdqa       xmm14, xmm7
+    pmulhuw      xmm14, [rcx + 4720]
+    pmullw       xmm1, [rcx + 4672]
+    pmullw       xmm7, [rcx + 4688]
+    movdqu       xmm15, [rel pw_12289]               ; reload
+    pmullw       xmm13, xmm15
+    pmullw       xmm14, xmm15
+    psubw        xmm1, xmm13
+    psubw        xmm7, xmm14
+    movdqa       xmm13, xmm6                         ; csub: after layer 8
+    psubw        xmm13, [rdx - 128]
+    movdqa       xmm14, xmm12
+    psubw        xmm14, [rdx - 112]
+    pminuw       xmm6, xmm13
+    pminuw       xmm12, xmm14
+    movdqa       xmm13, xmm10                        ; layer 8
+    paddw        xmm13, xmm3
+    movdqa       xmm14, [rsp + 64]                   ; reload
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm14
+    paddw        xmm12, [rsp + 32]
+    paddw        xmm10, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, [rsp + 32]
+    movdqa       xmm3, xmm10
+    pmulhuw      xmm3, [rcx + 4768]
+    movdqa       [rsp + 32], xmm6                    ; spill
+    movdqa       xmm6, xmm14
+    pmulhuw      xmm6, [rcx + 4784]
+    pmullw       xmm10, [rcx + 4736]
+    pmullw       xmm14, [rcx + 4752]
+    pmullw       xmm3, xmm15
+    pmullw       xmm6, xmm15
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm6
+    movdqa       xmm3, xmm13                         ; csub: after layer 8
+    psubw        xmm3, [rdx - 128]
+    movdqa       xmm6, xmm12
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm13, xmm3
+    pminuw       xmm12, xmm6
+    movdqa       xmm3, [rsp + 96]                    ; reload
+    movdqa       xmm6, xmm3                          ; layer 8
+    paddw        xmm6, xmm4
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm0
+    paddw        xmm12, xmm2
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm0, [rdx - 112]
+    psubw        xmm3, xmm4
+    psubw        xmm0, xmm2
+    movdqa       xmm2, xmm3
+    pmulhuw      xmm2, [rcx + 4832]
+    movdqa       xmm4, xmm0
+    pmulhuw      xmm4, [rcx + 4848]
+    pmullw       xmm3, [rcx + 4800]
+    pmullw       xmm0, [rcx + 4816]
+    pmullw       xmm2, xmm15
+    pmullw       xmm4, xmm15
+    psubw        xmm3, xmm2
+    psubw        xmm0, xmm4
+    movdqa       xmm2, xmm6                          ; csub: after layer 8
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm4, xmm12
+    psubw        xmm4, [rdx - 112]
+    pminuw       xmm6, xmm2
+    pminuw       xmm12, xmm4
+    movdqa       xmm2, xmm9                          ; layer 8
+    paddw        xmm2, xmm11
+    movdqa       xmm4, xmm5
+    paddw        xmm4, xmm8
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm5, [rdx - 112]
+    psubw        xmm9, xmm11
+    psubw        xmm5, xmm8
+    movdqa       xmm8, xmm9
+    pmulhuw      xmm8, [rcx + 4896]
+    movdqa       xmm11, xmm5
+    pmulhuw      xmm11, [rcx + 4912]
+    pmullw       xmm9, [rcx + 4864]
+    pmullw       xmm5, [rcx + 4880]
+    pmullw       xmm8, xmm15
+    pmullw       xmm11, xmm15
+    psubw        xmm9, xmm8
+    psubw        xmm5, xmm11
+    movdqa       xmm8, xmm2                          ; csub: after layer 8
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm11, xmm4
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm2, xmm8
+    pminuw       xmm4, xmm11
+    movdqa       xmm8, xmm1
+    psllq        xmm8, 32
+    movdqa       xmm11, xmm7
+    psllq        xmm11, 32
+    movdqa       xmm15, [rsp + 32]                   ; reload
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm15
+    pblendw      xmm4, xmm8, 204
+    movdqa       xmm8, [rsp + 128]                   ; reload
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm8
+    pblendw      xmm4, xmm11, 204
+    psrlq        xmm15, 32
+    psrlq        xmm8, 32
+    pblendw      xmm15, xmm1, 204
+    pblendw      xmm8, xmm7, 204
+    movdqa       xmm1, xmm10
+    psllq        xmm1, 32
     movdqa       xmm7, xmm14
     psllq        xmm7, 32
-    movdqa       xmm10, xmm6
-    psllq        xmm10, 32
-    movdqa       xmm15, xmm5
-    pblendw      xmm15, xmm7, 204
-    movdqa       xmm7, xmm11
-    pblendw      xmm7, xmm10, 204
-    psrlq        xmm5, 32
-    psrlq        xmm11, 32
-    pblendw      xmm5, xmm14, 204
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, xmm9
-    psllq        xmm6, 32
-    movdqa       xmm10, xmm13
-    psllq        xmm10, 32
-    movdqa       xmm14, [rsp + 128]                  ; reload
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    pblendw      xmm11, xmm6, 204
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pblendw      xmm11, xmm10, 204
-    psrlq        xmm14, 32
-    psrlq        xmm6, 32
-    pblendw      xmm14, xmm9, 204
-    pblendw      xmm6, xmm13, 204
-    movdqa       xmm9, xmm2
-    psllq        xmm9, 32
+    movdqa       xmm11, xmm13
+    pblendw      xmm11, xmm1, 204
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       [rsp + 128], xmm11                  ; spill
+    movdqa       xmm11, xmm1
+    pblendw      xmm11, xmm7, 204
+    psrlq        xmm13, 32
+    psrlq        xmm1, 32
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm1, xmm14, 204
+    movdqa       xmm7, xmm3
+    psllq        xmm7, 32
     movdqa       xmm10, xmm0
     psllq        xmm10, 32
-    movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm13
-    pblendw      xmm6, xmm9, 204
-    movdqa       xmm9, xmm12
-    pblendw      xmm9, xmm10, 204
-    psrlq        xmm13, 32
+    movdqa       xmm14, xmm6
+    pblendw      xmm14, xmm7, 204
+    movdqa       xmm7, xmm12
+    pblendw      xmm7, xmm10, 204
+    psrlq        xmm6, 32
     psrlq        xmm12, 32
-    pblendw      xmm13, xmm2, 204
+    pblendw      xmm6, xmm3, 204
     pblendw      xmm12, xmm0, 204
-    movdqa       xmm0, xmm8
-    psllq        xmm0, 32
-    movdqa       xmm2, xmm4
-    psllq        xmm2, 32
-    movdqa       xmm10, xmm1
-    pblendw      xmm10, xmm0, 204
-    movdqa       xmm0, xmm3
-    pblendw      xmm0, xmm2, 204
-    psrlq        xmm1, 32
-    psrlq        xmm3, 32
-    pblendw      xmm1, xmm8, 204
-    pblendw      xmm3, xmm4, 204
-    movdqa       xmm2, xmm15                         ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, xmm7
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm15, xmm2
-    pminuw       xmm7, xmm4
-    movdqa       xmm2, xmm5                          ; csub: before layer 7
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm4, [rsp + 64]                    ; reload
-    movdqa       xmm8, xmm4
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm5, xmm2
-    pminuw       xmm4, xmm8
-    movdqa       xmm2, xmm15                         ; layer 7
-    paddw        xmm2, xmm5
-    movdqa       xmm8, xmm7
-    paddw        xmm8, xmm4
-    paddw        xmm15, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm15, xmm5
-    psubw        xmm7, xmm4
-    movdqa       xmm4, xmm15
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 10944] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10816
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm7
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm15, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    movdqa       [rsp + 64], xmm8                    ; spill
-    movdqu       xmm8, [rel pw_12289]                ; reload
-    pmullw       xmm4, xmm8
-    pmullw       xmm5, xmm8
-    psubw        xmm15, xmm4
-    psubw        xmm7, xmm5
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm4                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       [rsp + 32], xmm7                    ; spill
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm7
-    movdqa       xmm5, xmm14                         ; csub: before layer 7
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm7
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm14, xmm5
-    pminuw       xmm7, xmm15
-    movdqa       xmm5, xmm4                          ; layer 7
-    paddw        xmm5, xmm14
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm7
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm14
-    psubw        xmm11, xmm7
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11008] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10880
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm8
-    pmullw       xmm14, xmm8
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm6                          ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, xmm9
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm14
-    movdqa       xmm7, xmm13                         ; csub: before layer 7
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, xmm12
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm13, xmm7
-    pminuw       xmm12, xmm14
-    movdqa       xmm7, xmm6                          ; layer 7
-    paddw        xmm7, xmm13
-    movdqa       xmm14, xmm9
-    paddw        xmm14, xmm12
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm13
-    psubw        xmm9, xmm12
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11072] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 10944
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm13, xmm9
-    pmulhuw      xmm13, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm8
-    pmullw       xmm13, xmm8
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm13
-    movdqa       xmm12, xmm10                        ; csub: before layer 7
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm13, xmm0
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm10, xmm12
-    pminuw       xmm0, xmm13
-    movdqa       xmm12, xmm1                         ; csub: before layer 7
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm13, xmm3
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm1, xmm12
-    pminuw       xmm3, xmm13
-    movdqa       xmm12, xmm10                        ; layer 7
-    paddw        xmm12, xmm1
-    movdqa       xmm13, xmm0
-    paddw        xmm13, xmm3
-    paddw        xmm10, [rax - 128]
-    paddw        xmm0, [rax - 112]
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm10
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11136] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11008
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm3, xmm0
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm10, [rax - 128]
-    pmullw       xmm0, [rax - 112]
-    pmullw       xmm1, xmm8
-    pmullw       xmm3, xmm8
-    psubw        xmm10, xmm1
-    psubw        xmm0, xmm3
-    movdqa       xmm1, xmm2
-    punpcklqdq   xmm1, [rsp + 96]
-    movdqa       xmm3, [rsp + 64]                    ; reload
-    movdqa       xmm8, xmm3
-    punpcklqdq   xmm8, [rsp + 32]
-    punpckhqdq   xmm2, [rsp + 96]
-    punpckhqdq   xmm3, [rsp + 32]
-    movdqa       [rsp + 32], xmm3                    ; spill
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm4
-    movdqa       [rsp + 64], xmm3                    ; spill
-    movdqa       xmm3, xmm15
-    punpcklqdq   xmm3, xmm11
-    punpckhqdq   xmm5, xmm4
-    punpckhqdq   xmm15, xmm11
-    movdqa       xmm4, xmm7
-    punpcklqdq   xmm4, xmm6
-    movdqa       xmm11, xmm14
-    punpcklqdq   xmm11, xmm9
-    punpckhqdq   xmm7, xmm6
-    punpckhqdq   xmm14, xmm9
-    movdqa       xmm6, xmm12
-    punpcklqdq   xmm6, xmm10
-    movdqa       xmm9, xmm13
-    punpcklqdq   xmm9, xmm0
-    punpckhqdq   xmm12, xmm10
-    punpckhqdq   xmm13, xmm0
-    movdqa       xmm0, xmm1                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, xmm8
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm1, xmm0
-    pminuw       xmm8, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 6
-    psubw        xmm0, [rax - 128]
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm10
-    psubw        xmm13, [rax - 112]
-    pminuw       xmm2, xmm0
-    pminuw       xmm10, xmm13
-    movdqa       xmm0, xmm1                          ; layer 6
-    paddw        xmm0, xmm2
-    movdqa       xmm13, xmm8
-    paddw        xmm13, xmm10
-    paddw        xmm1, [rax - 128]
-    paddw        xmm8, [rax - 112]
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, xmm1
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11200] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11072
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm1, [rax - 128]
-    pmullw       xmm8, [rax - 112]
-    movdqa       [rsp + 32], xmm13                   ; spill
-    movdqu       xmm13, [rel pw_12289]               ; reload
-    pmullw       xmm2, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm1, xmm2
-    psubw        xmm8, xmm10
-    movdqa       xmm2, [rsp + 64]                    ; reload
-    movdqa       xmm10, xmm2                         ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, xmm3
-    psubw        xmm8, [rax - 112]
-    pminuw       xmm2, xmm10
-    pminuw       xmm3, xmm8
-    movdqa       xmm8, xmm5                          ; csub: before layer 6
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm10, xmm15
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm10
-    movdqa       xmm8, xmm2                          ; layer 6
-    paddw        xmm8, xmm5
-    movdqa       xmm10, xmm3
-    paddw        xmm10, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11264] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11136
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm4                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm11
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm4, xmm5
-    pminuw       xmm11, xmm15
-    movdqa       xmm5, xmm7                          ; csub: before layer 6
-    psubw        xmm5, [rax - 128]
-    movdqa       xmm15, xmm14
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm5
-    pminuw       xmm14, xmm15
-    movdqa       xmm5, xmm4                          ; layer 6
-    paddw        xmm5, xmm7
-    movdqa       xmm15, xmm11
-    paddw        xmm15, xmm14
-    paddw        xmm4, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11328] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11200
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm14, xmm11
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm7, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm4, xmm7
-    psubw        xmm11, xmm14
-    movdqa       xmm7, xmm6                          ; csub: before layer 6
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, xmm9
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm6, xmm7
-    pminuw       xmm9, xmm14
-    movdqa       xmm7, xmm12                         ; csub: before layer 6
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm14, [rsp + 96]                   ; reload
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm7
-    pminuw       xmm14, xmm11
-    movdqa       xmm7, xmm6                          ; layer 6
-    paddw        xmm7, xmm12
-    movdqa       xmm11, xmm9
-    paddw        xmm11, xmm14
-    paddw        xmm6, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11392] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11264
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       xmm14, xmm9
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm12, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm6, xmm12
-    psubw        xmm9, xmm14
-    movdqa       xmm12, xmm0                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm12, [rax - 128]
-    movdqa       xmm14, xmm1
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm0, xmm12
-    pminuw       xmm1, xmm14
-    movdqa       xmm12, [rsp + 32]                   ; reload
-    movdqa       xmm14, xmm12                        ; csub: before layer 5
-    psubw        xmm14, [rax - 128]
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, [rsp]                         ; reload
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, xmm9
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm12, xmm14
-    pminuw       xmm9, xmm11
-    movdqa       xmm11, xmm0                         ; layer 5
-    paddw        xmm11, xmm12
-    movdqa       xmm14, xmm1
-    paddw        xmm14, xmm9
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
-    psubw        xmm0, xmm12
-    psubw        xmm1, xmm9
-    movdqa       xmm9, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11456] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11328
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm1
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm0, xmm9
-    psubw        xmm1, xmm12
-    movdqa       xmm9, xmm8                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm2
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm8, xmm9
-    pminuw       xmm2, xmm12
-    movdqa       xmm9, xmm10                         ; csub: before layer 5
-    psubw        xmm9, [rax - 128]
-    movdqa       xmm12, xmm3
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm10, xmm9
-    pminuw       xmm3, xmm12
-    movdqa       xmm9, xmm8                          ; layer 5
-    paddw        xmm9, xmm10
-    movdqa       xmm12, xmm2
-    paddw        xmm12, xmm3
-    paddw        xmm8, [rax - 128]
-    paddw        xmm2, [rax - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm2, xmm3
-    movdqa       xmm3, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11520] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11392
-    pmulhuw      xmm3, [rax - 96]
-    movdqa       xmm10, xmm2
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm2, [rax - 112]
-    pmullw       xmm3, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm8, xmm3
-    psubw        xmm2, xmm10
-    movdqa       xmm3, xmm5                          ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, xmm4
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm5, xmm3
-    pminuw       xmm4, xmm10
-    movdqa       xmm3, xmm15                         ; csub: before layer 5
-    psubw        xmm3, [rax - 128]
-    movdqa       xmm10, [rsp + 64]                   ; reload
-    movdqa       [rsp], xmm2                         ; spill
-    movdqa       xmm2, xmm10
-    psubw        xmm2, [rax - 112]
-    pminuw       xmm15, xmm3
-    pminuw       xmm10, xmm2
-    movdqa       xmm2, xmm5                          ; layer 5
-    paddw        xmm2, xmm15
-    movdqa       xmm3, xmm4
-    paddw        xmm3, xmm10
-    paddw        xmm5, [rax - 128]
-    paddw        xmm4, [rax - 112]
-    psubw        xmm5, xmm15
-    psubw        xmm4, xmm10
-    movdqa       xmm10, xmm5
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11584] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11456
-    pmulhuw      xmm10, [rax - 96]
-    movdqa       xmm15, xmm4
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm4, [rax - 112]
-    pmullw       xmm10, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm5, xmm10
-    psubw        xmm4, xmm15
-    movdqa       xmm10, xmm7                         ; csub: before layer 5
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       xmm15, xmm6
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm7, xmm10
-    pminuw       xmm6, xmm15
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       xmm15, xmm10                        ; csub: before layer 5
-    psubw        xmm15, [rax - 128]
-    movdqa       [rsp + 64], xmm4                    ; spill
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       [rsp + 32], xmm5                    ; spill
-    movdqa       xmm5, xmm4
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm15
-    pminuw       xmm4, xmm5
-    movdqa       xmm5, xmm7                          ; layer 5
-    paddw        xmm5, xmm10
-    movdqa       xmm15, xmm6
-    paddw        xmm15, xmm4
-    paddw        xmm7, [rax - 128]
-    paddw        xmm6, [rax - 112]
-    psubw        xmm7, xmm10
-    psubw        xmm6, xmm4
-    movdqa       xmm4, xmm7
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11648] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11520
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm10, xmm6
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm6, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm7, xmm4
-    psubw        xmm6, xmm10
-    movdqa       xmm4, xmm11                         ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm14
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm11, xmm4
-    pminuw       xmm14, xmm10
-    movdqa       xmm4, xmm9                          ; csub: before layer 4
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm10, xmm12
-    psubw        xmm10, [rax - 112]
-    pminuw       xmm9, xmm4
-    pminuw       xmm12, xmm10
-    movdqa       xmm4, xmm11                         ; layer 4
-    paddw        xmm4, xmm9
-    movdqa       xmm10, xmm14
-    paddw        xmm10, xmm12
-    paddw        xmm11, [rax - 128]
-    paddw        xmm14, [rax - 112]
-    psubw        xmm11, xmm9
-    psubw        xmm14, xmm12
-    movdqa       xmm9, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11712] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11584
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm12, xmm14
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm11, xmm9
-    psubw        xmm14, xmm12
-    movdqa       xmm9, xmm0                          ; layer 4
-    paddw        xmm9, xmm8
-    movdqa       xmm12, xmm1
-    paddw        xmm12, [rsp]
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm8
-    psubw        xmm1, [rsp]
-    movdqa       xmm8, xmm0
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm1
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm0, xmm8
-    psubw        xmm1, xmm14
-    movdqa       xmm8, xmm2                          ; csub: before layer 4
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm3
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm14
-    movdqa       xmm8, xmm5                          ; csub: before layer 4
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm15
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm5, xmm8
-    pminuw       xmm15, xmm14
-    movdqa       xmm8, xmm2                          ; layer 4
-    paddw        xmm8, xmm5
-    movdqa       xmm14, xmm3
-    paddw        xmm14, xmm15
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11776] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11648
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm15, xmm3
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm15
-    movdqa       xmm5, [rsp + 32]                    ; reload
-    movdqa       xmm15, xmm5                         ; layer 4
-    paddw        xmm15, xmm7
-    movdqa       [rsp + 96], xmm1                    ; spill
-    movdqa       xmm1, [rsp + 64]                    ; reload
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, xmm6
-    paddw        xmm5, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm5, xmm7
-    psubw        xmm1, xmm6
-    movdqa       xmm6, xmm5
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm5, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm5, xmm6
-    psubw        xmm1, xmm7
-    movdqa       xmm6, xmm4                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm10
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm4, xmm6
-    pminuw       xmm10, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 3
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm14
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm14, xmm7
-    movdqa       xmm6, xmm4                          ; layer 3
-    paddw        xmm6, xmm8
-    movdqa       xmm7, xmm10
-    paddw        xmm7, xmm14
-    paddw        xmm4, [rax - 128]
-    paddw        xmm10, [rax - 112]
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm14
-    movdqa       xmm8, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11840] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11712
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm14, xmm10
-    pmulhuw      xmm14, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm10, [rax - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm14, xmm13
-    psubw        xmm4, xmm8
-    psubw        xmm10, xmm14
-    movdqa       xmm8, xmm9                          ; csub: before layer 3
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm12
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm9, xmm8
-    pminuw       xmm12, xmm14
-    movdqa       xmm8, xmm15                         ; csub: before layer 3
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm14, xmm0
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm15, xmm8
-    pminuw       xmm0, xmm14
-    movdqa       xmm8, xmm9                          ; layer 3
-    paddw        xmm8, xmm15
-    movdqa       xmm14, xmm12
-    paddw        xmm14, xmm0
-    paddw        xmm9, [rax - 128]
-    paddw        xmm12, [rax - 112]
-    psubw        xmm9, xmm15
-    psubw        xmm12, xmm0
     movdqa       xmm0, xmm9
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11840] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11712
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm12, [rax - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm15, xmm13
-    psubw        xmm9, xmm0
-    psubw        xmm12, xmm15
-    movdqa       xmm0, xmm11                         ; layer 3
-    paddw        xmm0, xmm2
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       [rsp + 64], xmm12                   ; spill
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm3
-    paddw        xmm11, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm11
-    pmulhuw      xmm2, [rax - 96]
+    psllq        xmm0, 32
+    movdqa       xmm3, xmm5
+    psllq        xmm3, 32
+    movdqa       xmm10, xmm2
+    pblendw      xmm10, xmm0, 204
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqa       [rsp + 64], xmm10                   ; spill
+    movdqa       xmm10, xmm0
+    pblendw      xmm10, xmm3, 204
+    psrlq        xmm2, 32
+    psrlq        xmm0, 32
+    pblendw      xmm2, xmm9, 204
+    pblendw      xmm0, xmm5, 204
+    movdqa       xmm3, [rsp]                         ; reload
+    movdqa       xmm5, xmm3                          ; layer 7
+    paddw        xmm5, xmm15
+    movdqa       xmm9, xmm4
+    paddw        xmm9, xmm8
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm3, xmm15
+    psubw        xmm4, xmm8
+    movdqa       xmm8, xmm3
+    pmulhuw      xmm8, [rcx + 4960]
+    movdqa       xmm15, xmm4
+    pmulhuw      xmm15, [rcx + 4976]
+    pmullw       xmm3, [rcx + 4928]
+    pmullw       xmm4, [rcx + 4944]
+    movdqa       [rsp], xmm0                         ; spill
+    movdqu       xmm0, [rel pw_12289]                ; reload
+    pmullw       xmm8, xmm0
+    pmullw       xmm15, xmm0
+    psubw        xmm3, xmm8
+    psubw        xmm4, xmm15
+    movdqa       xmm8, xmm5                          ; csub: after layer 7
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm15, xmm9
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm5, xmm8
+    pminuw       xmm9, xmm15
+    movdqa       xmm8, [rsp + 128]                   ; reload
+    movdqa       xmm15, xmm8                         ; layer 7
+    paddw        xmm15, xmm13
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm11
+    paddw        xmm4, xmm1
+    paddw        xmm8, [rdx - 128]
+    paddw        xmm11, [rdx - 112]
+    psubw        xmm8, xmm13
+    psubw        xmm11, xmm1
+    movdqa       xmm1, xmm8
+    pmulhuw      xmm1, [rcx + 5024]
+    movdqa       xmm13, xmm11
+    pmulhuw      xmm13, [rcx + 5040]
+    pmullw       xmm8, [rcx + 4992]
+    pmullw       xmm11, [rcx + 5008]
+    pmullw       xmm1, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm8, xmm1
+    psubw        xmm11, xmm13
+    movdqa       xmm1, xmm15                         ; csub: after layer 7
+    psubw        xmm1, [rdx - 128]
+    movdqa       xmm13, xmm4
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm15, xmm1
+    pminuw       xmm4, xmm13
+    movdqa       xmm1, xmm14                         ; layer 7
+    paddw        xmm1, xmm6
+    movdqa       xmm13, xmm7
+    paddw        xmm13, xmm12
+    paddw        xmm14, [rdx - 128]
+    paddw        xmm7, [rdx - 112]
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm14
+    pmulhuw      xmm6, [rcx + 5088]
+    movdqa       xmm12, xmm7
+    pmulhuw      xmm12, [rcx + 5104]
+    pmullw       xmm14, [rcx + 5056]
+    pmullw       xmm7, [rcx + 5072]
+    pmullw       xmm6, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm14, xmm6
+    psubw        xmm7, xmm12
+    movdqa       xmm6, xmm1                          ; csub: after layer 7
+    psubw        xmm6, [rdx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm1, xmm6
+    pminuw       xmm13, xmm12
+    movdqa       xmm6, [rsp + 64]                    ; reload
+    movdqa       xmm12, xmm6                         ; layer 7
+    paddw        xmm12, xmm2
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movdqa       xmm7, xmm10
+    paddw        xmm7, [rsp]
+    paddw        xmm6, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm6, xmm2
+    psubw        xmm10, [rsp]
+    movdqa       xmm2, xmm6
+    pmulhuw      xmm2, [rcx + 5152]
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm10
+    pmulhuw      xmm13, [rcx + 5168]
+    pmullw       xmm6, [rcx + 5120]
+    pmullw       xmm10, [rcx + 5136]
+    pmullw       xmm2, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm6, xmm2
+    psubw        xmm10, xmm13
+    movdqa       xmm2, xmm12                         ; csub: after layer 7
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm13, xmm7
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm12, xmm2
+    pminuw       xmm7, xmm13
+    movdqa       xmm2, xmm5
+    punpcklqdq   xmm2, xmm3
+    movdqa       xmm13, xmm9
+    punpcklqdq   xmm13, [rsp + 96]
+    punpckhqdq   xmm5, xmm3
+    punpckhqdq   xmm9, [rsp + 96]
     movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm11, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       xmm3, xmm2                          ; layer 3
-    paddw        xmm3, xmm5
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm15
-    paddw        xmm11, xmm1
-    paddw        xmm2, [rel pw_24578]
-    paddw        xmm15, [rel pw_24578 + 16]
+    punpcklqdq   xmm3, xmm8
+    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqa       xmm3, xmm4
+    punpcklqdq   xmm3, xmm11
+    punpckhqdq   xmm15, xmm8
+    punpckhqdq   xmm4, xmm11
+    movdqa       xmm8, xmm1
+    punpcklqdq   xmm8, xmm14
+    movdqa       xmm11, [rsp]                        ; reload
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm11
+    punpcklqdq   xmm8, [rsp + 128]
+    punpckhqdq   xmm1, xmm14
+    punpckhqdq   xmm11, [rsp + 128]
+    movdqa       xmm14, xmm12
+    punpcklqdq   xmm14, xmm6
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm7
+    punpcklqdq   xmm14, xmm10
+    punpckhqdq   xmm12, xmm6
+    punpckhqdq   xmm7, xmm10
+    movdqa       xmm6, xmm2                          ; layer 6
+    paddw        xmm6, xmm5
+    movdqa       xmm10, xmm13
+    paddw        xmm10, xmm9
+    paddw        xmm2, [rdx - 128]
+    paddw        xmm13, [rdx - 112]
     psubw        xmm2, xmm5
-    psubw        xmm15, xmm1
-    movdqa       xmm1, xmm2
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm2, xmm1
-    psubw        xmm15, xmm5
-    movdqu       [rdi + 1792], xmm6
-    movdqu       [rdi + 1808], xmm7
-    movdqu       [rdi + 1824], xmm8
-    movdqu       [rdi + 1840], xmm14
-    movdqu       [rdi + 1856], xmm0
-    movdqu       [rdi + 1872], xmm12
-    movdqu       [rdi + 1888], xmm3
-    movdqu       [rdi + 1904], xmm11
-    movdqu       [rdi + 1920], xmm4
-    movdqu       [rdi + 1936], xmm10
-    movdqu       [rdi + 1952], xmm9
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1968], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1984], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 2000], xmm0
-    movdqu       [rdi + 2016], xmm2
-    movdqu       [rdi + 2032], xmm15
-    movdqu       xmm0, [rdi]
-    movdqu       xmm1, [rdi + 16]
-    movdqu       xmm2, [rdi + 256]
-    movdqu       xmm3, [rdi + 272]
-    movdqu       xmm4, [rdi + 512]
-    movdqu       xmm5, [rdi + 528]
-    movdqu       xmm6, [rdi + 768]
-    movdqu       xmm7, [rdi + 784]
-    movdqu       xmm8, [rdi + 1024]
-    movdqu       xmm9, [rdi + 1040]
-    movdqu       xmm10, [rdi + 1280]
-    movdqu       xmm11, [rdi + 1296]
-    movdqu       xmm12, [rdi + 1536]
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm2
+    pmulhuw      xmm5, [rcx + 5216]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx + 5232]
+    pmullw       xmm2, [rcx + 5184]
+    pmullw       xmm13, [rcx + 5200]
+    pmullw       xmm5, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm2, xmm5
+    psubw        xmm13, xmm9
+    movdqa       xmm5, xmm6                          ; csub: after layer 6
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm9, xmm10
+    psubw        xmm9, [rdx - 112]
+    pminuw       xmm6, xmm5
+    pminuw       xmm10, xmm9
+    movdqa       xmm5, [rsp + 96]                    ; reload
+    movdqa       xmm9, xmm5                          ; layer 6
+    paddw        xmm9, xmm15
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm3
+    paddw        xmm13, xmm4
+    paddw        xmm5, [rdx - 128]
+    paddw        xmm3, [rdx - 112]
+    psubw        xmm5, xmm15
+    psubw        xmm3, xmm4
+    movdqa       xmm4, xmm5
+    pmulhuw      xmm4, [rcx + 5280]
+    movdqa       xmm15, xmm3
+    pmulhuw      xmm15, [rcx + 5296]
+    pmullw       xmm5, [rcx + 5248]
+    pmullw       xmm3, [rcx + 5264]
+    pmullw       xmm4, xmm0
+    pmullw       xmm15, xmm0
+    psubw        xmm5, xmm4
+    psubw        xmm3, xmm15
+    movdqa       xmm4, xmm9                          ; csub: after layer 6
+    psubw        xmm4, [rdx - 128]
+    movdqa       xmm15, xmm13
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm9, xmm4
+    pminuw       xmm13, xmm15
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm4                         ; layer 6
+    paddw        xmm15, xmm1
+    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqa       xmm3, xmm8
+    paddw        xmm3, xmm11
+    paddw        xmm4, [rdx - 128]
+    paddw        xmm8, [rdx - 112]
+    psubw        xmm4, xmm1
+    psubw        xmm8, xmm11
+    movdqa       xmm1, xmm4
+    pmulhuw      xmm1, [rcx + 5344]
+    movdqa       xmm11, xmm8
+    pmulhuw      xmm11, [rcx + 5360]
+    pmullw       xmm4, [rcx + 5312]
+    pmullw       xmm8, [rcx + 5328]
+    pmullw       xmm1, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm8, xmm11
+    movdqa       xmm1, xmm15                         ; csub: after layer 6
+    psubw        xmm1, [rdx - 128]
+    movdqa       xmm11, xmm3
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm15, xmm1
+    pminuw       xmm3, xmm11
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm11, xmm1                         ; layer 6
+    paddw        xmm11, xmm12
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm7
+    paddw        xmm1, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm1, xmm12
+    psubw        xmm14, xmm7
+    movdqa       xmm7, xmm1
+    pmulhuw      xmm7, [rcx + 5408]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx + 5424]
+    pmullw       xmm1, [rcx + 5376]
+    pmullw       xmm14, [rcx + 5392]
+    pmullw       xmm7, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm1, xmm7
+    psubw        xmm14, xmm12
+    movdqa       xmm7, xmm11                         ; csub: after layer 6
+    psubw        xmm7, [rdx - 128]
+    movdqa       xmm12, xmm8
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm11, xmm7
+    pminuw       xmm8, xmm12
+    movdqa       xmm7, xmm6                          ; layer 5
+    paddw        xmm7, xmm10
+    movdqa       xmm12, xmm2
+    paddw        xmm12, [rsp]
+    paddw        xmm6, [rdx - 128]
+    paddw        xmm2, [rdx - 112]
+    psubw        xmm6, xmm10
+    psubw        xmm2, [rsp]
+    movdqa       xmm10, xmm6
+    pmulhuw      xmm10, [rcx + 5472]
+    movdqa       [rsp], xmm12                        ; spill
+    movdqa       xmm12, xmm2
+    pmulhuw      xmm12, [rcx + 5488]
+    pmullw       xmm6, [rcx + 5440]
+    pmullw       xmm2, [rcx + 5456]
+    pmullw       xmm10, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm6, xmm10
+    psubw        xmm2, xmm12
+    movdqa       xmm10, xmm9                         ; layer 5
+    paddw        xmm10, xmm13
+    movdqa       xmm12, xmm5
+    paddw        xmm12, [rsp + 96]
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm5, [rdx - 112]
+    psubw        xmm9, xmm13
+    psubw        xmm5, [rsp + 96]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx + 5536]
+    movdqa       [rsp + 96], xmm2                    ; spill
+    movdqa       xmm2, xmm5
+    pmulhuw      xmm2, [rcx + 5552]
+    pmullw       xmm9, [rcx + 5504]
+    pmullw       xmm5, [rcx + 5520]
+    pmullw       xmm13, xmm0
+    pmullw       xmm2, xmm0
+    psubw        xmm9, xmm13
+    psubw        xmm5, xmm2
+    movdqa       xmm2, xmm15                         ; layer 5
+    paddw        xmm2, xmm3
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 64]
+    paddw        xmm15, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm15, xmm3
+    psubw        xmm4, [rsp + 64]
+    movdqa       xmm3, xmm15
+    pmulhuw      xmm3, [rcx + 5600]
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm4
+    pmulhuw      xmm13, [rcx + 5616]
+    pmullw       xmm15, [rcx + 5568]
+    pmullw       xmm4, [rcx + 5584]
+    pmullw       xmm3, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm15, xmm3
+    psubw        xmm4, xmm13
+    movdqa       xmm3, xmm11                         ; layer 5
+    paddw        xmm3, xmm8
+    movdqa       xmm13, xmm1
+    paddw        xmm13, xmm14
+    paddw        xmm11, [rdx - 128]
+    paddw        xmm1, [rdx - 112]
+    psubw        xmm11, xmm8
+    psubw        xmm1, xmm14
+    movdqa       xmm8, xmm11
+    pmulhuw      xmm8, [rcx + 5664]
+    movdqa       xmm14, xmm1
+    pmulhuw      xmm14, [rcx + 5680]
+    pmullw       xmm11, [rcx + 5632]
+    pmullw       xmm1, [rcx + 5648]
+    pmullw       xmm8, xmm0
+    pmullw       xmm14, xmm0
+    psubw        xmm11, xmm8
+    psubw        xmm1, xmm14
+    movdqa       xmm8, xmm7                          ; csub: before layer 4
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm14, [rsp]                        ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm14
+    psubw        xmm1, [rdx - 112]
+    pminuw       xmm7, xmm8
+    pminuw       xmm14, xmm1
+    movdqa       xmm1, xmm10                         ; csub: before layer 4
+    psubw        xmm1, [rdx - 128]
+    movdqa       xmm8, xmm12
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm10, xmm1
+    pminuw       xmm12, xmm8
+    movdqa       xmm1, xmm7                          ; layer 4
+    paddw        xmm1, xmm10
+    movdqa       xmm8, xmm14
+    paddw        xmm8, xmm12
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm7
+    pmulhuw      xmm10, [rcx + 5728]
+    movdqa       xmm12, xmm14
+    pmulhuw      xmm12, [rcx + 5744]
+    pmullw       xmm7, [rcx + 5696]
+    pmullw       xmm14, [rcx + 5712]
+    pmullw       xmm10, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm7, xmm10
+    psubw        xmm14, xmm12
+    movdqa       xmm10, xmm6                         ; layer 4
+    paddw        xmm10, xmm9
+    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       [rsp], xmm14                        ; spill
+    movdqa       xmm14, xmm12
+    paddw        xmm14, xmm5
+    paddw        xmm6, [rdx - 128]
+    paddw        xmm12, [rdx - 112]
+    psubw        xmm6, xmm9
+    psubw        xmm12, xmm5
+    movdqa       xmm5, xmm6
+    pmulhuw      xmm5, [rcx + 5728]
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rcx + 5744]
+    pmullw       xmm6, [rcx + 5696]
+    pmullw       xmm12, [rcx + 5712]
+    pmullw       xmm5, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm6, xmm5
+    psubw        xmm12, xmm9
+    movdqa       xmm5, xmm2                          ; csub: before layer 4
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       [rsp + 96], xmm12                   ; spill
+    movdqa       xmm12, xmm9
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm2, xmm5
+    pminuw       xmm9, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 4
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm2                          ; layer 4
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm9
+    paddw        xmm12, xmm13
+    paddw        xmm2, [rdx - 128]
+    paddw        xmm9, [rdx - 112]
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm2
+    pmulhuw      xmm3, [rcx + 5792]
+    movdqa       xmm13, xmm9
+    pmulhuw      xmm13, [rcx + 5808]
+    pmullw       xmm2, [rcx + 5760]
+    pmullw       xmm9, [rcx + 5776]
+    pmullw       xmm3, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm2, xmm3
+    psubw        xmm9, xmm13
+    movdqa       xmm3, xmm15                         ; layer 4
+    paddw        xmm3, xmm11
+    movdqa       xmm13, xmm4
+    paddw        xmm13, [rsp + 128]
+    paddw        xmm15, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm15, xmm11
+    psubw        xmm4, [rsp + 128]
+    movdqa       xmm11, xmm15
+    pmulhuw      xmm11, [rcx + 5792]
+    movdqa       [rsp + 128], xmm6                   ; spill
+    movdqa       xmm6, xmm4
+    pmulhuw      xmm6, [rcx + 5808]
+    pmullw       xmm15, [rcx + 5760]
+    pmullw       xmm4, [rcx + 5776]
+    pmullw       xmm11, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm15, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm1                          ; csub: before layer 3
+    psubw        xmm6, [rdx - 128]
+    movdqa       xmm11, xmm8
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm1, xmm6
+    pminuw       xmm8, xmm11
+    movdqa       xmm6, xmm5                          ; csub: before layer 3
+    psubw        xmm6, [rdx - 128]
+    movdqa       xmm11, xmm12
+    psubw        xmm11, [rdx - 112]
+    pminuw       xmm5, xmm6
+    pminuw       xmm12, xmm11
+    movdqa       xmm6, xmm1                          ; layer 3
+    paddw        xmm6, xmm5
+    movdqa       xmm11, xmm8
+    paddw        xmm11, xmm12
+    paddw        xmm1, [rdx - 128]
+    paddw        xmm8, [rdx - 112]
+    psubw        xmm1, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm1
+    pmulhuw      xmm5, [rcx + 5856]
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rcx + 5872]
+    pmullw       xmm1, [rcx + 5824]
+    pmullw       xmm8, [rcx + 5840]
+    pmullw       xmm5, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm8, xmm12
+    movdqa       xmm5, xmm10                         ; csub: before layer 3
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm12, xmm14
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm10, xmm5
+    pminuw       xmm14, xmm12
+    movdqa       xmm5, xmm3                          ; csub: before layer 3
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm12, xmm13
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm13, xmm12
+    movdqa       xmm5, xmm10                         ; layer 3
+    paddw        xmm5, xmm3
+    movdqa       xmm12, xmm14
+    paddw        xmm12, xmm13
+    paddw        xmm10, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm10
+    pmulhuw      xmm3, [rcx + 5856]
+    movdqa       xmm13, xmm14
+    pmulhuw      xmm13, [rcx + 5872]
+    pmullw       xmm10, [rcx + 5824]
+    pmullw       xmm14, [rcx + 5840]
+    pmullw       xmm3, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm10, xmm3
+    psubw        xmm14, xmm13
+    movdqa       xmm3, xmm7                          ; layer 3
+    paddw        xmm3, xmm2
+    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm13
+    paddw        xmm14, xmm9
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm13, [rdx - 112]
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, xmm7
+    pmulhuw      xmm2, [rcx + 5856]
+    movdqa       xmm9, xmm13
+    pmulhuw      xmm9, [rcx + 5872]
+    pmullw       xmm7, [rcx + 5824]
+    pmullw       xmm13, [rcx + 5840]
+    pmullw       xmm2, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm7, xmm2
+    psubw        xmm13, xmm9
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm9, xmm2                          ; layer 3
+    paddw        xmm9, xmm15
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, [rsp + 96]                   ; reload
+    movdqa       [rsp + 32], xmm7                    ; spill
+    movdqa       xmm7, xmm13
+    paddw        xmm7, xmm4
+    paddw        xmm2, [rdx - 128]
+    paddw        xmm13, [rdx - 112]
+    psubw        xmm2, xmm15
+    psubw        xmm13, xmm4
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rcx + 5856]
+    movdqa       xmm15, xmm13
+    pmulhuw      xmm15, [rcx + 5872]
+    pmullw       xmm2, [rcx + 5824]
+    pmullw       xmm13, [rcx + 5840]
+    pmullw       xmm4, xmm0
+    pmullw       xmm15, xmm0
+    psubw        xmm2, xmm4
+    psubw        xmm13, xmm15
+    movdqu       [rdi + 768], xmm6
+    movdqu       [rdi + 784], xmm11
+    movdqu       [rdi + 800], xmm5
+    movdqu       [rdi + 816], xmm12
+    movdqu       [rdi + 832], xmm3
+    movdqu       [rdi + 848], xmm14
+    movdqu       [rdi + 864], xmm9
+    movdqu       [rdi + 880], xmm7
+    movdqu       [rdi + 896], xmm1
+    movdqu       [rdi + 912], xmm8
+    movdqu       [rdi + 928], xmm10
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 944], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 960], xmm1
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 976], xmm1
+    movdqu       [rdi + 992], xmm2
+    movdqu       [rdi + 1008], xmm13
+    add          rdi, 0x400
+    add          rcx, 0x1700
+    dec          rax
+    jnz          .repeat1
+    add          rdi, -2048                          ; back to the argument
+    movdqu       xmm1, [rdi]
+    movdqu       xmm2, [rdi + 16]
+    movdqu       xmm3, [rdi + 256]
+    movdqu       xmm4, [rdi + 272]
+    movdqu       xmm5, [rdi + 512]
+    movdqu       xmm6, [rdi + 528]
+    movdqu       xmm7, [rdi + 768]
+    movdqu       xmm8, [rdi + 784]
+    movdqu       xmm9, [rdi + 1024]
+    movdqu       xmm10, [rdi + 1040]
+    movdqu       xmm11, [rdi + 1280]
+    movdqu       xmm12, [rdi + 1296]
+    movdqu       xmm13, [rdi + 1536]
     movdqu       xmm14, [rdi + 1552]
     movdqu       xmm15, [rdi + 1792]
     movdqa       [rsp], xmm15                        ; spill
     movdqu       xmm15, [rdi + 1808]
     movdqa       [rsp + 32], xmm15                   ; spill
-    movdqa       xmm15, xmm0                         ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm15, [rax - 128]
+    movdqa       xmm15, xmm1                         ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm15, [rdx - 128]
     movdqa       [rsp + 64], xmm14                   ; spill
-    movdqa       xmm14, xmm1
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm0, xmm15
-    pminuw       xmm1, xmm14
-    movdqa       xmm14, xmm2                         ; csub: before layer 2
-    psubw        xmm14, [rax - 128]
-    movdqa       xmm15, xmm3
-    psubw        xmm15, [rax - 112]
+    movdqa       xmm14, xmm2
+    psubw        xmm14, [rdx - 112]
+    pminuw       xmm1, xmm15
     pminuw       xmm2, xmm14
-    pminuw       xmm3, xmm15
-    movdqa       xmm14, xmm0                         ; layer 2
-    paddw        xmm14, xmm2
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
-    psubw        xmm0, xmm2
+    movdqa       xmm14, xmm3                         ; csub: before layer 2
+    psubw        xmm14, [rdx - 128]
+    movdqa       xmm15, xmm4
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm3, xmm14
+    pminuw       xmm4, xmm15
+    movdqa       xmm14, xmm1                         ; layer 2
+    paddw        xmm14, xmm3
+    movdqa       xmm15, xmm2
+    paddw        xmm15, xmm4
+    paddw        xmm1, [rdx - 128]
+    paddw        xmm2, [rdx - 112]
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
-    pmulhuw      xmm2, [rax - 96]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm3, xmm5
-    psubw        xmm3, [rax - 112]
-    pminuw       xmm4, xmm2
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm5                          ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm3, [rdx - 128]
+    movdqa       xmm4, xmm6
+    psubw        xmm4, [rdx - 112]
     pminuw       xmm5, xmm3
-    movdqa       xmm2, xmm6                          ; csub: before layer 2
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm3, xmm7
-    psubw        xmm3, [rax - 112]
-    pminuw       xmm6, xmm2
-    pminuw       xmm7, xmm3
-    movdqa       xmm2, xmm4                          ; layer 2
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11840
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm9
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm9, xmm7
-    movdqa       xmm6, xmm10                         ; csub: before layer 2
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm10, xmm6
-    pminuw       xmm11, xmm7
-    movdqa       xmm6, xmm8                          ; layer 2
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm11
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11904
-    pmulhuw      xmm10, [rax - 96]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm12                        ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       xmm11, [rsp + 64]                   ; reload
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, xmm11
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm12, xmm10
-    pminuw       xmm11, xmm9
-    movdqa       xmm9, [rsp]                         ; reload
-    movdqa       xmm10, xmm9                         ; csub: before layer 2
-    psubw        xmm10, [rax - 128]
-    movdqa       [rsp + 64], xmm8                    ; spill
-    movdqa       xmm8, [rsp + 32]                    ; reload
-    movdqa       [rsp + 128], xmm7                   ; spill
-    movdqa       xmm7, xmm8
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm9, xmm10
-    pminuw       xmm8, xmm7
-    movdqa       xmm7, xmm12                         ; layer 2
-    paddw        xmm7, xmm9
-    movdqa       xmm10, xmm11
-    paddw        xmm10, xmm8
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm12, xmm9
-    psubw        xmm11, xmm8
-    movdqa       xmm8, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11968
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm12, xmm8
-    psubw        xmm11, xmm9
-    movdqa       xmm8, xmm14                         ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm9, xmm15
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm14, xmm8
-    pminuw       xmm15, xmm9
-    movdqa       xmm8, xmm2                          ; csub: before layer 1
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm9, xmm3
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm9
-    movdqa       xmm8, xmm14                         ; layer 1
-    paddw        xmm8, xmm2
-    movdqa       xmm9, xmm15
-    paddw        xmm9, xmm3
-    paddw        xmm14, [rax - 128]
-    paddw        xmm15, [rax - 112]
-    psubw        xmm14, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm14
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm14, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm0                          ; layer 1
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm6                          ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, [rsp + 128]                   ; reload
-    movdqa       [rsp + 32], xmm1                    ; spill
-    movdqa       xmm1, xmm5
-    psubw        xmm1, [rax - 112]
     pminuw       xmm6, xmm4
-    pminuw       xmm5, xmm1
-    movdqa       xmm1, xmm7                          ; csub: before layer 1
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm4, xmm10
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm7, xmm1
-    pminuw       xmm10, xmm4
-    movdqa       xmm1, xmm6                          ; layer 1
-    paddw        xmm1, xmm7
-    movdqa       xmm4, xmm5
-    paddw        xmm4, xmm10
-    paddw        xmm6, [rax - 128]
-    paddw        xmm5, [rax - 112]
-    psubw        xmm6, xmm7
-    psubw        xmm5, xmm10
-    movdqa       xmm7, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm5, [rax - 112]
-    pmullw       xmm7, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm6, xmm7
-    psubw        xmm5, xmm10
-    movdqa       xmm7, [rsp + 64]                    ; reload
-    movdqa       xmm10, xmm7                         ; layer 1
-    paddw        xmm10, xmm12
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqa       [rsp], xmm5                         ; spill
-    movdqa       xmm5, xmm0
-    paddw        xmm5, xmm11
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm7, xmm12
-    psubw        xmm0, xmm11
-    movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rax - 96]
-    movdqa       xmm12, xmm0
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm0, [rax - 112]
-    pmullw       xmm11, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm7, xmm11
-    psubw        xmm0, xmm12
-    movdqa       xmm11, xmm8                         ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm12, xmm9
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm8, xmm11
-    pminuw       xmm9, xmm12
-    movdqa       xmm11, xmm1                         ; csub: before layer 0
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm12, xmm4
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm1, xmm11
-    pminuw       xmm4, xmm12
-    movdqa       xmm11, xmm8                         ; layer 0
-    paddw        xmm11, xmm1
-    movdqa       xmm12, xmm9
-    paddw        xmm12, xmm4
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm8, xmm1
-    psubw        xmm9, xmm4
-    movdqa       xmm1, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm4, xmm9
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm4, xmm13
-    psubw        xmm8, xmm1
-    psubw        xmm9, xmm4
-    movdqa       xmm1, xmm2                          ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm4, xmm3
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm2, xmm1
-    pminuw       xmm3, xmm4
-    movdqa       xmm1, xmm10                         ; csub: before layer 0
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm4, xmm5
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm10, xmm1
-    pminuw       xmm5, xmm4
-    movdqa       xmm1, xmm2                          ; layer 0
-    paddw        xmm1, xmm10
-    movdqa       xmm4, xmm3
-    paddw        xmm4, xmm5
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm10
-    psubw        xmm3, xmm5
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm10
-    movdqa       xmm5, xmm14                         ; layer 0
-    paddw        xmm5, xmm6
+    movdqa       xmm3, xmm7                          ; csub: before layer 2
+    psubw        xmm3, [rdx - 128]
+    movdqa       xmm4, xmm8
+    psubw        xmm4, [rdx - 112]
+    pminuw       xmm7, xmm3
+    pminuw       xmm8, xmm4
+    movdqa       xmm3, xmm5                          ; layer 2
+    paddw        xmm3, xmm7
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rdx - 128]
+    paddw        xmm6, [rdx - 112]
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm5
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11840
+    pmulhuw      xmm7, [rdx - 96]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rdx - 80]
+    pmullw       xmm5, [rdx - 128]
+    pmullw       xmm6, [rdx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm9                          ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rdx - 128]
+    movdqa       xmm8, xmm10
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm9, xmm7
+    pminuw       xmm10, xmm8
+    movdqa       xmm7, xmm11                         ; csub: before layer 2
+    psubw        xmm7, [rdx - 128]
+    movdqa       xmm8, xmm12
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm11, xmm7
+    pminuw       xmm12, xmm8
+    movdqa       xmm7, xmm9                          ; layer 2
+    paddw        xmm7, xmm11
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11904
+    pmulhuw      xmm11, [rdx - 96]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm10, [rdx - 112]
+    pmullw       xmm11, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm13                        ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm11, [rdx - 128]
+    movdqa       xmm12, [rsp + 64]                   ; reload
+    movdqa       [rsp + 96], xmm10                   ; spill
+    movdqa       xmm10, xmm12
+    psubw        xmm10, [rdx - 112]
+    pminuw       xmm13, xmm11
+    pminuw       xmm12, xmm10
+    movdqa       xmm10, [rsp]                        ; reload
+    movdqa       xmm11, xmm10                        ; csub: before layer 2
+    psubw        xmm11, [rdx - 128]
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, [rsp + 32]                    ; reload
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm9
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm10, xmm11
+    pminuw       xmm9, xmm8
+    movdqa       xmm8, xmm13                         ; layer 2
+    paddw        xmm8, xmm10
+    movdqa       xmm11, xmm12
+    paddw        xmm11, xmm9
+    paddw        xmm13, [rdx - 128]
+    paddw        xmm12, [rdx - 112]
+    psubw        xmm13, xmm10
+    psubw        xmm12, xmm9
+    movdqa       xmm9, xmm13
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11968
+    pmulhuw      xmm9, [rdx - 96]
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rdx - 80]
+    pmullw       xmm13, [rdx - 128]
+    pmullw       xmm12, [rdx - 112]
+    pmullw       xmm9, xmm0
+    pmullw       xmm10, xmm0
+    psubw        xmm13, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm14                         ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm9, [rdx - 128]
     movdqa       xmm10, xmm15
-    paddw        xmm10, [rsp]
+    psubw        xmm10, [rdx - 112]
+    pminuw       xmm14, xmm9
+    pminuw       xmm15, xmm10
+    movdqa       xmm9, xmm3                          ; csub: before layer 1
+    psubw        xmm9, [rdx - 128]
+    movdqa       xmm10, xmm4
+    psubw        xmm10, [rdx - 112]
+    pminuw       xmm3, xmm9
+    pminuw       xmm4, xmm10
+    movdqa       xmm9, xmm14                         ; layer 1
+    paddw        xmm9, xmm3
+    movdqa       xmm10, xmm15
+    paddw        xmm10, xmm4
+    paddw        xmm14, [rdx - 128]
+    paddw        xmm15, [rdx - 112]
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm14
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm14, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm1                          ; layer 1
+    paddw        xmm3, xmm5
+    movdqa       xmm4, xmm2
+    paddw        xmm4, xmm6
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm1
+    pmulhuw      xmm5, [rdx - 96]
+    movdqa       xmm6, xmm2
+    pmulhuw      xmm6, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm7                          ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       [rsp + 32], xmm2                    ; spill
+    movdqa       xmm2, xmm6
+    psubw        xmm2, [rdx - 112]
+    pminuw       xmm7, xmm5
+    pminuw       xmm6, xmm2
+    movdqa       xmm2, xmm8                          ; csub: before layer 1
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm5, xmm11
+    psubw        xmm5, [rdx - 112]
+    pminuw       xmm8, xmm2
+    pminuw       xmm11, xmm5
+    movdqa       xmm2, xmm7                          ; layer 1
+    paddw        xmm2, xmm8
+    movdqa       xmm5, xmm6
+    paddw        xmm5, xmm11
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm6, [rdx - 112]
+    psubw        xmm7, xmm8
+    psubw        xmm6, xmm11
+    movdqa       xmm8, xmm7
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
+    pmulhuw      xmm8, [rdx - 96]
+    movdqa       xmm11, xmm6
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm7, [rdx - 128]
+    pmullw       xmm6, [rdx - 112]
+    pmullw       xmm8, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm7, xmm8
+    psubw        xmm6, xmm11
+    movdqa       xmm8, [rsp + 64]                    ; reload
+    movdqa       xmm11, xmm8                         ; layer 1
+    paddw        xmm11, xmm13
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqa       [rsp], xmm6                         ; spill
+    movdqa       xmm6, xmm1
+    paddw        xmm6, xmm12
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm8, xmm13
+    psubw        xmm1, xmm12
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rdx - 96]
+    movdqa       xmm13, xmm1
+    pmulhuw      xmm13, [rdx - 80]
+    pmullw       xmm8, [rdx - 128]
+    pmullw       xmm1, [rdx - 112]
+    pmullw       xmm12, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm8, xmm12
+    psubw        xmm1, xmm13
+    movdqa       xmm12, xmm9                         ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm12, [rdx - 128]
+    movdqa       xmm13, xmm10
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm9, xmm12
+    pminuw       xmm10, xmm13
+    movdqa       xmm12, xmm2                         ; csub: before layer 0
+    psubw        xmm12, [rdx - 128]
+    movdqa       xmm13, xmm5
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm2, xmm12
+    pminuw       xmm5, xmm13
+    movdqa       xmm12, xmm9                         ; layer 0
+    paddw        xmm12, xmm2
+    movdqa       xmm13, xmm10
+    paddw        xmm13, xmm5
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm9, xmm2
+    psubw        xmm10, xmm5
+    movdqa       xmm2, xmm9
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm2, [rdx - 96]
+    movdqa       xmm5, xmm10
+    pmulhuw      xmm5, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm10, [rdx - 112]
+    pmullw       xmm2, xmm0
+    pmullw       xmm5, xmm0
+    psubw        xmm9, xmm2
+    psubw        xmm10, xmm5
+    movdqa       xmm2, xmm3                          ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm5, xmm4
+    psubw        xmm5, [rdx - 112]
+    pminuw       xmm3, xmm2
+    pminuw       xmm4, xmm5
+    movdqa       xmm2, xmm11                         ; csub: before layer 0
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm5, xmm6
+    psubw        xmm5, [rdx - 112]
+    pminuw       xmm11, xmm2
+    pminuw       xmm6, xmm5
+    movdqa       xmm2, xmm3                          ; layer 0
+    paddw        xmm2, xmm11
+    movdqa       xmm5, xmm4
+    paddw        xmm5, xmm6
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm3
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm6, [rdx - 96]
+    movdqa       xmm11, xmm4
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm3, [rdx - 128]
+    pmullw       xmm4, [rdx - 112]
+    pmullw       xmm6, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm11
+    movdqa       xmm6, xmm14                         ; layer 0
+    paddw        xmm6, xmm7
+    movdqa       xmm11, xmm15
+    paddw        xmm11, [rsp]
     paddw        xmm14, [rel pw_24578]
     paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm14, xmm6
+    psubw        xmm14, xmm7
     psubw        xmm15, [rsp]
-    movdqa       xmm6, xmm14
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm14, xmm6
-    psubw        xmm15, xmm3
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       xmm6, xmm3                          ; layer 0
-    paddw        xmm6, xmm7
+    movdqa       xmm7, xmm14
+    pmulhuw      xmm7, [rdx - 96]
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm14, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm14, xmm7
+    psubw        xmm15, xmm4
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm7, xmm4                          ; layer 0
+    paddw        xmm7, xmm8
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, [rsp + 32]                   ; reload
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm15
-    paddw        xmm14, xmm0
-    paddw        xmm3, [rel pw_24578]
+    paddw        xmm14, xmm1
+    paddw        xmm4, [rel pw_24578]
     paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm3, xmm7
-    psubw        xmm15, xmm0
-    movdqa       xmm0, xmm3
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm7, xmm15
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm3, xmm0
-    psubw        xmm15, xmm7
-    movdqu       [rdi], xmm11
-    movdqu       [rdi + 16], xmm12
-    movdqu       [rdi + 256], xmm1
-    movdqu       [rdi + 272], xmm4
-    movdqu       [rdi + 512], xmm5
-    movdqu       [rdi + 528], xmm10
-    movdqu       [rdi + 768], xmm6
+    psubw        xmm4, xmm8
+    psubw        xmm15, xmm1
+    movdqa       xmm1, xmm4
+    pmulhuw      xmm1, [rdx - 96]
+    movdqa       xmm8, xmm15
+    pmulhuw      xmm8, [rdx - 80]
+    pmullw       xmm4, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm1, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm15, xmm8
+    movdqu       [rdi], xmm12
+    movdqu       [rdi + 16], xmm13
+    movdqu       [rdi + 256], xmm2
+    movdqu       [rdi + 272], xmm5
+    movdqu       [rdi + 512], xmm6
+    movdqu       [rdi + 528], xmm11
+    movdqu       [rdi + 768], xmm7
     movdqu       [rdi + 784], xmm14
-    movdqu       [rdi + 1024], xmm8
-    movdqu       [rdi + 1040], xmm9
-    movdqu       [rdi + 1280], xmm2
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1296], xmm0
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1536], xmm0
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqu       [rdi + 1552], xmm0
-    movdqu       [rdi + 1792], xmm3
+    movdqu       [rdi + 1024], xmm9
+    movdqu       [rdi + 1040], xmm10
+    movdqu       [rdi + 1280], xmm3
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 1296], xmm1
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 1536], xmm1
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqu       [rdi + 1552], xmm1
+    movdqu       [rdi + 1792], xmm4
     movdqu       [rdi + 1808], xmm15
-    movdqu       xmm0, [rdi + 32]
-    movdqu       xmm1, [rdi + 48]
-    movdqu       xmm2, [rdi + 288]
-    movdqu       xmm3, [rdi + 304]
-    movdqu       xmm4, [rdi + 544]
-    movdqu       xmm5, [rdi + 560]
-    movdqu       xmm6, [rdi + 800]
-    movdqu       xmm7, [rdi + 816]
-    movdqu       xmm8, [rdi + 1056]
-    movdqu       xmm9, [rdi + 1072]
-    movdqu       xmm10, [rdi + 1312]
-    movdqu       xmm11, [rdi + 1328]
-    movdqu       xmm12, [rdi + 1568]
+    movdqu       xmm1, [rdi + 32]
+    movdqu       xmm2, [rdi + 48]
+    movdqu       xmm3, [rdi + 288]
+    movdqu       xmm4, [rdi + 304]
+    movdqu       xmm5, [rdi + 544]
+    movdqu       xmm6, [rdi + 560]
+    movdqu       xmm7, [rdi + 800]
+    movdqu       xmm8, [rdi + 816]
+    movdqu       xmm9, [rdi + 1056]
+    movdqu       xmm10, [rdi + 1072]
+    movdqu       xmm11, [rdi + 1312]
+    movdqu       xmm12, [rdi + 1328]
+    movdqu       xmm13, [rdi + 1568]
     movdqu       xmm14, [rdi + 1584]
     movdqu       xmm15, [rdi + 1824]
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqu       xmm15, [rdi + 1840]
     movdqa       [rsp + 64], xmm15                   ; spill
-    movdqa       xmm15, xmm0                         ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm15, [rax - 128]
+    movdqa       xmm15, xmm1                         ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm15, [rdx - 128]
     movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm1
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm0, xmm15
-    pminuw       xmm1, xmm14
-    movdqa       xmm14, xmm2                         ; csub: before layer 2
-    psubw        xmm14, [rax - 128]
-    movdqa       xmm15, xmm3
-    psubw        xmm15, [rax - 112]
+    movdqa       xmm14, xmm2
+    psubw        xmm14, [rdx - 112]
+    pminuw       xmm1, xmm15
     pminuw       xmm2, xmm14
-    pminuw       xmm3, xmm15
-    movdqa       xmm14, xmm0                         ; layer 2
-    paddw        xmm14, xmm2
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
-    psubw        xmm0, xmm2
+    movdqa       xmm14, xmm3                         ; csub: before layer 2
+    psubw        xmm14, [rdx - 128]
+    movdqa       xmm15, xmm4
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm3, xmm14
+    pminuw       xmm4, xmm15
+    movdqa       xmm14, xmm1                         ; layer 2
+    paddw        xmm14, xmm3
+    movdqa       xmm15, xmm2
+    paddw        xmm15, xmm4
+    paddw        xmm1, [rdx - 128]
+    paddw        xmm2, [rdx - 112]
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
-    pmulhuw      xmm2, [rax - 96]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm3, xmm5
-    psubw        xmm3, [rax - 112]
-    pminuw       xmm4, xmm2
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm5                          ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm3, [rdx - 128]
+    movdqa       xmm4, xmm6
+    psubw        xmm4, [rdx - 112]
     pminuw       xmm5, xmm3
-    movdqa       xmm2, xmm6                          ; csub: before layer 2
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm3, xmm7
-    psubw        xmm3, [rax - 112]
-    pminuw       xmm6, xmm2
-    pminuw       xmm7, xmm3
-    movdqa       xmm2, xmm4                          ; layer 2
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11840
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm9
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm9, xmm7
-    movdqa       xmm6, xmm10                         ; csub: before layer 2
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm10, xmm6
-    pminuw       xmm11, xmm7
-    movdqa       xmm6, xmm8                          ; layer 2
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm11
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11904
-    pmulhuw      xmm10, [rax - 96]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm12                        ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 32], xmm9                    ; spill
-    movdqa       xmm9, xmm11
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm12, xmm10
-    pminuw       xmm11, xmm9
-    movdqa       xmm9, [rsp + 96]                    ; reload
-    movdqa       xmm10, xmm9                         ; csub: before layer 2
-    psubw        xmm10, [rax - 128]
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, [rsp + 64]                    ; reload
-    movdqa       [rsp + 128], xmm7                   ; spill
-    movdqa       xmm7, xmm8
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm9, xmm10
-    pminuw       xmm8, xmm7
-    movdqa       xmm7, xmm12                         ; layer 2
-    paddw        xmm7, xmm9
-    movdqa       xmm10, xmm11
-    paddw        xmm10, xmm8
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm12, xmm9
-    psubw        xmm11, xmm8
-    movdqa       xmm8, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11968
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm12, xmm8
-    psubw        xmm11, xmm9
-    movdqa       xmm8, xmm14                         ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm9, xmm15
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm14, xmm8
-    pminuw       xmm15, xmm9
-    movdqa       xmm8, xmm2                          ; csub: before layer 1
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm9, xmm3
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm9
-    movdqa       xmm8, xmm14                         ; layer 1
-    paddw        xmm8, xmm2
-    movdqa       xmm9, xmm15
-    paddw        xmm9, xmm3
-    paddw        xmm14, [rax - 128]
-    paddw        xmm15, [rax - 112]
-    psubw        xmm14, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm14
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm14, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm0                          ; layer 1
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm6                          ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, [rsp + 128]                   ; reload
-    movdqa       [rsp + 64], xmm1                    ; spill
-    movdqa       xmm1, xmm5
-    psubw        xmm1, [rax - 112]
     pminuw       xmm6, xmm4
-    pminuw       xmm5, xmm1
-    movdqa       xmm1, xmm7                          ; csub: before layer 1
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm4, xmm10
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm7, xmm1
-    pminuw       xmm10, xmm4
-    movdqa       xmm1, xmm6                          ; layer 1
-    paddw        xmm1, xmm7
-    movdqa       xmm4, xmm5
-    paddw        xmm4, xmm10
-    paddw        xmm6, [rax - 128]
-    paddw        xmm5, [rax - 112]
-    psubw        xmm6, xmm7
-    psubw        xmm5, xmm10
-    movdqa       xmm7, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm5, [rax - 112]
-    pmullw       xmm7, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm6, xmm7
-    psubw        xmm5, xmm10
-    movdqa       xmm7, [rsp]                         ; reload
-    movdqa       xmm10, xmm7                         ; layer 1
-    paddw        xmm10, xmm12
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqa       [rsp + 96], xmm5                    ; spill
-    movdqa       xmm5, xmm0
-    paddw        xmm5, xmm11
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm7, xmm12
-    psubw        xmm0, xmm11
-    movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rax - 96]
-    movdqa       xmm12, xmm0
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm0, [rax - 112]
-    pmullw       xmm11, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm7, xmm11
-    psubw        xmm0, xmm12
-    movdqa       xmm11, xmm8                         ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm12, xmm9
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm8, xmm11
-    pminuw       xmm9, xmm12
-    movdqa       xmm11, xmm1                         ; csub: before layer 0
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm12, xmm4
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm1, xmm11
-    pminuw       xmm4, xmm12
-    movdqa       xmm11, xmm8                         ; layer 0
-    paddw        xmm11, xmm1
-    movdqa       xmm12, xmm9
-    paddw        xmm12, xmm4
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm8, xmm1
-    psubw        xmm9, xmm4
-    movdqa       xmm1, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm4, xmm9
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm4, xmm13
-    psubw        xmm8, xmm1
-    psubw        xmm9, xmm4
-    movdqa       xmm1, xmm2                          ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm4, xmm3
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm2, xmm1
-    pminuw       xmm3, xmm4
-    movdqa       xmm1, xmm10                         ; csub: before layer 0
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm4, xmm5
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm10, xmm1
-    pminuw       xmm5, xmm4
-    movdqa       xmm1, xmm2                          ; layer 0
-    paddw        xmm1, xmm10
-    movdqa       xmm4, xmm3
-    paddw        xmm4, xmm5
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm10
-    psubw        xmm3, xmm5
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm10
-    movdqa       xmm5, xmm14                         ; layer 0
-    paddw        xmm5, xmm6
+    movdqa       xmm3, xmm7                          ; csub: before layer 2
+    psubw        xmm3, [rdx - 128]
+    movdqa       xmm4, xmm8
+    psubw        xmm4, [rdx - 112]
+    pminuw       xmm7, xmm3
+    pminuw       xmm8, xmm4
+    movdqa       xmm3, xmm5                          ; layer 2
+    paddw        xmm3, xmm7
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rdx - 128]
+    paddw        xmm6, [rdx - 112]
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm5
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11840
+    pmulhuw      xmm7, [rdx - 96]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rdx - 80]
+    pmullw       xmm5, [rdx - 128]
+    pmullw       xmm6, [rdx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm9                          ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rdx - 128]
+    movdqa       xmm8, xmm10
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm9, xmm7
+    pminuw       xmm10, xmm8
+    movdqa       xmm7, xmm11                         ; csub: before layer 2
+    psubw        xmm7, [rdx - 128]
+    movdqa       xmm8, xmm12
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm11, xmm7
+    pminuw       xmm12, xmm8
+    movdqa       xmm7, xmm9                          ; layer 2
+    paddw        xmm7, xmm11
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11904
+    pmulhuw      xmm11, [rdx - 96]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm10, [rdx - 112]
+    pmullw       xmm11, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm13                        ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm11, [rdx - 128]
+    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       xmm10, xmm12
+    psubw        xmm10, [rdx - 112]
+    pminuw       xmm13, xmm11
+    pminuw       xmm12, xmm10
+    movdqa       xmm10, [rsp + 96]                   ; reload
+    movdqa       xmm11, xmm10                        ; csub: before layer 2
+    psubw        xmm11, [rdx - 128]
+    movdqa       [rsp], xmm9                         ; spill
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm9
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm10, xmm11
+    pminuw       xmm9, xmm8
+    movdqa       xmm8, xmm13                         ; layer 2
+    paddw        xmm8, xmm10
+    movdqa       xmm11, xmm12
+    paddw        xmm11, xmm9
+    paddw        xmm13, [rdx - 128]
+    paddw        xmm12, [rdx - 112]
+    psubw        xmm13, xmm10
+    psubw        xmm12, xmm9
+    movdqa       xmm9, xmm13
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11968
+    pmulhuw      xmm9, [rdx - 96]
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rdx - 80]
+    pmullw       xmm13, [rdx - 128]
+    pmullw       xmm12, [rdx - 112]
+    pmullw       xmm9, xmm0
+    pmullw       xmm10, xmm0
+    psubw        xmm13, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm14                         ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm9, [rdx - 128]
     movdqa       xmm10, xmm15
-    paddw        xmm10, [rsp + 96]
+    psubw        xmm10, [rdx - 112]
+    pminuw       xmm14, xmm9
+    pminuw       xmm15, xmm10
+    movdqa       xmm9, xmm3                          ; csub: before layer 1
+    psubw        xmm9, [rdx - 128]
+    movdqa       xmm10, xmm4
+    psubw        xmm10, [rdx - 112]
+    pminuw       xmm3, xmm9
+    pminuw       xmm4, xmm10
+    movdqa       xmm9, xmm14                         ; layer 1
+    paddw        xmm9, xmm3
+    movdqa       xmm10, xmm15
+    paddw        xmm10, xmm4
+    paddw        xmm14, [rdx - 128]
+    paddw        xmm15, [rdx - 112]
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm14
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm14, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm1                          ; layer 1
+    paddw        xmm3, xmm5
+    movdqa       xmm4, xmm2
+    paddw        xmm4, xmm6
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm1
+    pmulhuw      xmm5, [rdx - 96]
+    movdqa       xmm6, xmm2
+    pmulhuw      xmm6, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm7                          ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       [rsp + 64], xmm2                    ; spill
+    movdqa       xmm2, xmm6
+    psubw        xmm2, [rdx - 112]
+    pminuw       xmm7, xmm5
+    pminuw       xmm6, xmm2
+    movdqa       xmm2, xmm8                          ; csub: before layer 1
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm5, xmm11
+    psubw        xmm5, [rdx - 112]
+    pminuw       xmm8, xmm2
+    pminuw       xmm11, xmm5
+    movdqa       xmm2, xmm7                          ; layer 1
+    paddw        xmm2, xmm8
+    movdqa       xmm5, xmm6
+    paddw        xmm5, xmm11
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm6, [rdx - 112]
+    psubw        xmm7, xmm8
+    psubw        xmm6, xmm11
+    movdqa       xmm8, xmm7
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
+    pmulhuw      xmm8, [rdx - 96]
+    movdqa       xmm11, xmm6
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm7, [rdx - 128]
+    pmullw       xmm6, [rdx - 112]
+    pmullw       xmm8, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm7, xmm8
+    psubw        xmm6, xmm11
+    movdqa       xmm8, [rsp]                         ; reload
+    movdqa       xmm11, xmm8                         ; layer 1
+    paddw        xmm11, xmm13
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqa       [rsp + 96], xmm6                    ; spill
+    movdqa       xmm6, xmm1
+    paddw        xmm6, xmm12
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm8, xmm13
+    psubw        xmm1, xmm12
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rdx - 96]
+    movdqa       xmm13, xmm1
+    pmulhuw      xmm13, [rdx - 80]
+    pmullw       xmm8, [rdx - 128]
+    pmullw       xmm1, [rdx - 112]
+    pmullw       xmm12, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm8, xmm12
+    psubw        xmm1, xmm13
+    movdqa       xmm12, xmm9                         ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm12, [rdx - 128]
+    movdqa       xmm13, xmm10
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm9, xmm12
+    pminuw       xmm10, xmm13
+    movdqa       xmm12, xmm2                         ; csub: before layer 0
+    psubw        xmm12, [rdx - 128]
+    movdqa       xmm13, xmm5
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm2, xmm12
+    pminuw       xmm5, xmm13
+    movdqa       xmm12, xmm9                         ; layer 0
+    paddw        xmm12, xmm2
+    movdqa       xmm13, xmm10
+    paddw        xmm13, xmm5
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm9, xmm2
+    psubw        xmm10, xmm5
+    movdqa       xmm2, xmm9
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm2, [rdx - 96]
+    movdqa       xmm5, xmm10
+    pmulhuw      xmm5, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm10, [rdx - 112]
+    pmullw       xmm2, xmm0
+    pmullw       xmm5, xmm0
+    psubw        xmm9, xmm2
+    psubw        xmm10, xmm5
+    movdqa       xmm2, xmm3                          ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm5, xmm4
+    psubw        xmm5, [rdx - 112]
+    pminuw       xmm3, xmm2
+    pminuw       xmm4, xmm5
+    movdqa       xmm2, xmm11                         ; csub: before layer 0
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm5, xmm6
+    psubw        xmm5, [rdx - 112]
+    pminuw       xmm11, xmm2
+    pminuw       xmm6, xmm5
+    movdqa       xmm2, xmm3                          ; layer 0
+    paddw        xmm2, xmm11
+    movdqa       xmm5, xmm4
+    paddw        xmm5, xmm6
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm3
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm6, [rdx - 96]
+    movdqa       xmm11, xmm4
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm3, [rdx - 128]
+    pmullw       xmm4, [rdx - 112]
+    pmullw       xmm6, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm11
+    movdqa       xmm6, xmm14                         ; layer 0
+    paddw        xmm6, xmm7
+    movdqa       xmm11, xmm15
+    paddw        xmm11, [rsp + 96]
     paddw        xmm14, [rel pw_24578]
     paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm14, xmm6
+    psubw        xmm14, xmm7
     psubw        xmm15, [rsp + 96]
-    movdqa       xmm6, xmm14
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp + 96], xmm3                    ; spill
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm14, xmm6
-    psubw        xmm15, xmm3
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       xmm6, xmm3                          ; layer 0
-    paddw        xmm6, xmm7
+    movdqa       xmm7, xmm14
+    pmulhuw      xmm7, [rdx - 96]
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm14, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm14, xmm7
+    psubw        xmm15, xmm4
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm7, xmm4                          ; layer 0
+    paddw        xmm7, xmm8
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqa       xmm15, [rsp + 64]                   ; reload
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, xmm15
-    paddw        xmm14, xmm0
-    paddw        xmm3, [rel pw_24578]
+    paddw        xmm14, xmm1
+    paddw        xmm4, [rel pw_24578]
     paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm3, xmm7
-    psubw        xmm15, xmm0
-    movdqa       xmm0, xmm3
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm7, xmm15
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm3, xmm0
-    psubw        xmm15, xmm7
-    movdqu       [rdi + 32], xmm11
-    movdqu       [rdi + 48], xmm12
-    movdqu       [rdi + 288], xmm1
-    movdqu       [rdi + 304], xmm4
-    movdqu       [rdi + 544], xmm5
-    movdqu       [rdi + 560], xmm10
-    movdqu       [rdi + 800], xmm6
+    psubw        xmm4, xmm8
+    psubw        xmm15, xmm1
+    movdqa       xmm1, xmm4
+    pmulhuw      xmm1, [rdx - 96]
+    movdqa       xmm8, xmm15
+    pmulhuw      xmm8, [rdx - 80]
+    pmullw       xmm4, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm1, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm15, xmm8
+    movdqu       [rdi + 32], xmm12
+    movdqu       [rdi + 48], xmm13
+    movdqu       [rdi + 288], xmm2
+    movdqu       [rdi + 304], xmm5
+    movdqu       [rdi + 544], xmm6
+    movdqu       [rdi + 560], xmm11
+    movdqu       [rdi + 800], xmm7
     movdqu       [rdi + 816], xmm14
-    movdqu       [rdi + 1056], xmm8
-    movdqu       [rdi + 1072], xmm9
-    movdqu       [rdi + 1312], xmm2
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqu       [rdi + 1328], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1568], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1584], xmm0
-    movdqu       [rdi + 1824], xmm3
+    movdqu       [rdi + 1056], xmm9
+    movdqu       [rdi + 1072], xmm10
+    movdqu       [rdi + 1312], xmm3
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqu       [rdi + 1328], xmm1
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 1568], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1584], xmm1
+    movdqu       [rdi + 1824], xmm4
     movdqu       [rdi + 1840], xmm15
-    movdqu       xmm0, [rdi + 64]
-    movdqu       xmm1, [rdi + 80]
-    movdqu       xmm2, [rdi + 320]
-    movdqu       xmm3, [rdi + 336]
-    movdqu       xmm4, [rdi + 576]
-    movdqu       xmm5, [rdi + 592]
-    movdqu       xmm6, [rdi + 832]
-    movdqu       xmm7, [rdi + 848]
-    movdqu       xmm8, [rdi + 1088]
-    movdqu       xmm9, [rdi + 1104]
-    movdqu       xmm10, [rdi + 1344]
-    movdqu       xmm11, [rdi + 1360]
-    movdqu       xmm12, [rdi + 1600]
+    movdqu       xmm1, [rdi + 64]
+    movdqu       xmm2, [rdi + 80]
+    movdqu       xmm3, [rdi + 320]
+    movdqu       xmm4, [rdi + 336]
+    movdqu       xmm5, [rdi + 576]
+    movdqu       xmm6, [rdi + 592]
+    movdqu       xmm7, [rdi + 832]
+    movdqu       xmm8, [rdi + 848]
+    movdqu       xmm9, [rdi + 1088]
+    movdqu       xmm10, [rdi + 1104]
+    movdqu       xmm11, [rdi + 1344]
+    movdqu       xmm12, [rdi + 1360]
+    movdqu       xmm13, [rdi + 1600]
     movdqu       xmm14, [rdi + 1616]
     movdqu       xmm15, [rdi + 1856]
     movdqa       [rsp + 32], xmm15                   ; spill
     movdqu       xmm15, [rdi + 1872]
     movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, xmm0                         ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm15, [rax - 128]
+    movdqa       xmm15, xmm1                         ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm15, [rdx - 128]
     movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm1
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm0, xmm15
-    pminuw       xmm1, xmm14
-    movdqa       xmm14, xmm2                         ; csub: before layer 2
-    psubw        xmm14, [rax - 128]
-    movdqa       xmm15, xmm3
-    psubw        xmm15, [rax - 112]
+    movdqa       xmm14, xmm2
+    psubw        xmm14, [rdx - 112]
+    pminuw       xmm1, xmm15
     pminuw       xmm2, xmm14
-    pminuw       xmm3, xmm15
-    movdqa       xmm14, xmm0                         ; layer 2
-    paddw        xmm14, xmm2
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
-    psubw        xmm0, xmm2
+    movdqa       xmm14, xmm3                         ; csub: before layer 2
+    psubw        xmm14, [rdx - 128]
+    movdqa       xmm15, xmm4
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm3, xmm14
+    pminuw       xmm4, xmm15
+    movdqa       xmm14, xmm1                         ; layer 2
+    paddw        xmm14, xmm3
+    movdqa       xmm15, xmm2
+    paddw        xmm15, xmm4
+    paddw        xmm1, [rdx - 128]
+    paddw        xmm2, [rdx - 112]
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
-    pmulhuw      xmm2, [rax - 96]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm3, xmm5
-    psubw        xmm3, [rax - 112]
-    pminuw       xmm4, xmm2
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm5                          ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm3, [rdx - 128]
+    movdqa       xmm4, xmm6
+    psubw        xmm4, [rdx - 112]
     pminuw       xmm5, xmm3
-    movdqa       xmm2, xmm6                          ; csub: before layer 2
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm3, xmm7
-    psubw        xmm3, [rax - 112]
-    pminuw       xmm6, xmm2
-    pminuw       xmm7, xmm3
-    movdqa       xmm2, xmm4                          ; layer 2
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11840
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm9
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm9, xmm7
-    movdqa       xmm6, xmm10                         ; csub: before layer 2
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm10, xmm6
-    pminuw       xmm11, xmm7
-    movdqa       xmm6, xmm8                          ; layer 2
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm11
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11904
-    pmulhuw      xmm10, [rax - 96]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm12                        ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       xmm11, [rsp + 96]                   ; reload
-    movdqa       [rsp + 64], xmm9                    ; spill
-    movdqa       xmm9, xmm11
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm12, xmm10
-    pminuw       xmm11, xmm9
-    movdqa       xmm9, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm9                         ; csub: before layer 2
-    psubw        xmm10, [rax - 128]
-    movdqa       [rsp + 96], xmm8                    ; spill
-    movdqa       xmm8, [rsp]                         ; reload
-    movdqa       [rsp + 128], xmm7                   ; spill
-    movdqa       xmm7, xmm8
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm9, xmm10
-    pminuw       xmm8, xmm7
-    movdqa       xmm7, xmm12                         ; layer 2
-    paddw        xmm7, xmm9
-    movdqa       xmm10, xmm11
-    paddw        xmm10, xmm8
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm12, xmm9
-    psubw        xmm11, xmm8
-    movdqa       xmm8, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11968
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm12, xmm8
-    psubw        xmm11, xmm9
-    movdqa       xmm8, xmm14                         ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm9, xmm15
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm14, xmm8
-    pminuw       xmm15, xmm9
-    movdqa       xmm8, xmm2                          ; csub: before layer 1
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm9, xmm3
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm9
-    movdqa       xmm8, xmm14                         ; layer 1
-    paddw        xmm8, xmm2
-    movdqa       xmm9, xmm15
-    paddw        xmm9, xmm3
-    paddw        xmm14, [rax - 128]
-    paddw        xmm15, [rax - 112]
-    psubw        xmm14, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm14
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm14, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm0                          ; layer 1
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm6                          ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, [rsp + 128]                   ; reload
-    movdqa       [rsp], xmm1                         ; spill
-    movdqa       xmm1, xmm5
-    psubw        xmm1, [rax - 112]
     pminuw       xmm6, xmm4
-    pminuw       xmm5, xmm1
-    movdqa       xmm1, xmm7                          ; csub: before layer 1
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm4, xmm10
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm7, xmm1
-    pminuw       xmm10, xmm4
-    movdqa       xmm1, xmm6                          ; layer 1
-    paddw        xmm1, xmm7
-    movdqa       xmm4, xmm5
-    paddw        xmm4, xmm10
-    paddw        xmm6, [rax - 128]
-    paddw        xmm5, [rax - 112]
-    psubw        xmm6, xmm7
-    psubw        xmm5, xmm10
-    movdqa       xmm7, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm5, [rax - 112]
-    pmullw       xmm7, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm6, xmm7
-    psubw        xmm5, xmm10
-    movdqa       xmm7, [rsp + 96]                    ; reload
-    movdqa       xmm10, xmm7                         ; layer 1
-    paddw        xmm10, xmm12
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqa       [rsp + 32], xmm5                    ; spill
-    movdqa       xmm5, xmm0
-    paddw        xmm5, xmm11
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm7, xmm12
-    psubw        xmm0, xmm11
-    movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rax - 96]
-    movdqa       xmm12, xmm0
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm0, [rax - 112]
-    pmullw       xmm11, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm7, xmm11
-    psubw        xmm0, xmm12
-    movdqa       xmm11, xmm8                         ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm12, xmm9
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm8, xmm11
-    pminuw       xmm9, xmm12
-    movdqa       xmm11, xmm1                         ; csub: before layer 0
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm12, xmm4
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm1, xmm11
-    pminuw       xmm4, xmm12
-    movdqa       xmm11, xmm8                         ; layer 0
-    paddw        xmm11, xmm1
-    movdqa       xmm12, xmm9
-    paddw        xmm12, xmm4
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm8, xmm1
-    psubw        xmm9, xmm4
-    movdqa       xmm1, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm4, xmm9
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm4, xmm13
-    psubw        xmm8, xmm1
-    psubw        xmm9, xmm4
-    movdqa       xmm1, xmm2                          ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm4, xmm3
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm2, xmm1
-    pminuw       xmm3, xmm4
-    movdqa       xmm1, xmm10                         ; csub: before layer 0
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm4, xmm5
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm10, xmm1
-    pminuw       xmm5, xmm4
-    movdqa       xmm1, xmm2                          ; layer 0
-    paddw        xmm1, xmm10
-    movdqa       xmm4, xmm3
-    paddw        xmm4, xmm5
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm10
-    psubw        xmm3, xmm5
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm10
-    movdqa       xmm5, xmm14                         ; layer 0
-    paddw        xmm5, xmm6
+    movdqa       xmm3, xmm7                          ; csub: before layer 2
+    psubw        xmm3, [rdx - 128]
+    movdqa       xmm4, xmm8
+    psubw        xmm4, [rdx - 112]
+    pminuw       xmm7, xmm3
+    pminuw       xmm8, xmm4
+    movdqa       xmm3, xmm5                          ; layer 2
+    paddw        xmm3, xmm7
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rdx - 128]
+    paddw        xmm6, [rdx - 112]
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm5
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11840
+    pmulhuw      xmm7, [rdx - 96]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rdx - 80]
+    pmullw       xmm5, [rdx - 128]
+    pmullw       xmm6, [rdx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm9                          ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rdx - 128]
+    movdqa       xmm8, xmm10
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm9, xmm7
+    pminuw       xmm10, xmm8
+    movdqa       xmm7, xmm11                         ; csub: before layer 2
+    psubw        xmm7, [rdx - 128]
+    movdqa       xmm8, xmm12
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm11, xmm7
+    pminuw       xmm12, xmm8
+    movdqa       xmm7, xmm9                          ; layer 2
+    paddw        xmm7, xmm11
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11904
+    pmulhuw      xmm11, [rdx - 96]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm10, [rdx - 112]
+    pmullw       xmm11, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm13                        ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm11, [rdx - 128]
+    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       [rsp + 64], xmm10                   ; spill
+    movdqa       xmm10, xmm12
+    psubw        xmm10, [rdx - 112]
+    pminuw       xmm13, xmm11
+    pminuw       xmm12, xmm10
+    movdqa       xmm10, [rsp + 32]                   ; reload
+    movdqa       xmm11, xmm10                        ; csub: before layer 2
+    psubw        xmm11, [rdx - 128]
+    movdqa       [rsp + 96], xmm9                    ; spill
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm9
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm10, xmm11
+    pminuw       xmm9, xmm8
+    movdqa       xmm8, xmm13                         ; layer 2
+    paddw        xmm8, xmm10
+    movdqa       xmm11, xmm12
+    paddw        xmm11, xmm9
+    paddw        xmm13, [rdx - 128]
+    paddw        xmm12, [rdx - 112]
+    psubw        xmm13, xmm10
+    psubw        xmm12, xmm9
+    movdqa       xmm9, xmm13
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11968
+    pmulhuw      xmm9, [rdx - 96]
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rdx - 80]
+    pmullw       xmm13, [rdx - 128]
+    pmullw       xmm12, [rdx - 112]
+    pmullw       xmm9, xmm0
+    pmullw       xmm10, xmm0
+    psubw        xmm13, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm14                         ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm9, [rdx - 128]
     movdqa       xmm10, xmm15
-    paddw        xmm10, [rsp + 32]
+    psubw        xmm10, [rdx - 112]
+    pminuw       xmm14, xmm9
+    pminuw       xmm15, xmm10
+    movdqa       xmm9, xmm3                          ; csub: before layer 1
+    psubw        xmm9, [rdx - 128]
+    movdqa       xmm10, xmm4
+    psubw        xmm10, [rdx - 112]
+    pminuw       xmm3, xmm9
+    pminuw       xmm4, xmm10
+    movdqa       xmm9, xmm14                         ; layer 1
+    paddw        xmm9, xmm3
+    movdqa       xmm10, xmm15
+    paddw        xmm10, xmm4
+    paddw        xmm14, [rdx - 128]
+    paddw        xmm15, [rdx - 112]
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm14
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm14, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm1                          ; layer 1
+    paddw        xmm3, xmm5
+    movdqa       xmm4, xmm2
+    paddw        xmm4, xmm6
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm1
+    pmulhuw      xmm5, [rdx - 96]
+    movdqa       xmm6, xmm2
+    pmulhuw      xmm6, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm7                          ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, xmm6
+    psubw        xmm2, [rdx - 112]
+    pminuw       xmm7, xmm5
+    pminuw       xmm6, xmm2
+    movdqa       xmm2, xmm8                          ; csub: before layer 1
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm5, xmm11
+    psubw        xmm5, [rdx - 112]
+    pminuw       xmm8, xmm2
+    pminuw       xmm11, xmm5
+    movdqa       xmm2, xmm7                          ; layer 1
+    paddw        xmm2, xmm8
+    movdqa       xmm5, xmm6
+    paddw        xmm5, xmm11
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm6, [rdx - 112]
+    psubw        xmm7, xmm8
+    psubw        xmm6, xmm11
+    movdqa       xmm8, xmm7
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
+    pmulhuw      xmm8, [rdx - 96]
+    movdqa       xmm11, xmm6
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm7, [rdx - 128]
+    pmullw       xmm6, [rdx - 112]
+    pmullw       xmm8, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm7, xmm8
+    psubw        xmm6, xmm11
+    movdqa       xmm8, [rsp + 96]                    ; reload
+    movdqa       xmm11, xmm8                         ; layer 1
+    paddw        xmm11, xmm13
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       [rsp + 32], xmm6                    ; spill
+    movdqa       xmm6, xmm1
+    paddw        xmm6, xmm12
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm8, xmm13
+    psubw        xmm1, xmm12
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rdx - 96]
+    movdqa       xmm13, xmm1
+    pmulhuw      xmm13, [rdx - 80]
+    pmullw       xmm8, [rdx - 128]
+    pmullw       xmm1, [rdx - 112]
+    pmullw       xmm12, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm8, xmm12
+    psubw        xmm1, xmm13
+    movdqa       xmm12, xmm9                         ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm12, [rdx - 128]
+    movdqa       xmm13, xmm10
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm9, xmm12
+    pminuw       xmm10, xmm13
+    movdqa       xmm12, xmm2                         ; csub: before layer 0
+    psubw        xmm12, [rdx - 128]
+    movdqa       xmm13, xmm5
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm2, xmm12
+    pminuw       xmm5, xmm13
+    movdqa       xmm12, xmm9                         ; layer 0
+    paddw        xmm12, xmm2
+    movdqa       xmm13, xmm10
+    paddw        xmm13, xmm5
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm9, xmm2
+    psubw        xmm10, xmm5
+    movdqa       xmm2, xmm9
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm2, [rdx - 96]
+    movdqa       xmm5, xmm10
+    pmulhuw      xmm5, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm10, [rdx - 112]
+    pmullw       xmm2, xmm0
+    pmullw       xmm5, xmm0
+    psubw        xmm9, xmm2
+    psubw        xmm10, xmm5
+    movdqa       xmm2, xmm3                          ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm5, xmm4
+    psubw        xmm5, [rdx - 112]
+    pminuw       xmm3, xmm2
+    pminuw       xmm4, xmm5
+    movdqa       xmm2, xmm11                         ; csub: before layer 0
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm5, xmm6
+    psubw        xmm5, [rdx - 112]
+    pminuw       xmm11, xmm2
+    pminuw       xmm6, xmm5
+    movdqa       xmm2, xmm3                          ; layer 0
+    paddw        xmm2, xmm11
+    movdqa       xmm5, xmm4
+    paddw        xmm5, xmm6
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm3
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm6, [rdx - 96]
+    movdqa       xmm11, xmm4
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm3, [rdx - 128]
+    pmullw       xmm4, [rdx - 112]
+    pmullw       xmm6, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm11
+    movdqa       xmm6, xmm14                         ; layer 0
+    paddw        xmm6, xmm7
+    movdqa       xmm11, xmm15
+    paddw        xmm11, [rsp + 32]
     paddw        xmm14, [rel pw_24578]
     paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm14, xmm6
+    psubw        xmm14, xmm7
     psubw        xmm15, [rsp + 32]
-    movdqa       xmm6, xmm14
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp + 32], xmm3                    ; spill
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm14, xmm6
-    psubw        xmm15, xmm3
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       xmm6, xmm3                          ; layer 0
-    paddw        xmm6, xmm7
+    movdqa       xmm7, xmm14
+    pmulhuw      xmm7, [rdx - 96]
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm14, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm14, xmm7
+    psubw        xmm15, xmm4
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm7, xmm4                          ; layer 0
+    paddw        xmm7, xmm8
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, [rsp]                        ; reload
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, xmm15
-    paddw        xmm14, xmm0
-    paddw        xmm3, [rel pw_24578]
+    paddw        xmm14, xmm1
+    paddw        xmm4, [rel pw_24578]
     paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm3, xmm7
-    psubw        xmm15, xmm0
-    movdqa       xmm0, xmm3
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm7, xmm15
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm3, xmm0
-    psubw        xmm15, xmm7
-    movdqu       [rdi + 64], xmm11
-    movdqu       [rdi + 80], xmm12
-    movdqu       [rdi + 320], xmm1
-    movdqu       [rdi + 336], xmm4
-    movdqu       [rdi + 576], xmm5
-    movdqu       [rdi + 592], xmm10
-    movdqu       [rdi + 832], xmm6
+    psubw        xmm4, xmm8
+    psubw        xmm15, xmm1
+    movdqa       xmm1, xmm4
+    pmulhuw      xmm1, [rdx - 96]
+    movdqa       xmm8, xmm15
+    pmulhuw      xmm8, [rdx - 80]
+    pmullw       xmm4, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm1, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm15, xmm8
+    movdqu       [rdi + 64], xmm12
+    movdqu       [rdi + 80], xmm13
+    movdqu       [rdi + 320], xmm2
+    movdqu       [rdi + 336], xmm5
+    movdqu       [rdi + 576], xmm6
+    movdqu       [rdi + 592], xmm11
+    movdqu       [rdi + 832], xmm7
     movdqu       [rdi + 848], xmm14
-    movdqu       [rdi + 1088], xmm8
-    movdqu       [rdi + 1104], xmm9
-    movdqu       [rdi + 1344], xmm2
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1360], xmm0
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqu       [rdi + 1600], xmm0
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1616], xmm0
-    movdqu       [rdi + 1856], xmm3
+    movdqu       [rdi + 1088], xmm9
+    movdqu       [rdi + 1104], xmm10
+    movdqu       [rdi + 1344], xmm3
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1360], xmm1
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqu       [rdi + 1600], xmm1
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 1616], xmm1
+    movdqu       [rdi + 1856], xmm4
     movdqu       [rdi + 1872], xmm15
-    movdqu       xmm0, [rdi + 96]
-    movdqu       xmm1, [rdi + 112]
-    movdqu       xmm2, [rdi + 352]
-    movdqu       xmm3, [rdi + 368]
-    movdqu       xmm4, [rdi + 608]
-    movdqu       xmm5, [rdi + 624]
-    movdqu       xmm6, [rdi + 864]
-    movdqu       xmm7, [rdi + 880]
-    movdqu       xmm8, [rdi + 1120]
-    movdqu       xmm9, [rdi + 1136]
-    movdqu       xmm10, [rdi + 1376]
-    movdqu       xmm11, [rdi + 1392]
-    movdqu       xmm12, [rdi + 1632]
+    movdqu       xmm1, [rdi + 96]
+    movdqu       xmm2, [rdi + 112]
+    movdqu       xmm3, [rdi + 352]
+    movdqu       xmm4, [rdi + 368]
+    movdqu       xmm5, [rdi + 608]
+    movdqu       xmm6, [rdi + 624]
+    movdqu       xmm7, [rdi + 864]
+    movdqu       xmm8, [rdi + 880]
+    movdqu       xmm9, [rdi + 1120]
+    movdqu       xmm10, [rdi + 1136]
+    movdqu       xmm11, [rdi + 1376]
+    movdqu       xmm12, [rdi + 1392]
+    movdqu       xmm13, [rdi + 1632]
     movdqu       xmm14, [rdi + 1648]
     movdqu       xmm15, [rdi + 1888]
     movdqa       [rsp + 64], xmm15                   ; spill
     movdqu       xmm15, [rdi + 1904]
     movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm0                         ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm15, [rax - 128]
+    movdqa       xmm15, xmm1                         ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm15, [rdx - 128]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm1
-    psubw        xmm14, [rax - 112]
-    pminuw       xmm0, xmm15
-    pminuw       xmm1, xmm14
-    movdqa       xmm14, xmm2                         ; csub: before layer 2
-    psubw        xmm14, [rax - 128]
-    movdqa       xmm15, xmm3
-    psubw        xmm15, [rax - 112]
+    movdqa       xmm14, xmm2
+    psubw        xmm14, [rdx - 112]
+    pminuw       xmm1, xmm15
     pminuw       xmm2, xmm14
-    pminuw       xmm3, xmm15
-    movdqa       xmm14, xmm0                         ; layer 2
-    paddw        xmm14, xmm2
-    movdqa       xmm15, xmm1
-    paddw        xmm15, xmm3
-    paddw        xmm0, [rax - 128]
-    paddw        xmm1, [rax - 112]
-    psubw        xmm0, xmm2
+    movdqa       xmm14, xmm3                         ; csub: before layer 2
+    psubw        xmm14, [rdx - 128]
+    movdqa       xmm15, xmm4
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm3, xmm14
+    pminuw       xmm4, xmm15
+    movdqa       xmm14, xmm1                         ; layer 2
+    paddw        xmm14, xmm3
+    movdqa       xmm15, xmm2
+    paddw        xmm15, xmm4
+    paddw        xmm1, [rdx - 128]
+    paddw        xmm2, [rdx - 112]
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
-    pmulhuw      xmm2, [rax - 96]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm3, xmm5
-    psubw        xmm3, [rax - 112]
-    pminuw       xmm4, xmm2
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm5                          ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm3, [rdx - 128]
+    movdqa       xmm4, xmm6
+    psubw        xmm4, [rdx - 112]
     pminuw       xmm5, xmm3
-    movdqa       xmm2, xmm6                          ; csub: before layer 2
-    psubw        xmm2, [rax - 128]
-    movdqa       xmm3, xmm7
-    psubw        xmm3, [rax - 112]
-    pminuw       xmm6, xmm2
-    pminuw       xmm7, xmm3
-    movdqa       xmm2, xmm4                          ; layer 2
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
-    paddw        xmm3, xmm7
-    paddw        xmm4, [rax - 128]
-    paddw        xmm5, [rax - 112]
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11840
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm4, [rax - 128]
-    pmullw       xmm5, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
-    psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm9
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm8, xmm6
-    pminuw       xmm9, xmm7
-    movdqa       xmm6, xmm10                         ; csub: before layer 2
-    psubw        xmm6, [rax - 128]
-    movdqa       xmm7, xmm11
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm10, xmm6
-    pminuw       xmm11, xmm7
-    movdqa       xmm6, xmm8                          ; layer 2
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
-    paddw        xmm7, xmm11
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11904
-    pmulhuw      xmm10, [rax - 96]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm12                        ; csub: before layer 2
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm10, [rax - 128]
-    movdqa       xmm11, [rsp + 32]                   ; reload
-    movdqa       [rsp], xmm9                         ; spill
-    movdqa       xmm9, xmm11
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm12, xmm10
-    pminuw       xmm11, xmm9
-    movdqa       xmm9, [rsp + 64]                    ; reload
-    movdqa       xmm10, xmm9                         ; csub: before layer 2
-    psubw        xmm10, [rax - 128]
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, [rsp + 96]                    ; reload
-    movdqa       [rsp + 128], xmm7                   ; spill
-    movdqa       xmm7, xmm8
-    psubw        xmm7, [rax - 112]
-    pminuw       xmm9, xmm10
-    pminuw       xmm8, xmm7
-    movdqa       xmm7, xmm12                         ; layer 2
-    paddw        xmm7, xmm9
-    movdqa       xmm10, xmm11
-    paddw        xmm10, xmm8
-    paddw        xmm12, [rax - 128]
-    paddw        xmm11, [rax - 112]
-    psubw        xmm12, xmm9
-    psubw        xmm11, xmm8
-    movdqa       xmm8, xmm12
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11968
-    pmulhuw      xmm8, [rax - 96]
-    movdqa       xmm9, xmm11
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm12, [rax - 128]
-    pmullw       xmm11, [rax - 112]
-    pmullw       xmm8, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm12, xmm8
-    psubw        xmm11, xmm9
-    movdqa       xmm8, xmm14                         ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm9, xmm15
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm14, xmm8
-    pminuw       xmm15, xmm9
-    movdqa       xmm8, xmm2                          ; csub: before layer 1
-    psubw        xmm8, [rax - 128]
-    movdqa       xmm9, xmm3
-    psubw        xmm9, [rax - 112]
-    pminuw       xmm2, xmm8
-    pminuw       xmm3, xmm9
-    movdqa       xmm8, xmm14                         ; layer 1
-    paddw        xmm8, xmm2
-    movdqa       xmm9, xmm15
-    paddw        xmm9, xmm3
-    paddw        xmm14, [rax - 128]
-    paddw        xmm15, [rax - 112]
-    psubw        xmm14, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm14
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm14, xmm2
-    psubw        xmm15, xmm3
-    movdqa       xmm2, xmm0                          ; layer 1
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm6                          ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, [rsp + 128]                   ; reload
-    movdqa       [rsp + 96], xmm1                    ; spill
-    movdqa       xmm1, xmm5
-    psubw        xmm1, [rax - 112]
     pminuw       xmm6, xmm4
-    pminuw       xmm5, xmm1
-    movdqa       xmm1, xmm7                          ; csub: before layer 1
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm4, xmm10
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm7, xmm1
-    pminuw       xmm10, xmm4
-    movdqa       xmm1, xmm6                          ; layer 1
-    paddw        xmm1, xmm7
-    movdqa       xmm4, xmm5
-    paddw        xmm4, xmm10
-    paddw        xmm6, [rax - 128]
-    paddw        xmm5, [rax - 112]
-    psubw        xmm6, xmm7
-    psubw        xmm5, xmm10
-    movdqa       xmm7, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
-    pmulhuw      xmm7, [rax - 96]
-    movdqa       xmm10, xmm5
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm5, [rax - 112]
-    pmullw       xmm7, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm6, xmm7
-    psubw        xmm5, xmm10
-    movdqa       xmm7, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm7                         ; layer 1
-    paddw        xmm10, xmm12
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqa       [rsp + 64], xmm5                    ; spill
-    movdqa       xmm5, xmm0
-    paddw        xmm5, xmm11
-    paddw        xmm7, [rel pw_24578]
-    paddw        xmm0, [rel pw_24578 + 16]
-    psubw        xmm7, xmm12
-    psubw        xmm0, xmm11
-    movdqa       xmm11, xmm7
-    pmulhuw      xmm11, [rax - 96]
-    movdqa       xmm12, xmm0
-    pmulhuw      xmm12, [rax - 80]
-    pmullw       xmm7, [rax - 128]
-    pmullw       xmm0, [rax - 112]
-    pmullw       xmm11, xmm13
-    pmullw       xmm12, xmm13
-    psubw        xmm7, xmm11
-    psubw        xmm0, xmm12
-    movdqa       xmm11, xmm8                         ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm12, xmm9
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm8, xmm11
-    pminuw       xmm9, xmm12
-    movdqa       xmm11, xmm1                         ; csub: before layer 0
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm12, xmm4
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm1, xmm11
-    pminuw       xmm4, xmm12
-    movdqa       xmm11, xmm8                         ; layer 0
-    paddw        xmm11, xmm1
-    movdqa       xmm12, xmm9
-    paddw        xmm12, xmm4
-    paddw        xmm8, [rax - 128]
-    paddw        xmm9, [rax - 112]
-    psubw        xmm8, xmm1
-    psubw        xmm9, xmm4
-    movdqa       xmm1, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm1, [rax - 96]
-    movdqa       xmm4, xmm9
-    pmulhuw      xmm4, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm9, [rax - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm4, xmm13
-    psubw        xmm8, xmm1
-    psubw        xmm9, xmm4
-    movdqa       xmm1, xmm2                          ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm4, xmm3
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm2, xmm1
-    pminuw       xmm3, xmm4
-    movdqa       xmm1, xmm10                         ; csub: before layer 0
-    psubw        xmm1, [rax - 128]
-    movdqa       xmm4, xmm5
-    psubw        xmm4, [rax - 112]
-    pminuw       xmm10, xmm1
-    pminuw       xmm5, xmm4
-    movdqa       xmm1, xmm2                          ; layer 0
-    paddw        xmm1, xmm10
-    movdqa       xmm4, xmm3
-    paddw        xmm4, xmm5
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm10
-    psubw        xmm3, xmm5
-    movdqa       xmm5, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm5, [rax - 96]
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm5, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm2, xmm5
-    psubw        xmm3, xmm10
-    movdqa       xmm5, xmm14                         ; layer 0
-    paddw        xmm5, xmm6
+    movdqa       xmm3, xmm7                          ; csub: before layer 2
+    psubw        xmm3, [rdx - 128]
+    movdqa       xmm4, xmm8
+    psubw        xmm4, [rdx - 112]
+    pminuw       xmm7, xmm3
+    pminuw       xmm8, xmm4
+    movdqa       xmm3, xmm5                          ; layer 2
+    paddw        xmm3, xmm7
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rdx - 128]
+    paddw        xmm6, [rdx - 112]
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm5
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11968] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11840
+    pmulhuw      xmm7, [rdx - 96]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rdx - 80]
+    pmullw       xmm5, [rdx - 128]
+    pmullw       xmm6, [rdx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm5, xmm7
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm9                          ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm7, [rdx - 128]
+    movdqa       xmm8, xmm10
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm9, xmm7
+    pminuw       xmm10, xmm8
+    movdqa       xmm7, xmm11                         ; csub: before layer 2
+    psubw        xmm7, [rdx - 128]
+    movdqa       xmm8, xmm12
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm11, xmm7
+    pminuw       xmm12, xmm8
+    movdqa       xmm7, xmm9                          ; layer 2
+    paddw        xmm7, xmm11
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12032] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11904
+    pmulhuw      xmm11, [rdx - 96]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm10, [rdx - 112]
+    pmullw       xmm11, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm13                        ; csub: before layer 2
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm11, [rdx - 128]
+    movdqa       xmm12, [rsp + 32]                   ; reload
+    movdqa       [rsp], xmm10                        ; spill
+    movdqa       xmm10, xmm12
+    psubw        xmm10, [rdx - 112]
+    pminuw       xmm13, xmm11
+    pminuw       xmm12, xmm10
+    movdqa       xmm10, [rsp + 64]                   ; reload
+    movdqa       xmm11, xmm10                        ; csub: before layer 2
+    psubw        xmm11, [rdx - 128]
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, [rsp + 96]                    ; reload
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm9
+    psubw        xmm8, [rdx - 112]
+    pminuw       xmm10, xmm11
+    pminuw       xmm9, xmm8
+    movdqa       xmm8, xmm13                         ; layer 2
+    paddw        xmm8, xmm10
+    movdqa       xmm11, xmm12
+    paddw        xmm11, xmm9
+    paddw        xmm13, [rdx - 128]
+    paddw        xmm12, [rdx - 112]
+    psubw        xmm13, xmm10
+    psubw        xmm12, xmm9
+    movdqa       xmm9, xmm13
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12096] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11968
+    pmulhuw      xmm9, [rdx - 96]
+    movdqa       xmm10, xmm12
+    pmulhuw      xmm10, [rdx - 80]
+    pmullw       xmm13, [rdx - 128]
+    pmullw       xmm12, [rdx - 112]
+    pmullw       xmm9, xmm0
+    pmullw       xmm10, xmm0
+    psubw        xmm13, xmm9
+    psubw        xmm12, xmm10
+    movdqa       xmm9, xmm14                         ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm9, [rdx - 128]
     movdqa       xmm10, xmm15
-    paddw        xmm10, [rsp + 64]
+    psubw        xmm10, [rdx - 112]
+    pminuw       xmm14, xmm9
+    pminuw       xmm15, xmm10
+    movdqa       xmm9, xmm3                          ; csub: before layer 1
+    psubw        xmm9, [rdx - 128]
+    movdqa       xmm10, xmm4
+    psubw        xmm10, [rdx - 112]
+    pminuw       xmm3, xmm9
+    pminuw       xmm4, xmm10
+    movdqa       xmm9, xmm14                         ; layer 1
+    paddw        xmm9, xmm3
+    movdqa       xmm10, xmm15
+    paddw        xmm10, xmm4
+    paddw        xmm14, [rdx - 128]
+    paddw        xmm15, [rdx - 112]
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm14
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm14, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm14, xmm3
+    psubw        xmm15, xmm4
+    movdqa       xmm3, xmm1                          ; layer 1
+    paddw        xmm3, xmm5
+    movdqa       xmm4, xmm2
+    paddw        xmm4, xmm6
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm1
+    pmulhuw      xmm5, [rdx - 96]
+    movdqa       xmm6, xmm2
+    pmulhuw      xmm6, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm7                          ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, [rsp + 128]                   ; reload
+    movdqa       [rsp + 96], xmm2                    ; spill
+    movdqa       xmm2, xmm6
+    psubw        xmm2, [rdx - 112]
+    pminuw       xmm7, xmm5
+    pminuw       xmm6, xmm2
+    movdqa       xmm2, xmm8                          ; csub: before layer 1
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm5, xmm11
+    psubw        xmm5, [rdx - 112]
+    pminuw       xmm8, xmm2
+    pminuw       xmm11, xmm5
+    movdqa       xmm2, xmm7                          ; layer 1
+    paddw        xmm2, xmm8
+    movdqa       xmm5, xmm6
+    paddw        xmm5, xmm11
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm6, [rdx - 112]
+    psubw        xmm7, xmm8
+    psubw        xmm6, xmm11
+    movdqa       xmm8, xmm7
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
+    pmulhuw      xmm8, [rdx - 96]
+    movdqa       xmm11, xmm6
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm7, [rdx - 128]
+    pmullw       xmm6, [rdx - 112]
+    pmullw       xmm8, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm7, xmm8
+    psubw        xmm6, xmm11
+    movdqa       xmm8, [rsp + 32]                    ; reload
+    movdqa       xmm11, xmm8                         ; layer 1
+    paddw        xmm11, xmm13
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqa       [rsp + 64], xmm6                    ; spill
+    movdqa       xmm6, xmm1
+    paddw        xmm6, xmm12
+    paddw        xmm8, [rel pw_24578]
+    paddw        xmm1, [rel pw_24578 + 16]
+    psubw        xmm8, xmm13
+    psubw        xmm1, xmm12
+    movdqa       xmm12, xmm8
+    pmulhuw      xmm12, [rdx - 96]
+    movdqa       xmm13, xmm1
+    pmulhuw      xmm13, [rdx - 80]
+    pmullw       xmm8, [rdx - 128]
+    pmullw       xmm1, [rdx - 112]
+    pmullw       xmm12, xmm0
+    pmullw       xmm13, xmm0
+    psubw        xmm8, xmm12
+    psubw        xmm1, xmm13
+    movdqa       xmm12, xmm9                         ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm12, [rdx - 128]
+    movdqa       xmm13, xmm10
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm9, xmm12
+    pminuw       xmm10, xmm13
+    movdqa       xmm12, xmm2                         ; csub: before layer 0
+    psubw        xmm12, [rdx - 128]
+    movdqa       xmm13, xmm5
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm2, xmm12
+    pminuw       xmm5, xmm13
+    movdqa       xmm12, xmm9                         ; layer 0
+    paddw        xmm12, xmm2
+    movdqa       xmm13, xmm10
+    paddw        xmm13, xmm5
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm10, [rdx - 112]
+    psubw        xmm9, xmm2
+    psubw        xmm10, xmm5
+    movdqa       xmm2, xmm9
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm2, [rdx - 96]
+    movdqa       xmm5, xmm10
+    pmulhuw      xmm5, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm10, [rdx - 112]
+    pmullw       xmm2, xmm0
+    pmullw       xmm5, xmm0
+    psubw        xmm9, xmm2
+    psubw        xmm10, xmm5
+    movdqa       xmm2, xmm3                          ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm5, xmm4
+    psubw        xmm5, [rdx - 112]
+    pminuw       xmm3, xmm2
+    pminuw       xmm4, xmm5
+    movdqa       xmm2, xmm11                         ; csub: before layer 0
+    psubw        xmm2, [rdx - 128]
+    movdqa       xmm5, xmm6
+    psubw        xmm5, [rdx - 112]
+    pminuw       xmm11, xmm2
+    pminuw       xmm6, xmm5
+    movdqa       xmm2, xmm3                          ; layer 0
+    paddw        xmm2, xmm11
+    movdqa       xmm5, xmm4
+    paddw        xmm5, xmm6
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm6
+    movdqa       xmm6, xmm3
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm6, [rdx - 96]
+    movdqa       xmm11, xmm4
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm3, [rdx - 128]
+    pmullw       xmm4, [rdx - 112]
+    pmullw       xmm6, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm3, xmm6
+    psubw        xmm4, xmm11
+    movdqa       xmm6, xmm14                         ; layer 0
+    paddw        xmm6, xmm7
+    movdqa       xmm11, xmm15
+    paddw        xmm11, [rsp + 64]
     paddw        xmm14, [rel pw_24578]
     paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm14, xmm6
+    psubw        xmm14, xmm7
     psubw        xmm15, [rsp + 64]
-    movdqa       xmm6, xmm14
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp + 64], xmm3                    ; spill
-    movdqa       xmm3, xmm15
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm14, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm14, xmm6
-    psubw        xmm15, xmm3
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       xmm6, xmm3                          ; layer 0
-    paddw        xmm6, xmm7
+    movdqa       xmm7, xmm14
+    pmulhuw      xmm7, [rdx - 96]
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm15
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm14, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm14, xmm7
+    psubw        xmm15, xmm4
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm7, xmm4                          ; layer 0
+    paddw        xmm7, xmm8
     movdqa       [rsp], xmm15                        ; spill
     movdqa       xmm15, [rsp + 96]                   ; reload
     movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm15
-    paddw        xmm14, xmm0
-    paddw        xmm3, [rel pw_24578]
+    paddw        xmm14, xmm1
+    paddw        xmm4, [rel pw_24578]
     paddw        xmm15, [rel pw_24578 + 16]
-    psubw        xmm3, xmm7
-    psubw        xmm15, xmm0
-    movdqa       xmm0, xmm3
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm7, xmm15
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm3, xmm0
-    psubw        xmm15, xmm7
-    movdqu       [rdi + 96], xmm11
-    movdqu       [rdi + 112], xmm12
-    movdqu       [rdi + 352], xmm1
-    movdqu       [rdi + 368], xmm4
-    movdqu       [rdi + 608], xmm5
-    movdqu       [rdi + 624], xmm10
-    movdqu       [rdi + 864], xmm6
+    psubw        xmm4, xmm8
+    psubw        xmm15, xmm1
+    movdqa       xmm1, xmm4
+    pmulhuw      xmm1, [rdx - 96]
+    movdqa       xmm8, xmm15
+    pmulhuw      xmm8, [rdx - 80]
+    pmullw       xmm4, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm1, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm4, xmm1
+    psubw        xmm15, xmm8
+    movdqu       [rdi + 96], xmm12
+    movdqu       [rdi + 112], xmm13
+    movdqu       [rdi + 352], xmm2
+    movdqu       [rdi + 368], xmm5
+    movdqu       [rdi + 608], xmm6
+    movdqu       [rdi + 624], xmm11
+    movdqu       [rdi + 864], xmm7
     movdqu       [rdi + 880], xmm14
-    movdqu       [rdi + 1120], xmm8
-    movdqu       [rdi + 1136], xmm9
-    movdqu       [rdi + 1376], xmm2
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1392], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1632], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1648], xmm0
-    movdqu       [rdi + 1888], xmm3
+    movdqu       [rdi + 1120], xmm9
+    movdqu       [rdi + 1136], xmm10
+    movdqu       [rdi + 1376], xmm3
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 1392], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1632], xmm1
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 1648], xmm1
+    movdqu       [rdi + 1888], xmm4
     movdqu       [rdi + 1904], xmm15
-    movdqu       xmm0, [rdi + 128]
-    movdqu       xmm1, [rdi + 144]
-    movdqu       xmm2, [rdi + 384]
-    movdqu       xmm3, [rdi + 400]
-    movdqu       xmm4, [rdi + 640]
-    movdqu       xmm5, [rdi + 656]
-    movdqu       xmm6, [rdi + 896]
-    movdqu       xmm7, [rdi + 912]
-    movdqu       xmm8, [rdi + 1152]
-    movdqu       xmm9, [rdi + 1168]
-    movdqu       xmm10, [rdi + 1408]
-    movdqu       xmm11, [rdi + 1424]
-    movdqu       xmm12, [rdi + 1664]
+    movdqu       xmm1, [rdi + 128]
+    movdqu       xmm2, [rdi + 144]
+    movdqu       xmm3, [rdi + 384]
+    movdqu       xmm4, [rdi + 400]
+    movdqu       xmm5, [rdi + 640]
+    movdqu       xmm6, [rdi + 656]
+    movdqu       xmm7, [rdi + 896]
+    movdqu       xmm8, [rdi + 912]
+    movdqu       xmm9, [rdi + 1152]
+    movdqu       xmm10, [rdi + 1168]
+    movdqu       xmm11, [rdi + 1408]
+    movdqu       xmm12, [rdi + 1424]
+    movdqu       xmm13, [rdi + 1664]
     movdqu       xmm14, [rdi + 1680]
     movdqu       xmm15, [rdi + 1920]
     movdqa       [rsp], xmm14                        ; spill
     movdqu       xmm14, [rdi + 1936]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 2
-    paddw        xmm14, xmm2
-    movdqa       [rsp + 64], xmm14                   ; spill
-    movdqa       xmm14, xmm1
+    movdqa       xmm14, xmm1                         ; layer 2
     paddw        xmm14, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm2
+    paddw        xmm14, xmm4
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
-    pmulhuw      xmm2, [rax - 96]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; layer 2
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm5                          ; layer 2
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rax - 32]
+    psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 16]
-    pmullw       xmm4, [rax - 64]
-    pmullw       xmm5, [rax - 48]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
+    pmulhuw      xmm7, [rdx - 32]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rdx - 16]
+    pmullw       xmm5, [rdx - 64]
+    pmullw       xmm6, [rdx - 48]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; layer 2
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm9                          ; layer 2
     paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax + 32]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax + 48]
-    pmullw       xmm8, [rax]
-    pmullw       xmm9, [rax + 16]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm12                        ; layer 2
-    paddw        xmm10, xmm15
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, xmm11
-    paddw        xmm9, [rsp + 32]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, xmm15
-    psubw        xmm11, [rsp + 32]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax + 96]
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rax + 112]
-    pmullw       xmm12, [rax + 64]
-    pmullw       xmm11, [rax + 80]
-    pmullw       xmm15, xmm13
-    pmullw       xmm8, xmm13
-    psubw        xmm12, xmm15
-    psubw        xmm11, xmm8
-    movdqa       xmm8, [rsp + 64]                    ; reload
-    movdqa       xmm15, xmm8                         ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm15, [rax - 128]
-    movdqa       [rsp], xmm11                        ; spill
-    movdqa       xmm11, xmm14
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm8, xmm15
-    pminuw       xmm14, xmm11
-    movdqa       xmm11, xmm2                         ; csub: before layer 1
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm15, xmm3
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm2, xmm11
-    pminuw       xmm3, xmm15
-    movdqa       xmm11, xmm8                         ; layer 1
-    paddw        xmm11, xmm2
-    movdqa       xmm15, xmm14
-    paddw        xmm15, xmm3
-    paddw        xmm8, [rax - 128]
-    paddw        xmm14, [rax - 112]
-    psubw        xmm8, xmm2
-    psubw        xmm14, xmm3
-    movdqa       xmm2, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm14
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm2
-    psubw        xmm14, xmm3
-    movdqa       xmm2, xmm0                          ; layer 1
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm6                          ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm7
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm6, xmm4
-    pminuw       xmm7, xmm5
-    movdqa       xmm4, xmm10                         ; csub: before layer 1
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm9
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm4
-    pminuw       xmm9, xmm5
-    movdqa       xmm4, xmm6                          ; layer 1
-    paddw        xmm4, xmm10
-    movdqa       xmm5, xmm7
-    paddw        xmm5, xmm9
-    paddw        xmm6, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm6, xmm10
-    psubw        xmm7, xmm9
-    movdqa       xmm9, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm10, xmm7
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm6, xmm9
-    psubw        xmm7, xmm10
-    movdqa       xmm9, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm9                         ; layer 1
-    paddw        xmm10, xmm12
-    movdqa       [rsp + 64], xmm1                    ; spill
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, [rsp]
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
     paddw        xmm9, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm9, xmm12
-    psubw        xmm1, [rsp]
-    movdqa       xmm12, xmm9
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       [rsp], xmm7                         ; spill
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm12, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm9, xmm12
-    psubw        xmm1, xmm7
-    movdqa       xmm7, xmm11                         ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm12, xmm15
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm11, xmm7
-    pminuw       xmm15, xmm12
-    movdqa       xmm7, xmm4                          ; csub: before layer 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm12, xmm5
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm4, xmm7
-    pminuw       xmm5, xmm12
-    movdqa       xmm7, xmm11                         ; layer 0
-    paddw        xmm7, xmm4
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm5
-    paddw        xmm11, [rax - 128]
-    paddw        xmm15, [rax - 112]
-    psubw        xmm11, xmm4
-    psubw        xmm15, xmm5
-    movdqa       xmm4, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm11, xmm4
-    psubw        xmm15, xmm5
-    movdqa       xmm4, xmm2                          ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm3
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm2, xmm4
-    pminuw       xmm3, xmm5
-    movdqa       xmm4, xmm10                         ; csub: before layer 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm0
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm4
-    pminuw       xmm0, xmm5
-    movdqa       xmm4, xmm2                          ; layer 0
-    paddw        xmm4, xmm10
-    movdqa       xmm5, xmm3
-    paddw        xmm5, xmm0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm10
-    psubw        xmm3, xmm0
-    movdqa       xmm0, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm2, xmm0
-    psubw        xmm3, xmm10
-    movdqa       xmm0, xmm8                          ; layer 0
-    paddw        xmm0, xmm6
-    movdqa       xmm10, xmm14
-    paddw        xmm10, [rsp]
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm8, xmm6
-    psubw        xmm14, [rsp]
+    paddw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    pmulhuw      xmm11, [rdx + 32]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rdx + 48]
+    pmullw       xmm9, [rdx]
+    pmullw       xmm10, [rdx + 16]
+    pmullw       xmm11, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm13                        ; layer 2
+    paddw        xmm11, xmm15
+    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       [rsp + 96], xmm10                   ; spill
+    movdqa       xmm10, xmm12
+    paddw        xmm10, [rsp + 32]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm13, xmm15
+    psubw        xmm12, [rsp + 32]
+    movdqa       xmm15, xmm13
+    pmulhuw      xmm15, [rdx + 96]
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rdx + 112]
+    pmullw       xmm13, [rdx + 64]
+    pmullw       xmm12, [rdx + 80]
+    pmullw       xmm15, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm13, xmm15
+    psubw        xmm12, xmm9
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm9                         ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm15, [rdx - 128]
+    movdqa       [rsp], xmm12                        ; spill
+    movdqa       xmm12, xmm14
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm9, xmm15
+    pminuw       xmm14, xmm12
+    movdqa       xmm12, xmm3                         ; csub: before layer 1
+    psubw        xmm12, [rdx - 128]
+    movdqa       xmm15, xmm4
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm3, xmm12
+    pminuw       xmm4, xmm15
+    movdqa       xmm12, xmm9                         ; layer 1
+    paddw        xmm12, xmm3
+    movdqa       xmm15, xmm14
+    paddw        xmm15, xmm4
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm9, xmm3
+    psubw        xmm14, xmm4
+    movdqa       xmm3, xmm9
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm14
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm14, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm9, xmm3
+    psubw        xmm14, xmm4
+    movdqa       xmm3, xmm1                          ; layer 1
+    paddw        xmm3, xmm5
+    movdqa       xmm4, xmm2
+    paddw        xmm4, xmm6
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm1
+    pmulhuw      xmm5, [rdx - 96]
+    movdqa       xmm6, xmm2
+    pmulhuw      xmm6, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm7                          ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rdx - 128]
     movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, xmm14
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm6
-    psubw        xmm14, xmm3
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       xmm6, xmm3                          ; layer 0
-    paddw        xmm6, xmm9
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm7, xmm5
+    pminuw       xmm8, xmm6
+    movdqa       xmm5, xmm11                         ; csub: before layer 1
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, xmm10
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm11, xmm5
+    pminuw       xmm10, xmm6
+    movdqa       xmm5, xmm7                          ; layer 1
+    paddw        xmm5, xmm11
+    movdqa       xmm6, xmm8
+    paddw        xmm6, xmm10
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm8, [rdx - 112]
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm10
+    movdqa       xmm10, xmm7
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
+    pmulhuw      xmm10, [rdx - 96]
+    movdqa       xmm11, xmm8
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm7, [rdx - 128]
+    pmullw       xmm8, [rdx - 112]
+    pmullw       xmm10, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm7, xmm10
+    psubw        xmm8, xmm11
+    movdqa       xmm10, [rsp + 32]                   ; reload
+    movdqa       xmm11, xmm10                        ; layer 1
+    paddw        xmm11, xmm13
+    movdqa       [rsp + 64], xmm2                    ; spill
+    movdqa       xmm2, [rsp + 96]                    ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    paddw        xmm1, [rsp]
+    paddw        xmm10, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm10, xmm13
+    psubw        xmm2, [rsp]
+    movdqa       xmm13, xmm10
+    pmulhuw      xmm13, [rdx - 96]
+    movdqa       [rsp], xmm8                         ; spill
+    movdqa       xmm8, xmm2
+    pmulhuw      xmm8, [rdx - 80]
+    pmullw       xmm10, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm13, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm10, xmm13
+    psubw        xmm2, xmm8
+    movdqa       xmm8, xmm12                         ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm13, xmm15
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm12, xmm8
+    pminuw       xmm15, xmm13
+    movdqa       xmm8, xmm5                          ; csub: before layer 0
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm13, xmm6
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm5, xmm8
+    pminuw       xmm6, xmm13
+    movdqa       xmm8, xmm12                         ; layer 0
+    paddw        xmm8, xmm5
+    movdqa       xmm13, xmm15
+    paddw        xmm13, xmm6
+    paddw        xmm12, [rdx - 128]
+    paddw        xmm15, [rdx - 112]
+    psubw        xmm12, xmm5
+    psubw        xmm15, xmm6
+    movdqa       xmm5, xmm12
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm5, [rdx - 96]
+    movdqa       xmm6, xmm15
+    pmulhuw      xmm6, [rdx - 80]
+    pmullw       xmm12, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm12, xmm5
+    psubw        xmm15, xmm6
+    movdqa       xmm5, xmm3                          ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, xmm4
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm4, xmm6
+    movdqa       xmm5, xmm11                         ; csub: before layer 0
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, xmm1
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm11, xmm5
+    pminuw       xmm1, xmm6
+    movdqa       xmm5, xmm3                          ; layer 0
+    paddw        xmm5, xmm11
+    movdqa       xmm6, xmm4
+    paddw        xmm6, xmm1
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm1
+    movdqa       xmm1, xmm3
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm1, [rdx - 96]
+    movdqa       xmm11, xmm4
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm3, [rdx - 128]
+    pmullw       xmm4, [rdx - 112]
+    pmullw       xmm1, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm3, xmm1
+    psubw        xmm4, xmm11
+    movdqa       xmm1, xmm9                          ; layer 0
+    paddw        xmm1, xmm7
+    movdqa       xmm11, xmm14
+    paddw        xmm11, [rsp]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm9, xmm7
+    psubw        xmm14, [rsp]
+    movdqa       xmm7, xmm9
+    pmulhuw      xmm7, [rdx - 96]
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm14
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm14, [rdx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm14, xmm4
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm7, xmm4                          ; layer 0
+    paddw        xmm7, xmm10
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, [rsp + 64]                   ; reload
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, xmm14
-    paddw        xmm8, xmm1
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm3, xmm9
-    psubw        xmm14, xmm1
-    movdqa       xmm1, xmm3
-    pmulhuw      xmm1, [rax - 96]
+    movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm14
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm3, xmm1
-    psubw        xmm14, xmm9
-    movdqu       [rdi + 128], xmm7
-    movdqu       [rdi + 144], xmm12
-    movdqu       [rdi + 384], xmm4
-    movdqu       [rdi + 400], xmm5
-    movdqu       [rdi + 640], xmm0
-    movdqu       [rdi + 656], xmm10
-    movdqu       [rdi + 896], xmm6
-    movdqu       [rdi + 912], xmm8
-    movdqu       [rdi + 1152], xmm11
+    paddw        xmm9, xmm2
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm4, xmm10
+    psubw        xmm14, xmm2
+    movdqa       xmm2, xmm4
+    pmulhuw      xmm2, [rdx - 96]
+    movdqa       xmm10, xmm14
+    pmulhuw      xmm10, [rdx - 80]
+    pmullw       xmm4, [rdx - 128]
+    pmullw       xmm14, [rdx - 112]
+    pmullw       xmm2, xmm0
+    pmullw       xmm10, xmm0
+    psubw        xmm4, xmm2
+    psubw        xmm14, xmm10
+    movdqu       [rdi + 128], xmm8
+    movdqu       [rdi + 144], xmm13
+    movdqu       [rdi + 384], xmm5
+    movdqu       [rdi + 400], xmm6
+    movdqu       [rdi + 640], xmm1
+    movdqu       [rdi + 656], xmm11
+    movdqu       [rdi + 896], xmm7
+    movdqu       [rdi + 912], xmm9
+    movdqu       [rdi + 1152], xmm12
     movdqu       [rdi + 1168], xmm15
-    movdqu       [rdi + 1408], xmm2
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1424], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1664], xmm0
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqu       [rdi + 1680], xmm0
-    movdqu       [rdi + 1920], xmm3
+    movdqu       [rdi + 1408], xmm3
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 1424], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1664], xmm1
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqu       [rdi + 1680], xmm1
+    movdqu       [rdi + 1920], xmm4
     movdqu       [rdi + 1936], xmm14
-    movdqu       xmm0, [rdi + 160]
-    movdqu       xmm1, [rdi + 176]
-    movdqu       xmm2, [rdi + 416]
-    movdqu       xmm3, [rdi + 432]
-    movdqu       xmm4, [rdi + 672]
-    movdqu       xmm5, [rdi + 688]
-    movdqu       xmm6, [rdi + 928]
-    movdqu       xmm7, [rdi + 944]
-    movdqu       xmm8, [rdi + 1184]
-    movdqu       xmm9, [rdi + 1200]
-    movdqu       xmm10, [rdi + 1440]
-    movdqu       xmm11, [rdi + 1456]
-    movdqu       xmm12, [rdi + 1696]
+    movdqu       xmm1, [rdi + 160]
+    movdqu       xmm2, [rdi + 176]
+    movdqu       xmm3, [rdi + 416]
+    movdqu       xmm4, [rdi + 432]
+    movdqu       xmm5, [rdi + 672]
+    movdqu       xmm6, [rdi + 688]
+    movdqu       xmm7, [rdi + 928]
+    movdqu       xmm8, [rdi + 944]
+    movdqu       xmm9, [rdi + 1184]
+    movdqu       xmm10, [rdi + 1200]
+    movdqu       xmm11, [rdi + 1440]
+    movdqu       xmm12, [rdi + 1456]
+    movdqu       xmm13, [rdi + 1696]
     movdqu       xmm14, [rdi + 1712]
     movdqu       xmm15, [rdi + 1952]
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqu       xmm14, [rdi + 1968]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 2
-    paddw        xmm14, xmm2
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm1
+    movdqa       xmm14, xmm1                         ; layer 2
     paddw        xmm14, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
+    movdqa       [rsp], xmm14                        ; spill
+    movdqa       xmm14, xmm2
+    paddw        xmm14, xmm4
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
-    pmulhuw      xmm2, [rax - 96]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; layer 2
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm5                          ; layer 2
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rax - 32]
+    psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 16]
-    pmullw       xmm4, [rax - 64]
-    pmullw       xmm5, [rax - 48]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
+    pmulhuw      xmm7, [rdx - 32]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rdx - 16]
+    pmullw       xmm5, [rdx - 64]
+    pmullw       xmm6, [rdx - 48]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; layer 2
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm9                          ; layer 2
     paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax + 32]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax + 48]
-    pmullw       xmm8, [rax]
-    pmullw       xmm9, [rax + 16]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm12                        ; layer 2
-    paddw        xmm10, xmm15
-    movdqa       xmm11, [rsp + 96]                   ; reload
-    movdqa       [rsp + 64], xmm9                    ; spill
-    movdqa       xmm9, xmm11
-    paddw        xmm9, [rsp + 32]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, xmm15
-    psubw        xmm11, [rsp + 32]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax + 96]
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rax + 112]
-    pmullw       xmm12, [rax + 64]
-    pmullw       xmm11, [rax + 80]
-    pmullw       xmm15, xmm13
-    pmullw       xmm8, xmm13
-    psubw        xmm12, xmm15
-    psubw        xmm11, xmm8
-    movdqa       xmm8, [rsp]                         ; reload
-    movdqa       xmm15, xmm8                         ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm15, [rax - 128]
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm8, xmm15
-    pminuw       xmm14, xmm11
-    movdqa       xmm11, xmm2                         ; csub: before layer 1
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm15, xmm3
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm2, xmm11
-    pminuw       xmm3, xmm15
-    movdqa       xmm11, xmm8                         ; layer 1
-    paddw        xmm11, xmm2
-    movdqa       xmm15, xmm14
-    paddw        xmm15, xmm3
-    paddw        xmm8, [rax - 128]
-    paddw        xmm14, [rax - 112]
-    psubw        xmm8, xmm2
-    psubw        xmm14, xmm3
-    movdqa       xmm2, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm14
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm2
-    psubw        xmm14, xmm3
-    movdqa       xmm2, xmm0                          ; layer 1
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm6                          ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm7
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm6, xmm4
-    pminuw       xmm7, xmm5
-    movdqa       xmm4, xmm10                         ; csub: before layer 1
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm9
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm4
-    pminuw       xmm9, xmm5
-    movdqa       xmm4, xmm6                          ; layer 1
-    paddw        xmm4, xmm10
-    movdqa       xmm5, xmm7
-    paddw        xmm5, xmm9
-    paddw        xmm6, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm6, xmm10
-    psubw        xmm7, xmm9
-    movdqa       xmm9, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm10, xmm7
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm6, xmm9
-    psubw        xmm7, xmm10
-    movdqa       xmm9, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm9                         ; layer 1
-    paddw        xmm10, xmm12
-    movdqa       [rsp], xmm1                         ; spill
-    movdqa       xmm1, [rsp + 64]                    ; reload
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, [rsp + 96]
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
     paddw        xmm9, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm9, xmm12
-    psubw        xmm1, [rsp + 96]
-    movdqa       xmm12, xmm9
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm12, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm9, xmm12
-    psubw        xmm1, xmm7
-    movdqa       xmm7, xmm11                         ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm12, xmm15
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm11, xmm7
-    pminuw       xmm15, xmm12
-    movdqa       xmm7, xmm4                          ; csub: before layer 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm12, xmm5
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm4, xmm7
-    pminuw       xmm5, xmm12
-    movdqa       xmm7, xmm11                         ; layer 0
-    paddw        xmm7, xmm4
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm5
-    paddw        xmm11, [rax - 128]
-    paddw        xmm15, [rax - 112]
-    psubw        xmm11, xmm4
-    psubw        xmm15, xmm5
-    movdqa       xmm4, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm11, xmm4
-    psubw        xmm15, xmm5
-    movdqa       xmm4, xmm2                          ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm3
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm2, xmm4
-    pminuw       xmm3, xmm5
-    movdqa       xmm4, xmm10                         ; csub: before layer 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm0
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm4
-    pminuw       xmm0, xmm5
-    movdqa       xmm4, xmm2                          ; layer 0
-    paddw        xmm4, xmm10
-    movdqa       xmm5, xmm3
-    paddw        xmm5, xmm0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm10
-    psubw        xmm3, xmm0
-    movdqa       xmm0, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm2, xmm0
-    psubw        xmm3, xmm10
-    movdqa       xmm0, xmm8                          ; layer 0
-    paddw        xmm0, xmm6
-    movdqa       xmm10, xmm14
-    paddw        xmm10, [rsp + 96]
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm8, xmm6
-    psubw        xmm14, [rsp + 96]
+    paddw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    pmulhuw      xmm11, [rdx + 32]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rdx + 48]
+    pmullw       xmm9, [rdx]
+    pmullw       xmm10, [rdx + 16]
+    pmullw       xmm11, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm13                        ; layer 2
+    paddw        xmm11, xmm15
+    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       [rsp + 64], xmm10                   ; spill
+    movdqa       xmm10, xmm12
+    paddw        xmm10, [rsp + 32]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm13, xmm15
+    psubw        xmm12, [rsp + 32]
+    movdqa       xmm15, xmm13
+    pmulhuw      xmm15, [rdx + 96]
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rdx + 112]
+    pmullw       xmm13, [rdx + 64]
+    pmullw       xmm12, [rdx + 80]
+    pmullw       xmm15, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm13, xmm15
+    psubw        xmm12, xmm9
+    movdqa       xmm9, [rsp]                         ; reload
+    movdqa       xmm15, xmm9                         ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm15, [rdx - 128]
+    movdqa       [rsp + 96], xmm12                   ; spill
+    movdqa       xmm12, xmm14
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm9, xmm15
+    pminuw       xmm14, xmm12
+    movdqa       xmm12, xmm3                         ; csub: before layer 1
+    psubw        xmm12, [rdx - 128]
+    movdqa       xmm15, xmm4
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm3, xmm12
+    pminuw       xmm4, xmm15
+    movdqa       xmm12, xmm9                         ; layer 1
+    paddw        xmm12, xmm3
+    movdqa       xmm15, xmm14
+    paddw        xmm15, xmm4
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm9, xmm3
+    psubw        xmm14, xmm4
+    movdqa       xmm3, xmm9
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm14
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm14, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm9, xmm3
+    psubw        xmm14, xmm4
+    movdqa       xmm3, xmm1                          ; layer 1
+    paddw        xmm3, xmm5
+    movdqa       xmm4, xmm2
+    paddw        xmm4, xmm6
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm1
+    pmulhuw      xmm5, [rdx - 96]
+    movdqa       xmm6, xmm2
+    pmulhuw      xmm6, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm7                          ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rdx - 128]
     movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp + 96], xmm3                    ; spill
-    movdqa       xmm3, xmm14
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm6
-    psubw        xmm14, xmm3
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       xmm6, xmm3                          ; layer 0
-    paddw        xmm6, xmm9
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm7, xmm5
+    pminuw       xmm8, xmm6
+    movdqa       xmm5, xmm11                         ; csub: before layer 1
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, xmm10
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm11, xmm5
+    pminuw       xmm10, xmm6
+    movdqa       xmm5, xmm7                          ; layer 1
+    paddw        xmm5, xmm11
+    movdqa       xmm6, xmm8
+    paddw        xmm6, xmm10
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm8, [rdx - 112]
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm10
+    movdqa       xmm10, xmm7
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
+    pmulhuw      xmm10, [rdx - 96]
+    movdqa       xmm11, xmm8
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm7, [rdx - 128]
+    pmullw       xmm8, [rdx - 112]
+    pmullw       xmm10, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm7, xmm10
+    psubw        xmm8, xmm11
+    movdqa       xmm10, [rsp + 32]                   ; reload
+    movdqa       xmm11, xmm10                        ; layer 1
+    paddw        xmm11, xmm13
+    movdqa       [rsp], xmm2                         ; spill
+    movdqa       xmm2, [rsp + 64]                    ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    paddw        xmm1, [rsp + 96]
+    paddw        xmm10, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm10, xmm13
+    psubw        xmm2, [rsp + 96]
+    movdqa       xmm13, xmm10
+    pmulhuw      xmm13, [rdx - 96]
+    movdqa       [rsp + 96], xmm8                    ; spill
+    movdqa       xmm8, xmm2
+    pmulhuw      xmm8, [rdx - 80]
+    pmullw       xmm10, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm13, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm10, xmm13
+    psubw        xmm2, xmm8
+    movdqa       xmm8, xmm12                         ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm13, xmm15
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm12, xmm8
+    pminuw       xmm15, xmm13
+    movdqa       xmm8, xmm5                          ; csub: before layer 0
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm13, xmm6
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm5, xmm8
+    pminuw       xmm6, xmm13
+    movdqa       xmm8, xmm12                         ; layer 0
+    paddw        xmm8, xmm5
+    movdqa       xmm13, xmm15
+    paddw        xmm13, xmm6
+    paddw        xmm12, [rdx - 128]
+    paddw        xmm15, [rdx - 112]
+    psubw        xmm12, xmm5
+    psubw        xmm15, xmm6
+    movdqa       xmm5, xmm12
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm5, [rdx - 96]
+    movdqa       xmm6, xmm15
+    pmulhuw      xmm6, [rdx - 80]
+    pmullw       xmm12, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm12, xmm5
+    psubw        xmm15, xmm6
+    movdqa       xmm5, xmm3                          ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, xmm4
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm4, xmm6
+    movdqa       xmm5, xmm11                         ; csub: before layer 0
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, xmm1
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm11, xmm5
+    pminuw       xmm1, xmm6
+    movdqa       xmm5, xmm3                          ; layer 0
+    paddw        xmm5, xmm11
+    movdqa       xmm6, xmm4
+    paddw        xmm6, xmm1
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm1
+    movdqa       xmm1, xmm3
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm1, [rdx - 96]
+    movdqa       xmm11, xmm4
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm3, [rdx - 128]
+    pmullw       xmm4, [rdx - 112]
+    pmullw       xmm1, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm3, xmm1
+    psubw        xmm4, xmm11
+    movdqa       xmm1, xmm9                          ; layer 0
+    paddw        xmm1, xmm7
+    movdqa       xmm11, xmm14
+    paddw        xmm11, [rsp + 96]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm9, xmm7
+    psubw        xmm14, [rsp + 96]
+    movdqa       xmm7, xmm9
+    pmulhuw      xmm7, [rdx - 96]
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm14
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm14, [rdx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm14, xmm4
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm7, xmm4                          ; layer 0
+    paddw        xmm7, xmm10
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, [rsp]                        ; reload
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, xmm14
-    paddw        xmm8, xmm1
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm3, xmm9
-    psubw        xmm14, xmm1
-    movdqa       xmm1, xmm3
-    pmulhuw      xmm1, [rax - 96]
+    movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm14
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm3, xmm1
-    psubw        xmm14, xmm9
-    movdqu       [rdi + 160], xmm7
-    movdqu       [rdi + 176], xmm12
-    movdqu       [rdi + 416], xmm4
-    movdqu       [rdi + 432], xmm5
-    movdqu       [rdi + 672], xmm0
-    movdqu       [rdi + 688], xmm10
-    movdqu       [rdi + 928], xmm6
-    movdqu       [rdi + 944], xmm8
-    movdqu       [rdi + 1184], xmm11
+    paddw        xmm9, xmm2
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm4, xmm10
+    psubw        xmm14, xmm2
+    movdqa       xmm2, xmm4
+    pmulhuw      xmm2, [rdx - 96]
+    movdqa       xmm10, xmm14
+    pmulhuw      xmm10, [rdx - 80]
+    pmullw       xmm4, [rdx - 128]
+    pmullw       xmm14, [rdx - 112]
+    pmullw       xmm2, xmm0
+    pmullw       xmm10, xmm0
+    psubw        xmm4, xmm2
+    psubw        xmm14, xmm10
+    movdqu       [rdi + 160], xmm8
+    movdqu       [rdi + 176], xmm13
+    movdqu       [rdi + 416], xmm5
+    movdqu       [rdi + 432], xmm6
+    movdqu       [rdi + 672], xmm1
+    movdqu       [rdi + 688], xmm11
+    movdqu       [rdi + 928], xmm7
+    movdqu       [rdi + 944], xmm9
+    movdqu       [rdi + 1184], xmm12
     movdqu       [rdi + 1200], xmm15
-    movdqu       [rdi + 1440], xmm2
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqu       [rdi + 1456], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1696], xmm0
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1712], xmm0
-    movdqu       [rdi + 1952], xmm3
+    movdqu       [rdi + 1440], xmm3
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqu       [rdi + 1456], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1696], xmm1
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 1712], xmm1
+    movdqu       [rdi + 1952], xmm4
     movdqu       [rdi + 1968], xmm14
-    movdqu       xmm0, [rdi + 192]
-    movdqu       xmm1, [rdi + 208]
-    movdqu       xmm2, [rdi + 448]
-    movdqu       xmm3, [rdi + 464]
-    movdqu       xmm4, [rdi + 704]
-    movdqu       xmm5, [rdi + 720]
-    movdqu       xmm6, [rdi + 960]
-    movdqu       xmm7, [rdi + 976]
-    movdqu       xmm8, [rdi + 1216]
-    movdqu       xmm9, [rdi + 1232]
-    movdqu       xmm10, [rdi + 1472]
-    movdqu       xmm11, [rdi + 1488]
-    movdqu       xmm12, [rdi + 1728]
+    movdqu       xmm1, [rdi + 192]
+    movdqu       xmm2, [rdi + 208]
+    movdqu       xmm3, [rdi + 448]
+    movdqu       xmm4, [rdi + 464]
+    movdqu       xmm5, [rdi + 704]
+    movdqu       xmm6, [rdi + 720]
+    movdqu       xmm7, [rdi + 960]
+    movdqu       xmm8, [rdi + 976]
+    movdqu       xmm9, [rdi + 1216]
+    movdqu       xmm10, [rdi + 1232]
+    movdqu       xmm11, [rdi + 1472]
+    movdqu       xmm12, [rdi + 1488]
+    movdqu       xmm13, [rdi + 1728]
     movdqu       xmm14, [rdi + 1744]
     movdqu       xmm15, [rdi + 1984]
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqu       xmm14, [rdi + 2000]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 2
-    paddw        xmm14, xmm2
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm1
+    movdqa       xmm14, xmm1                         ; layer 2
     paddw        xmm14, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
+    movdqa       [rsp + 96], xmm14                   ; spill
+    movdqa       xmm14, xmm2
+    paddw        xmm14, xmm4
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
-    pmulhuw      xmm2, [rax - 96]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; layer 2
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm5                          ; layer 2
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rax - 32]
+    psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 16]
-    pmullw       xmm4, [rax - 64]
-    pmullw       xmm5, [rax - 48]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
+    pmulhuw      xmm7, [rdx - 32]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rdx - 16]
+    pmullw       xmm5, [rdx - 64]
+    pmullw       xmm6, [rdx - 48]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; layer 2
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm9                          ; layer 2
     paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax + 32]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax + 48]
-    pmullw       xmm8, [rax]
-    pmullw       xmm9, [rax + 16]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm12                        ; layer 2
-    paddw        xmm10, xmm15
-    movdqa       xmm11, [rsp + 64]                   ; reload
-    movdqa       [rsp], xmm9                         ; spill
-    movdqa       xmm9, xmm11
-    paddw        xmm9, [rsp + 32]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, xmm15
-    psubw        xmm11, [rsp + 32]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax + 96]
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rax + 112]
-    pmullw       xmm12, [rax + 64]
-    pmullw       xmm11, [rax + 80]
-    pmullw       xmm15, xmm13
-    pmullw       xmm8, xmm13
-    psubw        xmm12, xmm15
-    psubw        xmm11, xmm8
-    movdqa       xmm8, [rsp + 96]                    ; reload
-    movdqa       xmm15, xmm8                         ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm15, [rax - 128]
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm14
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm8, xmm15
-    pminuw       xmm14, xmm11
-    movdqa       xmm11, xmm2                         ; csub: before layer 1
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm15, xmm3
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm2, xmm11
-    pminuw       xmm3, xmm15
-    movdqa       xmm11, xmm8                         ; layer 1
-    paddw        xmm11, xmm2
-    movdqa       xmm15, xmm14
-    paddw        xmm15, xmm3
-    paddw        xmm8, [rax - 128]
-    paddw        xmm14, [rax - 112]
-    psubw        xmm8, xmm2
-    psubw        xmm14, xmm3
-    movdqa       xmm2, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm14
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm2
-    psubw        xmm14, xmm3
-    movdqa       xmm2, xmm0                          ; layer 1
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm6                          ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm7
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm6, xmm4
-    pminuw       xmm7, xmm5
-    movdqa       xmm4, xmm10                         ; csub: before layer 1
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm9
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm4
-    pminuw       xmm9, xmm5
-    movdqa       xmm4, xmm6                          ; layer 1
-    paddw        xmm4, xmm10
-    movdqa       xmm5, xmm7
-    paddw        xmm5, xmm9
-    paddw        xmm6, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm6, xmm10
-    psubw        xmm7, xmm9
-    movdqa       xmm9, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm10, xmm7
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm6, xmm9
-    psubw        xmm7, xmm10
-    movdqa       xmm9, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm9                         ; layer 1
-    paddw        xmm10, xmm12
-    movdqa       [rsp + 96], xmm1                    ; spill
-    movdqa       xmm1, [rsp]                         ; reload
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, [rsp + 64]
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
     paddw        xmm9, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm9, xmm12
-    psubw        xmm1, [rsp + 64]
-    movdqa       xmm12, xmm9
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       [rsp + 64], xmm7                    ; spill
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm12, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm9, xmm12
-    psubw        xmm1, xmm7
-    movdqa       xmm7, xmm11                         ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm12, xmm15
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm11, xmm7
-    pminuw       xmm15, xmm12
-    movdqa       xmm7, xmm4                          ; csub: before layer 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm12, xmm5
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm4, xmm7
-    pminuw       xmm5, xmm12
-    movdqa       xmm7, xmm11                         ; layer 0
-    paddw        xmm7, xmm4
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm5
-    paddw        xmm11, [rax - 128]
-    paddw        xmm15, [rax - 112]
-    psubw        xmm11, xmm4
-    psubw        xmm15, xmm5
-    movdqa       xmm4, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm11, xmm4
-    psubw        xmm15, xmm5
-    movdqa       xmm4, xmm2                          ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm3
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm2, xmm4
-    pminuw       xmm3, xmm5
-    movdqa       xmm4, xmm10                         ; csub: before layer 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm0
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm4
-    pminuw       xmm0, xmm5
-    movdqa       xmm4, xmm2                          ; layer 0
-    paddw        xmm4, xmm10
-    movdqa       xmm5, xmm3
-    paddw        xmm5, xmm0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm10
-    psubw        xmm3, xmm0
-    movdqa       xmm0, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm2, xmm0
-    psubw        xmm3, xmm10
-    movdqa       xmm0, xmm8                          ; layer 0
-    paddw        xmm0, xmm6
-    movdqa       xmm10, xmm14
-    paddw        xmm10, [rsp + 64]
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm8, xmm6
-    psubw        xmm14, [rsp + 64]
+    paddw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    pmulhuw      xmm11, [rdx + 32]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rdx + 48]
+    pmullw       xmm9, [rdx]
+    pmullw       xmm10, [rdx + 16]
+    pmullw       xmm11, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm13                        ; layer 2
+    paddw        xmm11, xmm15
+    movdqa       xmm12, [rsp + 64]                   ; reload
+    movdqa       [rsp], xmm10                        ; spill
+    movdqa       xmm10, xmm12
+    paddw        xmm10, [rsp + 32]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm13, xmm15
+    psubw        xmm12, [rsp + 32]
+    movdqa       xmm15, xmm13
+    pmulhuw      xmm15, [rdx + 96]
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rdx + 112]
+    pmullw       xmm13, [rdx + 64]
+    pmullw       xmm12, [rdx + 80]
+    pmullw       xmm15, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm13, xmm15
+    psubw        xmm12, xmm9
+    movdqa       xmm9, [rsp + 96]                    ; reload
+    movdqa       xmm15, xmm9                         ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm15, [rdx - 128]
+    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       xmm12, xmm14
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm9, xmm15
+    pminuw       xmm14, xmm12
+    movdqa       xmm12, xmm3                         ; csub: before layer 1
+    psubw        xmm12, [rdx - 128]
+    movdqa       xmm15, xmm4
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm3, xmm12
+    pminuw       xmm4, xmm15
+    movdqa       xmm12, xmm9                         ; layer 1
+    paddw        xmm12, xmm3
+    movdqa       xmm15, xmm14
+    paddw        xmm15, xmm4
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm9, xmm3
+    psubw        xmm14, xmm4
+    movdqa       xmm3, xmm9
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm14
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm14, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm9, xmm3
+    psubw        xmm14, xmm4
+    movdqa       xmm3, xmm1                          ; layer 1
+    paddw        xmm3, xmm5
+    movdqa       xmm4, xmm2
+    paddw        xmm4, xmm6
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm1
+    pmulhuw      xmm5, [rdx - 96]
+    movdqa       xmm6, xmm2
+    pmulhuw      xmm6, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm7                          ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rdx - 128]
     movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp + 64], xmm3                    ; spill
-    movdqa       xmm3, xmm14
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm6
-    psubw        xmm14, xmm3
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       xmm6, xmm3                          ; layer 0
-    paddw        xmm6, xmm9
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm7, xmm5
+    pminuw       xmm8, xmm6
+    movdqa       xmm5, xmm11                         ; csub: before layer 1
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, xmm10
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm11, xmm5
+    pminuw       xmm10, xmm6
+    movdqa       xmm5, xmm7                          ; layer 1
+    paddw        xmm5, xmm11
+    movdqa       xmm6, xmm8
+    paddw        xmm6, xmm10
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm8, [rdx - 112]
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm10
+    movdqa       xmm10, xmm7
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
+    pmulhuw      xmm10, [rdx - 96]
+    movdqa       xmm11, xmm8
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm7, [rdx - 128]
+    pmullw       xmm8, [rdx - 112]
+    pmullw       xmm10, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm7, xmm10
+    psubw        xmm8, xmm11
+    movdqa       xmm10, [rsp + 32]                   ; reload
+    movdqa       xmm11, xmm10                        ; layer 1
+    paddw        xmm11, xmm13
+    movdqa       [rsp + 96], xmm2                    ; spill
+    movdqa       xmm2, [rsp]                         ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    paddw        xmm1, [rsp + 64]
+    paddw        xmm10, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm10, xmm13
+    psubw        xmm2, [rsp + 64]
+    movdqa       xmm13, xmm10
+    pmulhuw      xmm13, [rdx - 96]
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm2
+    pmulhuw      xmm8, [rdx - 80]
+    pmullw       xmm10, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm13, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm10, xmm13
+    psubw        xmm2, xmm8
+    movdqa       xmm8, xmm12                         ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm13, xmm15
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm12, xmm8
+    pminuw       xmm15, xmm13
+    movdqa       xmm8, xmm5                          ; csub: before layer 0
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm13, xmm6
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm5, xmm8
+    pminuw       xmm6, xmm13
+    movdqa       xmm8, xmm12                         ; layer 0
+    paddw        xmm8, xmm5
+    movdqa       xmm13, xmm15
+    paddw        xmm13, xmm6
+    paddw        xmm12, [rdx - 128]
+    paddw        xmm15, [rdx - 112]
+    psubw        xmm12, xmm5
+    psubw        xmm15, xmm6
+    movdqa       xmm5, xmm12
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm5, [rdx - 96]
+    movdqa       xmm6, xmm15
+    pmulhuw      xmm6, [rdx - 80]
+    pmullw       xmm12, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm12, xmm5
+    psubw        xmm15, xmm6
+    movdqa       xmm5, xmm3                          ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, xmm4
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm4, xmm6
+    movdqa       xmm5, xmm11                         ; csub: before layer 0
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, xmm1
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm11, xmm5
+    pminuw       xmm1, xmm6
+    movdqa       xmm5, xmm3                          ; layer 0
+    paddw        xmm5, xmm11
+    movdqa       xmm6, xmm4
+    paddw        xmm6, xmm1
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm1
+    movdqa       xmm1, xmm3
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm1, [rdx - 96]
+    movdqa       xmm11, xmm4
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm3, [rdx - 128]
+    pmullw       xmm4, [rdx - 112]
+    pmullw       xmm1, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm3, xmm1
+    psubw        xmm4, xmm11
+    movdqa       xmm1, xmm9                          ; layer 0
+    paddw        xmm1, xmm7
+    movdqa       xmm11, xmm14
+    paddw        xmm11, [rsp + 64]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm9, xmm7
+    psubw        xmm14, [rsp + 64]
+    movdqa       xmm7, xmm9
+    pmulhuw      xmm7, [rdx - 96]
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm14
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm14, [rdx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm14, xmm4
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm7, xmm4                          ; layer 0
+    paddw        xmm7, xmm10
     movdqa       [rsp], xmm14                        ; spill
     movdqa       xmm14, [rsp + 96]                   ; reload
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, xmm14
-    paddw        xmm8, xmm1
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm3, xmm9
-    psubw        xmm14, xmm1
-    movdqa       xmm1, xmm3
-    pmulhuw      xmm1, [rax - 96]
+    movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm14
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm3, xmm1
-    psubw        xmm14, xmm9
-    movdqu       [rdi + 192], xmm7
-    movdqu       [rdi + 208], xmm12
-    movdqu       [rdi + 448], xmm4
-    movdqu       [rdi + 464], xmm5
-    movdqu       [rdi + 704], xmm0
-    movdqu       [rdi + 720], xmm10
-    movdqu       [rdi + 960], xmm6
-    movdqu       [rdi + 976], xmm8
-    movdqu       [rdi + 1216], xmm11
+    paddw        xmm9, xmm2
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm4, xmm10
+    psubw        xmm14, xmm2
+    movdqa       xmm2, xmm4
+    pmulhuw      xmm2, [rdx - 96]
+    movdqa       xmm10, xmm14
+    pmulhuw      xmm10, [rdx - 80]
+    pmullw       xmm4, [rdx - 128]
+    pmullw       xmm14, [rdx - 112]
+    pmullw       xmm2, xmm0
+    pmullw       xmm10, xmm0
+    psubw        xmm4, xmm2
+    psubw        xmm14, xmm10
+    movdqu       [rdi + 192], xmm8
+    movdqu       [rdi + 208], xmm13
+    movdqu       [rdi + 448], xmm5
+    movdqu       [rdi + 464], xmm6
+    movdqu       [rdi + 704], xmm1
+    movdqu       [rdi + 720], xmm11
+    movdqu       [rdi + 960], xmm7
+    movdqu       [rdi + 976], xmm9
+    movdqu       [rdi + 1216], xmm12
     movdqu       [rdi + 1232], xmm15
-    movdqu       [rdi + 1472], xmm2
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1488], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1728], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1744], xmm0
-    movdqu       [rdi + 1984], xmm3
+    movdqu       [rdi + 1472], xmm3
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 1488], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1728], xmm1
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 1744], xmm1
+    movdqu       [rdi + 1984], xmm4
     movdqu       [rdi + 2000], xmm14
-    movdqu       xmm0, [rdi + 224]
-    movdqu       xmm1, [rdi + 240]
-    movdqu       xmm2, [rdi + 480]
-    movdqu       xmm3, [rdi + 496]
-    movdqu       xmm4, [rdi + 736]
-    movdqu       xmm5, [rdi + 752]
-    movdqu       xmm6, [rdi + 992]
-    movdqu       xmm7, [rdi + 1008]
-    movdqu       xmm8, [rdi + 1248]
-    movdqu       xmm9, [rdi + 1264]
-    movdqu       xmm10, [rdi + 1504]
-    movdqu       xmm11, [rdi + 1520]
-    movdqu       xmm12, [rdi + 1760]
+    movdqu       xmm1, [rdi + 224]
+    movdqu       xmm2, [rdi + 240]
+    movdqu       xmm3, [rdi + 480]
+    movdqu       xmm4, [rdi + 496]
+    movdqu       xmm5, [rdi + 736]
+    movdqu       xmm6, [rdi + 752]
+    movdqu       xmm7, [rdi + 992]
+    movdqu       xmm8, [rdi + 1008]
+    movdqu       xmm9, [rdi + 1248]
+    movdqu       xmm10, [rdi + 1264]
+    movdqu       xmm11, [rdi + 1504]
+    movdqu       xmm12, [rdi + 1520]
+    movdqu       xmm13, [rdi + 1760]
     movdqu       xmm14, [rdi + 1776]
     movdqu       xmm15, [rdi + 2016]
     movdqa       [rsp], xmm14                        ; spill
     movdqu       xmm14, [rdi + 2032]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 2
-    paddw        xmm14, xmm2
-    movdqa       [rsp + 64], xmm14                   ; spill
-    movdqa       xmm14, xmm1
+    movdqa       xmm14, xmm1                         ; layer 2
     paddw        xmm14, xmm3
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm2
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm2
+    paddw        xmm14, xmm4
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm0
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
-    pmulhuw      xmm2, [rax - 96]
+    psubw        xmm2, xmm4
     movdqa       xmm3, xmm1
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm0, xmm2
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 11904] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 11776
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm2
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
     psubw        xmm1, xmm3
-    movdqa       xmm2, xmm4                          ; layer 2
-    paddw        xmm2, xmm6
-    movdqa       xmm3, xmm5
+    psubw        xmm2, xmm4
+    movdqa       xmm3, xmm5                          ; layer 2
     paddw        xmm3, xmm7
-    paddw        xmm4, [rel pw_24578]
-    paddw        xmm5, [rel pw_24578 + 16]
-    psubw        xmm4, xmm6
+    movdqa       xmm4, xmm6
+    paddw        xmm4, xmm8
+    paddw        xmm5, [rel pw_24578]
+    paddw        xmm6, [rel pw_24578 + 16]
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm4
-    pmulhuw      xmm6, [rax - 32]
+    psubw        xmm6, xmm8
     movdqa       xmm7, xmm5
-    pmulhuw      xmm7, [rax - 16]
-    pmullw       xmm4, [rax - 64]
-    pmullw       xmm5, [rax - 48]
-    pmullw       xmm6, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm4, xmm6
+    pmulhuw      xmm7, [rdx - 32]
+    movdqa       xmm8, xmm6
+    pmulhuw      xmm8, [rdx - 16]
+    pmullw       xmm5, [rdx - 64]
+    pmullw       xmm6, [rdx - 48]
+    pmullw       xmm7, xmm0
+    pmullw       xmm8, xmm0
     psubw        xmm5, xmm7
-    movdqa       xmm6, xmm8                          ; layer 2
-    paddw        xmm6, xmm10
-    movdqa       xmm7, xmm9
+    psubw        xmm6, xmm8
+    movdqa       xmm7, xmm9                          ; layer 2
     paddw        xmm7, xmm11
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm9, [rel pw_24578 + 16]
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm8
-    pmulhuw      xmm10, [rax + 32]
-    movdqa       xmm11, xmm9
-    pmulhuw      xmm11, [rax + 48]
-    pmullw       xmm8, [rax]
-    pmullw       xmm9, [rax + 16]
-    pmullw       xmm10, xmm13
-    pmullw       xmm11, xmm13
-    psubw        xmm8, xmm10
-    psubw        xmm9, xmm11
-    movdqa       xmm10, xmm12                        ; layer 2
-    paddw        xmm10, xmm15
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       [rsp + 96], xmm9                    ; spill
-    movdqa       xmm9, xmm11
-    paddw        xmm9, [rsp + 32]
-    paddw        xmm12, [rel pw_24578]
-    paddw        xmm11, [rel pw_24578 + 16]
-    psubw        xmm12, xmm15
-    psubw        xmm11, [rsp + 32]
-    movdqa       xmm15, xmm12
-    pmulhuw      xmm15, [rax + 96]
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, xmm11
-    pmulhuw      xmm8, [rax + 112]
-    pmullw       xmm12, [rax + 64]
-    pmullw       xmm11, [rax + 80]
-    pmullw       xmm15, xmm13
-    pmullw       xmm8, xmm13
-    psubw        xmm12, xmm15
-    psubw        xmm11, xmm8
-    movdqa       xmm8, [rsp + 64]                    ; reload
-    movdqa       xmm15, xmm8                         ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm15, [rax - 128]
-    movdqa       [rsp], xmm11                        ; spill
-    movdqa       xmm11, xmm14
-    psubw        xmm11, [rax - 112]
-    pminuw       xmm8, xmm15
-    pminuw       xmm14, xmm11
-    movdqa       xmm11, xmm2                         ; csub: before layer 1
-    psubw        xmm11, [rax - 128]
-    movdqa       xmm15, xmm3
-    psubw        xmm15, [rax - 112]
-    pminuw       xmm2, xmm11
-    pminuw       xmm3, xmm15
-    movdqa       xmm11, xmm8                         ; layer 1
-    paddw        xmm11, xmm2
-    movdqa       xmm15, xmm14
-    paddw        xmm15, xmm3
-    paddw        xmm8, [rax - 128]
-    paddw        xmm14, [rax - 112]
-    psubw        xmm8, xmm2
-    psubw        xmm14, xmm3
-    movdqa       xmm2, xmm8
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
-    pmulhuw      xmm2, [rax - 96]
-    movdqa       xmm3, xmm14
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm2, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm2
-    psubw        xmm14, xmm3
-    movdqa       xmm2, xmm0                          ; layer 1
-    paddw        xmm2, xmm4
-    movdqa       xmm3, xmm1
-    paddw        xmm3, xmm5
-    paddw        xmm0, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm0
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm1
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm0, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm0, xmm4
-    psubw        xmm1, xmm5
-    movdqa       xmm4, xmm6                          ; csub: before layer 1
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm7
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm6, xmm4
-    pminuw       xmm7, xmm5
-    movdqa       xmm4, xmm10                         ; csub: before layer 1
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm9
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm4
-    pminuw       xmm9, xmm5
-    movdqa       xmm4, xmm6                          ; layer 1
-    paddw        xmm4, xmm10
-    movdqa       xmm5, xmm7
-    paddw        xmm5, xmm9
-    paddw        xmm6, [rax - 128]
-    paddw        xmm7, [rax - 112]
-    psubw        xmm6, xmm10
-    psubw        xmm7, xmm9
-    movdqa       xmm9, xmm6
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
-    pmulhuw      xmm9, [rax - 96]
-    movdqa       xmm10, xmm7
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm6, [rax - 128]
-    pmullw       xmm7, [rax - 112]
-    pmullw       xmm9, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm6, xmm9
-    psubw        xmm7, xmm10
-    movdqa       xmm9, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm9                         ; layer 1
-    paddw        xmm10, xmm12
-    movdqa       [rsp + 64], xmm1                    ; spill
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, xmm1
-    paddw        xmm0, [rsp]
+    movdqa       xmm8, xmm10
+    paddw        xmm8, xmm12
     paddw        xmm9, [rel pw_24578]
-    paddw        xmm1, [rel pw_24578 + 16]
-    psubw        xmm9, xmm12
-    psubw        xmm1, [rsp]
-    movdqa       xmm12, xmm9
-    pmulhuw      xmm12, [rax - 96]
-    movdqa       [rsp], xmm7                         ; spill
-    movdqa       xmm7, xmm1
-    pmulhuw      xmm7, [rax - 80]
-    pmullw       xmm9, [rax - 128]
-    pmullw       xmm1, [rax - 112]
-    pmullw       xmm12, xmm13
-    pmullw       xmm7, xmm13
-    psubw        xmm9, xmm12
-    psubw        xmm1, xmm7
-    movdqa       xmm7, xmm11                         ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm12, xmm15
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm11, xmm7
-    pminuw       xmm15, xmm12
-    movdqa       xmm7, xmm4                          ; csub: before layer 0
-    psubw        xmm7, [rax - 128]
-    movdqa       xmm12, xmm5
-    psubw        xmm12, [rax - 112]
-    pminuw       xmm4, xmm7
-    pminuw       xmm5, xmm12
-    movdqa       xmm7, xmm11                         ; layer 0
-    paddw        xmm7, xmm4
-    movdqa       xmm12, xmm15
-    paddw        xmm12, xmm5
-    paddw        xmm11, [rax - 128]
-    paddw        xmm15, [rax - 112]
-    psubw        xmm11, xmm4
-    psubw        xmm15, xmm5
-    movdqa       xmm4, xmm11
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm4, [rax - 96]
-    movdqa       xmm5, xmm15
-    pmulhuw      xmm5, [rax - 80]
-    pmullw       xmm11, [rax - 128]
-    pmullw       xmm15, [rax - 112]
-    pmullw       xmm4, xmm13
-    pmullw       xmm5, xmm13
-    psubw        xmm11, xmm4
-    psubw        xmm15, xmm5
-    movdqa       xmm4, xmm2                          ; csub: before layer 0
-    lea          rax, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm3
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm2, xmm4
-    pminuw       xmm3, xmm5
-    movdqa       xmm4, xmm10                         ; csub: before layer 0
-    psubw        xmm4, [rax - 128]
-    movdqa       xmm5, xmm0
-    psubw        xmm5, [rax - 112]
-    pminuw       xmm10, xmm4
-    pminuw       xmm0, xmm5
-    movdqa       xmm4, xmm2                          ; layer 0
-    paddw        xmm4, xmm10
-    movdqa       xmm5, xmm3
-    paddw        xmm5, xmm0
-    paddw        xmm2, [rax - 128]
-    paddw        xmm3, [rax - 112]
-    psubw        xmm2, xmm10
-    psubw        xmm3, xmm0
-    movdqa       xmm0, xmm2
-    lea          rax, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
-    pmulhuw      xmm0, [rax - 96]
-    movdqa       xmm10, xmm3
-    pmulhuw      xmm10, [rax - 80]
-    pmullw       xmm2, [rax - 128]
-    pmullw       xmm3, [rax - 112]
-    pmullw       xmm0, xmm13
-    pmullw       xmm10, xmm13
-    psubw        xmm2, xmm0
-    psubw        xmm3, xmm10
-    movdqa       xmm0, xmm8                          ; layer 0
-    paddw        xmm0, xmm6
-    movdqa       xmm10, xmm14
-    paddw        xmm10, [rsp]
-    paddw        xmm8, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm8, xmm6
-    psubw        xmm14, [rsp]
+    paddw        xmm10, [rel pw_24578 + 16]
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm9
+    pmulhuw      xmm11, [rdx + 32]
+    movdqa       xmm12, xmm10
+    pmulhuw      xmm12, [rdx + 48]
+    pmullw       xmm9, [rdx]
+    pmullw       xmm10, [rdx + 16]
+    pmullw       xmm11, xmm0
+    pmullw       xmm12, xmm0
+    psubw        xmm9, xmm11
+    psubw        xmm10, xmm12
+    movdqa       xmm11, xmm13                        ; layer 2
+    paddw        xmm11, xmm15
+    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       [rsp + 96], xmm10                   ; spill
+    movdqa       xmm10, xmm12
+    paddw        xmm10, [rsp + 32]
+    paddw        xmm13, [rel pw_24578]
+    paddw        xmm12, [rel pw_24578 + 16]
+    psubw        xmm13, xmm15
+    psubw        xmm12, [rsp + 32]
+    movdqa       xmm15, xmm13
+    pmulhuw      xmm15, [rdx + 96]
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm12
+    pmulhuw      xmm9, [rdx + 112]
+    pmullw       xmm13, [rdx + 64]
+    pmullw       xmm12, [rdx + 80]
+    pmullw       xmm15, xmm0
+    pmullw       xmm9, xmm0
+    psubw        xmm13, xmm15
+    psubw        xmm12, xmm9
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm9                         ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm15, [rdx - 128]
+    movdqa       [rsp], xmm12                        ; spill
+    movdqa       xmm12, xmm14
+    psubw        xmm12, [rdx - 112]
+    pminuw       xmm9, xmm15
+    pminuw       xmm14, xmm12
+    movdqa       xmm12, xmm3                         ; csub: before layer 1
+    psubw        xmm12, [rdx - 128]
+    movdqa       xmm15, xmm4
+    psubw        xmm15, [rdx - 112]
+    pminuw       xmm3, xmm12
+    pminuw       xmm4, xmm15
+    movdqa       xmm12, xmm9                         ; layer 1
+    paddw        xmm12, xmm3
+    movdqa       xmm15, xmm14
+    paddw        xmm15, xmm4
+    paddw        xmm9, [rdx - 128]
+    paddw        xmm14, [rdx - 112]
+    psubw        xmm9, xmm3
+    psubw        xmm14, xmm4
+    movdqa       xmm3, xmm9
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12160] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12032
+    pmulhuw      xmm3, [rdx - 96]
+    movdqa       xmm4, xmm14
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm14, [rdx - 112]
+    pmullw       xmm3, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm9, xmm3
+    psubw        xmm14, xmm4
+    movdqa       xmm3, xmm1                          ; layer 1
+    paddw        xmm3, xmm5
+    movdqa       xmm4, xmm2
+    paddw        xmm4, xmm6
+    paddw        xmm1, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm1
+    pmulhuw      xmm5, [rdx - 96]
+    movdqa       xmm6, xmm2
+    pmulhuw      xmm6, [rdx - 80]
+    pmullw       xmm1, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm1, xmm5
+    psubw        xmm2, xmm6
+    movdqa       xmm5, xmm7                          ; csub: before layer 1
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rdx - 128]
     movdqa       xmm6, xmm8
-    pmulhuw      xmm6, [rax - 96]
-    movdqa       [rsp], xmm3                         ; spill
-    movdqa       xmm3, xmm14
-    pmulhuw      xmm3, [rax - 80]
-    pmullw       xmm8, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm6, xmm13
-    pmullw       xmm3, xmm13
-    psubw        xmm8, xmm6
-    psubw        xmm14, xmm3
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       xmm6, xmm3                          ; layer 0
-    paddw        xmm6, xmm9
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm7, xmm5
+    pminuw       xmm8, xmm6
+    movdqa       xmm5, xmm11                         ; csub: before layer 1
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, xmm10
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm11, xmm5
+    pminuw       xmm10, xmm6
+    movdqa       xmm5, xmm7                          ; layer 1
+    paddw        xmm5, xmm11
+    movdqa       xmm6, xmm8
+    paddw        xmm6, xmm10
+    paddw        xmm7, [rdx - 128]
+    paddw        xmm8, [rdx - 112]
+    psubw        xmm7, xmm11
+    psubw        xmm8, xmm10
+    movdqa       xmm10, xmm7
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12224] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12096
+    pmulhuw      xmm10, [rdx - 96]
+    movdqa       xmm11, xmm8
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm7, [rdx - 128]
+    pmullw       xmm8, [rdx - 112]
+    pmullw       xmm10, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm7, xmm10
+    psubw        xmm8, xmm11
+    movdqa       xmm10, [rsp + 32]                   ; reload
+    movdqa       xmm11, xmm10                        ; layer 1
+    paddw        xmm11, xmm13
+    movdqa       [rsp + 64], xmm2                    ; spill
+    movdqa       xmm2, [rsp + 96]                    ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    paddw        xmm1, [rsp]
+    paddw        xmm10, [rel pw_24578]
+    paddw        xmm2, [rel pw_24578 + 16]
+    psubw        xmm10, xmm13
+    psubw        xmm2, [rsp]
+    movdqa       xmm13, xmm10
+    pmulhuw      xmm13, [rdx - 96]
+    movdqa       [rsp], xmm8                         ; spill
+    movdqa       xmm8, xmm2
+    pmulhuw      xmm8, [rdx - 80]
+    pmullw       xmm10, [rdx - 128]
+    pmullw       xmm2, [rdx - 112]
+    pmullw       xmm13, xmm0
+    pmullw       xmm8, xmm0
+    psubw        xmm10, xmm13
+    psubw        xmm2, xmm8
+    movdqa       xmm8, xmm12                         ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm13, xmm15
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm12, xmm8
+    pminuw       xmm15, xmm13
+    movdqa       xmm8, xmm5                          ; csub: before layer 0
+    psubw        xmm8, [rdx - 128]
+    movdqa       xmm13, xmm6
+    psubw        xmm13, [rdx - 112]
+    pminuw       xmm5, xmm8
+    pminuw       xmm6, xmm13
+    movdqa       xmm8, xmm12                         ; layer 0
+    paddw        xmm8, xmm5
+    movdqa       xmm13, xmm15
+    paddw        xmm13, xmm6
+    paddw        xmm12, [rdx - 128]
+    paddw        xmm15, [rdx - 112]
+    psubw        xmm12, xmm5
+    psubw        xmm15, xmm6
+    movdqa       xmm5, xmm12
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm5, [rdx - 96]
+    movdqa       xmm6, xmm15
+    pmulhuw      xmm6, [rdx - 80]
+    pmullw       xmm12, [rdx - 128]
+    pmullw       xmm15, [rdx - 112]
+    pmullw       xmm5, xmm0
+    pmullw       xmm6, xmm0
+    psubw        xmm12, xmm5
+    psubw        xmm15, xmm6
+    movdqa       xmm5, xmm3                          ; csub: before layer 0
+    lea          rdx, [rel pw_24578 + 128]           ; addresses pw_24578 near byte 0
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, xmm4
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm3, xmm5
+    pminuw       xmm4, xmm6
+    movdqa       xmm5, xmm11                         ; csub: before layer 0
+    psubw        xmm5, [rdx - 128]
+    movdqa       xmm6, xmm1
+    psubw        xmm6, [rdx - 112]
+    pminuw       xmm11, xmm5
+    pminuw       xmm1, xmm6
+    movdqa       xmm5, xmm3                          ; layer 0
+    paddw        xmm5, xmm11
+    movdqa       xmm6, xmm4
+    paddw        xmm6, xmm1
+    paddw        xmm3, [rdx - 128]
+    paddw        xmm4, [rdx - 112]
+    psubw        xmm3, xmm11
+    psubw        xmm4, xmm1
+    movdqa       xmm1, xmm3
+    lea          rdx, [rel kg_newhope12289_ntt_inverse_twiddles_sse + 12288] ; addresses kg_newhope12289_ntt_inverse_twiddles_sse near byte 12160
+    pmulhuw      xmm1, [rdx - 96]
+    movdqa       xmm11, xmm4
+    pmulhuw      xmm11, [rdx - 80]
+    pmullw       xmm3, [rdx - 128]
+    pmullw       xmm4, [rdx - 112]
+    pmullw       xmm1, xmm0
+    pmullw       xmm11, xmm0
+    psubw        xmm3, xmm1
+    psubw        xmm4, xmm11
+    movdqa       xmm1, xmm9                          ; layer 0
+    paddw        xmm1, xmm7
+    movdqa       xmm11, xmm14
+    paddw        xmm11, [rsp]
+    paddw        xmm9, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm9, xmm7
+    psubw        xmm14, [rsp]
+    movdqa       xmm7, xmm9
+    pmulhuw      xmm7, [rdx - 96]
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm14
+    pmulhuw      xmm4, [rdx - 80]
+    pmullw       xmm9, [rdx - 128]
+    pmullw       xmm14, [rdx - 112]
+    pmullw       xmm7, xmm0
+    pmullw       xmm4, xmm0
+    psubw        xmm9, xmm7
+    psubw        xmm14, xmm4
+    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm7, xmm4                          ; layer 0
+    paddw        xmm7, xmm10
     movdqa       [rsp + 96], xmm14                   ; spill
     movdqa       xmm14, [rsp + 64]                   ; reload
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, xmm14
-    paddw        xmm8, xmm1
-    paddw        xmm3, [rel pw_24578]
-    paddw        xmm14, [rel pw_24578 + 16]
-    psubw        xmm3, xmm9
-    psubw        xmm14, xmm1
-    movdqa       xmm1, xmm3
-    pmulhuw      xmm1, [rax - 96]
+    movdqa       [rsp + 32], xmm9                    ; spill
     movdqa       xmm9, xmm14
-    pmulhuw      xmm9, [rax - 80]
-    pmullw       xmm3, [rax - 128]
-    pmullw       xmm14, [rax - 112]
-    pmullw       xmm1, xmm13
-    pmullw       xmm9, xmm13
-    psubw        xmm3, xmm1
-    psubw        xmm14, xmm9
-    movdqu       [rdi + 224], xmm7
-    movdqu       [rdi + 240], xmm12
-    movdqu       [rdi + 480], xmm4
-    movdqu       [rdi + 496], xmm5
-    movdqu       [rdi + 736], xmm0
-    movdqu       [rdi + 752], xmm10
-    movdqu       [rdi + 992], xmm6
-    movdqu       [rdi + 1008], xmm8
-    movdqu       [rdi + 1248], xmm11
+    paddw        xmm9, xmm2
+    paddw        xmm4, [rel pw_24578]
+    paddw        xmm14, [rel pw_24578 + 16]
+    psubw        xmm4, xmm10
+    psubw        xmm14, xmm2
+    movdqa       xmm2, xmm4
+    pmulhuw      xmm2, [rdx - 96]
+    movdqa       xmm10, xmm14
+    pmulhuw      xmm10, [rdx - 80]
+    pmullw       xmm4, [rdx - 128]
+    pmullw       xmm14, [rdx - 112]
+    pmullw       xmm2, xmm0
+    pmullw       xmm10, xmm0
+    psubw        xmm4, xmm2
+    psubw        xmm14, xmm10
+    movdqu       [rdi + 224], xmm8
+    movdqu       [rdi + 240], xmm13
+    movdqu       [rdi + 480], xmm5
+    movdqu       [rdi + 496], xmm6
+    movdqu       [rdi + 736], xmm1
+    movdqu       [rdi + 752], xmm11
+    movdqu       [rdi + 992], xmm7
+    movdqu       [rdi + 1008], xmm9
+    movdqu       [rdi + 1248], xmm12
     movdqu       [rdi + 1264], xmm15
-    movdqu       [rdi + 1504], xmm2
+    movdqu       [rdi + 1504], xmm3
     movdqa       xmm0, [rsp]                         ; reload
     movdqu       [rdi + 1520], xmm0
     movdqa       xmm0, [rsp + 32]                    ; reload
     movdqu       [rdi + 1760], xmm0
     movdqa       xmm0, [rsp + 96]                    ; reload
     movdqu       [rdi + 1776], xmm0
-    movdqu       [rdi + 2016], xmm3
+    movdqu       [rdi + 2016], xmm4
     movdqu       [rdi + 2032], xmm14
     mov rsp, rbp
     pop rbp

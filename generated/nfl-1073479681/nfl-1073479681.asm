@@ -5111,10 +5111,10 @@ kg_nfl1073479681_basemul_avx512:
 ;   clobbers: zmm{0-31}, k2, rax, flags
 ;
 ; reduction schedule:
-;   policy index, harvey reduction, 160 vector reductions
-;   before layer 6: 32 register(s), smallest indices 0,4,32,36,64,68,96,100,128,132,160,164,192,196,224,228,256,260,288,292,320,324,352,356,384,388,416,420,448,452,480,484
-;   before layer 5: 32 register(s), smallest indices 0,8,32,40,64,72,96,104,128,136,160,168,192,200,224,232,256,264,288,296,320,328,352,360,384,392,416,424,448,456,480,488
-;   before layer 4: 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496
+;   policy index, harvey reduction, 112 vector reductions
+;   after layer 7 (its sums, for the next layer): 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
+;   after layer 6 (its sums, for the next layer): 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
+;   after layer 5 (its sums, for the next layer): 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
 ;   before layer 3: 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
 ;   before layer 2: 16 register(s), smallest indices 0,16,64,80,128,144,192,208,256,272,320,336,384,400,448,464
 ;   before layer 1: 16 register(s), smallest indices 0,16,32,48,128,144,160,176,256,272,288,304,384,400,416,432
@@ -5125,7 +5125,7 @@ global kg_nfl1073479681_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_nfl10
 align 32
 kg_nfl1073479681_ntt_inverse_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm23, [rel pd_2146959362]          ; held in a register: read 304 times
+    vmovdqu64    zmm23, [rel pd_2146959362]          ; held in a register: read 256 times
     vmovdqu64    zmm24, [rel pd_33562625]            ; held in a register: read 32 times
     vmovdqu64    zmm25, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 13120] ; held in a register: read 32 times
     vmovdqu64    zmm26, [rel pd_8388608]             ; held in a register: read 16 times
@@ -5140,84 +5140,126 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovdqu64    zmm0, [rel pd_index64_0_1_8_9_4_5_12_13]
     vmovdqu64    zmm1, [rel pd_index64_2_3_10_11_6_7_14_15]
     vmovdqu64    zmm2, [rel pd_1073479681]           ; q = 1073479681
-    vmovdqu64    zmm3, [rdi]
-    vmovdqu64    zmm4, [rdi + 512]
-    vmovdqu64    zmm5, [rdi + 128]
-    vmovdqu64    zmm6, [rdi + 640]
-    vmovdqu64    zmm7, [rdi + 256]
-    vmovdqu64    zmm8, [rdi + 768]
-    vmovdqu64    zmm9, [rdi + 384]
-    vmovdqu64    zmm10, [rdi + 896]
-    vshufi64x2   zmm11, zmm3, [rdi + 64], 68
-    vshufi64x2   zmm12, zmm4, [rdi + 576], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 64], 238
-    vshufi64x2   zmm4, zmm4, [rdi + 576], 238
-    vshufi64x2   zmm13, zmm5, [rdi + 192], 68
-    vshufi64x2   zmm14, zmm6, [rdi + 704], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 192], 238
-    vshufi64x2   zmm6, zmm6, [rdi + 704], 238
-    vshufi64x2   zmm15, zmm7, [rdi + 320], 68
-    vshufi64x2   zmm16, zmm8, [rdi + 832], 68
-    vshufi64x2   zmm7, zmm7, [rdi + 320], 238
-    vshufi64x2   zmm8, zmm8, [rdi + 832], 238
-    vshufi64x2   zmm17, zmm9, [rdi + 448], 68
-    vshufi64x2   zmm18, zmm10, [rdi + 960], 68
-    vshufi64x2   zmm9, zmm9, [rdi + 448], 238
-    vshufi64x2   zmm10, zmm10, [rdi + 960], 238
-    vpaddd       zmm19, zmm11, zmm3                  ; layer 8
-    vpaddd       zmm20, zmm12, zmm4                  ; layer 8
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm3, zmm11, zmm3
-    vpsubd       zmm4, zmm12, zmm4
-    vmovshdup    zmm11, zmm3
-    vmovshdup    zmm12, zmm4
+    vmovdqu64    ymm3, yword [rdi]
+    vinserti64x4 zmm3, zmm3, yword [rdi + 64], 1
+    vmovdqu64    ymm4, yword [rdi + 512]
+    vinserti64x4 zmm4, zmm4, yword [rdi + 576], 1
+    vmovdqu64    ymm5, yword [rdi + 32]
+    vinserti64x4 zmm5, zmm5, yword [rdi + 96], 1
+    vmovdqu64    ymm6, yword [rdi + 544]
+    vinserti64x4 zmm6, zmm6, yword [rdi + 608], 1
+    vmovdqu64    ymm7, yword [rdi + 128]
+    vinserti64x4 zmm7, zmm7, yword [rdi + 192], 1
+    vmovdqu64    ymm8, yword [rdi + 640]
+    vinserti64x4 zmm8, zmm8, yword [rdi + 704], 1
+    vmovdqu64    ymm9, yword [rdi + 160]
+    vinserti64x4 zmm9, zmm9, yword [rdi + 224], 1
+    vmovdqu64    ymm10, yword [rdi + 672]
+    vinserti64x4 zmm10, zmm10, yword [rdi + 736], 1
+    vmovdqu64    ymm11, yword [rdi + 256]
+    vinserti64x4 zmm11, zmm11, yword [rdi + 320], 1
+    vmovdqu64    ymm12, yword [rdi + 768]
+    vinserti64x4 zmm12, zmm12, yword [rdi + 832], 1
+    vmovdqu64    ymm13, yword [rdi + 288]
+    vinserti64x4 zmm13, zmm13, yword [rdi + 352], 1
+    vmovdqu64    ymm14, yword [rdi + 800]
+    vinserti64x4 zmm14, zmm14, yword [rdi + 864], 1
+    vmovdqu64    ymm15, yword [rdi + 384]
+    vinserti64x4 zmm15, zmm15, yword [rdi + 448], 1
+    vmovdqu64    ymm16, yword [rdi + 896]
+    vinserti64x4 zmm16, zmm16, yword [rdi + 960], 1
+    vmovdqu64    ymm17, yword [rdi + 416]
+    vinserti64x4 zmm17, zmm17, yword [rdi + 480], 1
+    vmovdqu64    ymm18, yword [rdi + 928]
+    vinserti64x4 zmm18, zmm18, yword [rdi + 992], 1
+    vpaddd       zmm19, zmm3, zmm5                   ; layer 8
+    vpaddd       zmm20, zmm4, zmm6                   ; layer 8
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vmovshdup    zmm5, zmm3
+    vmovshdup    zmm6, zmm4
     vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 64]
     vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3264]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 128]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3328]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
+    vpmuludq     zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 128]
+    vpmuludq     zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3328]
+    vmovshdup    zmm5{k2}, zmm21
+    vmovshdup    zmm6{k2}, zmm22
     vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512]
     vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3200]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm3, zmm3, zmm11
-    vpsubd       zmm4, zmm4, zmm12
-    vmovshdup    zmm11, zmm19
-    vmovshdup    zmm12, zmm20
+    vpmulld      zmm5, zmm5, zmm2
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vmovshdup    zmm5, zmm19
+    vmovshdup    zmm6, zmm20
     vpmuludq     zmm21, zmm19, zmm24
     vpmuludq     zmm22, zmm20, zmm24
-    vpmuludq     zmm11, zmm11, zmm24
-    vpmuludq     zmm12, zmm12, zmm24
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
+    vpmuludq     zmm5, zmm5, zmm24
+    vpmuludq     zmm6, zmm6, zmm24
+    vmovshdup    zmm5{k2}, zmm21
+    vmovshdup    zmm6{k2}, zmm22
     vpmulld      zmm19, zmm19, zmm26
     vpmulld      zmm20, zmm20, zmm26
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm11, zmm19, zmm11
-    vpsubd       zmm12, zmm20, zmm12
-    vpaddd       zmm19, zmm13, zmm5                  ; layer 8
-    vpaddd       zmm20, zmm14, zmm6                  ; layer 8
-    vpaddd       zmm13, zmm13, zmm23
-    vpaddd       zmm14, zmm14, zmm23
-    vpsubd       zmm5, zmm13, zmm5
-    vpsubd       zmm6, zmm14, zmm6
-    vmovshdup    zmm13, zmm5
-    vmovshdup    zmm14, zmm6
-    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 256]
-    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3456]
-    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 320]
-    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3520]
+    vpmulld      zmm5, zmm5, zmm2
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm5, zmm19, zmm5
+    vpsubd       zmm6, zmm20, zmm6
+    vpaddd       zmm19, zmm7, zmm9                   ; layer 8
+    vpaddd       zmm20, zmm8, zmm10                  ; layer 8
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vmovshdup    zmm9, zmm7
+    vmovshdup    zmm10, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 256]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3456]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 320]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3520]
+    vmovshdup    zmm9{k2}, zmm21
+    vmovshdup    zmm10{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 192]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3392]
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vmovshdup    zmm9, zmm19
+    vmovshdup    zmm10, zmm20
+    vpmuludq     zmm21, zmm19, zmm24
+    vpmuludq     zmm22, zmm20, zmm24
+    vpmuludq     zmm9, zmm9, zmm24
+    vpmuludq     zmm10, zmm10, zmm24
+    vmovshdup    zmm9{k2}, zmm21
+    vmovshdup    zmm10{k2}, zmm22
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm20, zmm20, zmm26
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm9, zmm19, zmm9
+    vpsubd       zmm10, zmm20, zmm10
+    vpaddd       zmm19, zmm11, zmm13                 ; layer 8
+    vpaddd       zmm20, zmm12, zmm14                 ; layer 8
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, zmm11
+    vmovshdup    zmm14, zmm12
+    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 448]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3648]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 512]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3712]
     vmovshdup    zmm13{k2}, zmm21
     vmovshdup    zmm14{k2}, zmm22
-    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 192]
-    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3392]
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 384]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3584]
     vpmulld      zmm13, zmm13, zmm2
     vpmulld      zmm14, zmm14, zmm2
-    vpsubd       zmm5, zmm5, zmm13
-    vpsubd       zmm6, zmm6, zmm14
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
     vmovshdup    zmm13, zmm19
     vmovshdup    zmm14, zmm20
     vpmuludq     zmm21, zmm19, zmm24
@@ -5232,60 +5274,26 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmulld      zmm14, zmm14, zmm2
     vpsubd       zmm13, zmm19, zmm13
     vpsubd       zmm14, zmm20, zmm14
-    vpaddd       zmm19, zmm15, zmm7                  ; layer 8
-    vpaddd       zmm20, zmm16, zmm8                  ; layer 8
+    vpaddd       zmm19, zmm15, zmm17                 ; layer 8
+    vpaddd       zmm20, zmm16, zmm18                 ; layer 8
     vpaddd       zmm15, zmm15, zmm23
     vpaddd       zmm16, zmm16, zmm23
-    vpsubd       zmm7, zmm15, zmm7
-    vpsubd       zmm8, zmm16, zmm8
-    vmovshdup    zmm15, zmm7
-    vmovshdup    zmm16, zmm8
-    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 448]
-    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3648]
-    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 512]
-    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3712]
-    vmovshdup    zmm15{k2}, zmm21
-    vmovshdup    zmm16{k2}, zmm22
-    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 384]
-    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3584]
-    vpmulld      zmm15, zmm15, zmm2
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm7, zmm7, zmm15
-    vpsubd       zmm8, zmm8, zmm16
-    vmovshdup    zmm15, zmm19
-    vmovshdup    zmm16, zmm20
-    vpmuludq     zmm21, zmm19, zmm24
-    vpmuludq     zmm22, zmm20, zmm24
-    vpmuludq     zmm15, zmm15, zmm24
-    vpmuludq     zmm16, zmm16, zmm24
-    vmovshdup    zmm15{k2}, zmm21
-    vmovshdup    zmm16{k2}, zmm22
-    vpmulld      zmm19, zmm19, zmm26
-    vpmulld      zmm20, zmm20, zmm26
-    vpmulld      zmm15, zmm15, zmm2
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm15, zmm19, zmm15
-    vpsubd       zmm16, zmm20, zmm16
-    vpaddd       zmm19, zmm17, zmm9                  ; layer 8
-    vpaddd       zmm20, zmm18, zmm10                 ; layer 8
-    vpaddd       zmm17, zmm17, zmm23
-    vpaddd       zmm18, zmm18, zmm23
-    vpsubd       zmm9, zmm17, zmm9
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm17, zmm9
-    vmovshdup    zmm18, zmm10
-    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 640]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3840]
+    vpsubd       zmm15, zmm15, zmm17
+    vpsubd       zmm16, zmm16, zmm18
+    vmovshdup    zmm17, zmm15
+    vmovshdup    zmm18, zmm16
+    vpmuludq     zmm21, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 640]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3840]
     vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 704]
     vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3904]
     vmovshdup    zmm17{k2}, zmm21
     vmovshdup    zmm18{k2}, zmm22
-    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 576]
-    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3776]
+    vpmulld      zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 576]
+    vpmulld      zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3776]
     vpmulld      zmm17, zmm17, zmm2
     vpmulld      zmm18, zmm18, zmm2
-    vpsubd       zmm9, zmm9, zmm17
-    vpsubd       zmm10, zmm10, zmm18
+    vpsubd       zmm15, zmm15, zmm17
+    vpsubd       zmm16, zmm16, zmm18
     vmovshdup    zmm17, zmm19
     vmovshdup    zmm18, zmm20
     vpmuludq     zmm21, zmm19, zmm24
@@ -5300,40 +5308,40 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmulld      zmm18, zmm18, zmm2
     vpsubd       zmm17, zmm19, zmm17
     vpsubd       zmm18, zmm20, zmm18
-    vpshufd      zmm11, zmm11, 216
-    vpshufd      zmm12, zmm12, 216
-    vpshufd      zmm3, zmm3, 216
-    vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm19, zmm11, zmm3
-    vpunpckldq   zmm20, zmm12, zmm4
-    vpunpckhdq   zmm3, zmm11, zmm3
-    vpunpckhdq   zmm4, zmm12, zmm4
-    vpshufd      zmm11, zmm13, 216
-    vpshufd      zmm12, zmm14, 216
     vpshufd      zmm5, zmm5, 216
     vpshufd      zmm6, zmm6, 216
-    vpunpckldq   zmm13, zmm11, zmm5
-    vpunpckldq   zmm14, zmm12, zmm6
-    vpunpckhdq   zmm5, zmm11, zmm5
-    vpunpckhdq   zmm6, zmm12, zmm6
-    vpshufd      zmm11, zmm15, 216
-    vpshufd      zmm12, zmm16, 216
+    vpshufd      zmm3, zmm3, 216
+    vpshufd      zmm4, zmm4, 216
+    vpunpckldq   zmm19, zmm5, zmm3
+    vpunpckldq   zmm20, zmm6, zmm4
+    vpunpckhdq   zmm3, zmm5, zmm3
+    vpunpckhdq   zmm4, zmm6, zmm4
+    vpshufd      zmm5, zmm9, 216
+    vpshufd      zmm6, zmm10, 216
     vpshufd      zmm7, zmm7, 216
     vpshufd      zmm8, zmm8, 216
-    vpunpckldq   zmm15, zmm11, zmm7
-    vpunpckldq   zmm16, zmm12, zmm8
-    vpunpckhdq   zmm7, zmm11, zmm7
-    vpunpckhdq   zmm8, zmm12, zmm8
+    vpunpckldq   zmm9, zmm5, zmm7
+    vpunpckldq   zmm10, zmm6, zmm8
+    vpunpckhdq   zmm5, zmm5, zmm7
+    vpunpckhdq   zmm6, zmm6, zmm8
+    vpshufd      zmm7, zmm13, 216
+    vpshufd      zmm8, zmm14, 216
+    vpshufd      zmm11, zmm11, 216
+    vpshufd      zmm12, zmm12, 216
+    vpunpckldq   zmm13, zmm7, zmm11
+    vpunpckldq   zmm14, zmm8, zmm12
+    vpunpckhdq   zmm7, zmm7, zmm11
+    vpunpckhdq   zmm8, zmm8, zmm12
     vpshufd      zmm11, zmm17, 216
     vpshufd      zmm12, zmm18, 216
-    vpshufd      zmm9, zmm9, 216
-    vpshufd      zmm10, zmm10, 216
-    vpunpckldq   zmm17, zmm11, zmm9
-    vpunpckldq   zmm18, zmm12, zmm10
-    vpunpckhdq   zmm9, zmm11, zmm9
-    vpunpckhdq   zmm10, zmm12, zmm10
-    vpaddd       zmm11, zmm19, zmm3                  ; layer 7
-    vpaddd       zmm12, zmm20, zmm4                  ; layer 7
+    vpshufd      zmm15, zmm15, 216
+    vpshufd      zmm16, zmm16, 216
+    vpunpckldq   zmm17, zmm11, zmm15
+    vpunpckldq   zmm18, zmm12, zmm16
+    vpunpckhdq   zmm11, zmm11, zmm15
+    vpunpckhdq   zmm12, zmm12, zmm16
+    vpaddd       zmm15, zmm19, zmm3                  ; layer 7
+    vpaddd       zmm16, zmm20, zmm4                  ; layer 7
     vpaddd       zmm19, zmm19, zmm23
     vpaddd       zmm20, zmm20, zmm23
     vpsubd       zmm3, zmm19, zmm3
@@ -5352,198 +5360,198 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmulld      zmm20, zmm20, zmm2
     vpsubd       zmm3, zmm3, zmm19
     vpsubd       zmm4, zmm4, zmm20
-    vpaddd       zmm19, zmm13, zmm5                  ; layer 7
-    vpaddd       zmm20, zmm14, zmm6                  ; layer 7
-    vpaddd       zmm13, zmm13, zmm23
-    vpaddd       zmm14, zmm14, zmm23
-    vpsubd       zmm5, zmm13, zmm5
-    vpsubd       zmm6, zmm14, zmm6
-    vmovshdup    zmm13, zmm5
-    vmovshdup    zmm14, zmm6
+    vpsubd       zmm19, zmm15, zmm23                 ; csub: after layer 7
+    vpsubd       zmm20, zmm16, zmm23                 ; csub: after layer 7
+    vpminud      zmm15, zmm15, zmm19
+    vpminud      zmm16, zmm16, zmm20
+    vpaddd       zmm19, zmm9, zmm5                   ; layer 7
+    vpaddd       zmm20, zmm10, zmm6                  ; layer 7
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm5, zmm9, zmm5
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm9, zmm5
+    vmovshdup    zmm10, zmm6
     vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 960]
     vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4160]
-    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 960]
-    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4160]
-    vmovshdup    zmm13{k2}, zmm21
-    vmovshdup    zmm14{k2}, zmm22
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 960]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4160]
+    vmovshdup    zmm9{k2}, zmm21
+    vmovshdup    zmm10{k2}, zmm22
     vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 896]
     vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4096]
-    vpmulld      zmm13, zmm13, zmm2
-    vpmulld      zmm14, zmm14, zmm2
-    vpsubd       zmm5, zmm5, zmm13
-    vpsubd       zmm6, zmm6, zmm14
-    vpaddd       zmm13, zmm15, zmm7                  ; layer 7
-    vpaddd       zmm14, zmm16, zmm8                  ; layer 7
-    vpaddd       zmm15, zmm15, zmm23
-    vpaddd       zmm16, zmm16, zmm23
-    vpsubd       zmm7, zmm15, zmm7
-    vpsubd       zmm8, zmm16, zmm8
-    vmovshdup    zmm15, zmm7
-    vmovshdup    zmm16, zmm8
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpsubd       zmm6, zmm6, zmm10
+    vpsubd       zmm9, zmm19, zmm23                  ; csub: after layer 7
+    vpsubd       zmm10, zmm20, zmm23                 ; csub: after layer 7
+    vpminud      zmm9, zmm19, zmm9
+    vpminud      zmm10, zmm20, zmm10
+    vpaddd       zmm19, zmm13, zmm7                  ; layer 7
+    vpaddd       zmm20, zmm14, zmm8                  ; layer 7
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm7, zmm13, zmm7
+    vpsubd       zmm8, zmm14, zmm8
+    vmovshdup    zmm13, zmm7
+    vmovshdup    zmm14, zmm8
     vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1088]
     vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4288]
-    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1088]
-    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4288]
-    vmovshdup    zmm15{k2}, zmm21
-    vmovshdup    zmm16{k2}, zmm22
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1088]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4288]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
     vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1024]
     vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4224]
-    vpmulld      zmm15, zmm15, zmm2
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm7, zmm7, zmm15
-    vpsubd       zmm8, zmm8, zmm16
-    vpaddd       zmm15, zmm17, zmm9                  ; layer 7
-    vpaddd       zmm16, zmm18, zmm10                 ; layer 7
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm7, zmm7, zmm13
+    vpsubd       zmm8, zmm8, zmm14
+    vpsubd       zmm13, zmm19, zmm23                 ; csub: after layer 7
+    vpsubd       zmm14, zmm20, zmm23                 ; csub: after layer 7
+    vpminud      zmm13, zmm19, zmm13
+    vpminud      zmm14, zmm20, zmm14
+    vpaddd       zmm19, zmm17, zmm11                 ; layer 7
+    vpaddd       zmm20, zmm18, zmm12                 ; layer 7
     vpaddd       zmm17, zmm17, zmm23
     vpaddd       zmm18, zmm18, zmm23
-    vpsubd       zmm9, zmm17, zmm9
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm17, zmm9
-    vmovshdup    zmm18, zmm10
-    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1216]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4416]
+    vpsubd       zmm11, zmm17, zmm11
+    vpsubd       zmm12, zmm18, zmm12
+    vmovshdup    zmm17, zmm11
+    vmovshdup    zmm18, zmm12
+    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1216]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4416]
     vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1216]
     vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4416]
     vmovshdup    zmm17{k2}, zmm21
     vmovshdup    zmm18{k2}, zmm22
-    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1152]
-    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4352]
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1152]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4352]
     vpmulld      zmm17, zmm17, zmm2
     vpmulld      zmm18, zmm18, zmm2
-    vpsubd       zmm9, zmm9, zmm17
-    vpsubd       zmm10, zmm10, zmm18
-    vpunpcklqdq  zmm17, zmm11, zmm3
-    vpunpcklqdq  zmm18, zmm12, zmm4
-    vpunpckhqdq  zmm3, zmm11, zmm3
-    vpunpckhqdq  zmm4, zmm12, zmm4
-    vpunpcklqdq  zmm11, zmm19, zmm5
-    vpunpcklqdq  zmm12, zmm20, zmm6
-    vpunpckhqdq  zmm5, zmm19, zmm5
-    vpunpckhqdq  zmm6, zmm20, zmm6
-    vpunpcklqdq  zmm19, zmm13, zmm7
-    vpunpcklqdq  zmm20, zmm14, zmm8
+    vpsubd       zmm11, zmm11, zmm17
+    vpsubd       zmm12, zmm12, zmm18
+    vpsubd       zmm17, zmm19, zmm23                 ; csub: after layer 7
+    vpsubd       zmm18, zmm20, zmm23                 ; csub: after layer 7
+    vpminud      zmm17, zmm19, zmm17
+    vpminud      zmm18, zmm20, zmm18
+    vpunpcklqdq  zmm19, zmm15, zmm3
+    vpunpcklqdq  zmm20, zmm16, zmm4
+    vpunpckhqdq  zmm3, zmm15, zmm3
+    vpunpckhqdq  zmm4, zmm16, zmm4
+    vpunpcklqdq  zmm15, zmm9, zmm5
+    vpunpcklqdq  zmm16, zmm10, zmm6
+    vpunpckhqdq  zmm5, zmm9, zmm5
+    vpunpckhqdq  zmm6, zmm10, zmm6
+    vpunpcklqdq  zmm9, zmm13, zmm7
+    vpunpcklqdq  zmm10, zmm14, zmm8
     vpunpckhqdq  zmm7, zmm13, zmm7
     vpunpckhqdq  zmm8, zmm14, zmm8
-    vpunpcklqdq  zmm13, zmm15, zmm9
-    vpunpcklqdq  zmm14, zmm16, zmm10
-    vpunpckhqdq  zmm9, zmm15, zmm9
-    vpunpckhqdq  zmm10, zmm16, zmm10
-    vpsubd       zmm15, zmm17, zmm23                 ; csub: before layer 6
-    vpsubd       zmm16, zmm18, zmm23                 ; csub: before layer 6
-    vpminud      zmm15, zmm17, zmm15
-    vpminud      zmm16, zmm18, zmm16
-    vpsubd       zmm17, zmm3, zmm23                  ; csub: before layer 6
-    vpsubd       zmm18, zmm4, zmm23                  ; csub: before layer 6
-    vpminud      zmm3, zmm3, zmm17
-    vpminud      zmm4, zmm4, zmm18
-    vpaddd       zmm17, zmm15, zmm3                  ; layer 6
-    vpaddd       zmm18, zmm16, zmm4                  ; layer 6
-    vpaddd       zmm15, zmm15, zmm23
-    vpaddd       zmm16, zmm16, zmm23
-    vpsubd       zmm3, zmm15, zmm3
-    vpsubd       zmm4, zmm16, zmm4
-    vmovshdup    zmm15, zmm3
-    vmovshdup    zmm16, zmm4
+    vpunpcklqdq  zmm13, zmm17, zmm11
+    vpunpcklqdq  zmm14, zmm18, zmm12
+    vpunpckhqdq  zmm11, zmm17, zmm11
+    vpunpckhqdq  zmm12, zmm18, zmm12
+    vpaddd       zmm17, zmm19, zmm3                  ; layer 6
+    vpaddd       zmm18, zmm20, zmm4                  ; layer 6
+    vpaddd       zmm19, zmm19, zmm23
+    vpaddd       zmm20, zmm20, zmm23
+    vpsubd       zmm3, zmm19, zmm3
+    vpsubd       zmm4, zmm20, zmm4
+    vmovshdup    zmm19, zmm3
+    vmovshdup    zmm20, zmm4
     vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1344]
     vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4544]
-    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1344]
-    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4544]
-    vmovshdup    zmm15{k2}, zmm21
-    vmovshdup    zmm16{k2}, zmm22
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1344]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4544]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
     vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1280]
     vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4480]
-    vpmulld      zmm15, zmm15, zmm2
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm3, zmm3, zmm15
-    vpsubd       zmm4, zmm4, zmm16
-    vpsubd       zmm15, zmm11, zmm23                 ; csub: before layer 6
-    vpsubd       zmm16, zmm12, zmm23                 ; csub: before layer 6
-    vpminud      zmm11, zmm11, zmm15
-    vpminud      zmm12, zmm12, zmm16
-    vpsubd       zmm15, zmm5, zmm23                  ; csub: before layer 6
-    vpsubd       zmm16, zmm6, zmm23                  ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm15
-    vpminud      zmm6, zmm6, zmm16
-    vpaddd       zmm15, zmm11, zmm5                  ; layer 6
-    vpaddd       zmm16, zmm12, zmm6                  ; layer 6
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm5, zmm11, zmm5
-    vpsubd       zmm6, zmm12, zmm6
-    vmovshdup    zmm11, zmm5
-    vmovshdup    zmm12, zmm6
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm3, zmm3, zmm19
+    vpsubd       zmm4, zmm4, zmm20
+    vpsubd       zmm19, zmm17, zmm23                 ; csub: after layer 6
+    vpsubd       zmm20, zmm18, zmm23                 ; csub: after layer 6
+    vpminud      zmm17, zmm17, zmm19
+    vpminud      zmm18, zmm18, zmm20
+    vpaddd       zmm19, zmm15, zmm5                  ; layer 6
+    vpaddd       zmm20, zmm16, zmm6                  ; layer 6
+    vpaddd       zmm15, zmm15, zmm23
+    vpaddd       zmm16, zmm16, zmm23
+    vpsubd       zmm5, zmm15, zmm5
+    vpsubd       zmm6, zmm16, zmm6
+    vmovshdup    zmm15, zmm5
+    vmovshdup    zmm16, zmm6
     vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1472]
     vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4672]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1472]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4672]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1472]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4672]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
     vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1408]
     vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4608]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm5, zmm5, zmm11
-    vpsubd       zmm6, zmm6, zmm12
-    vpsubd       zmm11, zmm19, zmm23                 ; csub: before layer 6
-    vpsubd       zmm12, zmm20, zmm23                 ; csub: before layer 6
-    vpminud      zmm11, zmm19, zmm11
-    vpminud      zmm12, zmm20, zmm12
-    vpsubd       zmm19, zmm7, zmm23                  ; csub: before layer 6
-    vpsubd       zmm20, zmm8, zmm23                  ; csub: before layer 6
-    vpminud      zmm7, zmm7, zmm19
-    vpminud      zmm8, zmm8, zmm20
-    vpaddd       zmm19, zmm11, zmm7                  ; layer 6
-    vpaddd       zmm20, zmm12, zmm8                  ; layer 6
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm7, zmm11, zmm7
-    vpsubd       zmm8, zmm12, zmm8
-    vmovshdup    zmm11, zmm7
-    vmovshdup    zmm12, zmm8
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm5, zmm5, zmm15
+    vpsubd       zmm6, zmm6, zmm16
+    vpsubd       zmm15, zmm19, zmm23                 ; csub: after layer 6
+    vpsubd       zmm16, zmm20, zmm23                 ; csub: after layer 6
+    vpminud      zmm15, zmm19, zmm15
+    vpminud      zmm16, zmm20, zmm16
+    vpaddd       zmm19, zmm9, zmm7                   ; layer 6
+    vpaddd       zmm20, zmm10, zmm8                  ; layer 6
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm7, zmm9, zmm7
+    vpsubd       zmm8, zmm10, zmm8
+    vmovshdup    zmm9, zmm7
+    vmovshdup    zmm10, zmm8
     vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1600]
     vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4800]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1600]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4800]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1600]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4800]
+    vmovshdup    zmm9{k2}, zmm21
+    vmovshdup    zmm10{k2}, zmm22
     vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1536]
     vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4736]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm7, zmm7, zmm11
-    vpsubd       zmm8, zmm8, zmm12
-    vpsubd       zmm11, zmm13, zmm23                 ; csub: before layer 6
-    vpsubd       zmm12, zmm14, zmm23                 ; csub: before layer 6
-    vpminud      zmm11, zmm13, zmm11
-    vpminud      zmm12, zmm14, zmm12
-    vpsubd       zmm13, zmm9, zmm23                  ; csub: before layer 6
-    vpsubd       zmm14, zmm10, zmm23                 ; csub: before layer 6
-    vpminud      zmm9, zmm9, zmm13
-    vpminud      zmm10, zmm10, zmm14
-    vpaddd       zmm13, zmm11, zmm9                  ; layer 6
-    vpaddd       zmm14, zmm12, zmm10                 ; layer 6
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm9, zmm11, zmm9
-    vpsubd       zmm10, zmm12, zmm10
-    vmovshdup    zmm11, zmm9
-    vmovshdup    zmm12, zmm10
-    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1728]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4928]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1728]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4928]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
-    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1664]
-    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4864]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm9, zmm9, zmm11
-    vpsubd       zmm10, zmm10, zmm12
-    vmovdqa64    zmm11, zmm0
-    vmovdqa64    zmm12, zmm0
-    vpermi2q     zmm11, zmm17, zmm3
-    vpermi2q     zmm12, zmm18, zmm4
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vpsubd       zmm9, zmm19, zmm23                  ; csub: after layer 6
+    vpsubd       zmm10, zmm20, zmm23                 ; csub: after layer 6
+    vpminud      zmm9, zmm19, zmm9
+    vpminud      zmm10, zmm20, zmm10
+    vpaddd       zmm19, zmm13, zmm11                 ; layer 6
+    vpaddd       zmm20, zmm14, zmm12                 ; layer 6
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm11, zmm13, zmm11
+    vpsubd       zmm12, zmm14, zmm12
+    vmovshdup    zmm13, zmm11
+    vmovshdup    zmm14, zmm12
+    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1728]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4928]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1728]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4928]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1664]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4864]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vpsubd       zmm13, zmm19, zmm23                 ; csub: after layer 6
+    vpsubd       zmm14, zmm20, zmm23                 ; csub: after layer 6
+    vpminud      zmm13, zmm19, zmm13
+    vpminud      zmm14, zmm20, zmm14
+    vmovdqa64    zmm19, zmm0
+    vmovdqa64    zmm20, zmm0
+    vpermi2q     zmm19, zmm17, zmm3
+    vpermi2q     zmm20, zmm18, zmm4
     vmovdqa64    zmm21, zmm1
     vmovdqa64    zmm22, zmm1
     vpermi2q     zmm21, zmm17, zmm3
@@ -5558,136 +5566,120 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpermi2q     zmm18, zmm16, zmm6
     vmovdqa64    zmm5, zmm0
     vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm5, zmm19, zmm7
-    vpermi2q     zmm6, zmm20, zmm8
+    vpermi2q     zmm5, zmm9, zmm7
+    vpermi2q     zmm6, zmm10, zmm8
     vmovdqa64    zmm15, zmm1
     vmovdqa64    zmm16, zmm1
-    vpermi2q     zmm15, zmm19, zmm7
-    vpermi2q     zmm16, zmm20, zmm8
+    vpermi2q     zmm15, zmm9, zmm7
+    vpermi2q     zmm16, zmm10, zmm8
     vmovdqa64    zmm7, zmm0
     vmovdqa64    zmm8, zmm0
-    vpermi2q     zmm7, zmm13, zmm9
-    vpermi2q     zmm8, zmm14, zmm10
-    vmovdqa64    zmm19, zmm1
-    vmovdqa64    zmm20, zmm1
-    vpermi2q     zmm19, zmm13, zmm9
-    vpermi2q     zmm20, zmm14, zmm10
-    vpsubd       zmm9, zmm11, zmm23                  ; csub: before layer 5
-    vpsubd       zmm10, zmm12, zmm23                 ; csub: before layer 5
-    vpminud      zmm9, zmm11, zmm9
-    vpminud      zmm10, zmm12, zmm10
-    vpsubd       zmm11, zmm21, zmm23                 ; csub: before layer 5
-    vpsubd       zmm12, zmm22, zmm23                 ; csub: before layer 5
-    vpminud      zmm11, zmm21, zmm11
-    vpminud      zmm12, zmm22, zmm12
-    vpaddd       zmm13, zmm9, zmm11                  ; layer 5
-    vpaddd       zmm14, zmm10, zmm12                 ; layer 5
-    vpaddd       zmm9, zmm9, zmm23
-    vpaddd       zmm10, zmm10, zmm23
-    vpsubd       zmm9, zmm9, zmm11
-    vpsubd       zmm10, zmm10, zmm12
-    vmovshdup    zmm11, zmm9
-    vmovshdup    zmm12, zmm10
-    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1856]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5056]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1856]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5056]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
-    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1792]
-    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4992]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm9, zmm9, zmm11
-    vpsubd       zmm10, zmm10, zmm12
-    vpsubd       zmm11, zmm3, zmm23                  ; csub: before layer 5
-    vpsubd       zmm12, zmm4, zmm23                  ; csub: before layer 5
-    vpminud      zmm3, zmm3, zmm11
-    vpminud      zmm4, zmm4, zmm12
-    vpsubd       zmm11, zmm17, zmm23                 ; csub: before layer 5
-    vpsubd       zmm12, zmm18, zmm23                 ; csub: before layer 5
-    vpminud      zmm11, zmm17, zmm11
-    vpminud      zmm12, zmm18, zmm12
-    vpaddd       zmm17, zmm3, zmm11                  ; layer 5
-    vpaddd       zmm18, zmm4, zmm12                  ; layer 5
+    vpermi2q     zmm7, zmm13, zmm11
+    vpermi2q     zmm8, zmm14, zmm12
+    vmovdqa64    zmm9, zmm1
+    vmovdqa64    zmm10, zmm1
+    vpermi2q     zmm9, zmm13, zmm11
+    vpermi2q     zmm10, zmm14, zmm12
+    vpaddd       zmm11, zmm19, zmm21                 ; layer 5
+    vpaddd       zmm12, zmm20, zmm22                 ; layer 5
+    vpaddd       zmm13, zmm19, zmm23
+    vpaddd       zmm14, zmm20, zmm23
+    vpsubd       zmm13, zmm13, zmm21
+    vpsubd       zmm14, zmm14, zmm22
+    vmovshdup    zmm19, zmm13
+    vmovshdup    zmm20, zmm14
+    vpmuludq     zmm21, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1856]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5056]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1856]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5056]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1792]
+    vpmulld      zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 4992]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm13, zmm13, zmm19
+    vpsubd       zmm14, zmm14, zmm20
+    vpsubd       zmm19, zmm11, zmm23                 ; csub: after layer 5
+    vpsubd       zmm20, zmm12, zmm23                 ; csub: after layer 5
+    vpminud      zmm11, zmm11, zmm19
+    vpminud      zmm12, zmm12, zmm20
+    vpaddd       zmm19, zmm3, zmm17                  ; layer 5
+    vpaddd       zmm20, zmm4, zmm18                  ; layer 5
     vpaddd       zmm3, zmm3, zmm23
     vpaddd       zmm4, zmm4, zmm23
-    vpsubd       zmm3, zmm3, zmm11
-    vpsubd       zmm4, zmm4, zmm12
-    vmovshdup    zmm11, zmm3
-    vmovshdup    zmm12, zmm4
+    vpsubd       zmm3, zmm3, zmm17
+    vpsubd       zmm4, zmm4, zmm18
+    vmovshdup    zmm17, zmm3
+    vmovshdup    zmm18, zmm4
     vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1984]
     vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5184]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1984]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5184]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1984]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5184]
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
     vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 1920]
     vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5120]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm3, zmm3, zmm11
-    vpsubd       zmm4, zmm4, zmm12
-    vpsubd       zmm11, zmm5, zmm23                  ; csub: before layer 5
-    vpsubd       zmm12, zmm6, zmm23                  ; csub: before layer 5
-    vpminud      zmm5, zmm5, zmm11
-    vpminud      zmm6, zmm6, zmm12
-    vpsubd       zmm11, zmm15, zmm23                 ; csub: before layer 5
-    vpsubd       zmm12, zmm16, zmm23                 ; csub: before layer 5
-    vpminud      zmm11, zmm15, zmm11
-    vpminud      zmm12, zmm16, zmm12
-    vpaddd       zmm15, zmm5, zmm11                  ; layer 5
-    vpaddd       zmm16, zmm6, zmm12                  ; layer 5
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm3, zmm3, zmm17
+    vpsubd       zmm4, zmm4, zmm18
+    vpsubd       zmm17, zmm19, zmm23                 ; csub: after layer 5
+    vpsubd       zmm18, zmm20, zmm23                 ; csub: after layer 5
+    vpminud      zmm17, zmm19, zmm17
+    vpminud      zmm18, zmm20, zmm18
+    vpaddd       zmm19, zmm5, zmm15                  ; layer 5
+    vpaddd       zmm20, zmm6, zmm16                  ; layer 5
     vpaddd       zmm5, zmm5, zmm23
     vpaddd       zmm6, zmm6, zmm23
-    vpsubd       zmm5, zmm5, zmm11
-    vpsubd       zmm6, zmm6, zmm12
-    vmovshdup    zmm11, zmm5
-    vmovshdup    zmm12, zmm6
+    vpsubd       zmm5, zmm5, zmm15
+    vpsubd       zmm6, zmm6, zmm16
+    vmovshdup    zmm15, zmm5
+    vmovshdup    zmm16, zmm6
     vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2112]
     vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5312]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2112]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5312]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2112]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5312]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
     vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2048]
     vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5248]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm5, zmm5, zmm11
-    vpsubd       zmm6, zmm6, zmm12
-    vpsubd       zmm11, zmm7, zmm23                  ; csub: before layer 5
-    vpsubd       zmm12, zmm8, zmm23                  ; csub: before layer 5
-    vpminud      zmm7, zmm7, zmm11
-    vpminud      zmm8, zmm8, zmm12
-    vpsubd       zmm11, zmm19, zmm23                 ; csub: before layer 5
-    vpsubd       zmm12, zmm20, zmm23                 ; csub: before layer 5
-    vpminud      zmm11, zmm19, zmm11
-    vpminud      zmm12, zmm20, zmm12
-    vpaddd       zmm19, zmm7, zmm11                  ; layer 5
-    vpaddd       zmm20, zmm8, zmm12                  ; layer 5
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm5, zmm5, zmm15
+    vpsubd       zmm6, zmm6, zmm16
+    vpsubd       zmm15, zmm19, zmm23                 ; csub: after layer 5
+    vpsubd       zmm16, zmm20, zmm23                 ; csub: after layer 5
+    vpminud      zmm15, zmm19, zmm15
+    vpminud      zmm16, zmm20, zmm16
+    vpaddd       zmm19, zmm7, zmm9                   ; layer 5
+    vpaddd       zmm20, zmm8, zmm10                  ; layer 5
     vpaddd       zmm7, zmm7, zmm23
     vpaddd       zmm8, zmm8, zmm23
-    vpsubd       zmm7, zmm7, zmm11
-    vpsubd       zmm8, zmm8, zmm12
-    vmovshdup    zmm11, zmm7
-    vmovshdup    zmm12, zmm8
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vmovshdup    zmm9, zmm7
+    vmovshdup    zmm10, zmm8
     vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2240]
     vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5440]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2240]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5440]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2240]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5440]
+    vmovshdup    zmm9{k2}, zmm21
+    vmovshdup    zmm10{k2}, zmm22
     vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2176]
     vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5376]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm7, zmm7, zmm11
-    vpsubd       zmm8, zmm8, zmm12
-    vshufi64x2   zmm11, zmm13, zmm9, 68
-    vshufi64x2   zmm12, zmm14, zmm10, 68
-    vshufi64x2   zmm9, zmm13, zmm9, 238
-    vshufi64x2   zmm10, zmm14, zmm10, 238
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vpsubd       zmm9, zmm19, zmm23                  ; csub: after layer 5
+    vpsubd       zmm10, zmm20, zmm23                 ; csub: after layer 5
+    vpminud      zmm9, zmm19, zmm9
+    vpminud      zmm10, zmm20, zmm10
+    vshufi64x2   zmm19, zmm11, zmm13, 68
+    vshufi64x2   zmm20, zmm12, zmm14, 68
+    vshufi64x2   zmm11, zmm11, zmm13, 238
+    vshufi64x2   zmm12, zmm12, zmm14, 238
     vshufi64x2   zmm13, zmm17, zmm3, 68
     vshufi64x2   zmm14, zmm18, zmm4, 68
     vshufi64x2   zmm3, zmm17, zmm3, 238
@@ -5696,200 +5688,168 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vshufi64x2   zmm18, zmm16, zmm6, 68
     vshufi64x2   zmm5, zmm15, zmm5, 238
     vshufi64x2   zmm6, zmm16, zmm6, 238
-    vshufi64x2   zmm15, zmm19, zmm7, 68
-    vshufi64x2   zmm16, zmm20, zmm8, 68
-    vshufi64x2   zmm7, zmm19, zmm7, 238
-    vshufi64x2   zmm8, zmm20, zmm8, 238
-    vpsubd       zmm19, zmm11, zmm23                 ; csub: before layer 4
-    vpsubd       zmm20, zmm12, zmm23                 ; csub: before layer 4
-    vpminud      zmm11, zmm11, zmm19
-    vpminud      zmm12, zmm12, zmm20
-    vpsubd       zmm19, zmm9, zmm23                  ; csub: before layer 4
-    vpsubd       zmm20, zmm10, zmm23                 ; csub: before layer 4
-    vpminud      zmm9, zmm9, zmm19
-    vpminud      zmm10, zmm10, zmm20
-    vpaddd       zmm19, zmm11, zmm9                  ; layer 4
-    vpaddd       zmm20, zmm12, zmm10                 ; layer 4
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm9, zmm11, zmm9
-    vpsubd       zmm10, zmm12, zmm10
-    vmovshdup    zmm11, zmm9
-    vmovshdup    zmm12, zmm10
-    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2368]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5568]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2368]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5568]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
-    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2304]
-    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5504]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm9, zmm9, zmm11
-    vpsubd       zmm10, zmm10, zmm12
-    vpsubd       zmm11, zmm13, zmm23                 ; csub: before layer 4
-    vpsubd       zmm12, zmm14, zmm23                 ; csub: before layer 4
-    vpminud      zmm11, zmm13, zmm11
-    vpminud      zmm12, zmm14, zmm12
-    vpsubd       zmm13, zmm3, zmm23                  ; csub: before layer 4
-    vpsubd       zmm14, zmm4, zmm23                  ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm13
-    vpminud      zmm4, zmm4, zmm14
-    vpaddd       zmm13, zmm11, zmm3                  ; layer 4
-    vpaddd       zmm14, zmm12, zmm4                  ; layer 4
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm3, zmm11, zmm3
-    vpsubd       zmm4, zmm12, zmm4
-    vmovshdup    zmm11, zmm3
-    vmovshdup    zmm12, zmm4
+    vshufi64x2   zmm15, zmm9, zmm7, 68
+    vshufi64x2   zmm16, zmm10, zmm8, 68
+    vshufi64x2   zmm7, zmm9, zmm7, 238
+    vshufi64x2   zmm8, zmm10, zmm8, 238
+    vpaddd       zmm9, zmm19, zmm11                  ; layer 4
+    vpaddd       zmm10, zmm20, zmm12                 ; layer 4
+    vpaddd       zmm19, zmm19, zmm23
+    vpaddd       zmm20, zmm20, zmm23
+    vpsubd       zmm11, zmm19, zmm11
+    vpsubd       zmm12, zmm20, zmm12
+    vmovshdup    zmm19, zmm11
+    vmovshdup    zmm20, zmm12
+    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2368]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5568]
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2368]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5568]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2304]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5504]
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm11, zmm11, zmm19
+    vpsubd       zmm12, zmm12, zmm20
+    vpaddd       zmm19, zmm13, zmm3                  ; layer 4
+    vpaddd       zmm20, zmm14, zmm4                  ; layer 4
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm3, zmm13, zmm3
+    vpsubd       zmm4, zmm14, zmm4
+    vmovshdup    zmm13, zmm3
+    vmovshdup    zmm14, zmm4
     vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2496]
     vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5696]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2496]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5696]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
-    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2432]
-    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5632]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm3, zmm3, zmm11
-    vpsubd       zmm4, zmm4, zmm12
-    vpsubd       zmm11, zmm17, zmm23                 ; csub: before layer 4
-    vpsubd       zmm12, zmm18, zmm23                 ; csub: before layer 4
-    vpminud      zmm11, zmm17, zmm11
-    vpminud      zmm12, zmm18, zmm12
-    vpsubd       zmm17, zmm5, zmm23                  ; csub: before layer 4
-    vpsubd       zmm18, zmm6, zmm23                  ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm17
-    vpminud      zmm6, zmm6, zmm18
-    vpaddd       zmm17, zmm11, zmm5                  ; layer 4
-    vpaddd       zmm18, zmm12, zmm6                  ; layer 4
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm5, zmm11, zmm5
-    vpsubd       zmm6, zmm12, zmm6
-    vmovshdup    zmm11, zmm5
-    vmovshdup    zmm12, zmm6
-    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2624]
-    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5824]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2624]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5824]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
-    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2560]
-    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5760]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm5, zmm5, zmm11
-    vpsubd       zmm6, zmm6, zmm12
-    vpsubd       zmm11, zmm15, zmm23                 ; csub: before layer 4
-    vpsubd       zmm12, zmm16, zmm23                 ; csub: before layer 4
-    vpminud      zmm11, zmm15, zmm11
-    vpminud      zmm12, zmm16, zmm12
-    vpsubd       zmm15, zmm7, zmm23                  ; csub: before layer 4
-    vpsubd       zmm16, zmm8, zmm23                  ; csub: before layer 4
-    vpminud      zmm7, zmm7, zmm15
-    vpminud      zmm8, zmm8, zmm16
-    vpaddd       zmm15, zmm11, zmm7                  ; layer 4
-    vpaddd       zmm16, zmm12, zmm8                  ; layer 4
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm7, zmm11, zmm7
-    vpsubd       zmm8, zmm12, zmm8
-    vmovshdup    zmm11, zmm7
-    vmovshdup    zmm12, zmm8
-    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2752]
-    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5952]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2752]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5952]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
-    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2688]
-    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5888]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm7, zmm7, zmm11
-    vpsubd       zmm8, zmm8, zmm12
-    vpsubd       zmm11, zmm19, zmm23                 ; csub: before layer 3
-    vpsubd       zmm12, zmm20, zmm23                 ; csub: before layer 3
-    vpminud      zmm11, zmm19, zmm11
-    vpminud      zmm12, zmm20, zmm12
-    vpsubd       zmm19, zmm13, zmm23                 ; csub: before layer 3
-    vpsubd       zmm20, zmm14, zmm23                 ; csub: before layer 3
-    vpminud      zmm13, zmm13, zmm19
-    vpminud      zmm14, zmm14, zmm20
-    vpaddd       zmm19, zmm11, zmm13                 ; layer 3
-    vpaddd       zmm20, zmm12, zmm14                 ; layer 3
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm11, zmm11, zmm13
-    vpsubd       zmm12, zmm12, zmm14
-    vmovshdup    zmm13, zmm11
-    vmovshdup    zmm14, zmm12
-    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2880]
-    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6080]
-    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2880]
-    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6080]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2496]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5696]
     vmovshdup    zmm13{k2}, zmm21
     vmovshdup    zmm14{k2}, zmm22
-    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2816]
-    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6016]
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2432]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5632]
     vpmulld      zmm13, zmm13, zmm2
     vpmulld      zmm14, zmm14, zmm2
-    vpsubd       zmm11, zmm11, zmm13
-    vpsubd       zmm12, zmm12, zmm14
-    vpaddd       zmm13, zmm9, zmm3                   ; layer 3
-    vpaddd       zmm14, zmm10, zmm4                  ; layer 3
-    vpaddd       zmm9, zmm9, zmm23
-    vpaddd       zmm10, zmm10, zmm23
-    vpsubd       zmm3, zmm9, zmm3
-    vpsubd       zmm4, zmm10, zmm4
-    vmovshdup    zmm9, zmm3
-    vmovshdup    zmm10, zmm4
-    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2880]
-    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6080]
-    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2880]
-    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6080]
-    vmovshdup    zmm9{k2}, zmm21
-    vmovshdup    zmm10{k2}, zmm22
-    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2816]
-    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6016]
-    vpmulld      zmm9, zmm9, zmm2
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpsubd       zmm9, zmm17, zmm23                  ; csub: before layer 3
-    vpsubd       zmm10, zmm18, zmm23                 ; csub: before layer 3
-    vpminud      zmm9, zmm17, zmm9
-    vpminud      zmm10, zmm18, zmm10
-    vpsubd       zmm17, zmm15, zmm23                 ; csub: before layer 3
-    vpsubd       zmm18, zmm16, zmm23                 ; csub: before layer 3
-    vpminud      zmm15, zmm15, zmm17
-    vpminud      zmm16, zmm16, zmm18
-    vpaddd       zmm17, zmm9, zmm15                  ; layer 3
-    vpaddd       zmm18, zmm10, zmm16                 ; layer 3
+    vpsubd       zmm3, zmm3, zmm13
+    vpsubd       zmm4, zmm4, zmm14
+    vpaddd       zmm13, zmm17, zmm5                  ; layer 4
+    vpaddd       zmm14, zmm18, zmm6                  ; layer 4
+    vpaddd       zmm17, zmm17, zmm23
+    vpaddd       zmm18, zmm18, zmm23
+    vpsubd       zmm5, zmm17, zmm5
+    vpsubd       zmm6, zmm18, zmm6
+    vmovshdup    zmm17, zmm5
+    vmovshdup    zmm18, zmm6
+    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2624]
+    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5824]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2624]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5824]
+    vmovshdup    zmm17{k2}, zmm21
+    vmovshdup    zmm18{k2}, zmm22
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2560]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5760]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm5, zmm5, zmm17
+    vpsubd       zmm6, zmm6, zmm18
+    vpaddd       zmm17, zmm15, zmm7                  ; layer 4
+    vpaddd       zmm18, zmm16, zmm8                  ; layer 4
+    vpaddd       zmm15, zmm15, zmm23
+    vpaddd       zmm16, zmm16, zmm23
+    vpsubd       zmm7, zmm15, zmm7
+    vpsubd       zmm8, zmm16, zmm8
+    vmovshdup    zmm15, zmm7
+    vmovshdup    zmm16, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2752]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5952]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2752]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5952]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2688]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 5888]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm7, zmm7, zmm15
+    vpsubd       zmm8, zmm8, zmm16
+    vpsubd       zmm15, zmm9, zmm23                  ; csub: before layer 3
+    vpsubd       zmm16, zmm10, zmm23                 ; csub: before layer 3
+    vpminud      zmm9, zmm9, zmm15
+    vpminud      zmm10, zmm10, zmm16
+    vpsubd       zmm15, zmm19, zmm23                 ; csub: before layer 3
+    vpsubd       zmm16, zmm20, zmm23                 ; csub: before layer 3
+    vpminud      zmm15, zmm19, zmm15
+    vpminud      zmm16, zmm20, zmm16
+    vpaddd       zmm19, zmm9, zmm15                  ; layer 3
+    vpaddd       zmm20, zmm10, zmm16                 ; layer 3
     vpaddd       zmm9, zmm9, zmm23
     vpaddd       zmm10, zmm10, zmm23
     vpsubd       zmm9, zmm9, zmm15
     vpsubd       zmm10, zmm10, zmm16
     vmovshdup    zmm15, zmm9
     vmovshdup    zmm16, zmm10
-    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3008]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6208]
-    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3008]
-    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6208]
+    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2880]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6080]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2880]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6080]
     vmovshdup    zmm15{k2}, zmm21
     vmovshdup    zmm16{k2}, zmm22
-    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2944]
-    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6144]
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2816]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6016]
     vpmulld      zmm15, zmm15, zmm2
     vpmulld      zmm16, zmm16, zmm2
     vpsubd       zmm9, zmm9, zmm15
     vpsubd       zmm10, zmm10, zmm16
-    vpaddd       zmm15, zmm5, zmm7                   ; layer 3
-    vpaddd       zmm16, zmm6, zmm8                   ; layer 3
+    vpaddd       zmm15, zmm11, zmm3                  ; layer 3
+    vpaddd       zmm16, zmm12, zmm4                  ; layer 3
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm3, zmm11, zmm3
+    vpsubd       zmm4, zmm12, zmm4
+    vmovshdup    zmm11, zmm3
+    vmovshdup    zmm12, zmm4
+    vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2880]
+    vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6080]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2880]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6080]
+    vmovshdup    zmm11{k2}, zmm21
+    vmovshdup    zmm12{k2}, zmm22
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2816]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6016]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpsubd       zmm4, zmm4, zmm12
+    vpsubd       zmm11, zmm13, zmm23                 ; csub: before layer 3
+    vpsubd       zmm12, zmm14, zmm23                 ; csub: before layer 3
+    vpminud      zmm11, zmm13, zmm11
+    vpminud      zmm12, zmm14, zmm12
+    vpsubd       zmm13, zmm17, zmm23                 ; csub: before layer 3
+    vpsubd       zmm14, zmm18, zmm23                 ; csub: before layer 3
+    vpminud      zmm13, zmm17, zmm13
+    vpminud      zmm14, zmm18, zmm14
+    vpaddd       zmm17, zmm11, zmm13                 ; layer 3
+    vpaddd       zmm18, zmm12, zmm14                 ; layer 3
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, zmm11
+    vmovshdup    zmm14, zmm12
+    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3008]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6208]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 3008]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6208]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 2944]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6144]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vpaddd       zmm13, zmm5, zmm7                   ; layer 3
+    vpaddd       zmm14, zmm6, zmm8                   ; layer 3
     vpaddd       zmm5, zmm5, zmm23
     vpaddd       zmm6, zmm6, zmm23
     vpsubd       zmm5, zmm5, zmm7
@@ -5936,20 +5896,20 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmulld      zmm18, zmm18, zmm2
     vpsubd       zmm7, zmm7, zmm17
     vpsubd       zmm8, zmm8, zmm18
-    vpsubd       zmm17, zmm13, zmm23                 ; csub: before layer 2
-    vpsubd       zmm18, zmm14, zmm23                 ; csub: before layer 2
-    vpminud      zmm13, zmm13, zmm17
-    vpminud      zmm14, zmm14, zmm18
     vpsubd       zmm17, zmm15, zmm23                 ; csub: before layer 2
     vpsubd       zmm18, zmm16, zmm23                 ; csub: before layer 2
     vpminud      zmm15, zmm15, zmm17
     vpminud      zmm16, zmm16, zmm18
-    vpaddd       zmm17, zmm13, zmm15                 ; layer 2
-    vpaddd       zmm18, zmm14, zmm16                 ; layer 2
-    vpaddd       zmm13, zmm13, zmm23
-    vpaddd       zmm14, zmm14, zmm23
-    vpsubd       zmm13, zmm13, zmm15
-    vpsubd       zmm14, zmm14, zmm16
+    vpsubd       zmm17, zmm13, zmm23                 ; csub: before layer 2
+    vpsubd       zmm18, zmm14, zmm23                 ; csub: before layer 2
+    vpminud      zmm13, zmm13, zmm17
+    vpminud      zmm14, zmm14, zmm18
+    vpaddd       zmm17, zmm15, zmm13                 ; layer 2
+    vpaddd       zmm18, zmm16, zmm14                 ; layer 2
+    vpaddd       zmm15, zmm15, zmm23
+    vpaddd       zmm16, zmm16, zmm23
+    vpsubd       zmm13, zmm15, zmm13
+    vpsubd       zmm14, zmm16, zmm14
     vmovshdup    zmm15, zmm13
     vmovshdup    zmm16, zmm14
     vpmuludq     zmm21, zmm13, zmm30
@@ -5964,12 +5924,12 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmulld      zmm16, zmm16, zmm2
     vpsubd       zmm13, zmm13, zmm15
     vpsubd       zmm14, zmm14, zmm16
-    vpaddd       zmm15, zmm11, zmm9                  ; layer 2
-    vpaddd       zmm16, zmm12, zmm10                 ; layer 2
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm9, zmm11, zmm9
-    vpsubd       zmm10, zmm12, zmm10
+    vpaddd       zmm15, zmm9, zmm11                  ; layer 2
+    vpaddd       zmm16, zmm10, zmm12                 ; layer 2
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
     vmovshdup    zmm11, zmm9
     vmovshdup    zmm12, zmm10
     vpmuludq     zmm21, zmm9, zmm30
@@ -6020,84 +5980,126 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vmovdqu64    [rdi + 896], zmm10
     vmovdqu64    [rdi + 448], zmm3
     vmovdqu64    [rdi + 960], zmm4
-    vmovdqu64    zmm3, [rdi + 1024]
-    vmovdqu64    zmm4, [rdi + 1536]
-    vmovdqu64    zmm5, [rdi + 1152]
-    vmovdqu64    zmm6, [rdi + 1664]
-    vmovdqu64    zmm7, [rdi + 1280]
-    vmovdqu64    zmm8, [rdi + 1792]
-    vmovdqu64    zmm9, [rdi + 1408]
-    vmovdqu64    zmm10, [rdi + 1920]
-    vshufi64x2   zmm11, zmm3, [rdi + 1088], 68
-    vshufi64x2   zmm12, zmm4, [rdi + 1600], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 1088], 238
-    vshufi64x2   zmm4, zmm4, [rdi + 1600], 238
-    vshufi64x2   zmm13, zmm5, [rdi + 1216], 68
-    vshufi64x2   zmm14, zmm6, [rdi + 1728], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 1216], 238
-    vshufi64x2   zmm6, zmm6, [rdi + 1728], 238
-    vshufi64x2   zmm15, zmm7, [rdi + 1344], 68
-    vshufi64x2   zmm16, zmm8, [rdi + 1856], 68
-    vshufi64x2   zmm7, zmm7, [rdi + 1344], 238
-    vshufi64x2   zmm8, zmm8, [rdi + 1856], 238
-    vshufi64x2   zmm17, zmm9, [rdi + 1472], 68
-    vshufi64x2   zmm18, zmm10, [rdi + 1984], 68
-    vshufi64x2   zmm9, zmm9, [rdi + 1472], 238
-    vshufi64x2   zmm10, zmm10, [rdi + 1984], 238
-    vpaddd       zmm19, zmm11, zmm3                  ; layer 8
-    vpaddd       zmm20, zmm12, zmm4                  ; layer 8
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm3, zmm11, zmm3
-    vpsubd       zmm4, zmm12, zmm4
-    vmovshdup    zmm11, zmm3
-    vmovshdup    zmm12, zmm4
+    vmovdqu64    ymm3, yword [rdi + 1024]
+    vinserti64x4 zmm3, zmm3, yword [rdi + 1088], 1
+    vmovdqu64    ymm4, yword [rdi + 1536]
+    vinserti64x4 zmm4, zmm4, yword [rdi + 1600], 1
+    vmovdqu64    ymm5, yword [rdi + 1056]
+    vinserti64x4 zmm5, zmm5, yword [rdi + 1120], 1
+    vmovdqu64    ymm6, yword [rdi + 1568]
+    vinserti64x4 zmm6, zmm6, yword [rdi + 1632], 1
+    vmovdqu64    ymm7, yword [rdi + 1152]
+    vinserti64x4 zmm7, zmm7, yword [rdi + 1216], 1
+    vmovdqu64    ymm8, yword [rdi + 1664]
+    vinserti64x4 zmm8, zmm8, yword [rdi + 1728], 1
+    vmovdqu64    ymm9, yword [rdi + 1184]
+    vinserti64x4 zmm9, zmm9, yword [rdi + 1248], 1
+    vmovdqu64    ymm10, yword [rdi + 1696]
+    vinserti64x4 zmm10, zmm10, yword [rdi + 1760], 1
+    vmovdqu64    ymm11, yword [rdi + 1280]
+    vinserti64x4 zmm11, zmm11, yword [rdi + 1344], 1
+    vmovdqu64    ymm12, yword [rdi + 1792]
+    vinserti64x4 zmm12, zmm12, yword [rdi + 1856], 1
+    vmovdqu64    ymm13, yword [rdi + 1312]
+    vinserti64x4 zmm13, zmm13, yword [rdi + 1376], 1
+    vmovdqu64    ymm14, yword [rdi + 1824]
+    vinserti64x4 zmm14, zmm14, yword [rdi + 1888], 1
+    vmovdqu64    ymm15, yword [rdi + 1408]
+    vinserti64x4 zmm15, zmm15, yword [rdi + 1472], 1
+    vmovdqu64    ymm16, yword [rdi + 1920]
+    vinserti64x4 zmm16, zmm16, yword [rdi + 1984], 1
+    vmovdqu64    ymm17, yword [rdi + 1440]
+    vinserti64x4 zmm17, zmm17, yword [rdi + 1504], 1
+    vmovdqu64    ymm18, yword [rdi + 1952]
+    vinserti64x4 zmm18, zmm18, yword [rdi + 2016], 1
+    vpaddd       zmm19, zmm3, zmm5                   ; layer 8
+    vpaddd       zmm20, zmm4, zmm6                   ; layer 8
+    vpaddd       zmm3, zmm3, zmm23
+    vpaddd       zmm4, zmm4, zmm23
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vmovshdup    zmm5, zmm3
+    vmovshdup    zmm6, zmm4
     vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6464]
     vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9664]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6528]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9728]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
+    vpmuludq     zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6528]
+    vpmuludq     zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9728]
+    vmovshdup    zmm5{k2}, zmm21
+    vmovshdup    zmm6{k2}, zmm22
     vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6400]
     vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9600]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm3, zmm3, zmm11
-    vpsubd       zmm4, zmm4, zmm12
-    vmovshdup    zmm11, zmm19
-    vmovshdup    zmm12, zmm20
+    vpmulld      zmm5, zmm5, zmm2
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm3, zmm3, zmm5
+    vpsubd       zmm4, zmm4, zmm6
+    vmovshdup    zmm5, zmm19
+    vmovshdup    zmm6, zmm20
     vpmuludq     zmm21, zmm19, zmm24
     vpmuludq     zmm22, zmm20, zmm24
-    vpmuludq     zmm11, zmm11, zmm24
-    vpmuludq     zmm12, zmm12, zmm24
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
+    vpmuludq     zmm5, zmm5, zmm24
+    vpmuludq     zmm6, zmm6, zmm24
+    vmovshdup    zmm5{k2}, zmm21
+    vmovshdup    zmm6{k2}, zmm22
     vpmulld      zmm19, zmm19, zmm26
     vpmulld      zmm20, zmm20, zmm26
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm11, zmm19, zmm11
-    vpsubd       zmm12, zmm20, zmm12
-    vpaddd       zmm19, zmm13, zmm5                  ; layer 8
-    vpaddd       zmm20, zmm14, zmm6                  ; layer 8
-    vpaddd       zmm13, zmm13, zmm23
-    vpaddd       zmm14, zmm14, zmm23
-    vpsubd       zmm5, zmm13, zmm5
-    vpsubd       zmm6, zmm14, zmm6
-    vmovshdup    zmm13, zmm5
-    vmovshdup    zmm14, zmm6
-    vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6656]
-    vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9856]
-    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6720]
-    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9920]
+    vpmulld      zmm5, zmm5, zmm2
+    vpmulld      zmm6, zmm6, zmm2
+    vpsubd       zmm5, zmm19, zmm5
+    vpsubd       zmm6, zmm20, zmm6
+    vpaddd       zmm19, zmm7, zmm9                   ; layer 8
+    vpaddd       zmm20, zmm8, zmm10                  ; layer 8
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vmovshdup    zmm9, zmm7
+    vmovshdup    zmm10, zmm8
+    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6656]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9856]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6720]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9920]
+    vmovshdup    zmm9{k2}, zmm21
+    vmovshdup    zmm10{k2}, zmm22
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6592]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9792]
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vmovshdup    zmm9, zmm19
+    vmovshdup    zmm10, zmm20
+    vpmuludq     zmm21, zmm19, zmm24
+    vpmuludq     zmm22, zmm20, zmm24
+    vpmuludq     zmm9, zmm9, zmm24
+    vpmuludq     zmm10, zmm10, zmm24
+    vmovshdup    zmm9{k2}, zmm21
+    vmovshdup    zmm10{k2}, zmm22
+    vpmulld      zmm19, zmm19, zmm26
+    vpmulld      zmm20, zmm20, zmm26
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm9, zmm19, zmm9
+    vpsubd       zmm10, zmm20, zmm10
+    vpaddd       zmm19, zmm11, zmm13                 ; layer 8
+    vpaddd       zmm20, zmm12, zmm14                 ; layer 8
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, zmm11
+    vmovshdup    zmm14, zmm12
+    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6848]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10048]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6912]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10112]
     vmovshdup    zmm13{k2}, zmm21
     vmovshdup    zmm14{k2}, zmm22
-    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6592]
-    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9792]
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6784]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9984]
     vpmulld      zmm13, zmm13, zmm2
     vpmulld      zmm14, zmm14, zmm2
-    vpsubd       zmm5, zmm5, zmm13
-    vpsubd       zmm6, zmm6, zmm14
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
     vmovshdup    zmm13, zmm19
     vmovshdup    zmm14, zmm20
     vpmuludq     zmm21, zmm19, zmm24
@@ -6112,60 +6114,26 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmulld      zmm14, zmm14, zmm2
     vpsubd       zmm13, zmm19, zmm13
     vpsubd       zmm14, zmm20, zmm14
-    vpaddd       zmm19, zmm15, zmm7                  ; layer 8
-    vpaddd       zmm20, zmm16, zmm8                  ; layer 8
+    vpaddd       zmm19, zmm15, zmm17                 ; layer 8
+    vpaddd       zmm20, zmm16, zmm18                 ; layer 8
     vpaddd       zmm15, zmm15, zmm23
     vpaddd       zmm16, zmm16, zmm23
-    vpsubd       zmm7, zmm15, zmm7
-    vpsubd       zmm8, zmm16, zmm8
-    vmovshdup    zmm15, zmm7
-    vmovshdup    zmm16, zmm8
-    vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6848]
-    vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10048]
-    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6912]
-    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10112]
-    vmovshdup    zmm15{k2}, zmm21
-    vmovshdup    zmm16{k2}, zmm22
-    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6784]
-    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9984]
-    vpmulld      zmm15, zmm15, zmm2
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm7, zmm7, zmm15
-    vpsubd       zmm8, zmm8, zmm16
-    vmovshdup    zmm15, zmm19
-    vmovshdup    zmm16, zmm20
-    vpmuludq     zmm21, zmm19, zmm24
-    vpmuludq     zmm22, zmm20, zmm24
-    vpmuludq     zmm15, zmm15, zmm24
-    vpmuludq     zmm16, zmm16, zmm24
-    vmovshdup    zmm15{k2}, zmm21
-    vmovshdup    zmm16{k2}, zmm22
-    vpmulld      zmm19, zmm19, zmm26
-    vpmulld      zmm20, zmm20, zmm26
-    vpmulld      zmm15, zmm15, zmm2
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm15, zmm19, zmm15
-    vpsubd       zmm16, zmm20, zmm16
-    vpaddd       zmm19, zmm17, zmm9                  ; layer 8
-    vpaddd       zmm20, zmm18, zmm10                 ; layer 8
-    vpaddd       zmm17, zmm17, zmm23
-    vpaddd       zmm18, zmm18, zmm23
-    vpsubd       zmm9, zmm17, zmm9
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm17, zmm9
-    vmovshdup    zmm18, zmm10
-    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7040]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10240]
+    vpsubd       zmm15, zmm15, zmm17
+    vpsubd       zmm16, zmm16, zmm18
+    vmovshdup    zmm17, zmm15
+    vmovshdup    zmm18, zmm16
+    vpmuludq     zmm21, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7040]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10240]
     vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7104]
     vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10304]
     vmovshdup    zmm17{k2}, zmm21
     vmovshdup    zmm18{k2}, zmm22
-    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6976]
-    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10176]
+    vpmulld      zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 6976]
+    vpmulld      zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10176]
     vpmulld      zmm17, zmm17, zmm2
     vpmulld      zmm18, zmm18, zmm2
-    vpsubd       zmm9, zmm9, zmm17
-    vpsubd       zmm10, zmm10, zmm18
+    vpsubd       zmm15, zmm15, zmm17
+    vpsubd       zmm16, zmm16, zmm18
     vmovshdup    zmm17, zmm19
     vmovshdup    zmm18, zmm20
     vpmuludq     zmm21, zmm19, zmm24
@@ -6180,40 +6148,40 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmulld      zmm18, zmm18, zmm2
     vpsubd       zmm17, zmm19, zmm17
     vpsubd       zmm18, zmm20, zmm18
-    vpshufd      zmm11, zmm11, 216
-    vpshufd      zmm12, zmm12, 216
-    vpshufd      zmm3, zmm3, 216
-    vpshufd      zmm4, zmm4, 216
-    vpunpckldq   zmm19, zmm11, zmm3
-    vpunpckldq   zmm20, zmm12, zmm4
-    vpunpckhdq   zmm3, zmm11, zmm3
-    vpunpckhdq   zmm4, zmm12, zmm4
-    vpshufd      zmm11, zmm13, 216
-    vpshufd      zmm12, zmm14, 216
     vpshufd      zmm5, zmm5, 216
     vpshufd      zmm6, zmm6, 216
-    vpunpckldq   zmm13, zmm11, zmm5
-    vpunpckldq   zmm14, zmm12, zmm6
-    vpunpckhdq   zmm5, zmm11, zmm5
-    vpunpckhdq   zmm6, zmm12, zmm6
-    vpshufd      zmm11, zmm15, 216
-    vpshufd      zmm12, zmm16, 216
+    vpshufd      zmm3, zmm3, 216
+    vpshufd      zmm4, zmm4, 216
+    vpunpckldq   zmm19, zmm5, zmm3
+    vpunpckldq   zmm20, zmm6, zmm4
+    vpunpckhdq   zmm3, zmm5, zmm3
+    vpunpckhdq   zmm4, zmm6, zmm4
+    vpshufd      zmm5, zmm9, 216
+    vpshufd      zmm6, zmm10, 216
     vpshufd      zmm7, zmm7, 216
     vpshufd      zmm8, zmm8, 216
-    vpunpckldq   zmm15, zmm11, zmm7
-    vpunpckldq   zmm16, zmm12, zmm8
-    vpunpckhdq   zmm7, zmm11, zmm7
-    vpunpckhdq   zmm8, zmm12, zmm8
+    vpunpckldq   zmm9, zmm5, zmm7
+    vpunpckldq   zmm10, zmm6, zmm8
+    vpunpckhdq   zmm5, zmm5, zmm7
+    vpunpckhdq   zmm6, zmm6, zmm8
+    vpshufd      zmm7, zmm13, 216
+    vpshufd      zmm8, zmm14, 216
+    vpshufd      zmm11, zmm11, 216
+    vpshufd      zmm12, zmm12, 216
+    vpunpckldq   zmm13, zmm7, zmm11
+    vpunpckldq   zmm14, zmm8, zmm12
+    vpunpckhdq   zmm7, zmm7, zmm11
+    vpunpckhdq   zmm8, zmm8, zmm12
     vpshufd      zmm11, zmm17, 216
     vpshufd      zmm12, zmm18, 216
-    vpshufd      zmm9, zmm9, 216
-    vpshufd      zmm10, zmm10, 216
-    vpunpckldq   zmm17, zmm11, zmm9
-    vpunpckldq   zmm18, zmm12, zmm10
-    vpunpckhdq   zmm9, zmm11, zmm9
-    vpunpckhdq   zmm10, zmm12, zmm10
-    vpaddd       zmm11, zmm19, zmm3                  ; layer 7
-    vpaddd       zmm12, zmm20, zmm4                  ; layer 7
+    vpshufd      zmm15, zmm15, 216
+    vpshufd      zmm16, zmm16, 216
+    vpunpckldq   zmm17, zmm11, zmm15
+    vpunpckldq   zmm18, zmm12, zmm16
+    vpunpckhdq   zmm11, zmm11, zmm15
+    vpunpckhdq   zmm12, zmm12, zmm16
+    vpaddd       zmm15, zmm19, zmm3                  ; layer 7
+    vpaddd       zmm16, zmm20, zmm4                  ; layer 7
     vpaddd       zmm19, zmm19, zmm23
     vpaddd       zmm20, zmm20, zmm23
     vpsubd       zmm3, zmm19, zmm3
@@ -6232,198 +6200,198 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmulld      zmm20, zmm20, zmm2
     vpsubd       zmm3, zmm3, zmm19
     vpsubd       zmm4, zmm4, zmm20
-    vpaddd       zmm19, zmm13, zmm5                  ; layer 7
-    vpaddd       zmm20, zmm14, zmm6                  ; layer 7
-    vpaddd       zmm13, zmm13, zmm23
-    vpaddd       zmm14, zmm14, zmm23
-    vpsubd       zmm5, zmm13, zmm5
-    vpsubd       zmm6, zmm14, zmm6
-    vmovshdup    zmm13, zmm5
-    vmovshdup    zmm14, zmm6
+    vpsubd       zmm19, zmm15, zmm23                 ; csub: after layer 7
+    vpsubd       zmm20, zmm16, zmm23                 ; csub: after layer 7
+    vpminud      zmm15, zmm15, zmm19
+    vpminud      zmm16, zmm16, zmm20
+    vpaddd       zmm19, zmm9, zmm5                   ; layer 7
+    vpaddd       zmm20, zmm10, zmm6                  ; layer 7
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm5, zmm9, zmm5
+    vpsubd       zmm6, zmm10, zmm6
+    vmovshdup    zmm9, zmm5
+    vmovshdup    zmm10, zmm6
     vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7360]
     vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10560]
-    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7360]
-    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10560]
-    vmovshdup    zmm13{k2}, zmm21
-    vmovshdup    zmm14{k2}, zmm22
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7360]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10560]
+    vmovshdup    zmm9{k2}, zmm21
+    vmovshdup    zmm10{k2}, zmm22
     vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7296]
     vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10496]
-    vpmulld      zmm13, zmm13, zmm2
-    vpmulld      zmm14, zmm14, zmm2
-    vpsubd       zmm5, zmm5, zmm13
-    vpsubd       zmm6, zmm6, zmm14
-    vpaddd       zmm13, zmm15, zmm7                  ; layer 7
-    vpaddd       zmm14, zmm16, zmm8                  ; layer 7
-    vpaddd       zmm15, zmm15, zmm23
-    vpaddd       zmm16, zmm16, zmm23
-    vpsubd       zmm7, zmm15, zmm7
-    vpsubd       zmm8, zmm16, zmm8
-    vmovshdup    zmm15, zmm7
-    vmovshdup    zmm16, zmm8
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm5, zmm5, zmm9
+    vpsubd       zmm6, zmm6, zmm10
+    vpsubd       zmm9, zmm19, zmm23                  ; csub: after layer 7
+    vpsubd       zmm10, zmm20, zmm23                 ; csub: after layer 7
+    vpminud      zmm9, zmm19, zmm9
+    vpminud      zmm10, zmm20, zmm10
+    vpaddd       zmm19, zmm13, zmm7                  ; layer 7
+    vpaddd       zmm20, zmm14, zmm8                  ; layer 7
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm7, zmm13, zmm7
+    vpsubd       zmm8, zmm14, zmm8
+    vmovshdup    zmm13, zmm7
+    vmovshdup    zmm14, zmm8
     vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7488]
     vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10688]
-    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7488]
-    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10688]
-    vmovshdup    zmm15{k2}, zmm21
-    vmovshdup    zmm16{k2}, zmm22
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7488]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10688]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
     vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7424]
     vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10624]
-    vpmulld      zmm15, zmm15, zmm2
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm7, zmm7, zmm15
-    vpsubd       zmm8, zmm8, zmm16
-    vpaddd       zmm15, zmm17, zmm9                  ; layer 7
-    vpaddd       zmm16, zmm18, zmm10                 ; layer 7
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm7, zmm7, zmm13
+    vpsubd       zmm8, zmm8, zmm14
+    vpsubd       zmm13, zmm19, zmm23                 ; csub: after layer 7
+    vpsubd       zmm14, zmm20, zmm23                 ; csub: after layer 7
+    vpminud      zmm13, zmm19, zmm13
+    vpminud      zmm14, zmm20, zmm14
+    vpaddd       zmm19, zmm17, zmm11                 ; layer 7
+    vpaddd       zmm20, zmm18, zmm12                 ; layer 7
     vpaddd       zmm17, zmm17, zmm23
     vpaddd       zmm18, zmm18, zmm23
-    vpsubd       zmm9, zmm17, zmm9
-    vpsubd       zmm10, zmm18, zmm10
-    vmovshdup    zmm17, zmm9
-    vmovshdup    zmm18, zmm10
-    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7616]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10816]
+    vpsubd       zmm11, zmm17, zmm11
+    vpsubd       zmm12, zmm18, zmm12
+    vmovshdup    zmm17, zmm11
+    vmovshdup    zmm18, zmm12
+    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7616]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10816]
     vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7616]
     vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10816]
     vmovshdup    zmm17{k2}, zmm21
     vmovshdup    zmm18{k2}, zmm22
-    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7552]
-    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10752]
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7552]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10752]
     vpmulld      zmm17, zmm17, zmm2
     vpmulld      zmm18, zmm18, zmm2
-    vpsubd       zmm9, zmm9, zmm17
-    vpsubd       zmm10, zmm10, zmm18
-    vpunpcklqdq  zmm17, zmm11, zmm3
-    vpunpcklqdq  zmm18, zmm12, zmm4
-    vpunpckhqdq  zmm3, zmm11, zmm3
-    vpunpckhqdq  zmm4, zmm12, zmm4
-    vpunpcklqdq  zmm11, zmm19, zmm5
-    vpunpcklqdq  zmm12, zmm20, zmm6
-    vpunpckhqdq  zmm5, zmm19, zmm5
-    vpunpckhqdq  zmm6, zmm20, zmm6
-    vpunpcklqdq  zmm19, zmm13, zmm7
-    vpunpcklqdq  zmm20, zmm14, zmm8
+    vpsubd       zmm11, zmm11, zmm17
+    vpsubd       zmm12, zmm12, zmm18
+    vpsubd       zmm17, zmm19, zmm23                 ; csub: after layer 7
+    vpsubd       zmm18, zmm20, zmm23                 ; csub: after layer 7
+    vpminud      zmm17, zmm19, zmm17
+    vpminud      zmm18, zmm20, zmm18
+    vpunpcklqdq  zmm19, zmm15, zmm3
+    vpunpcklqdq  zmm20, zmm16, zmm4
+    vpunpckhqdq  zmm3, zmm15, zmm3
+    vpunpckhqdq  zmm4, zmm16, zmm4
+    vpunpcklqdq  zmm15, zmm9, zmm5
+    vpunpcklqdq  zmm16, zmm10, zmm6
+    vpunpckhqdq  zmm5, zmm9, zmm5
+    vpunpckhqdq  zmm6, zmm10, zmm6
+    vpunpcklqdq  zmm9, zmm13, zmm7
+    vpunpcklqdq  zmm10, zmm14, zmm8
     vpunpckhqdq  zmm7, zmm13, zmm7
     vpunpckhqdq  zmm8, zmm14, zmm8
-    vpunpcklqdq  zmm13, zmm15, zmm9
-    vpunpcklqdq  zmm14, zmm16, zmm10
-    vpunpckhqdq  zmm9, zmm15, zmm9
-    vpunpckhqdq  zmm10, zmm16, zmm10
-    vpsubd       zmm15, zmm17, zmm23                 ; csub: before layer 6
-    vpsubd       zmm16, zmm18, zmm23                 ; csub: before layer 6
-    vpminud      zmm15, zmm17, zmm15
-    vpminud      zmm16, zmm18, zmm16
-    vpsubd       zmm17, zmm3, zmm23                  ; csub: before layer 6
-    vpsubd       zmm18, zmm4, zmm23                  ; csub: before layer 6
-    vpminud      zmm3, zmm3, zmm17
-    vpminud      zmm4, zmm4, zmm18
-    vpaddd       zmm17, zmm15, zmm3                  ; layer 6
-    vpaddd       zmm18, zmm16, zmm4                  ; layer 6
-    vpaddd       zmm15, zmm15, zmm23
-    vpaddd       zmm16, zmm16, zmm23
-    vpsubd       zmm3, zmm15, zmm3
-    vpsubd       zmm4, zmm16, zmm4
-    vmovshdup    zmm15, zmm3
-    vmovshdup    zmm16, zmm4
+    vpunpcklqdq  zmm13, zmm17, zmm11
+    vpunpcklqdq  zmm14, zmm18, zmm12
+    vpunpckhqdq  zmm11, zmm17, zmm11
+    vpunpckhqdq  zmm12, zmm18, zmm12
+    vpaddd       zmm17, zmm19, zmm3                  ; layer 6
+    vpaddd       zmm18, zmm20, zmm4                  ; layer 6
+    vpaddd       zmm19, zmm19, zmm23
+    vpaddd       zmm20, zmm20, zmm23
+    vpsubd       zmm3, zmm19, zmm3
+    vpsubd       zmm4, zmm20, zmm4
+    vmovshdup    zmm19, zmm3
+    vmovshdup    zmm20, zmm4
     vpmuludq     zmm21, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7744]
     vpmuludq     zmm22, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10944]
-    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7744]
-    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10944]
-    vmovshdup    zmm15{k2}, zmm21
-    vmovshdup    zmm16{k2}, zmm22
+    vpmuludq     zmm19, zmm19, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7744]
+    vpmuludq     zmm20, zmm20, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10944]
+    vmovshdup    zmm19{k2}, zmm21
+    vmovshdup    zmm20{k2}, zmm22
     vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7680]
     vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 10880]
-    vpmulld      zmm15, zmm15, zmm2
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm3, zmm3, zmm15
-    vpsubd       zmm4, zmm4, zmm16
-    vpsubd       zmm15, zmm11, zmm23                 ; csub: before layer 6
-    vpsubd       zmm16, zmm12, zmm23                 ; csub: before layer 6
-    vpminud      zmm11, zmm11, zmm15
-    vpminud      zmm12, zmm12, zmm16
-    vpsubd       zmm15, zmm5, zmm23                  ; csub: before layer 6
-    vpsubd       zmm16, zmm6, zmm23                  ; csub: before layer 6
-    vpminud      zmm5, zmm5, zmm15
-    vpminud      zmm6, zmm6, zmm16
-    vpaddd       zmm15, zmm11, zmm5                  ; layer 6
-    vpaddd       zmm16, zmm12, zmm6                  ; layer 6
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm5, zmm11, zmm5
-    vpsubd       zmm6, zmm12, zmm6
-    vmovshdup    zmm11, zmm5
-    vmovshdup    zmm12, zmm6
+    vpmulld      zmm19, zmm19, zmm2
+    vpmulld      zmm20, zmm20, zmm2
+    vpsubd       zmm3, zmm3, zmm19
+    vpsubd       zmm4, zmm4, zmm20
+    vpsubd       zmm19, zmm17, zmm23                 ; csub: after layer 6
+    vpsubd       zmm20, zmm18, zmm23                 ; csub: after layer 6
+    vpminud      zmm17, zmm17, zmm19
+    vpminud      zmm18, zmm18, zmm20
+    vpaddd       zmm19, zmm15, zmm5                  ; layer 6
+    vpaddd       zmm20, zmm16, zmm6                  ; layer 6
+    vpaddd       zmm15, zmm15, zmm23
+    vpaddd       zmm16, zmm16, zmm23
+    vpsubd       zmm5, zmm15, zmm5
+    vpsubd       zmm6, zmm16, zmm6
+    vmovshdup    zmm15, zmm5
+    vmovshdup    zmm16, zmm6
     vpmuludq     zmm21, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7872]
     vpmuludq     zmm22, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11072]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7872]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11072]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7872]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11072]
+    vmovshdup    zmm15{k2}, zmm21
+    vmovshdup    zmm16{k2}, zmm22
     vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7808]
     vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11008]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm5, zmm5, zmm11
-    vpsubd       zmm6, zmm6, zmm12
-    vpsubd       zmm11, zmm19, zmm23                 ; csub: before layer 6
-    vpsubd       zmm12, zmm20, zmm23                 ; csub: before layer 6
-    vpminud      zmm11, zmm19, zmm11
-    vpminud      zmm12, zmm20, zmm12
-    vpsubd       zmm19, zmm7, zmm23                  ; csub: before layer 6
-    vpsubd       zmm20, zmm8, zmm23                  ; csub: before layer 6
-    vpminud      zmm7, zmm7, zmm19
-    vpminud      zmm8, zmm8, zmm20
-    vpaddd       zmm19, zmm11, zmm7                  ; layer 6
-    vpaddd       zmm20, zmm12, zmm8                  ; layer 6
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm7, zmm11, zmm7
-    vpsubd       zmm8, zmm12, zmm8
-    vmovshdup    zmm11, zmm7
-    vmovshdup    zmm12, zmm8
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm5, zmm5, zmm15
+    vpsubd       zmm6, zmm6, zmm16
+    vpsubd       zmm15, zmm19, zmm23                 ; csub: after layer 6
+    vpsubd       zmm16, zmm20, zmm23                 ; csub: after layer 6
+    vpminud      zmm15, zmm19, zmm15
+    vpminud      zmm16, zmm20, zmm16
+    vpaddd       zmm19, zmm9, zmm7                   ; layer 6
+    vpaddd       zmm20, zmm10, zmm8                  ; layer 6
+    vpaddd       zmm9, zmm9, zmm23
+    vpaddd       zmm10, zmm10, zmm23
+    vpsubd       zmm7, zmm9, zmm7
+    vpsubd       zmm8, zmm10, zmm8
+    vmovshdup    zmm9, zmm7
+    vmovshdup    zmm10, zmm8
     vpmuludq     zmm21, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8000]
     vpmuludq     zmm22, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11200]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8000]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11200]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8000]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11200]
+    vmovshdup    zmm9{k2}, zmm21
+    vmovshdup    zmm10{k2}, zmm22
     vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 7936]
     vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11136]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm7, zmm7, zmm11
-    vpsubd       zmm8, zmm8, zmm12
-    vpsubd       zmm11, zmm13, zmm23                 ; csub: before layer 6
-    vpsubd       zmm12, zmm14, zmm23                 ; csub: before layer 6
-    vpminud      zmm11, zmm13, zmm11
-    vpminud      zmm12, zmm14, zmm12
-    vpsubd       zmm13, zmm9, zmm23                  ; csub: before layer 6
-    vpsubd       zmm14, zmm10, zmm23                 ; csub: before layer 6
-    vpminud      zmm9, zmm9, zmm13
-    vpminud      zmm10, zmm10, zmm14
-    vpaddd       zmm13, zmm11, zmm9                  ; layer 6
-    vpaddd       zmm14, zmm12, zmm10                 ; layer 6
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm9, zmm11, zmm9
-    vpsubd       zmm10, zmm12, zmm10
-    vmovshdup    zmm11, zmm9
-    vmovshdup    zmm12, zmm10
-    vpmuludq     zmm21, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8128]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11328]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8128]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11328]
-    vmovshdup    zmm11{k2}, zmm21
-    vmovshdup    zmm12{k2}, zmm22
-    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8064]
-    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11264]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm9, zmm9, zmm11
-    vpsubd       zmm10, zmm10, zmm12
-    vmovdqa64    zmm11, zmm0
-    vmovdqa64    zmm12, zmm0
-    vpermi2q     zmm11, zmm17, zmm3
-    vpermi2q     zmm12, zmm18, zmm4
+    vpmulld      zmm9, zmm9, zmm2
+    vpmulld      zmm10, zmm10, zmm2
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
+    vpsubd       zmm9, zmm19, zmm23                  ; csub: after layer 6
+    vpsubd       zmm10, zmm20, zmm23                 ; csub: after layer 6
+    vpminud      zmm9, zmm19, zmm9
+    vpminud      zmm10, zmm20, zmm10
+    vpaddd       zmm19, zmm13, zmm11                 ; layer 6
+    vpaddd       zmm20, zmm14, zmm12                 ; layer 6
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm11, zmm13, zmm11
+    vpsubd       zmm12, zmm14, zmm12
+    vmovshdup    zmm13, zmm11
+    vmovshdup    zmm14, zmm12
+    vpmuludq     zmm21, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8128]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11328]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8128]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11328]
+    vmovshdup    zmm13{k2}, zmm21
+    vmovshdup    zmm14{k2}, zmm22
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8064]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11264]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vpsubd       zmm13, zmm19, zmm23                 ; csub: after layer 6
+    vpsubd       zmm14, zmm20, zmm23                 ; csub: after layer 6
+    vpminud      zmm13, zmm19, zmm13
+    vpminud      zmm14, zmm20, zmm14
+    vmovdqa64    zmm19, zmm0
+    vmovdqa64    zmm20, zmm0
+    vpermi2q     zmm19, zmm17, zmm3
+    vpermi2q     zmm20, zmm18, zmm4
     vmovdqa64    zmm21, zmm1
     vmovdqa64    zmm22, zmm1
     vpermi2q     zmm21, zmm17, zmm3
@@ -6438,114 +6406,94 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpermi2q     zmm18, zmm16, zmm6
     vmovdqa64    zmm5, zmm0
     vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm5, zmm19, zmm7
-    vpermi2q     zmm6, zmm20, zmm8
+    vpermi2q     zmm5, zmm9, zmm7
+    vpermi2q     zmm6, zmm10, zmm8
     vmovdqa64    zmm15, zmm1
     vmovdqa64    zmm16, zmm1
-    vpermi2q     zmm15, zmm19, zmm7
-    vpermi2q     zmm16, zmm20, zmm8
+    vpermi2q     zmm15, zmm9, zmm7
+    vpermi2q     zmm16, zmm10, zmm8
     vmovdqa64    zmm7, zmm0
     vmovdqa64    zmm0, zmm0
-    vpermi2q     zmm7, zmm13, zmm9
-    vpermi2q     zmm0, zmm14, zmm10
+    vpermi2q     zmm7, zmm13, zmm11
+    vpermi2q     zmm0, zmm14, zmm12
     vmovdqa64    zmm8, zmm1
     vmovdqa64    zmm1, zmm1
-    vpermi2q     zmm8, zmm13, zmm9
-    vpermi2q     zmm1, zmm14, zmm10
-    vpsubd       zmm9, zmm11, zmm23                  ; csub: before layer 5
-    vpsubd       zmm10, zmm12, zmm23                 ; csub: before layer 5
-    vpminud      zmm9, zmm11, zmm9
-    vpminud      zmm10, zmm12, zmm10
-    vpsubd       zmm11, zmm21, zmm23                 ; csub: before layer 5
-    vpsubd       zmm12, zmm22, zmm23                 ; csub: before layer 5
-    vpminud      zmm11, zmm21, zmm11
-    vpminud      zmm12, zmm22, zmm12
-    vpaddd       zmm13, zmm9, zmm11                  ; layer 5
-    vpaddd       zmm14, zmm10, zmm12                 ; layer 5
-    vpaddd       zmm9, zmm9, zmm23
-    vpaddd       zmm10, zmm10, zmm23
-    vpsubd       zmm9, zmm9, zmm11
-    vpsubd       zmm10, zmm10, zmm12
-    vmovshdup    zmm11, zmm9
-    vmovshdup    zmm12, zmm10
-    vpmuludq     zmm19, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8256]
-    vpmuludq     zmm20, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11456]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8256]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11456]
-    vmovshdup    zmm11{k2}, zmm19
-    vmovshdup    zmm12{k2}, zmm20
-    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8192]
-    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11392]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm9, zmm9, zmm11
-    vpsubd       zmm10, zmm10, zmm12
-    vpsubd       zmm11, zmm3, zmm23                  ; csub: before layer 5
-    vpsubd       zmm12, zmm4, zmm23                  ; csub: before layer 5
-    vpminud      zmm3, zmm3, zmm11
-    vpminud      zmm4, zmm4, zmm12
-    vpsubd       zmm11, zmm17, zmm23                 ; csub: before layer 5
-    vpsubd       zmm12, zmm18, zmm23                 ; csub: before layer 5
-    vpminud      zmm11, zmm17, zmm11
-    vpminud      zmm12, zmm18, zmm12
-    vpaddd       zmm17, zmm3, zmm11                  ; layer 5
-    vpaddd       zmm18, zmm4, zmm12                  ; layer 5
+    vpermi2q     zmm8, zmm13, zmm11
+    vpermi2q     zmm1, zmm14, zmm12
+    vpaddd       zmm9, zmm19, zmm21                  ; layer 5
+    vpaddd       zmm10, zmm20, zmm22                 ; layer 5
+    vpaddd       zmm11, zmm19, zmm23
+    vpaddd       zmm12, zmm20, zmm23
+    vpsubd       zmm11, zmm11, zmm21
+    vpsubd       zmm12, zmm12, zmm22
+    vmovshdup    zmm13, zmm11
+    vmovshdup    zmm14, zmm12
+    vpmuludq     zmm19, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8256]
+    vpmuludq     zmm20, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11456]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8256]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11456]
+    vmovshdup    zmm13{k2}, zmm19
+    vmovshdup    zmm14{k2}, zmm20
+    vpmulld      zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8192]
+    vpmulld      zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11392]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vpsubd       zmm13, zmm9, zmm23                  ; csub: after layer 5
+    vpsubd       zmm14, zmm10, zmm23                 ; csub: after layer 5
+    vpminud      zmm9, zmm9, zmm13
+    vpminud      zmm10, zmm10, zmm14
+    vpaddd       zmm13, zmm3, zmm17                  ; layer 5
+    vpaddd       zmm14, zmm4, zmm18                  ; layer 5
     vpaddd       zmm3, zmm3, zmm23
     vpaddd       zmm4, zmm4, zmm23
-    vpsubd       zmm3, zmm3, zmm11
-    vpsubd       zmm4, zmm4, zmm12
-    vmovshdup    zmm11, zmm3
-    vmovshdup    zmm12, zmm4
+    vpsubd       zmm3, zmm3, zmm17
+    vpsubd       zmm4, zmm4, zmm18
+    vmovshdup    zmm17, zmm3
+    vmovshdup    zmm18, zmm4
     vpmuludq     zmm19, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8384]
     vpmuludq     zmm20, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11584]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8384]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11584]
-    vmovshdup    zmm11{k2}, zmm19
-    vmovshdup    zmm12{k2}, zmm20
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8384]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11584]
+    vmovshdup    zmm17{k2}, zmm19
+    vmovshdup    zmm18{k2}, zmm20
     vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8320]
     vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11520]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm3, zmm3, zmm11
-    vpsubd       zmm4, zmm4, zmm12
-    vpsubd       zmm11, zmm5, zmm23                  ; csub: before layer 5
-    vpsubd       zmm12, zmm6, zmm23                  ; csub: before layer 5
-    vpminud      zmm5, zmm5, zmm11
-    vpminud      zmm6, zmm6, zmm12
-    vpsubd       zmm11, zmm15, zmm23                 ; csub: before layer 5
-    vpsubd       zmm12, zmm16, zmm23                 ; csub: before layer 5
-    vpminud      zmm11, zmm15, zmm11
-    vpminud      zmm12, zmm16, zmm12
-    vpaddd       zmm15, zmm5, zmm11                  ; layer 5
-    vpaddd       zmm16, zmm6, zmm12                  ; layer 5
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm3, zmm3, zmm17
+    vpsubd       zmm4, zmm4, zmm18
+    vpsubd       zmm17, zmm13, zmm23                 ; csub: after layer 5
+    vpsubd       zmm18, zmm14, zmm23                 ; csub: after layer 5
+    vpminud      zmm13, zmm13, zmm17
+    vpminud      zmm14, zmm14, zmm18
+    vpaddd       zmm17, zmm5, zmm15                  ; layer 5
+    vpaddd       zmm18, zmm6, zmm16                  ; layer 5
     vpaddd       zmm5, zmm5, zmm23
     vpaddd       zmm6, zmm6, zmm23
-    vpsubd       zmm5, zmm5, zmm11
-    vpsubd       zmm6, zmm6, zmm12
-    vmovshdup    zmm11, zmm5
-    vmovshdup    zmm12, zmm6
+    vpsubd       zmm5, zmm5, zmm15
+    vpsubd       zmm6, zmm6, zmm16
+    vmovshdup    zmm15, zmm5
+    vmovshdup    zmm16, zmm6
     vpmuludq     zmm19, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8512]
     vpmuludq     zmm20, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11712]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8512]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11712]
-    vmovshdup    zmm11{k2}, zmm19
-    vmovshdup    zmm12{k2}, zmm20
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8512]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11712]
+    vmovshdup    zmm15{k2}, zmm19
+    vmovshdup    zmm16{k2}, zmm20
     vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8448]
     vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11648]
-    vpmulld      zmm11, zmm11, zmm2
-    vpmulld      zmm12, zmm12, zmm2
-    vpsubd       zmm5, zmm5, zmm11
-    vpsubd       zmm6, zmm6, zmm12
-    vpsubd       zmm11, zmm7, zmm23                  ; csub: before layer 5
-    vpsubd       zmm12, zmm0, zmm23                  ; csub: before layer 5
-    vpminud      zmm7, zmm7, zmm11
-    vpminud      zmm0, zmm0, zmm12
-    vpsubd       zmm11, zmm8, zmm23                  ; csub: before layer 5
-    vpsubd       zmm12, zmm1, zmm23                  ; csub: before layer 5
-    vpminud      zmm8, zmm8, zmm11
-    vpminud      zmm1, zmm1, zmm12
-    vpaddd       zmm11, zmm7, zmm8                   ; layer 5
-    vpaddd       zmm12, zmm0, zmm1                   ; layer 5
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm5, zmm5, zmm15
+    vpsubd       zmm6, zmm6, zmm16
+    vpsubd       zmm15, zmm17, zmm23                 ; csub: after layer 5
+    vpsubd       zmm16, zmm18, zmm23                 ; csub: after layer 5
+    vpminud      zmm15, zmm17, zmm15
+    vpminud      zmm16, zmm18, zmm16
+    vpaddd       zmm17, zmm7, zmm8                   ; layer 5
+    vpaddd       zmm18, zmm0, zmm1                   ; layer 5
     vpaddd       zmm7, zmm7, zmm23
     vpaddd       zmm0, zmm0, zmm23
     vpsubd       zmm7, zmm7, zmm8
@@ -6564,134 +6512,154 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmulld      zmm8, zmm8, zmm2
     vpsubd       zmm1, zmm7, zmm1
     vpsubd       zmm0, zmm0, zmm8
-    vshufi64x2   zmm7, zmm13, zmm9, 68
-    vshufi64x2   zmm8, zmm14, zmm10, 68
-    vshufi64x2   zmm9, zmm13, zmm9, 238
-    vshufi64x2   zmm10, zmm14, zmm10, 238
-    vshufi64x2   zmm13, zmm17, zmm3, 68
-    vshufi64x2   zmm14, zmm18, zmm4, 68
-    vshufi64x2   zmm3, zmm17, zmm3, 238
-    vshufi64x2   zmm4, zmm18, zmm4, 238
-    vshufi64x2   zmm17, zmm15, zmm5, 68
-    vshufi64x2   zmm18, zmm16, zmm6, 68
+    vpsubd       zmm7, zmm17, zmm23                  ; csub: after layer 5
+    vpsubd       zmm8, zmm18, zmm23                  ; csub: after layer 5
+    vpminud      zmm7, zmm17, zmm7
+    vpminud      zmm8, zmm18, zmm8
+    vshufi64x2   zmm17, zmm9, zmm11, 68
+    vshufi64x2   zmm18, zmm10, zmm12, 68
+    vshufi64x2   zmm9, zmm9, zmm11, 238
+    vshufi64x2   zmm10, zmm10, zmm12, 238
+    vshufi64x2   zmm11, zmm13, zmm3, 68
+    vshufi64x2   zmm12, zmm14, zmm4, 68
+    vshufi64x2   zmm3, zmm13, zmm3, 238
+    vshufi64x2   zmm4, zmm14, zmm4, 238
+    vshufi64x2   zmm13, zmm15, zmm5, 68
+    vshufi64x2   zmm14, zmm16, zmm6, 68
     vshufi64x2   zmm5, zmm15, zmm5, 238
     vshufi64x2   zmm6, zmm16, zmm6, 238
-    vshufi64x2   zmm15, zmm11, zmm1, 68
-    vshufi64x2   zmm16, zmm12, zmm0, 68
-    vshufi64x2   zmm1, zmm11, zmm1, 238
-    vshufi64x2   zmm0, zmm12, zmm0, 238
-    vpsubd       zmm11, zmm7, zmm23                  ; csub: before layer 4
-    vpsubd       zmm12, zmm8, zmm23                  ; csub: before layer 4
-    vpminud      zmm7, zmm7, zmm11
-    vpminud      zmm8, zmm8, zmm12
-    vpsubd       zmm11, zmm9, zmm23                  ; csub: before layer 4
-    vpsubd       zmm12, zmm10, zmm23                 ; csub: before layer 4
-    vpminud      zmm9, zmm9, zmm11
-    vpminud      zmm10, zmm10, zmm12
-    vpaddd       zmm11, zmm7, zmm9                   ; layer 4
-    vpaddd       zmm12, zmm8, zmm10                  ; layer 4
+    vshufi64x2   zmm15, zmm7, zmm1, 68
+    vshufi64x2   zmm16, zmm8, zmm0, 68
+    vshufi64x2   zmm1, zmm7, zmm1, 238
+    vshufi64x2   zmm0, zmm8, zmm0, 238
+    vpaddd       zmm7, zmm17, zmm9                   ; layer 4
+    vpaddd       zmm8, zmm18, zmm10                  ; layer 4
+    vpaddd       zmm17, zmm17, zmm23
+    vpaddd       zmm18, zmm18, zmm23
+    vpsubd       zmm9, zmm17, zmm9
+    vpsubd       zmm10, zmm18, zmm10
+    vmovshdup    zmm17, zmm9
+    vmovshdup    zmm18, zmm10
+    vpmuludq     zmm19, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8768]
+    vpmuludq     zmm20, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11968]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8768]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11968]
+    vmovshdup    zmm17{k2}, zmm19
+    vmovshdup    zmm18{k2}, zmm20
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8704]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11904]
+    vpmulld      zmm17, zmm17, zmm2
+    vpmulld      zmm18, zmm18, zmm2
+    vpsubd       zmm9, zmm9, zmm17
+    vpsubd       zmm10, zmm10, zmm18
+    vpaddd       zmm17, zmm11, zmm3                  ; layer 4
+    vpaddd       zmm18, zmm12, zmm4                  ; layer 4
+    vpaddd       zmm11, zmm11, zmm23
+    vpaddd       zmm12, zmm12, zmm23
+    vpsubd       zmm3, zmm11, zmm3
+    vpsubd       zmm4, zmm12, zmm4
+    vmovshdup    zmm11, zmm3
+    vmovshdup    zmm12, zmm4
+    vpmuludq     zmm19, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8896]
+    vpmuludq     zmm20, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12096]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8896]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12096]
+    vmovshdup    zmm11{k2}, zmm19
+    vmovshdup    zmm12{k2}, zmm20
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8832]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12032]
+    vpmulld      zmm11, zmm11, zmm2
+    vpmulld      zmm12, zmm12, zmm2
+    vpsubd       zmm3, zmm3, zmm11
+    vpsubd       zmm4, zmm4, zmm12
+    vpaddd       zmm11, zmm13, zmm5                  ; layer 4
+    vpaddd       zmm12, zmm14, zmm6                  ; layer 4
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm5, zmm13, zmm5
+    vpsubd       zmm6, zmm14, zmm6
+    vmovshdup    zmm13, zmm5
+    vmovshdup    zmm14, zmm6
+    vpmuludq     zmm19, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9024]
+    vpmuludq     zmm20, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12224]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9024]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12224]
+    vmovshdup    zmm13{k2}, zmm19
+    vmovshdup    zmm14{k2}, zmm20
+    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8960]
+    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12160]
+    vpmulld      zmm13, zmm13, zmm2
+    vpmulld      zmm14, zmm14, zmm2
+    vpsubd       zmm5, zmm5, zmm13
+    vpsubd       zmm6, zmm6, zmm14
+    vpaddd       zmm13, zmm15, zmm1                  ; layer 4
+    vpaddd       zmm14, zmm16, zmm0                  ; layer 4
+    vpaddd       zmm15, zmm15, zmm23
+    vpaddd       zmm16, zmm16, zmm23
+    vpsubd       zmm1, zmm15, zmm1
+    vpsubd       zmm0, zmm16, zmm0
+    vmovshdup    zmm15, zmm1
+    vmovshdup    zmm16, zmm0
+    vpmuludq     zmm19, zmm1, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9152]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12352]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9152]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12352]
+    vmovshdup    zmm15{k2}, zmm19
+    vmovshdup    zmm16{k2}, zmm20
+    vpmulld      zmm1, zmm1, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9088]
+    vpmulld      zmm0, zmm0, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12288]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm1, zmm1, zmm15
+    vpsubd       zmm0, zmm0, zmm16
+    vpsubd       zmm15, zmm7, zmm23                  ; csub: before layer 3
+    vpsubd       zmm16, zmm8, zmm23                  ; csub: before layer 3
+    vpminud      zmm7, zmm7, zmm15
+    vpminud      zmm8, zmm8, zmm16
+    vpsubd       zmm15, zmm17, zmm23                 ; csub: before layer 3
+    vpsubd       zmm16, zmm18, zmm23                 ; csub: before layer 3
+    vpminud      zmm15, zmm17, zmm15
+    vpminud      zmm16, zmm18, zmm16
+    vpaddd       zmm17, zmm7, zmm15                  ; layer 3
+    vpaddd       zmm18, zmm8, zmm16                  ; layer 3
     vpaddd       zmm7, zmm7, zmm23
     vpaddd       zmm8, zmm8, zmm23
-    vpsubd       zmm7, zmm7, zmm9
-    vpsubd       zmm8, zmm8, zmm10
-    vmovshdup    zmm9, zmm7
-    vmovshdup    zmm10, zmm8
-    vpmuludq     zmm19, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8768]
-    vpmuludq     zmm20, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11968]
-    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8768]
-    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11968]
-    vmovshdup    zmm9{k2}, zmm19
-    vmovshdup    zmm10{k2}, zmm20
-    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8704]
-    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 11904]
-    vpmulld      zmm9, zmm9, zmm2
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm7, zmm7, zmm9
-    vpsubd       zmm8, zmm8, zmm10
-    vpsubd       zmm9, zmm13, zmm23                  ; csub: before layer 4
-    vpsubd       zmm10, zmm14, zmm23                 ; csub: before layer 4
-    vpminud      zmm9, zmm13, zmm9
-    vpminud      zmm10, zmm14, zmm10
-    vpsubd       zmm13, zmm3, zmm23                  ; csub: before layer 4
-    vpsubd       zmm14, zmm4, zmm23                  ; csub: before layer 4
-    vpminud      zmm3, zmm3, zmm13
-    vpminud      zmm4, zmm4, zmm14
-    vpaddd       zmm13, zmm9, zmm3                   ; layer 4
-    vpaddd       zmm14, zmm10, zmm4                  ; layer 4
+    vpsubd       zmm7, zmm7, zmm15
+    vpsubd       zmm8, zmm8, zmm16
+    vmovshdup    zmm15, zmm7
+    vmovshdup    zmm16, zmm8
+    vpmuludq     zmm19, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9280]
+    vpmuludq     zmm20, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12480]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9280]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12480]
+    vmovshdup    zmm15{k2}, zmm19
+    vmovshdup    zmm16{k2}, zmm20
+    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9216]
+    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12416]
+    vpmulld      zmm15, zmm15, zmm2
+    vpmulld      zmm16, zmm16, zmm2
+    vpsubd       zmm7, zmm7, zmm15
+    vpsubd       zmm8, zmm8, zmm16
+    vpaddd       zmm15, zmm9, zmm3                   ; layer 3
+    vpaddd       zmm16, zmm10, zmm4                  ; layer 3
     vpaddd       zmm9, zmm9, zmm23
     vpaddd       zmm10, zmm10, zmm23
     vpsubd       zmm3, zmm9, zmm3
     vpsubd       zmm4, zmm10, zmm4
     vmovshdup    zmm9, zmm3
     vmovshdup    zmm10, zmm4
-    vpmuludq     zmm19, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8896]
-    vpmuludq     zmm20, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12096]
-    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8896]
-    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12096]
+    vpmuludq     zmm19, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9280]
+    vpmuludq     zmm20, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12480]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9280]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12480]
     vmovshdup    zmm9{k2}, zmm19
     vmovshdup    zmm10{k2}, zmm20
-    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8832]
-    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12032]
+    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9216]
+    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12416]
     vpmulld      zmm9, zmm9, zmm2
     vpmulld      zmm10, zmm10, zmm2
     vpsubd       zmm3, zmm3, zmm9
     vpsubd       zmm4, zmm4, zmm10
-    vpsubd       zmm9, zmm17, zmm23                  ; csub: before layer 4
-    vpsubd       zmm10, zmm18, zmm23                 ; csub: before layer 4
-    vpminud      zmm9, zmm17, zmm9
-    vpminud      zmm10, zmm18, zmm10
-    vpsubd       zmm17, zmm5, zmm23                  ; csub: before layer 4
-    vpsubd       zmm18, zmm6, zmm23                  ; csub: before layer 4
-    vpminud      zmm5, zmm5, zmm17
-    vpminud      zmm6, zmm6, zmm18
-    vpaddd       zmm17, zmm9, zmm5                   ; layer 4
-    vpaddd       zmm18, zmm10, zmm6                  ; layer 4
-    vpaddd       zmm9, zmm9, zmm23
-    vpaddd       zmm10, zmm10, zmm23
-    vpsubd       zmm5, zmm9, zmm5
-    vpsubd       zmm6, zmm10, zmm6
-    vmovshdup    zmm9, zmm5
-    vmovshdup    zmm10, zmm6
-    vpmuludq     zmm19, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9024]
-    vpmuludq     zmm20, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12224]
-    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9024]
-    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12224]
-    vmovshdup    zmm9{k2}, zmm19
-    vmovshdup    zmm10{k2}, zmm20
-    vpmulld      zmm5, zmm5, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 8960]
-    vpmulld      zmm6, zmm6, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12160]
-    vpmulld      zmm9, zmm9, zmm2
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm5, zmm5, zmm9
-    vpsubd       zmm6, zmm6, zmm10
-    vpsubd       zmm9, zmm15, zmm23                  ; csub: before layer 4
-    vpsubd       zmm10, zmm16, zmm23                 ; csub: before layer 4
-    vpminud      zmm9, zmm15, zmm9
-    vpminud      zmm10, zmm16, zmm10
-    vpsubd       zmm15, zmm1, zmm23                  ; csub: before layer 4
-    vpsubd       zmm16, zmm0, zmm23                  ; csub: before layer 4
-    vpminud      zmm1, zmm1, zmm15
-    vpminud      zmm0, zmm0, zmm16
-    vpaddd       zmm15, zmm9, zmm1                   ; layer 4
-    vpaddd       zmm16, zmm10, zmm0                  ; layer 4
-    vpaddd       zmm9, zmm9, zmm23
-    vpaddd       zmm10, zmm10, zmm23
-    vpsubd       zmm1, zmm9, zmm1
-    vpsubd       zmm0, zmm10, zmm0
-    vmovshdup    zmm9, zmm1
-    vmovshdup    zmm10, zmm0
-    vpmuludq     zmm19, zmm1, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9152]
-    vpmuludq     zmm20, zmm0, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12352]
-    vpmuludq     zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9152]
-    vpmuludq     zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12352]
-    vmovshdup    zmm9{k2}, zmm19
-    vmovshdup    zmm10{k2}, zmm20
-    vpmulld      zmm1, zmm1, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9088]
-    vpmulld      zmm0, zmm0, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12288]
-    vpmulld      zmm9, zmm9, zmm2
-    vpmulld      zmm10, zmm10, zmm2
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm0, zmm0, zmm10
     vpsubd       zmm9, zmm11, zmm23                  ; csub: before layer 3
     vpsubd       zmm10, zmm12, zmm23                 ; csub: before layer 3
     vpminud      zmm9, zmm11, zmm9
@@ -6708,68 +6676,20 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpsubd       zmm10, zmm10, zmm12
     vmovshdup    zmm11, zmm9
     vmovshdup    zmm12, zmm10
-    vpmuludq     zmm19, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9280]
-    vpmuludq     zmm20, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12480]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9280]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12480]
+    vpmuludq     zmm19, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9408]
+    vpmuludq     zmm20, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12608]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9408]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12608]
     vmovshdup    zmm11{k2}, zmm19
     vmovshdup    zmm12{k2}, zmm20
-    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9216]
-    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12416]
+    vpmulld      zmm9, zmm9, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9344]
+    vpmulld      zmm10, zmm10, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12544]
     vpmulld      zmm11, zmm11, zmm2
     vpmulld      zmm12, zmm12, zmm2
     vpsubd       zmm9, zmm9, zmm11
     vpsubd       zmm10, zmm10, zmm12
-    vpaddd       zmm11, zmm7, zmm3                   ; layer 3
-    vpaddd       zmm12, zmm8, zmm4                   ; layer 3
-    vpaddd       zmm7, zmm7, zmm23
-    vpaddd       zmm8, zmm8, zmm23
-    vpsubd       zmm3, zmm7, zmm3
-    vpsubd       zmm4, zmm8, zmm4
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuludq     zmm19, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9280]
-    vpmuludq     zmm20, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12480]
-    vpmuludq     zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9280]
-    vpmuludq     zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12480]
-    vmovshdup    zmm7{k2}, zmm19
-    vmovshdup    zmm8{k2}, zmm20
-    vpmulld      zmm3, zmm3, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9216]
-    vpmulld      zmm4, zmm4, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12416]
-    vpmulld      zmm7, zmm7, zmm2
-    vpmulld      zmm8, zmm8, zmm2
-    vpsubd       zmm3, zmm3, zmm7
-    vpsubd       zmm4, zmm4, zmm8
-    vpsubd       zmm7, zmm17, zmm23                  ; csub: before layer 3
-    vpsubd       zmm8, zmm18, zmm23                  ; csub: before layer 3
-    vpminud      zmm7, zmm17, zmm7
-    vpminud      zmm8, zmm18, zmm8
-    vpsubd       zmm17, zmm15, zmm23                 ; csub: before layer 3
-    vpsubd       zmm18, zmm16, zmm23                 ; csub: before layer 3
-    vpminud      zmm15, zmm15, zmm17
-    vpminud      zmm16, zmm16, zmm18
-    vpaddd       zmm17, zmm7, zmm15                  ; layer 3
-    vpaddd       zmm18, zmm8, zmm16                  ; layer 3
-    vpaddd       zmm7, zmm7, zmm23
-    vpaddd       zmm8, zmm8, zmm23
-    vpsubd       zmm7, zmm7, zmm15
-    vpsubd       zmm8, zmm8, zmm16
-    vmovshdup    zmm15, zmm7
-    vmovshdup    zmm16, zmm8
-    vpmuludq     zmm19, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9408]
-    vpmuludq     zmm20, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12608]
-    vpmuludq     zmm15, zmm15, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9408]
-    vpmuludq     zmm16, zmm16, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12608]
-    vmovshdup    zmm15{k2}, zmm19
-    vmovshdup    zmm16{k2}, zmm20
-    vpmulld      zmm7, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9344]
-    vpmulld      zmm8, zmm8, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 12544]
-    vpmulld      zmm15, zmm15, zmm2
-    vpmulld      zmm16, zmm16, zmm2
-    vpsubd       zmm7, zmm7, zmm15
-    vpsubd       zmm8, zmm8, zmm16
-    vpaddd       zmm15, zmm5, zmm1                   ; layer 3
-    vpaddd       zmm16, zmm6, zmm0                   ; layer 3
+    vpaddd       zmm11, zmm5, zmm1                   ; layer 3
+    vpaddd       zmm12, zmm6, zmm0                   ; layer 3
     vpaddd       zmm5, zmm5, zmm23
     vpaddd       zmm6, zmm6, zmm23
     vpsubd       zmm1, zmm5, zmm1
@@ -6788,14 +6708,14 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmulld      zmm6, zmm6, zmm2
     vpsubd       zmm1, zmm1, zmm5
     vpsubd       zmm0, zmm0, zmm6
-    vpsubd       zmm5, zmm13, zmm23                  ; csub: before layer 2
-    vpsubd       zmm6, zmm14, zmm23                  ; csub: before layer 2
-    vpminud      zmm5, zmm13, zmm5
-    vpminud      zmm6, zmm14, zmm6
-    vpsubd       zmm13, zmm17, zmm23                 ; csub: before layer 2
-    vpsubd       zmm14, zmm18, zmm23                 ; csub: before layer 2
-    vpminud      zmm13, zmm17, zmm13
-    vpminud      zmm14, zmm18, zmm14
+    vpsubd       zmm5, zmm17, zmm23                  ; csub: before layer 2
+    vpsubd       zmm6, zmm18, zmm23                  ; csub: before layer 2
+    vpminud      zmm5, zmm17, zmm5
+    vpminud      zmm6, zmm18, zmm6
+    vpsubd       zmm17, zmm13, zmm23                 ; csub: before layer 2
+    vpsubd       zmm18, zmm14, zmm23                 ; csub: before layer 2
+    vpminud      zmm13, zmm13, zmm17
+    vpminud      zmm14, zmm14, zmm18
     vpaddd       zmm17, zmm5, zmm13                  ; layer 2
     vpaddd       zmm18, zmm6, zmm14                  ; layer 2
     vpaddd       zmm5, zmm5, zmm23
@@ -6816,20 +6736,20 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmulld      zmm14, zmm14, zmm2
     vpsubd       zmm5, zmm5, zmm13
     vpsubd       zmm6, zmm6, zmm14
-    vpsubd       zmm13, zmm11, zmm23                 ; csub: before layer 2
-    vpsubd       zmm14, zmm12, zmm23                 ; csub: before layer 2
-    vpminud      zmm11, zmm11, zmm13
-    vpminud      zmm12, zmm12, zmm14
     vpsubd       zmm13, zmm15, zmm23                 ; csub: before layer 2
     vpsubd       zmm14, zmm16, zmm23                 ; csub: before layer 2
     vpminud      zmm13, zmm15, zmm13
     vpminud      zmm14, zmm16, zmm14
-    vpaddd       zmm15, zmm11, zmm13                 ; layer 2
-    vpaddd       zmm16, zmm12, zmm14                 ; layer 2
-    vpaddd       zmm11, zmm11, zmm23
-    vpaddd       zmm12, zmm12, zmm23
-    vpsubd       zmm11, zmm11, zmm13
-    vpsubd       zmm12, zmm12, zmm14
+    vpsubd       zmm15, zmm11, zmm23                 ; csub: before layer 2
+    vpsubd       zmm16, zmm12, zmm23                 ; csub: before layer 2
+    vpminud      zmm11, zmm11, zmm15
+    vpminud      zmm12, zmm12, zmm16
+    vpaddd       zmm15, zmm13, zmm11                 ; layer 2
+    vpaddd       zmm16, zmm14, zmm12                 ; layer 2
+    vpaddd       zmm13, zmm13, zmm23
+    vpaddd       zmm14, zmm14, zmm23
+    vpsubd       zmm11, zmm13, zmm11
+    vpsubd       zmm12, zmm14, zmm12
     vmovshdup    zmm13, zmm11
     vmovshdup    zmm14, zmm12
     vpmuludq     zmm19, zmm11, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536]
@@ -6844,12 +6764,12 @@ kg_nfl1073479681_ntt_inverse_avx512:
     vpmulld      zmm14, zmm14, zmm2
     vpsubd       zmm11, zmm11, zmm13
     vpsubd       zmm12, zmm12, zmm14
-    vpaddd       zmm13, zmm9, zmm7                   ; layer 2
-    vpaddd       zmm14, zmm10, zmm8                  ; layer 2
-    vpaddd       zmm9, zmm9, zmm23
-    vpaddd       zmm10, zmm10, zmm23
-    vpsubd       zmm7, zmm9, zmm7
-    vpsubd       zmm8, zmm10, zmm8
+    vpaddd       zmm13, zmm7, zmm9                   ; layer 2
+    vpaddd       zmm14, zmm8, zmm10                  ; layer 2
+    vpaddd       zmm7, zmm7, zmm23
+    vpaddd       zmm8, zmm8, zmm23
+    vpsubd       zmm7, zmm7, zmm9
+    vpsubd       zmm8, zmm8, zmm10
     vmovshdup    zmm9, zmm7
     vmovshdup    zmm10, zmm8
     vpmuludq     zmm19, zmm7, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx512 + 9536]
@@ -11087,12 +11007,12 @@ kg_nfl1073479681_basemul_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rdi, flags
-;   loops: 8 x 390 and 4 x 183 and 3 x 163 instructions (repeated groups rolled: 4470 instructions run, 914 written)
+;   loops: 8 x 374 and 4 x 183 and 3 x 163 instructions (repeated groups rolled: 4342 instructions run, 898 written)
 ;
 ; reduction schedule:
-;   policy index, harvey reduction, 288 vector reductions
-;   before layer 6: 64 register(s), smallest indices 0,4,16,20,32,36,48,52,64,68,80,84,96,100,112,116,128,132,144,148,160,164,176,180,192,196,208,212,224,228,240,244,256,260,272,276,288,292,304,308,320,324,336,340,352,356,368,372,384,388,400,404,416,420,432,436,448,452,464,468,480,484,496,500
-;   before layer 5: 64 register(s), smallest indices 0,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120,128,136,144,152,160,168,176,184,192,200,208,216,224,232,240,248,256,264,272,280,288,296,304,312,320,328,336,344,352,360,368,376,384,392,400,408,416,424,432,440,448,456,464,472,480,488,496,504
+;   policy index, harvey reduction, 224 vector reductions
+;   after layer 7 (its sums, for the next layer): 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496
+;   after layer 6 (its sums, for the next layer): 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496
 ;   before layer 4: 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496
 ;   before layer 3: 32 register(s), smallest indices 0,8,32,40,64,72,96,104,128,136,160,168,192,200,224,232,256,264,288,296,320,328,352,360,384,392,416,424,448,456,480,488
 ;   before layer 2: 32 register(s), smallest indices 0,8,16,24,64,72,80,88,128,136,144,152,192,200,208,216,256,264,272,280,320,328,336,344,384,392,400,408,448,456,464,472
@@ -11104,7 +11024,7 @@ global kg_nfl1073479681_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_nfl1073
 align 32
 kg_nfl1073479681_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm11, [rel pd_2146959362]          ; held in a register: read 576 times
+    vmovdqu      ymm11, [rel pd_2146959362]          ; held in a register: read 512 times
     vmovdqu      ymm12, [rel pd_33562625]            ; held in a register: read 64 times
     vmovdqu      ymm13, [rel kg_nfl1073479681_ntt_inverse_twiddles_avx2 + 11168] ; held in a register: read 64 times
     vmovdqu      ymm14, [rel pd_8388608]             ; held in a register: read 32 times
@@ -11220,6 +11140,8 @@ kg_nfl1073479681_ntt_inverse_avx2:
     vpmulld      ymm1, ymm1, [rcx + 384]
     vpmulld      ymm9, ymm9, ymm0
     vpsubd       ymm1, ymm1, ymm9
+    vpsubd       ymm9, ymm8, ymm11                   ; csub: after layer 7
+    vpminud      ymm8, ymm8, ymm9
     vpaddd       ymm9, ymm5, ymm2                    ; layer 7
     vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm2, ymm5, ymm2
@@ -11231,7 +11153,9 @@ kg_nfl1073479681_ntt_inverse_avx2:
     vpmulld      ymm2, ymm2, [rcx + 448]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm2, ymm2, ymm5
-    vpaddd       ymm5, ymm6, ymm3                    ; layer 7
+    vpsubd       ymm5, ymm9, ymm11                   ; csub: after layer 7
+    vpminud      ymm5, ymm9, ymm5
+    vpaddd       ymm9, ymm6, ymm3                    ; layer 7
     vpaddd       ymm6, ymm11, ymm6
     vpsubd       ymm3, ymm6, ymm3
     vmovshdup    ymm6, ymm3
@@ -11242,7 +11166,9 @@ kg_nfl1073479681_ntt_inverse_avx2:
     vpmulld      ymm3, ymm3, [rcx + 512]
     vpmulld      ymm6, ymm6, ymm0
     vpsubd       ymm3, ymm3, ymm6
-    vpaddd       ymm6, ymm7, ymm4                    ; layer 7
+    vpsubd       ymm6, ymm9, ymm11                   ; csub: after layer 7
+    vpminud      ymm6, ymm9, ymm6
+    vpaddd       ymm9, ymm7, ymm4                    ; layer 7
     vpaddd       ymm7, ymm11, ymm7
     vpsubd       ymm4, ymm7, ymm4
     vmovshdup    ymm7, ymm4
@@ -11253,132 +11179,110 @@ kg_nfl1073479681_ntt_inverse_avx2:
     vpmulld      ymm4, ymm4, [rcx + 576]
     vpmulld      ymm7, ymm7, ymm0
     vpsubd       ymm4, ymm4, ymm7
-    vpunpcklqdq  ymm7, ymm8, ymm1
+    vpsubd       ymm7, ymm9, ymm11                   ; csub: after layer 7
+    vpminud      ymm7, ymm9, ymm7
+    vpunpcklqdq  ymm9, ymm8, ymm1
     vpunpckhqdq  ymm1, ymm8, ymm1
-    vpunpcklqdq  ymm8, ymm9, ymm2
-    vpunpckhqdq  ymm2, ymm9, ymm2
-    vpunpcklqdq  ymm9, ymm5, ymm3
-    vpunpckhqdq  ymm3, ymm5, ymm3
-    vpunpcklqdq  ymm5, ymm6, ymm4
-    vpunpckhqdq  ymm4, ymm6, ymm4
-    vpsubd       ymm6, ymm7, ymm11                   ; csub: before layer 6
-    vpminud      ymm6, ymm7, ymm6
-    vpsubd       ymm7, ymm1, ymm11                   ; csub: before layer 6
-    vpminud      ymm1, ymm1, ymm7
-    vpaddd       ymm7, ymm6, ymm1                    ; layer 6
-    vpaddd       ymm6, ymm11, ymm6
-    vpsubd       ymm1, ymm6, ymm1
-    vmovshdup    ymm6, ymm1
+    vpunpcklqdq  ymm8, ymm5, ymm2
+    vpunpckhqdq  ymm2, ymm5, ymm2
+    vpunpcklqdq  ymm5, ymm6, ymm3
+    vpunpckhqdq  ymm3, ymm6, ymm3
+    vpunpcklqdq  ymm6, ymm7, ymm4
+    vpunpckhqdq  ymm4, ymm7, ymm4
+    vpaddd       ymm7, ymm9, ymm1                    ; layer 6
+    vpaddd       ymm9, ymm9, ymm11
+    vpsubd       ymm1, ymm9, ymm1
+    vmovshdup    ymm9, ymm1
     vpmuludq     ymm10, ymm1, [rcx + 672]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rcx + 672]
-    vpblendd     ymm6, ymm10, ymm6, 170
+    vpmuludq     ymm9, ymm9, [rcx + 672]
+    vpblendd     ymm9, ymm10, ymm9, 170
     vpmulld      ymm1, ymm1, [rcx + 640]
-    vpmulld      ymm6, ymm6, ymm0
-    vpsubd       ymm1, ymm1, ymm6
-    vpsubd       ymm6, ymm8, ymm11                   ; csub: before layer 6
-    vpminud      ymm6, ymm8, ymm6
-    vpsubd       ymm8, ymm2, ymm11                   ; csub: before layer 6
-    vpminud      ymm2, ymm8, ymm2
-    vpaddd       ymm8, ymm6, ymm2                    ; layer 6
-    vpaddd       ymm6, ymm11, ymm6
-    vpsubd       ymm2, ymm6, ymm2
-    vmovshdup    ymm6, ymm2
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm1, ymm1, ymm9
+    vpsubd       ymm9, ymm7, ymm11                   ; csub: after layer 6
+    vpminud      ymm7, ymm9, ymm7
+    vpaddd       ymm9, ymm8, ymm2                    ; layer 6
+    vpaddd       ymm8, ymm8, ymm11
+    vpsubd       ymm2, ymm8, ymm2
+    vmovshdup    ymm8, ymm2
     vpmuludq     ymm10, ymm2, [rcx + 736]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rcx + 736]
-    vpblendd     ymm6, ymm10, ymm6, 170
+    vpmuludq     ymm8, ymm8, [rcx + 736]
+    vpblendd     ymm8, ymm10, ymm8, 170
     vpmulld      ymm2, ymm2, [rcx + 704]
-    vpmulld      ymm6, ymm6, ymm0
-    vpsubd       ymm2, ymm2, ymm6
-    vpsubd       ymm6, ymm9, ymm11                   ; csub: before layer 6
-    vpminud      ymm6, ymm9, ymm6
-    vpsubd       ymm9, ymm3, ymm11                   ; csub: before layer 6
-    vpminud      ymm3, ymm9, ymm3
-    vpaddd       ymm9, ymm6, ymm3                    ; layer 6
-    vpaddd       ymm6, ymm11, ymm6
-    vpsubd       ymm3, ymm6, ymm3
-    vmovshdup    ymm6, ymm3
-    vpmuludq     ymm10, ymm3, [rcx + 800]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm6, ymm6, [rcx + 800]
-    vpblendd     ymm6, ymm10, ymm6, 170
-    vpmulld      ymm3, ymm3, [rcx + 768]
-    vpmulld      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm6
-    vpsubd       ymm6, ymm5, ymm11                   ; csub: before layer 6
-    vpminud      ymm5, ymm5, ymm6
-    vpsubd       ymm6, ymm4, ymm11                   ; csub: before layer 6
-    vpminud      ymm4, ymm4, ymm6
-    vpaddd       ymm6, ymm5, ymm4                    ; layer 6
-    vpaddd       ymm5, ymm11, ymm5
-    vpsubd       ymm4, ymm5, ymm4
-    vmovshdup    ymm5, ymm4
-    vpmuludq     ymm10, ymm4, [rcx + 864]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rcx + 864]
-    vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm4, ymm4, [rcx + 832]
-    vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm4, ymm4, ymm5
-    vperm2i128   ymm5, ymm7, ymm1, 32
-    vperm2i128   ymm1, ymm7, ymm1, 49
-    vperm2i128   ymm7, ymm8, ymm2, 32
-    vperm2i128   ymm2, ymm8, ymm2, 49
-    vperm2i128   ymm8, ymm9, ymm3, 32
-    vperm2i128   ymm3, ymm9, ymm3, 49
-    vperm2i128   ymm9, ymm6, ymm4, 32
-    vperm2i128   ymm4, ymm6, ymm4, 49
-    vpsubd       ymm6, ymm5, ymm11                   ; csub: before layer 5
-    vpminud      ymm5, ymm5, ymm6
-    vpsubd       ymm6, ymm1, ymm11                   ; csub: before layer 5
-    vpminud      ymm1, ymm1, ymm6
-    vpaddd       ymm6, ymm5, ymm1                    ; layer 5
-    vpaddd       ymm5, ymm11, ymm5
-    vpsubd       ymm1, ymm5, ymm1
-    vmovshdup    ymm5, ymm1
-    vpmuludq     ymm10, ymm1, [rcx + 928]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rcx + 928]
-    vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm1, ymm1, [rcx + 896]
-    vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm1, ymm1, ymm5
-    vpsubd       ymm5, ymm7, ymm11                   ; csub: before layer 5
-    vpminud      ymm5, ymm7, ymm5
-    vpsubd       ymm7, ymm2, ymm11                   ; csub: before layer 5
-    vpminud      ymm2, ymm2, ymm7
-    vpaddd       ymm7, ymm5, ymm2                    ; layer 5
-    vpaddd       ymm5, ymm11, ymm5
-    vpsubd       ymm2, ymm5, ymm2
-    vmovshdup    ymm5, ymm2
-    vpmuludq     ymm10, ymm2, [rcx + 992]
-    vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rcx + 992]
-    vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm2, ymm2, [rcx + 960]
-    vpmulld      ymm5, ymm5, ymm0
-    vpsubd       ymm2, ymm2, ymm5
-    vpsubd       ymm5, ymm8, ymm11                   ; csub: before layer 5
-    vpminud      ymm5, ymm8, ymm5
-    vpsubd       ymm8, ymm3, ymm11                   ; csub: before layer 5
-    vpminud      ymm3, ymm8, ymm3
-    vpaddd       ymm8, ymm5, ymm3                    ; layer 5
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm2, ymm2, ymm8
+    vpsubd       ymm8, ymm9, ymm11                   ; csub: after layer 6
+    vpminud      ymm8, ymm9, ymm8
+    vpaddd       ymm9, ymm5, ymm3                    ; layer 6
     vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm3, ymm5, ymm3
     vmovshdup    ymm5, ymm3
-    vpmuludq     ymm10, ymm3, [rcx + 1056]
+    vpmuludq     ymm10, ymm3, [rcx + 800]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm5, ymm5, [rcx + 1056]
+    vpmuludq     ymm5, ymm5, [rcx + 800]
     vpblendd     ymm5, ymm10, ymm5, 170
-    vpmulld      ymm3, ymm3, [rcx + 1024]
+    vpmulld      ymm3, ymm3, [rcx + 768]
     vpmulld      ymm5, ymm5, ymm0
     vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm5, ymm9, ymm11                   ; csub: before layer 5
+    vpsubd       ymm5, ymm9, ymm11                   ; csub: after layer 6
     vpminud      ymm5, ymm9, ymm5
-    vpsubd       ymm9, ymm4, ymm11                   ; csub: before layer 5
-    vpminud      ymm4, ymm9, ymm4
-    vpaddd       ymm9, ymm5, ymm4                    ; layer 5
+    vpaddd       ymm9, ymm6, ymm4                    ; layer 6
+    vpaddd       ymm6, ymm11, ymm6
+    vpsubd       ymm4, ymm6, ymm4
+    vmovshdup    ymm6, ymm4
+    vpmuludq     ymm10, ymm4, [rcx + 864]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm6, ymm6, [rcx + 864]
+    vpblendd     ymm6, ymm10, ymm6, 170
+    vpmulld      ymm4, ymm4, [rcx + 832]
+    vpmulld      ymm6, ymm6, ymm0
+    vpsubd       ymm4, ymm4, ymm6
+    vpsubd       ymm6, ymm9, ymm11                   ; csub: after layer 6
+    vpminud      ymm6, ymm9, ymm6
+    vperm2i128   ymm9, ymm7, ymm1, 32
+    vperm2i128   ymm1, ymm7, ymm1, 49
+    vperm2i128   ymm7, ymm8, ymm2, 32
+    vperm2i128   ymm2, ymm8, ymm2, 49
+    vperm2i128   ymm8, ymm5, ymm3, 32
+    vperm2i128   ymm3, ymm5, ymm3, 49
+    vperm2i128   ymm5, ymm6, ymm4, 32
+    vperm2i128   ymm4, ymm6, ymm4, 49
+    vpaddd       ymm6, ymm9, ymm1                    ; layer 5
+    vpaddd       ymm9, ymm9, ymm11
+    vpsubd       ymm1, ymm9, ymm1
+    vmovshdup    ymm9, ymm1
+    vpmuludq     ymm10, ymm1, [rcx + 928]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm9, ymm9, [rcx + 928]
+    vpblendd     ymm9, ymm10, ymm9, 170
+    vpmulld      ymm1, ymm1, [rcx + 896]
+    vpmulld      ymm9, ymm9, ymm0
+    vpsubd       ymm1, ymm1, ymm9
+    vpaddd       ymm9, ymm7, ymm2                    ; layer 5
+    vpaddd       ymm7, ymm11, ymm7
+    vpsubd       ymm2, ymm7, ymm2
+    vmovshdup    ymm7, ymm2
+    vpmuludq     ymm10, ymm2, [rcx + 992]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm7, ymm7, [rcx + 992]
+    vpblendd     ymm7, ymm10, ymm7, 170
+    vpmulld      ymm2, ymm2, [rcx + 960]
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm2, ymm2, ymm7
+    vpaddd       ymm7, ymm8, ymm3                    ; layer 5
+    vpaddd       ymm8, ymm8, ymm11
+    vpsubd       ymm3, ymm8, ymm3
+    vmovshdup    ymm8, ymm3
+    vpmuludq     ymm10, ymm3, [rcx + 1056]
+    vmovshdup    ymm10, ymm10
+    vpmuludq     ymm8, ymm8, [rcx + 1056]
+    vpblendd     ymm8, ymm10, ymm8, 170
+    vpmulld      ymm3, ymm3, [rcx + 1024]
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm3, ymm3, ymm8
+    vpaddd       ymm8, ymm5, ymm4                    ; layer 5
     vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm4, ymm5, ymm4
     vmovshdup    ymm5, ymm4
@@ -11391,9 +11295,9 @@ kg_nfl1073479681_ntt_inverse_avx2:
     vpsubd       ymm4, ymm4, ymm5
     vpsubd       ymm5, ymm6, ymm11                   ; csub: before layer 4
     vpminud      ymm5, ymm6, ymm5
-    vpsubd       ymm6, ymm7, ymm11                   ; csub: before layer 4
-    vpminud      ymm6, ymm7, ymm6
-    vpaddd       ymm7, ymm5, ymm6                    ; layer 4
+    vpsubd       ymm6, ymm9, ymm11                   ; csub: before layer 4
+    vpminud      ymm6, ymm9, ymm6
+    vpaddd       ymm9, ymm5, ymm6                    ; layer 4
     vpaddd       ymm5, ymm11, ymm5
     vpsubd       ymm5, ymm5, ymm6
     vmovshdup    ymm6, ymm5
@@ -11415,22 +11319,22 @@ kg_nfl1073479681_ntt_inverse_avx2:
     vpmulld      ymm1, ymm1, [rcx + 1152]
     vpmulld      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm2, ymm8, ymm11                   ; csub: before layer 4
-    vpminud      ymm2, ymm8, ymm2
-    vpsubd       ymm8, ymm9, ymm11                   ; csub: before layer 4
-    vpminud      ymm8, ymm9, ymm8
-    vpaddd       ymm9, ymm8, ymm2                    ; layer 4
+    vpsubd       ymm2, ymm7, ymm11                   ; csub: before layer 4
+    vpminud      ymm2, ymm7, ymm2
+    vpsubd       ymm7, ymm8, ymm11                   ; csub: before layer 4
+    vpminud      ymm7, ymm8, ymm7
+    vpaddd       ymm8, ymm2, ymm7                    ; layer 4
     vpaddd       ymm2, ymm11, ymm2
-    vpsubd       ymm2, ymm2, ymm8
-    vmovshdup    ymm8, ymm2
+    vpsubd       ymm2, ymm2, ymm7
+    vmovshdup    ymm7, ymm2
     vpmuludq     ymm10, ymm2, [rcx + 1248]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm8, ymm8, [rcx + 1248]
-    vpblendd     ymm8, ymm10, ymm8, 170
+    vpmuludq     ymm7, ymm7, [rcx + 1248]
+    vpblendd     ymm7, ymm10, ymm7, 170
     vpmulld      ymm2, ymm2, [rcx + 1216]
-    vpmulld      ymm8, ymm8, ymm0
-    vpsubd       ymm2, ymm2, ymm8
-    vpaddd       ymm8, ymm3, ymm4                    ; layer 4
+    vpmulld      ymm7, ymm7, ymm0
+    vpsubd       ymm2, ymm2, ymm7
+    vpaddd       ymm7, ymm3, ymm4                    ; layer 4
     vpaddd       ymm3, ymm11, ymm3
     vpsubd       ymm3, ymm3, ymm4
     vmovshdup    ymm4, ymm3
@@ -11441,24 +11345,24 @@ kg_nfl1073479681_ntt_inverse_avx2:
     vpmulld      ymm3, ymm3, [rcx + 1216]
     vpmulld      ymm4, ymm4, ymm0
     vpsubd       ymm3, ymm3, ymm4
-    vpsubd       ymm4, ymm7, ymm11                   ; csub: before layer 3
-    vpminud      ymm4, ymm7, ymm4
-    vpsubd       ymm7, ymm9, ymm11                   ; csub: before layer 3
-    vpminud      ymm7, ymm9, ymm7
-    vpaddd       ymm9, ymm4, ymm7                    ; layer 3
+    vpsubd       ymm4, ymm9, ymm11                   ; csub: before layer 3
+    vpminud      ymm4, ymm9, ymm4
+    vpsubd       ymm9, ymm8, ymm11                   ; csub: before layer 3
+    vpminud      ymm8, ymm8, ymm9
+    vpaddd       ymm9, ymm8, ymm4                    ; layer 3
     vpaddd       ymm4, ymm11, ymm4
-    vpsubd       ymm4, ymm4, ymm7
-    vmovshdup    ymm7, ymm4
+    vpsubd       ymm4, ymm4, ymm8
+    vmovshdup    ymm8, ymm4
     vpmuludq     ymm10, ymm4, [rcx + 1312]
     vmovshdup    ymm10, ymm10
-    vpmuludq     ymm7, ymm7, [rcx + 1312]
-    vpblendd     ymm7, ymm10, ymm7, 170
+    vpmuludq     ymm8, ymm8, [rcx + 1312]
+    vpblendd     ymm8, ymm10, ymm8, 170
     vpmulld      ymm4, ymm4, [rcx + 1280]
-    vpmulld      ymm7, ymm7, ymm0
-    vpsubd       ymm4, ymm4, ymm7
-    vpsubd       ymm7, ymm6, ymm11                   ; csub: before layer 3
-    vpminud      ymm6, ymm6, ymm7
-    vpsubd       ymm7, ymm8, ymm11                   ; csub: before layer 3
+    vpmulld      ymm8, ymm8, ymm0
+    vpsubd       ymm4, ymm4, ymm8
+    vpsubd       ymm8, ymm6, ymm11                   ; csub: before layer 3
+    vpminud      ymm6, ymm8, ymm6
+    vpsubd       ymm8, ymm7, ymm11                   ; csub: before layer 3
     vpminud      ymm7, ymm8, ymm7
     vpaddd       ymm8, ymm6, ymm7                    ; layer 3
     vpaddd       ymm6, ymm11, ymm6
@@ -28361,12 +28265,12 @@ kg_nfl1073479681_basemul_sse:
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdi, flags
-;   loops: 2 x 983 instructions (repeated groups rolled: 11769 instructions run, 11148 written)
+;   loops: 2 x 983 instructions (repeated groups rolled: 11361 instructions run, 10740 written)
 ;
 ; reduction schedule:
-;   policy index, harvey reduction, 288 vector reductions
-;   before layer 6: 64 register(s), smallest indices 0,4,16,20,32,36,48,52,64,68,80,84,96,100,112,116,128,132,144,148,160,164,176,180,192,196,208,212,224,228,240,244,256,260,272,276,288,292,304,308,320,324,336,340,352,356,368,372,384,388,400,404,416,420,432,436,448,452,464,468,480,484,496,500
-;   before layer 5: 64 register(s), smallest indices 0,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120,128,136,144,152,160,168,176,184,192,200,208,216,224,232,240,248,256,264,272,280,288,296,304,312,320,328,336,344,352,360,368,376,384,392,400,408,416,424,432,440,448,456,464,472,480,488,496,504
+;   policy index, harvey reduction, 224 vector reductions
+;   after layer 7 (its sums, for the next layer): 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496
+;   after layer 6 (its sums, for the next layer): 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496
 ;   before layer 4: 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496
 ;   before layer 3: 32 register(s), smallest indices 0,8,32,40,64,72,96,104,128,136,160,168,192,200,224,232,256,264,288,296,320,328,352,360,384,392,416,424,448,456,480,488
 ;   before layer 2: 32 register(s), smallest indices 0,8,16,24,64,72,80,88,128,136,144,152,192,200,208,216,256,264,272,280,320,328,336,344,384,392,400,408,448,456,464,472
@@ -28665,92 +28569,410 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 512] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 384
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp], xmm4                         ; spill
-    movdqa       xmm4, xmm7
-    pmuludq      xmm4, [rcx - 80]
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm7
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm4, xmm4
+    movshdup     xmm13, xmm13
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm12, 204
-    pblendw      xmm4, xmm14, 204
+    pblendw      xmm13, xmm14, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm7, [rcx - 112]
     pmulld       xmm15, xmm0
-    pmulld       xmm4, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm9, xmm15
-    psubd        xmm7, xmm4
-    movdqa       xmm4, xmm8                          ; layer 7
-    paddd        xmm4, [rsp + 192]
-    movdqa       xmm12, [rsp + 160]                  ; reload
-    movdqa       xmm14, xmm12
+    psubd        xmm7, xmm13
+    movdqa       xmm12, xmm2                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm12, [rcx - 128]
+    movdqa       xmm13, xmm4
+    psubd        xmm13, [rcx - 112]
+    pminud       xmm2, xmm12
+    pminud       xmm4, xmm13
+    movdqa       xmm12, xmm8                         ; layer 7
+    paddd        xmm12, [rsp + 192]
+    movdqa       xmm13, [rsp + 160]                  ; reload
+    movdqa       xmm14, xmm13
     paddd        xmm14, [rsp + 128]
-    paddd        xmm8, [rel pd_2146959362]
-    paddd        xmm12, [rel pd_2146959362 + 16]
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm8, [rsp + 192]
-    psubd        xmm12, [rsp + 128]
+    psubd        xmm13, [rsp + 128]
     movshdup     xmm15, xmm8
-    movdqa       [rsp + 128], xmm14                  ; spill
-    movshdup     xmm14, xmm12
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movshdup     xmm7, xmm13
     movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm8
-    pmuludq      xmm4, [rcx - 32]
-    movdqa       [rsp + 160], xmm7                   ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 16]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 576] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 448
+    pmuludq      xmm4, [rcx - 96]
+    movdqa       [rsp + 160], xmm9                   ; spill
+    movdqa       xmm9, xmm13
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
-    movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 32]
-    pmuludq      xmm14, [rcx - 16]
+    movshdup     xmm9, xmm9
+    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm7, [rcx - 80]
     pblendw      xmm4, xmm15, 204
-    pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 64]
-    pmulld       xmm12, [rcx - 48]
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
     pmulld       xmm4, xmm0
-    pmulld       xmm7, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm8, xmm4
-    psubd        xmm12, xmm7
+    psubd        xmm13, xmm9
+    movdqa       xmm4, xmm12                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm4, [rcx - 128]
+    movdqa       xmm7, xmm14
+    psubd        xmm7, [rcx - 112]
+    pminud       xmm12, xmm4
+    pminud       xmm14, xmm7
     movdqa       xmm4, [rsp + 224]                   ; reload
     movdqa       xmm7, xmm4                          ; layer 7
     paddd        xmm7, xmm10
-    movdqa       xmm14, xmm3
-    paddd        xmm14, xmm5
-    paddd        xmm4, [rel pd_2146959362]
-    paddd        xmm3, [rel pd_2146959362 + 16]
+    movdqa       xmm9, xmm3
+    paddd        xmm9, xmm5
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx + 32]
-    movdqa       [rsp + 224], xmm14                  ; spill
-    movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx + 48]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 640] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 512
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 224], xmm13                  ; spill
+    movdqa       xmm13, xmm3
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx + 32]
-    pmuludq      xmm10, [rcx + 48]
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm15, xmm5, 204
-    pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx]
-    pmulld       xmm3, [rcx + 16]
+    pblendw      xmm13, xmm10, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
     pmulld       xmm15, xmm0
-    pmulld       xmm14, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm4, xmm15
-    psubd        xmm3, xmm14
+    psubd        xmm3, xmm13
+    movdqa       xmm5, xmm7                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm10, xmm9
+    psubd        xmm10, [rcx - 112]
+    pminud       xmm7, xmm5
+    pminud       xmm9, xmm10
     movdqa       xmm5, xmm6                          ; layer 7
     paddd        xmm5, xmm11
     movdqa       xmm10, xmm1
-    paddd        xmm10, xmm13
-    paddd        xmm6, [rel pd_2146959362]
-    paddd        xmm1, [rel pd_2146959362 + 16]
+    paddd        xmm10, [rsp]
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm6, xmm11
-    psubd        xmm1, xmm13
+    psubd        xmm1, [rsp]
     movshdup     xmm11, xmm6
     movshdup     xmm13, xmm1
-    movdqa       xmm14, xmm6
+    movdqa       xmm15, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 704] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 576
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm1
+    pmuludq      xmm3, [rcx - 80]
+    movshdup     xmm15, xmm15
+    movshdup     xmm3, xmm3
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm15, xmm11, 204
+    pblendw      xmm3, xmm13, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm6, xmm15
+    psubd        xmm1, xmm3
+    movdqa       xmm3, xmm5                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm11, xmm10
+    psubd        xmm11, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm10, xmm11
+    movdqa       xmm3, xmm2
+    punpcklqdq   xmm3, [rsp + 160]
+    movdqa       xmm11, [rsp + 192]                  ; reload
+    movdqa       xmm13, xmm11
+    punpcklqdq   xmm13, [rsp + 128]
+    punpckhqdq   xmm2, [rsp + 160]
+    punpckhqdq   xmm11, [rsp + 128]
+    movdqa       xmm15, xmm12
+    punpcklqdq   xmm15, xmm8
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm14
+    punpcklqdq   xmm15, [rsp + 224]
+    punpckhqdq   xmm12, xmm8
+    punpckhqdq   xmm14, [rsp + 224]
+    movdqa       xmm8, xmm7
+    punpcklqdq   xmm8, xmm4
+    movdqa       [rsp + 224], xmm8                   ; spill
+    movdqa       xmm8, xmm9
+    punpcklqdq   xmm8, [rsp]
+    punpckhqdq   xmm7, xmm4
+    punpckhqdq   xmm9, [rsp]
+    movdqa       xmm4, xmm5
+    punpcklqdq   xmm4, xmm6
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm10
+    punpcklqdq   xmm4, xmm1
+    punpckhqdq   xmm5, xmm6
+    punpckhqdq   xmm10, xmm1
+    movdqa       xmm1, xmm3                          ; layer 6
+    paddd        xmm1, xmm2
+    movdqa       xmm6, xmm13
+    paddd        xmm6, xmm11
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm3, xmm2
+    psubd        xmm13, xmm11
+    movshdup     xmm2, xmm3
+    movshdup     xmm11, xmm13
+    movdqa       [rsp + 192], xmm10                  ; spill
+    movdqa       xmm10, xmm3
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 768] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 640
+    pmuludq      xmm10, [rcx - 96]
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, xmm13
+    pmuludq      xmm4, [rcx - 80]
+    movshdup     xmm10, xmm10
+    movshdup     xmm4, xmm4
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm10, xmm2, 204
+    pblendw      xmm4, xmm11, 204
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm10, xmm0
+    pmulld       xmm4, xmm0
+    psubd        xmm3, xmm10
+    psubd        xmm13, xmm4
+    movdqa       xmm2, xmm1                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm2, [rcx - 128]
+    movdqa       xmm4, xmm6
+    psubd        xmm4, [rcx - 112]
+    pminud       xmm1, xmm2
+    pminud       xmm6, xmm4
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm4, xmm2                          ; layer 6
+    paddd        xmm4, xmm12
+    movdqa       xmm10, xmm15
+    paddd        xmm10, xmm14
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm15, [rcx - 112]
+    psubd        xmm2, xmm12
+    psubd        xmm15, xmm14
+    movshdup     xmm11, xmm2
+    movshdup     xmm12, xmm15
+    movdqa       xmm14, xmm2
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 832] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 704
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm15
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm13, xmm13
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm14, xmm11, 204
+    pblendw      xmm13, xmm12, 204
+    pmulld       xmm2, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm2, xmm14
+    psubd        xmm15, xmm13
+    movdqa       xmm11, xmm4                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm12, xmm10
+    psubd        xmm12, [rcx - 112]
+    pminud       xmm4, xmm11
+    pminud       xmm10, xmm12
+    movdqa       xmm11, [rsp + 224]                  ; reload
+    movdqa       xmm12, xmm11                        ; layer 6
+    paddd        xmm12, xmm7
+    movdqa       xmm13, xmm8
+    paddd        xmm13, xmm9
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
+    psubd        xmm11, xmm7
+    psubd        xmm8, xmm9
+    movshdup     xmm7, xmm11
+    movshdup     xmm9, xmm8
+    movdqa       xmm14, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 896] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 768
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 224], xmm15                  ; spill
+    movdqa       xmm15, xmm8
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm15, xmm15
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
+    pblendw      xmm14, xmm7, 204
+    pblendw      xmm15, xmm9, 204
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm11, xmm14
+    psubd        xmm8, xmm15
+    movdqa       xmm7, xmm12                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm7, [rcx - 128]
+    movdqa       xmm9, xmm13
+    psubd        xmm9, [rcx - 112]
+    pminud       xmm12, xmm7
+    pminud       xmm13, xmm9
+    movdqa       xmm7, [rsp]                         ; reload
+    movdqa       xmm9, xmm7                          ; layer 6
+    paddd        xmm9, xmm5
+    movdqa       xmm14, [rsp + 160]                  ; reload
+    movdqa       xmm15, xmm14
+    paddd        xmm15, [rsp + 192]
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm7, xmm5
+    psubd        xmm14, [rsp + 192]
+    movshdup     xmm5, xmm7
+    movdqa       [rsp + 192], xmm8                   ; spill
+    movshdup     xmm8, xmm14
+    movdqa       [rsp + 160], xmm11                  ; spill
+    movdqa       xmm11, xmm7
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 960] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 832
+    pmuludq      xmm11, [rcx - 96]
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm14
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm11, xmm11
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
+    pblendw      xmm11, xmm5, 204
+    pblendw      xmm13, xmm8, 204
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm11, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm7, xmm11
+    psubd        xmm14, xmm13
+    movdqa       xmm5, xmm9                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm9, xmm5
+    pminud       xmm15, xmm8
+    movdqa       xmm5, xmm1                          ; layer 5
+    paddd        xmm5, xmm6
+    movdqa       xmm8, xmm3
+    paddd        xmm8, [rsp + 128]
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
+    psubd        xmm1, xmm6
+    psubd        xmm3, [rsp + 128]
+    movshdup     xmm6, xmm1
+    movshdup     xmm11, xmm3
+    movdqa       xmm13, xmm1
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1024] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 896
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm3
+    pmuludq      xmm8, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm8, xmm8
+    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm13, xmm6, 204
+    pblendw      xmm8, xmm11, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm3, xmm8
+    movdqa       xmm6, xmm4                          ; layer 5
+    paddd        xmm6, xmm10
+    movdqa       xmm8, xmm2
+    paddd        xmm8, [rsp + 224]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm10
+    psubd        xmm2, [rsp + 224]
+    movshdup     xmm10, xmm4
+    movshdup     xmm11, xmm2
+    movdqa       xmm13, xmm4
+    pmuludq      xmm13, [rcx - 32]
+    movdqa       [rsp + 224], xmm3                   ; spill
+    movdqa       xmm3, xmm2
+    pmuludq      xmm3, [rcx - 16]
+    movshdup     xmm13, xmm13
+    movshdup     xmm3, xmm3
+    pmuludq      xmm10, [rcx - 32]
+    pmuludq      xmm11, [rcx - 16]
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm3, xmm11, 204
+    pmulld       xmm4, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
+    pmulld       xmm13, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm4, xmm13
+    psubd        xmm2, xmm3
+    movdqa       xmm3, xmm12                         ; layer 5
+    paddd        xmm3, [rsp]
+    movdqa       xmm10, [rsp + 160]                  ; reload
+    movdqa       xmm11, xmm10
+    paddd        xmm11, [rsp + 192]
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, [rsp]
+    psubd        xmm10, [rsp + 192]
+    movshdup     xmm13, xmm12
+    movdqa       [rsp + 192], xmm11                  ; spill
+    movshdup     xmm11, xmm10
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm12
+    pmuludq      xmm3, [rcx + 32]
+    movdqa       [rsp + 160], xmm2                   ; spill
+    movdqa       xmm2, xmm10
+    pmuludq      xmm2, [rcx + 48]
+    movshdup     xmm3, xmm3
+    movshdup     xmm2, xmm2
+    pmuludq      xmm13, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
+    pblendw      xmm3, xmm13, 204
+    pblendw      xmm2, xmm11, 204
+    pmulld       xmm12, [rcx]
+    pmulld       xmm10, [rcx + 16]
+    pmulld       xmm3, xmm0
+    pmulld       xmm2, xmm0
+    psubd        xmm12, xmm3
+    psubd        xmm10, xmm2
+    movdqa       xmm2, xmm9                          ; layer 5
+    paddd        xmm2, xmm15
+    movdqa       xmm3, xmm7
+    paddd        xmm3, xmm14
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
+    psubd        xmm9, xmm15
+    psubd        xmm7, xmm14
+    movshdup     xmm11, xmm9
+    movshdup     xmm13, xmm7
+    movdqa       xmm14, xmm9
     pmuludq      xmm14, [rcx + 96]
-    movdqa       xmm15, xmm1
+    movdqa       xmm15, xmm7
     pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
@@ -28758,687 +28980,318 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx + 64]
-    pmulld       xmm1, [rcx + 80]
+    pmulld       xmm9, [rcx + 64]
+    pmulld       xmm7, [rcx + 80]
     pmulld       xmm14, xmm0
     pmulld       xmm15, xmm0
-    psubd        xmm6, xmm14
-    psubd        xmm1, xmm15
-    movdqa       xmm11, xmm2
-    punpcklqdq   xmm11, xmm9
-    movdqa       xmm13, [rsp]                        ; reload
+    psubd        xmm9, xmm14
+    psubd        xmm7, xmm15
+    movdqa       xmm11, xmm5                         ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
-    punpcklqdq   xmm14, [rsp + 160]
-    punpckhqdq   xmm2, xmm9
-    punpckhqdq   xmm13, [rsp + 160]
-    movdqa       xmm9, [rsp + 192]                   ; reload
-    movdqa       xmm15, xmm9
-    punpcklqdq   xmm15, xmm8
-    movdqa       [rsp + 160], xmm15                  ; spill
-    movdqa       xmm15, [rsp + 128]                  ; reload
-    movdqa       xmm0, xmm15
-    punpcklqdq   xmm0, xmm12
-    punpckhqdq   xmm9, xmm8
-    punpckhqdq   xmm15, xmm12
-    movdqa       xmm8, xmm7
-    punpcklqdq   xmm8, xmm4
-    movdqa       xmm12, [rsp + 224]                  ; reload
-    movdqa       [rsp + 128], xmm8                   ; spill
-    movdqa       xmm8, xmm12
-    punpcklqdq   xmm8, xmm3
-    punpckhqdq   xmm7, xmm4
-    punpckhqdq   xmm12, xmm3
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm6
-    movdqa       xmm4, xmm10
-    punpcklqdq   xmm4, xmm1
-    punpckhqdq   xmm5, xmm6
-    punpckhqdq   xmm10, xmm1
-    movdqa       xmm1, xmm11                         ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm6, xmm14
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm11, xmm1
-    pminud       xmm14, xmm6
-    movdqa       xmm1, xmm2                          ; csub: before layer 6
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm6, xmm13
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm2, xmm1
-    pminud       xmm13, xmm6
-    movdqa       xmm1, xmm11                         ; layer 6
-    paddd        xmm1, xmm2
-    movdqa       xmm6, xmm14
-    paddd        xmm6, xmm13
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
-    psubd        xmm11, xmm2
-    psubd        xmm14, xmm13
-    movshdup     xmm2, xmm11
-    movshdup     xmm13, xmm14
-    movdqa       [rsp + 224], xmm6                   ; spill
-    movdqa       xmm6, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 768] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 640
+    psubd        xmm14, [rcx - 112]
+    pminud       xmm5, xmm11
+    pminud       xmm13, xmm14
+    movdqa       xmm11, xmm6                         ; csub: before layer 4
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm14, xmm8
+    psubd        xmm14, [rcx - 112]
+    pminud       xmm6, xmm11
+    pminud       xmm8, xmm14
+    movdqa       xmm11, xmm5                         ; layer 4
+    paddd        xmm11, xmm6
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm8
+    paddd        xmm5, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm5, xmm6
+    psubd        xmm13, xmm8
+    movshdup     xmm6, xmm5
+    movshdup     xmm8, xmm13
+    movdqa       xmm15, xmm5
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1280] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1152
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm13
+    pmuludq      xmm14, [rcx - 80]
+    movshdup     xmm15, xmm15
+    movshdup     xmm14, xmm14
     pmuludq      xmm6, [rcx - 96]
-    movdqa       [rsp + 192], xmm1                   ; spill
-    movdqa       xmm1, xmm14
-    pmuludq      xmm1, [rcx - 80]
-    movshdup     xmm6, xmm6
-    movshdup     xmm1, xmm1
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm6, xmm2, 204
-    pblendw      xmm1, xmm13, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    movdqu       xmm2, [rel pd_1073479681]           ; reload
-    pmulld       xmm6, xmm2
-    pmulld       xmm1, xmm2
-    psubd        xmm11, xmm6
-    psubd        xmm14, xmm1
-    movdqa       xmm1, [rsp + 160]                   ; reload
-    movdqa       xmm6, xmm1                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm0
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm1, xmm6
-    pminud       xmm0, xmm13
-    movdqa       xmm6, xmm9                          ; csub: before layer 6
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm9, xmm6
-    pminud       xmm15, xmm13
-    movdqa       xmm6, xmm1                          ; layer 6
-    paddd        xmm6, xmm9
-    movdqa       xmm13, xmm0
-    paddd        xmm13, xmm15
-    paddd        xmm1, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
-    psubd        xmm1, xmm9
-    psubd        xmm0, xmm15
-    movshdup     xmm9, xmm1
-    movshdup     xmm15, xmm0
+    pmuludq      xmm8, [rcx - 80]
+    pblendw      xmm15, xmm6, 204
+    pblendw      xmm14, xmm8, 204
+    pmulld       xmm5, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm14, xmm0
+    psubd        xmm5, xmm15
+    psubd        xmm13, xmm14
+    movdqa       xmm6, xmm1                          ; layer 4
+    paddd        xmm6, xmm4
+    movdqa       xmm8, [rsp + 224]                   ; reload
+    movdqa       xmm14, xmm8
+    paddd        xmm14, [rsp + 160]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm8, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm8, [rsp + 160]
+    movshdup     xmm4, xmm1
+    movshdup     xmm15, xmm8
     movdqa       [rsp + 160], xmm13                  ; spill
     movdqa       xmm13, xmm1
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 832] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 704
     pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm0
-    pmuludq      xmm6, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm9, 204
-    pblendw      xmm6, xmm15, 204
-    pmulld       xmm1, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm1, xmm13
-    psubd        xmm0, xmm6
-    movdqa       xmm6, [rsp + 128]                   ; reload
-    movdqa       xmm9, xmm6                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm8
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm6, xmm9
-    pminud       xmm8, xmm13
-    movdqa       xmm9, xmm7                          ; csub: before layer 6
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm7, xmm9
-    pminud       xmm12, xmm13
-    movdqa       xmm9, xmm6                          ; layer 6
-    paddd        xmm9, xmm7
-    movdqa       xmm13, xmm8
-    paddd        xmm13, xmm12
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
-    psubd        xmm6, xmm7
-    psubd        xmm8, xmm12
-    movshdup     xmm7, xmm6
-    movshdup     xmm12, xmm8
-    movdqa       xmm15, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 896] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 768
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
-    pblendw      xmm15, xmm7, 204
-    pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm6, xmm15
-    psubd        xmm8, xmm13
-    movdqa       xmm7, xmm3                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm4
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm4, xmm12
-    movdqa       xmm7, xmm5                          ; csub: before layer 6
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm10
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm5, xmm7
-    pminud       xmm10, xmm12
-    movdqa       xmm7, xmm3                          ; layer 6
-    paddd        xmm7, xmm5
-    movdqa       xmm12, xmm4
-    paddd        xmm12, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm10
-    movshdup     xmm5, xmm3
-    movshdup     xmm10, xmm4
-    movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 960] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 832
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm13, xmm5, 204
-    pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm15, xmm2
-    psubd        xmm3, xmm13
-    psubd        xmm4, xmm15
-    movdqa       xmm5, [rsp + 192]                   ; reload
-    movdqa       xmm10, xmm5                         ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm10, [rcx - 128]
-    movdqa       xmm13, xmm11
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm5, xmm10
-    pminud       xmm11, xmm13
-    movdqa       xmm10, [rsp + 224]                  ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm15, xmm14
-    psubd        xmm15, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm14, xmm15
-    movdqa       xmm13, xmm5                         ; layer 5
-    paddd        xmm13, xmm10
-    movdqa       xmm15, xmm11
-    paddd        xmm15, xmm14
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
-    psubd        xmm5, xmm10
-    psubd        xmm11, xmm14
-    movshdup     xmm10, xmm5
-    movshdup     xmm14, xmm11
-    movdqa       [rsp + 224], xmm15                  ; spill
-    movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1024] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 896
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 192], xmm13                  ; spill
-    movdqa       xmm13, xmm11
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
-    pblendw      xmm15, xmm10, 204
-    pblendw      xmm13, xmm14, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm5, xmm15
-    psubd        xmm11, xmm13
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm14, xmm1
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm1, xmm14
-    movdqa       xmm13, [rsp + 160]                  ; reload
-    movdqa       xmm14, xmm13                        ; csub: before layer 5
-    psubd        xmm14, [rcx - 128]
-    movdqa       xmm15, xmm0
-    psubd        xmm15, [rcx - 112]
-    pminud       xmm13, xmm14
-    pminud       xmm0, xmm15
-    movdqa       xmm14, xmm10                        ; layer 5
-    paddd        xmm14, xmm13
-    movdqa       xmm15, xmm1
-    paddd        xmm15, xmm0
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
-    psubd        xmm10, xmm13
-    psubd        xmm1, xmm0
-    movshdup     xmm0, xmm10
-    movshdup     xmm13, xmm1
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm10
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1088] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 960
-    pmuludq      xmm11, [rcx - 96]
-    movdqa       [rsp], xmm5                         ; spill
-    movdqa       xmm5, xmm1
+    movdqa       [rsp + 224], xmm5                   ; spill
+    movdqa       xmm5, xmm8
     pmuludq      xmm5, [rcx - 80]
-    movshdup     xmm11, xmm11
+    movshdup     xmm13, xmm13
     movshdup     xmm5, xmm5
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm11, xmm0, 204
-    pblendw      xmm5, xmm13, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
-    pmulld       xmm11, xmm2
-    pmulld       xmm5, xmm2
-    psubd        xmm10, xmm11
-    psubd        xmm1, xmm5
-    movdqa       xmm0, xmm9                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm5, xmm6
-    psubd        xmm5, [rcx - 112]
-    pminud       xmm9, xmm0
-    pminud       xmm6, xmm5
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqa       xmm5, xmm0                          ; csub: before layer 5
-    psubd        xmm5, [rcx - 128]
-    movdqa       xmm11, xmm8
-    psubd        xmm11, [rcx - 112]
-    pminud       xmm0, xmm5
-    pminud       xmm8, xmm11
-    movdqa       xmm5, xmm9                          ; layer 5
-    paddd        xmm5, xmm0
-    movdqa       xmm11, xmm6
-    paddd        xmm11, xmm8
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
-    psubd        xmm9, xmm0
-    psubd        xmm6, xmm8
-    movshdup     xmm0, xmm9
-    movshdup     xmm8, xmm6
-    movdqa       xmm13, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1152] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1024
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, xmm6
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm13, xmm0, 204
-    pblendw      xmm11, xmm8, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm11, xmm2
-    psubd        xmm9, xmm13
-    psubd        xmm6, xmm11
-    movdqa       xmm0, xmm7                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm8, xmm3
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm7, xmm0
-    pminud       xmm3, xmm8
-    movdqa       xmm0, xmm12                         ; csub: before layer 5
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm8, xmm4
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm12, xmm0
-    pminud       xmm4, xmm8
-    movdqa       xmm0, xmm7                          ; layer 5
-    paddd        xmm0, xmm12
-    movdqa       xmm8, xmm3
-    paddd        xmm8, xmm4
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm4
-    movshdup     xmm4, xmm7
-    movshdup     xmm11, xmm3
-    movdqa       xmm12, xmm7
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1216] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1088
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm13, xmm13
     pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
-    pblendw      xmm12, xmm4, 204
-    pblendw      xmm13, xmm11, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm13
-    movdqa       xmm4, [rsp + 192]                   ; reload
-    movdqa       xmm11, xmm4                         ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm11, [rcx - 128]
-    movdqa       xmm12, [rsp + 224]                  ; reload
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm4, xmm11
-    pminud       xmm12, xmm13
-    movdqa       xmm11, xmm14                        ; csub: before layer 4
-    psubd        xmm11, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm14, xmm11
-    pminud       xmm15, xmm13
-    movdqa       xmm11, xmm4                         ; layer 4
-    paddd        xmm11, xmm14
-    movdqa       xmm13, xmm12
-    paddd        xmm13, xmm15
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm4, xmm14
-    psubd        xmm12, xmm15
-    movshdup     xmm14, xmm4
-    movshdup     xmm15, xmm12
-    movdqa       [rsp + 224], xmm13                  ; spill
-    movdqa       xmm13, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1280] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1152
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 192], xmm11                  ; spill
-    movdqa       xmm11, xmm12
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm14, [rcx - 96]
     pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm14, 204
-    pblendw      xmm11, xmm15, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm11, xmm2
-    psubd        xmm4, xmm13
-    psubd        xmm12, xmm11
-    movdqa       xmm11, [rsp]                        ; reload
-    movdqa       xmm13, xmm11                        ; layer 4
-    paddd        xmm13, xmm10
-    movdqa       xmm14, [rsp + 160]                  ; reload
-    movdqa       xmm15, xmm14
-    paddd        xmm15, xmm1
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm14, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm10
-    psubd        xmm14, xmm1
-    movshdup     xmm1, xmm11
-    movshdup     xmm10, xmm14
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp], xmm4                         ; spill
-    movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm4, xmm4
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm12, xmm1, 204
-    pblendw      xmm4, xmm10, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm4, xmm2
-    psubd        xmm11, xmm12
-    psubd        xmm14, xmm4
-    movdqa       xmm1, xmm5                          ; csub: before layer 4
+    pblendw      xmm13, xmm4, 204
+    pblendw      xmm5, xmm15, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm5, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm8, xmm5
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       xmm5, xmm4                          ; csub: before layer 4
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm4, [rsp + 128]                   ; reload
-    movdqa       xmm10, xmm4
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm5, xmm1
-    pminud       xmm4, xmm10
-    movdqa       xmm1, xmm0                          ; csub: before layer 4
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm10, xmm8
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm0, xmm1
-    pminud       xmm8, xmm10
-    movdqa       xmm1, xmm5                          ; layer 4
-    paddd        xmm1, xmm0
-    movdqa       xmm10, xmm4
-    paddd        xmm10, xmm8
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm5, xmm0
-    psubd        xmm4, xmm8
-    movshdup     xmm0, xmm5
-    movshdup     xmm8, xmm4
-    movdqa       xmm12, xmm5
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm13, [rsp + 192]                  ; reload
+    movdqa       xmm15, xmm13
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm4, xmm5
+    pminud       xmm13, xmm15
+    movdqa       xmm5, xmm2                          ; csub: before layer 4
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm15, xmm3
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm2, xmm5
+    pminud       xmm3, xmm15
+    movdqa       xmm5, xmm4                          ; layer 4
+    paddd        xmm5, xmm2
+    movdqa       xmm15, xmm13
+    paddd        xmm15, xmm3
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm4, xmm2
+    psubd        xmm13, xmm3
+    movshdup     xmm2, xmm4
+    movshdup     xmm3, xmm13
+    movdqa       [rsp + 192], xmm8                   ; spill
+    movdqa       xmm8, xmm4
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1344] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1216
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 128], xmm14                  ; spill
-    movdqa       xmm14, xmm4
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm14, xmm14
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm12, xmm0, 204
-    pblendw      xmm14, xmm8, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm14, xmm2
-    psubd        xmm5, xmm12
-    psubd        xmm4, xmm14
-    movdqa       xmm0, xmm9                          ; layer 4
-    paddd        xmm0, xmm7
-    movdqa       xmm8, xmm6
-    paddd        xmm8, xmm3
-    paddd        xmm9, [rel pd_2146959362]
-    paddd        xmm6, [rel pd_2146959362 + 16]
-    psubd        xmm9, xmm7
-    psubd        xmm6, xmm3
-    movshdup     xmm3, xmm9
-    movshdup     xmm7, xmm6
-    movdqa       xmm12, xmm9
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm14, xmm14
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm1, xmm1
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm3, [rcx - 80]
+    pblendw      xmm8, xmm2, 204
+    pblendw      xmm1, xmm3, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm8, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm8
+    psubd        xmm13, xmm1
+    movdqa       xmm1, xmm12                         ; layer 4
+    paddd        xmm1, xmm9
+    movdqa       xmm2, xmm10
+    paddd        xmm2, xmm7
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, xmm9
+    psubd        xmm10, xmm7
+    movshdup     xmm3, xmm12
+    movshdup     xmm7, xmm10
+    movdqa       xmm8, xmm12
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       xmm9, xmm10
+    pmuludq      xmm9, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm9, xmm9
     pmuludq      xmm3, [rcx - 96]
     pmuludq      xmm7, [rcx - 80]
-    pblendw      xmm12, xmm3, 204
-    pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm14, xmm2
-    psubd        xmm9, xmm12
-    psubd        xmm6, xmm14
-    movdqa       xmm3, [rsp + 192]                   ; reload
-    movdqa       xmm7, xmm3                          ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, [rsp + 224]                  ; reload
-    movdqa       xmm14, xmm12
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm12, xmm14
-    movdqa       xmm7, xmm1                          ; csub: before layer 3
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm10
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm1, xmm7
-    pminud       xmm10, xmm14
-    movdqa       xmm7, xmm3                          ; layer 3
-    paddd        xmm7, xmm1
-    movdqa       xmm14, xmm12
-    paddd        xmm14, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm3, xmm1
-    psubd        xmm12, xmm10
-    movshdup     xmm1, xmm3
-    movshdup     xmm10, xmm12
-    movdqa       [rsp + 224], xmm14                  ; spill
-    movdqa       xmm14, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1408] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1280
-    pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp + 192], xmm7                   ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
-    movshdup     xmm14, xmm14
-    movshdup     xmm7, xmm7
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm14, xmm1, 204
-    pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm14, xmm2
-    pmulld       xmm7, xmm2
-    psubd        xmm3, xmm14
-    psubd        xmm12, xmm7
-    movdqa       xmm1, xmm13                         ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm7, xmm15
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm13, xmm1
-    pminud       xmm15, xmm7
-    movdqa       xmm1, xmm0                          ; csub: before layer 3
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm7, xmm8
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm0, xmm1
-    pminud       xmm8, xmm7
-    movdqa       xmm1, xmm13                         ; layer 3
-    paddd        xmm1, xmm0
-    movdqa       xmm7, xmm15
-    paddd        xmm7, xmm8
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm15, [rcx - 112]
-    psubd        xmm13, xmm0
-    psubd        xmm15, xmm8
-    movshdup     xmm0, xmm13
-    movshdup     xmm8, xmm15
-    movdqa       xmm10, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1408] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1280
-    pmuludq      xmm10, [rcx - 96]
-    movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm10, xmm10
-    movshdup     xmm14, xmm14
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm10, xmm0, 204
-    pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
-    pmulld       xmm10, xmm2
-    pmulld       xmm14, xmm2
-    psubd        xmm13, xmm10
-    psubd        xmm15, xmm14
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqa       xmm8, xmm0                          ; layer 3
-    paddd        xmm8, xmm5
-    movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       xmm14, xmm10
-    paddd        xmm14, xmm4
-    paddd        xmm0, [rel pd_2146959362]
-    paddd        xmm10, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm5
-    psubd        xmm10, xmm4
-    movshdup     xmm4, xmm0
-    movshdup     xmm5, xmm10
-    movdqa       [rsp + 160], xmm15                  ; spill
-    movdqa       xmm15, xmm0
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm5, [rcx - 80]
-    pblendw      xmm15, xmm4, 204
-    pblendw      xmm13, xmm5, 204
-    pmulld       xmm0, [rcx - 128]
+    pblendw      xmm8, xmm3, 204
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm12, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm0, xmm15
-    psubd        xmm10, xmm13
-    movdqa       xmm4, xmm11                         ; layer 3
-    paddd        xmm4, xmm9
-    movdqa       xmm5, [rsp + 128]                   ; reload
-    movdqa       xmm13, xmm5
-    paddd        xmm13, xmm6
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm5, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm9
-    psubd        xmm5, xmm6
-    movshdup     xmm6, xmm11
-    movshdup     xmm9, xmm5
+    pmulld       xmm8, xmm0
+    pmulld       xmm9, xmm0
+    psubd        xmm12, xmm8
+    psubd        xmm10, xmm9
+    movdqa       xmm3, xmm11                         ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm7, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm7
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm11, xmm3
+    pminud       xmm7, xmm8
+    movdqa       xmm3, xmm5                          ; csub: before layer 3
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm15, xmm8
+    movdqa       xmm3, xmm11                         ; layer 3
+    paddd        xmm3, xmm5
+    movdqa       xmm8, xmm7
+    paddd        xmm8, xmm15
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
+    psubd        xmm11, xmm5
+    psubd        xmm7, xmm15
+    movshdup     xmm5, xmm11
+    movshdup     xmm9, xmm7
     movdqa       xmm15, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1408] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1280
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 128], xmm10                  ; spill
-    movdqa       xmm10, xmm5
-    pmuludq      xmm10, [rcx - 80]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm7
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rcx - 96]
+    movshdup     xmm8, xmm8
+    pmuludq      xmm5, [rcx - 96]
     pmuludq      xmm9, [rcx - 80]
-    pblendw      xmm15, xmm6, 204
-    pblendw      xmm10, xmm9, 204
+    pblendw      xmm15, xmm5, 204
+    pblendw      xmm8, xmm9, 204
     pmulld       xmm11, [rcx - 128]
-    pmulld       xmm5, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm10, xmm2
+    pmulld       xmm7, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm8, xmm0
     psubd        xmm11, xmm15
-    psubd        xmm5, xmm10
-    movdqa       xmm6, [rsp + 192]                   ; reload
-    movdqu       [rdi], xmm6
-    movdqa       xmm6, [rsp + 224]                   ; reload
-    movdqu       [rdi + 16], xmm6
-    movdqu       [rdi + 32], xmm1
-    movdqu       [rdi + 48], xmm7
-    movdqu       [rdi + 64], xmm8
-    movdqu       [rdi + 80], xmm14
-    movdqu       [rdi + 96], xmm4
-    movdqu       [rdi + 112], xmm13
-    movdqu       [rdi + 128], xmm3
-    movdqu       [rdi + 144], xmm12
-    movdqa       xmm1, [rsp]                         ; reload
+    psubd        xmm7, xmm8
+    movdqa       xmm5, xmm6                          ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm14
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm6, xmm5
+    pminud       xmm14, xmm8
+    movdqa       xmm5, xmm1                          ; csub: before layer 3
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm2
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm1, xmm5
+    pminud       xmm2, xmm8
+    movdqa       xmm5, xmm6                          ; layer 3
+    paddd        xmm5, xmm1
+    movdqa       xmm8, xmm14
+    paddd        xmm8, xmm2
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm6, xmm1
+    psubd        xmm14, xmm2
+    movshdup     xmm1, xmm6
+    movshdup     xmm2, xmm14
+    movdqa       xmm9, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1408] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1280
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       xmm15, xmm14
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm15, xmm15
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm2, [rcx - 80]
+    pblendw      xmm9, xmm1, 204
+    pblendw      xmm15, xmm2, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm6, xmm9
+    psubd        xmm14, xmm15
+    movdqa       xmm1, [rsp + 224]                   ; reload
+    movdqa       xmm2, xmm1                          ; layer 3
+    paddd        xmm2, xmm4
+    movdqa       xmm9, [rsp + 160]                   ; reload
+    movdqa       xmm15, xmm9
+    paddd        xmm15, xmm13
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm9, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm9, xmm13
+    movshdup     xmm4, xmm1
+    movshdup     xmm13, xmm9
+    movdqa       [rsp + 160], xmm14                  ; spill
+    movdqa       xmm14, xmm1
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 224], xmm6                   ; spill
+    movdqa       xmm6, xmm9
+    pmuludq      xmm6, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm6, xmm6
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm14, xmm4, 204
+    pblendw      xmm6, xmm13, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm6, xmm0
+    psubd        xmm1, xmm14
+    psubd        xmm9, xmm6
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       xmm6, xmm4                          ; layer 3
+    paddd        xmm6, xmm12
+    movdqa       xmm13, [rsp + 192]                  ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm10
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm13, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm12
+    psubd        xmm13, xmm10
+    movshdup     xmm10, xmm4
+    movshdup     xmm12, xmm13
+    movdqa       [rsp + 192], xmm9                   ; spill
+    movdqa       xmm9, xmm4
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm1, xmm1
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm9, xmm10, 204
+    pblendw      xmm1, xmm12, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm9
+    psubd        xmm13, xmm1
+    movdqu       [rdi], xmm3
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqu       [rdi + 16], xmm1
+    movdqu       [rdi + 32], xmm5
+    movdqu       [rdi + 48], xmm8
+    movdqu       [rdi + 64], xmm2
+    movdqu       [rdi + 80], xmm15
+    movdqu       [rdi + 96], xmm6
+    movdqu       [rdi + 112], xmm14
+    movdqu       [rdi + 128], xmm11
+    movdqu       [rdi + 144], xmm7
+    movdqa       xmm1, [rsp + 224]                   ; reload
     movdqu       [rdi + 160], xmm1
     movdqa       xmm1, [rsp + 160]                   ; reload
     movdqu       [rdi + 176], xmm1
-    movdqu       [rdi + 192], xmm0
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqu       [rdi + 208], xmm0
-    movdqu       [rdi + 224], xmm11
-    movdqu       [rdi + 240], xmm5
-    movdqu       xmm0, [rdi + 256]
-    movdqu       xmm1, [rdi + 272]
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 192], xmm1
+    movdqa       xmm1, [rsp + 192]                   ; reload
+    movdqu       [rdi + 208], xmm1
+    movdqu       [rdi + 224], xmm4
+    movdqu       [rdi + 240], xmm13
+    movdqu       xmm1, [rdi + 256]
+    movdqu       xmm2, [rdi + 272]
     movdqu       xmm3, [rdi + 288]
     movdqu       xmm4, [rdi + 304]
     movdqu       xmm5, [rdi + 320]
@@ -29452,25 +29305,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 448]
     movdqu       xmm14, [rdi + 464]
     movdqu       xmm15, [rdi + 480]
-    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       [rsp + 192], xmm14                  ; spill
     movdqu       xmm14, [rdi + 496]
-    movdqa       [rsp + 160], xmm14                  ; spill
-    movdqa       xmm14, xmm0                         ; layer 8
+    movdqa       [rsp], xmm14                        ; spill
+    movdqa       xmm14, xmm1                         ; layer 8
     paddd        xmm14, xmm3
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, xmm1
+    movdqa       [rsp + 160], xmm15                  ; spill
+    movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    paddd        xmm0, [rel pd_2146959362]
-    paddd        xmm1, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm3
-    psubd        xmm1, xmm4
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm3
+    psubd        xmm2, xmm4
+    movshdup     xmm3, xmm1
+    movshdup     xmm4, xmm2
     movdqa       [rsp + 224], xmm13                  ; spill
-    movdqa       xmm13, xmm0
+    movdqa       xmm13, xmm1
     pmuludq      xmm13, [rcx - 32]
-    movdqa       [rsp + 192], xmm12                  ; spill
-    movdqa       xmm12, xmm1
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm2
     pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
@@ -29478,12 +29331,12 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 64]
-    pmulld       xmm1, [rcx - 48]
-    pmulld       xmm13, xmm2
-    pmulld       xmm12, xmm2
-    psubd        xmm0, xmm13
-    psubd        xmm1, xmm12
+    pmulld       xmm1, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
+    pmulld       xmm13, xmm0
+    pmulld       xmm12, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm2, xmm12
     movshdup     xmm3, xmm14
     movshdup     xmm4, xmm15
     movdqa       xmm12, xmm14
@@ -29499,8 +29352,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm4, 204
     pmulld       xmm14, [rel pd_8388608]
     pmulld       xmm15, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm14, xmm12
     psubd        xmm15, xmm13
     movdqa       xmm3, xmm5                          ; layer 8
@@ -29526,8 +29379,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm5, [rcx - 128]
     pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm5, xmm12
     psubd        xmm6, xmm13
     movshdup     xmm7, xmm3
@@ -29545,24 +29398,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm3, [rel pd_8388608]
     pmulld       xmm4, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm3, xmm12
     psubd        xmm4, xmm13
     movdqa       xmm7, xmm9                          ; layer 8
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
-    paddd        xmm8, [rsp + 192]
+    paddd        xmm8, [rsp + 128]
     paddd        xmm9, [rel pd_2146959362]
     paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
-    psubd        xmm10, [rsp + 192]
+    psubd        xmm10, [rsp + 128]
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm13, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1664] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1536
     pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 192], xmm4                   ; spill
+    movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm10
     pmuludq      xmm4, [rcx - 80]
     movshdup     xmm13, xmm13
@@ -29573,8 +29426,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm12, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm4, xmm2
+    pmulld       xmm13, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm13
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm7
@@ -29592,25 +29445,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm11, 204
     pmulld       xmm7, [rel pd_8388608]
     pmulld       xmm8, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm7, xmm12
     psubd        xmm8, xmm13
     movdqa       xmm4, [rsp + 224]                   ; reload
     movdqa       xmm11, xmm4                         ; layer 8
-    paddd        xmm11, [rsp]
-    movdqa       xmm12, [rsp + 128]                  ; reload
+    paddd        xmm11, [rsp + 160]
+    movdqa       xmm12, [rsp + 192]                  ; reload
     movdqa       xmm13, xmm12
-    paddd        xmm13, [rsp + 160]
+    paddd        xmm13, [rsp]
     paddd        xmm4, [rel pd_2146959362]
     paddd        xmm12, [rel pd_2146959362 + 16]
-    psubd        xmm4, [rsp]
-    psubd        xmm12, [rsp + 160]
-    movdqa       [rsp + 160], xmm8                   ; spill
+    psubd        xmm4, [rsp + 160]
+    psubd        xmm12, [rsp]
+    movdqa       [rsp], xmm8                         ; spill
     movshdup     xmm8, xmm4
-    movdqa       [rsp], xmm7                         ; spill
+    movdqa       [rsp + 160], xmm7                   ; spill
     movshdup     xmm7, xmm12
-    movdqa       [rsp + 128], xmm10                  ; spill
+    movdqa       [rsp + 192], xmm10                  ; spill
     movdqa       xmm10, xmm4
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1760] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1632
     pmuludq      xmm10, [rcx - 96]
@@ -29625,8 +29478,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm7, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm10, xmm2
-    pmulld       xmm9, xmm2
+    pmulld       xmm10, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm10
     psubd        xmm12, xmm9
     movshdup     xmm7, xmm11
@@ -29644,13 +29497,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm10, xmm8, 204
     pmulld       xmm11, [rel pd_8388608]
     pmulld       xmm13, [rel pd_8388608 + 16]
-    pmulld       xmm9, xmm2
-    pmulld       xmm10, xmm2
+    pmulld       xmm9, xmm0
+    pmulld       xmm10, xmm0
     psubd        xmm11, xmm9
     psubd        xmm13, xmm10
-    movdqa       xmm7, xmm0
+    movdqa       xmm7, xmm1
     psllq        xmm7, 32
-    movdqa       xmm8, xmm1
+    movdqa       xmm8, xmm2
     psllq        xmm8, 32
     movdqa       xmm9, xmm14
     pblendw      xmm9, xmm7, 204
@@ -29658,55 +29511,55 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm7, xmm8, 204
     psrlq        xmm14, 32
     psrlq        xmm15, 32
-    pblendw      xmm14, xmm0, 204
-    pblendw      xmm15, xmm1, 204
-    movdqa       xmm0, xmm5
-    psllq        xmm0, 32
+    pblendw      xmm14, xmm1, 204
+    pblendw      xmm15, xmm2, 204
+    movdqa       xmm1, xmm5
+    psllq        xmm1, 32
+    movdqa       xmm2, xmm6
+    psllq        xmm2, 32
+    movdqa       xmm8, xmm3
+    pblendw      xmm8, xmm1, 204
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm10, xmm1
+    pblendw      xmm10, xmm2, 204
+    psrlq        xmm3, 32
+    psrlq        xmm1, 32
+    pblendw      xmm3, xmm5, 204
+    pblendw      xmm1, xmm6, 204
+    movdqa       xmm2, [rsp + 224]                   ; reload
+    movdqa       xmm5, xmm2
+    psllq        xmm5, 32
+    movdqa       xmm6, [rsp + 192]                   ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
     movdqa       xmm1, xmm6
     psllq        xmm1, 32
-    movdqa       xmm8, xmm3
-    pblendw      xmm8, xmm0, 204
-    movdqa       xmm0, [rsp + 192]                   ; reload
-    movdqa       xmm10, xmm0
-    pblendw      xmm10, xmm1, 204
-    psrlq        xmm3, 32
-    psrlq        xmm0, 32
-    pblendw      xmm3, xmm5, 204
-    pblendw      xmm0, xmm6, 204
-    movdqa       xmm1, [rsp + 224]                   ; reload
-    movdqa       xmm5, xmm1
-    psllq        xmm5, 32
-    movdqa       xmm6, [rsp + 128]                   ; reload
-    movdqa       [rsp + 192], xmm0                   ; spill
-    movdqa       xmm0, xmm6
-    psllq        xmm0, 32
     movdqa       [rsp + 96], xmm10                   ; spill
-    movdqa       xmm10, [rsp]                        ; reload
+    movdqa       xmm10, [rsp + 160]                  ; reload
     movdqa       [rsp + 32], xmm3                    ; spill
     movdqa       xmm3, xmm10
     pblendw      xmm3, xmm5, 204
-    movdqa       xmm5, [rsp + 160]                   ; reload
+    movdqa       xmm5, [rsp]                         ; reload
     movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm5
-    pblendw      xmm3, xmm0, 204
+    pblendw      xmm3, xmm1, 204
     psrlq        xmm10, 32
     psrlq        xmm5, 32
-    pblendw      xmm10, xmm1, 204
+    pblendw      xmm10, xmm2, 204
     pblendw      xmm5, xmm6, 204
-    movdqa       xmm0, xmm4
-    psllq        xmm0, 32
-    movdqa       xmm1, xmm12
+    movdqa       xmm1, xmm4
     psllq        xmm1, 32
+    movdqa       xmm2, xmm12
+    psllq        xmm2, 32
     movdqa       xmm6, xmm11
-    pblendw      xmm6, xmm0, 204
-    movdqa       xmm0, xmm13
-    pblendw      xmm0, xmm1, 204
+    pblendw      xmm6, xmm1, 204
+    movdqa       xmm1, xmm13
+    pblendw      xmm1, xmm2, 204
     psrlq        xmm11, 32
     psrlq        xmm13, 32
     pblendw      xmm11, xmm4, 204
     pblendw      xmm13, xmm12, 204
-    movdqa       xmm1, xmm9                          ; layer 7
-    paddd        xmm1, xmm14
+    movdqa       xmm2, xmm9                          ; layer 7
+    paddd        xmm2, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
     paddd        xmm9, [rel pd_2146959362]
@@ -29718,92 +29571,410 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1856] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1728
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, xmm7
-    pmuludq      xmm4, [rcx - 80]
+    movdqa       [rsp + 192], xmm13                  ; spill
+    movdqa       xmm13, xmm7
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm4, xmm4
+    movshdup     xmm13, xmm13
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm12, 204
-    pblendw      xmm4, xmm14, 204
+    pblendw      xmm13, xmm14, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm7, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm4, xmm2
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm9, xmm15
-    psubd        xmm7, xmm4
-    movdqa       xmm4, xmm8                          ; layer 7
-    paddd        xmm4, [rsp + 32]
-    movdqa       xmm12, [rsp + 96]                   ; reload
-    movdqa       xmm14, xmm12
-    paddd        xmm14, [rsp + 192]
-    paddd        xmm8, [rel pd_2146959362]
-    paddd        xmm12, [rel pd_2146959362 + 16]
+    psubd        xmm7, xmm13
+    movdqa       xmm12, xmm2                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm12, [rcx - 128]
+    movdqa       xmm13, xmm4
+    psubd        xmm13, [rcx - 112]
+    pminud       xmm2, xmm12
+    pminud       xmm4, xmm13
+    movdqa       xmm12, xmm8                         ; layer 7
+    paddd        xmm12, [rsp + 32]
+    movdqa       xmm13, [rsp + 96]                   ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, [rsp + 128]
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
     psubd        xmm8, [rsp + 32]
-    psubd        xmm12, [rsp + 192]
+    psubd        xmm13, [rsp + 128]
     movshdup     xmm15, xmm8
-    movdqa       [rsp + 192], xmm14                  ; spill
-    movshdup     xmm14, xmm12
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movshdup     xmm7, xmm13
     movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm8
-    pmuludq      xmm4, [rcx - 32]
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 16]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1920] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1792
+    pmuludq      xmm4, [rcx - 96]
+    movdqa       [rsp + 96], xmm9                    ; spill
+    movdqa       xmm9, xmm13
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
-    movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 32]
-    pmuludq      xmm14, [rcx - 16]
+    movshdup     xmm9, xmm9
+    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm7, [rcx - 80]
     pblendw      xmm4, xmm15, 204
-    pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 64]
-    pmulld       xmm12, [rcx - 48]
-    pmulld       xmm4, xmm2
-    pmulld       xmm7, xmm2
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm4, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm8, xmm4
-    psubd        xmm12, xmm7
+    psubd        xmm13, xmm9
+    movdqa       xmm4, xmm12                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm4, [rcx - 128]
+    movdqa       xmm7, xmm14
+    psubd        xmm7, [rcx - 112]
+    pminud       xmm12, xmm4
+    pminud       xmm14, xmm7
     movdqa       xmm4, [rsp + 64]                    ; reload
     movdqa       xmm7, xmm4                          ; layer 7
     paddd        xmm7, xmm10
-    movdqa       xmm14, xmm3
-    paddd        xmm14, xmm5
-    paddd        xmm4, [rel pd_2146959362]
-    paddd        xmm3, [rel pd_2146959362 + 16]
+    movdqa       xmm9, xmm3
+    paddd        xmm9, xmm5
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx + 32]
-    movdqa       [rsp + 64], xmm14                   ; spill
-    movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx + 48]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 1984] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1856
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm3
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx + 32]
-    pmuludq      xmm10, [rcx + 48]
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm15, xmm5, 204
-    pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx]
-    pmulld       xmm3, [rcx + 16]
-    pmulld       xmm15, xmm2
-    pmulld       xmm14, xmm2
+    pblendw      xmm13, xmm10, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm4, xmm15
-    psubd        xmm3, xmm14
+    psubd        xmm3, xmm13
+    movdqa       xmm5, xmm7                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm10, xmm9
+    psubd        xmm10, [rcx - 112]
+    pminud       xmm7, xmm5
+    pminud       xmm9, xmm10
     movdqa       xmm5, xmm6                          ; layer 7
     paddd        xmm5, xmm11
-    movdqa       xmm10, xmm0
-    paddd        xmm10, xmm13
-    paddd        xmm6, [rel pd_2146959362]
-    paddd        xmm0, [rel pd_2146959362 + 16]
+    movdqa       xmm10, xmm1
+    paddd        xmm10, [rsp + 192]
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm6, xmm11
-    psubd        xmm0, xmm13
+    psubd        xmm1, [rsp + 192]
     movshdup     xmm11, xmm6
-    movshdup     xmm13, xmm0
-    movdqa       xmm14, xmm6
+    movshdup     xmm13, xmm1
+    movdqa       xmm15, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2048] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1920
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 192], xmm3                   ; spill
+    movdqa       xmm3, xmm1
+    pmuludq      xmm3, [rcx - 80]
+    movshdup     xmm15, xmm15
+    movshdup     xmm3, xmm3
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm15, xmm11, 204
+    pblendw      xmm3, xmm13, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm6, xmm15
+    psubd        xmm1, xmm3
+    movdqa       xmm3, xmm5                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm11, xmm10
+    psubd        xmm11, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm10, xmm11
+    movdqa       xmm3, xmm2
+    punpcklqdq   xmm3, [rsp + 96]
+    movdqa       xmm11, [rsp + 32]                   ; reload
+    movdqa       xmm13, xmm11
+    punpcklqdq   xmm13, [rsp + 128]
+    punpckhqdq   xmm2, [rsp + 96]
+    punpckhqdq   xmm11, [rsp + 128]
+    movdqa       xmm15, xmm12
+    punpcklqdq   xmm15, xmm8
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm14
+    punpcklqdq   xmm15, [rsp + 64]
+    punpckhqdq   xmm12, xmm8
+    punpckhqdq   xmm14, [rsp + 64]
+    movdqa       xmm8, xmm7
+    punpcklqdq   xmm8, xmm4
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm9
+    punpcklqdq   xmm8, [rsp + 192]
+    punpckhqdq   xmm7, xmm4
+    punpckhqdq   xmm9, [rsp + 192]
+    movdqa       xmm4, xmm5
+    punpcklqdq   xmm4, xmm6
+    movdqa       [rsp + 192], xmm4                   ; spill
+    movdqa       xmm4, xmm10
+    punpcklqdq   xmm4, xmm1
+    punpckhqdq   xmm5, xmm6
+    punpckhqdq   xmm10, xmm1
+    movdqa       xmm1, xmm3                          ; layer 6
+    paddd        xmm1, xmm2
+    movdqa       xmm6, xmm13
+    paddd        xmm6, xmm11
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm3, xmm2
+    psubd        xmm13, xmm11
+    movshdup     xmm2, xmm3
+    movshdup     xmm11, xmm13
+    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       xmm10, xmm3
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2112] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1984
+    pmuludq      xmm10, [rcx - 96]
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm13
+    pmuludq      xmm4, [rcx - 80]
+    movshdup     xmm10, xmm10
+    movshdup     xmm4, xmm4
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm10, xmm2, 204
+    pblendw      xmm4, xmm11, 204
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm10, xmm0
+    pmulld       xmm4, xmm0
+    psubd        xmm3, xmm10
+    psubd        xmm13, xmm4
+    movdqa       xmm2, xmm1                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm2, [rcx - 128]
+    movdqa       xmm4, xmm6
+    psubd        xmm4, [rcx - 112]
+    pminud       xmm1, xmm2
+    pminud       xmm6, xmm4
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm4, xmm2                          ; layer 6
+    paddd        xmm4, xmm12
+    movdqa       xmm10, xmm15
+    paddd        xmm10, xmm14
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm15, [rcx - 112]
+    psubd        xmm2, xmm12
+    psubd        xmm15, xmm14
+    movshdup     xmm11, xmm2
+    movshdup     xmm12, xmm15
+    movdqa       xmm14, xmm2
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2176] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2048
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm15
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm13, xmm13
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm14, xmm11, 204
+    pblendw      xmm13, xmm12, 204
+    pmulld       xmm2, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm2, xmm14
+    psubd        xmm15, xmm13
+    movdqa       xmm11, xmm4                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm12, xmm10
+    psubd        xmm12, [rcx - 112]
+    pminud       xmm4, xmm11
+    pminud       xmm10, xmm12
+    movdqa       xmm11, [rsp + 64]                   ; reload
+    movdqa       xmm12, xmm11                        ; layer 6
+    paddd        xmm12, xmm7
+    movdqa       xmm13, xmm8
+    paddd        xmm13, xmm9
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
+    psubd        xmm11, xmm7
+    psubd        xmm8, xmm9
+    movshdup     xmm7, xmm11
+    movshdup     xmm9, xmm8
+    movdqa       xmm14, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2240] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2112
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 64], xmm15                   ; spill
+    movdqa       xmm15, xmm8
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm15, xmm15
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
+    pblendw      xmm14, xmm7, 204
+    pblendw      xmm15, xmm9, 204
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm11, xmm14
+    psubd        xmm8, xmm15
+    movdqa       xmm7, xmm12                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm7, [rcx - 128]
+    movdqa       xmm9, xmm13
+    psubd        xmm9, [rcx - 112]
+    pminud       xmm12, xmm7
+    pminud       xmm13, xmm9
+    movdqa       xmm7, [rsp + 192]                   ; reload
+    movdqa       xmm9, xmm7                          ; layer 6
+    paddd        xmm9, xmm5
+    movdqa       xmm14, [rsp + 96]                   ; reload
+    movdqa       xmm15, xmm14
+    paddd        xmm15, [rsp + 32]
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm7, xmm5
+    psubd        xmm14, [rsp + 32]
+    movshdup     xmm5, xmm7
+    movdqa       [rsp + 32], xmm8                    ; spill
+    movshdup     xmm8, xmm14
+    movdqa       [rsp + 96], xmm11                   ; spill
+    movdqa       xmm11, xmm7
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2304] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2176
+    pmuludq      xmm11, [rcx - 96]
+    movdqa       [rsp + 192], xmm13                  ; spill
+    movdqa       xmm13, xmm14
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm11, xmm11
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
+    pblendw      xmm11, xmm5, 204
+    pblendw      xmm13, xmm8, 204
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm11, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm7, xmm11
+    psubd        xmm14, xmm13
+    movdqa       xmm5, xmm9                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm9, xmm5
+    pminud       xmm15, xmm8
+    movdqa       xmm5, xmm1                          ; layer 5
+    paddd        xmm5, xmm6
+    movdqa       xmm8, xmm3
+    paddd        xmm8, [rsp + 128]
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
+    psubd        xmm1, xmm6
+    psubd        xmm3, [rsp + 128]
+    movshdup     xmm6, xmm1
+    movshdup     xmm11, xmm3
+    movdqa       xmm13, xmm1
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2368] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2240
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm3
+    pmuludq      xmm8, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm8, xmm8
+    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm13, xmm6, 204
+    pblendw      xmm8, xmm11, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm3, xmm8
+    movdqa       xmm6, xmm4                          ; layer 5
+    paddd        xmm6, xmm10
+    movdqa       xmm8, xmm2
+    paddd        xmm8, [rsp + 64]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm10
+    psubd        xmm2, [rsp + 64]
+    movshdup     xmm10, xmm4
+    movshdup     xmm11, xmm2
+    movdqa       xmm13, xmm4
+    pmuludq      xmm13, [rcx - 32]
+    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       xmm3, xmm2
+    pmuludq      xmm3, [rcx - 16]
+    movshdup     xmm13, xmm13
+    movshdup     xmm3, xmm3
+    pmuludq      xmm10, [rcx - 32]
+    pmuludq      xmm11, [rcx - 16]
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm3, xmm11, 204
+    pmulld       xmm4, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
+    pmulld       xmm13, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm4, xmm13
+    psubd        xmm2, xmm3
+    movdqa       xmm3, xmm12                         ; layer 5
+    paddd        xmm3, [rsp + 192]
+    movdqa       xmm10, [rsp + 96]                   ; reload
+    movdqa       xmm11, xmm10
+    paddd        xmm11, [rsp + 32]
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, [rsp + 192]
+    psubd        xmm10, [rsp + 32]
+    movshdup     xmm13, xmm12
+    movdqa       [rsp + 32], xmm11                   ; spill
+    movshdup     xmm11, xmm10
+    movdqa       [rsp + 192], xmm3                   ; spill
+    movdqa       xmm3, xmm12
+    pmuludq      xmm3, [rcx + 32]
+    movdqa       [rsp + 96], xmm2                    ; spill
+    movdqa       xmm2, xmm10
+    pmuludq      xmm2, [rcx + 48]
+    movshdup     xmm3, xmm3
+    movshdup     xmm2, xmm2
+    pmuludq      xmm13, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
+    pblendw      xmm3, xmm13, 204
+    pblendw      xmm2, xmm11, 204
+    pmulld       xmm12, [rcx]
+    pmulld       xmm10, [rcx + 16]
+    pmulld       xmm3, xmm0
+    pmulld       xmm2, xmm0
+    psubd        xmm12, xmm3
+    psubd        xmm10, xmm2
+    movdqa       xmm2, xmm9                          ; layer 5
+    paddd        xmm2, xmm15
+    movdqa       xmm3, xmm7
+    paddd        xmm3, xmm14
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
+    psubd        xmm9, xmm15
+    psubd        xmm7, xmm14
+    movshdup     xmm11, xmm9
+    movshdup     xmm13, xmm7
+    movdqa       xmm14, xmm9
     pmuludq      xmm14, [rcx + 96]
-    movdqa       xmm15, xmm0
+    movdqa       xmm15, xmm7
     pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
@@ -29811,686 +29982,317 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx + 64]
-    pmulld       xmm0, [rcx + 80]
-    pmulld       xmm14, xmm2
-    pmulld       xmm15, xmm2
-    psubd        xmm6, xmm14
-    psubd        xmm0, xmm15
-    movdqa       xmm11, xmm1
-    punpcklqdq   xmm11, xmm9
+    pmulld       xmm9, [rcx + 64]
+    pmulld       xmm7, [rcx + 80]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm9, xmm14
+    psubd        xmm7, xmm15
+    movdqa       xmm11, xmm5                         ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
     movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
-    punpcklqdq   xmm14, [rsp + 96]
-    punpckhqdq   xmm1, xmm9
-    punpckhqdq   xmm13, [rsp + 96]
-    movdqa       xmm9, [rsp + 32]                    ; reload
-    movdqa       xmm15, xmm9
-    punpcklqdq   xmm15, xmm8
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, [rsp + 192]                  ; reload
-    movdqa       xmm2, xmm15
-    punpcklqdq   xmm2, xmm12
-    punpckhqdq   xmm9, xmm8
-    punpckhqdq   xmm15, xmm12
-    movdqa       xmm8, xmm7
-    punpcklqdq   xmm8, xmm4
-    movdqa       xmm12, [rsp + 64]                   ; reload
-    movdqa       [rsp + 192], xmm8                   ; spill
-    movdqa       xmm8, xmm12
-    punpcklqdq   xmm8, xmm3
-    punpckhqdq   xmm7, xmm4
-    punpckhqdq   xmm12, xmm3
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm6
-    movdqa       xmm4, xmm10
-    punpcklqdq   xmm4, xmm0
-    punpckhqdq   xmm5, xmm6
-    punpckhqdq   xmm10, xmm0
-    movdqa       xmm0, xmm11                         ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm14
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm11, xmm0
-    pminud       xmm14, xmm6
-    movdqa       xmm0, xmm1                          ; csub: before layer 6
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm13
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm1, xmm0
-    pminud       xmm13, xmm6
-    movdqa       xmm0, xmm11                         ; layer 6
-    paddd        xmm0, xmm1
-    movdqa       xmm6, xmm14
-    paddd        xmm6, xmm13
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
-    psubd        xmm11, xmm1
-    psubd        xmm14, xmm13
-    movshdup     xmm1, xmm11
-    movshdup     xmm13, xmm14
-    movdqa       [rsp + 64], xmm6                    ; spill
-    movdqa       xmm6, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2112] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 1984
-    pmuludq      xmm6, [rcx - 96]
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm14
-    pmuludq      xmm0, [rcx - 80]
-    movshdup     xmm6, xmm6
-    movshdup     xmm0, xmm0
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm6, xmm1, 204
-    pblendw      xmm0, xmm13, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    movdqu       xmm1, [rel pd_1073479681]           ; reload
-    pmulld       xmm6, xmm1
-    pmulld       xmm0, xmm1
-    psubd        xmm11, xmm6
-    psubd        xmm14, xmm0
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqa       xmm6, xmm0                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm2
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm6
-    pminud       xmm2, xmm13
-    movdqa       xmm6, xmm9                          ; csub: before layer 6
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm9, xmm6
-    pminud       xmm15, xmm13
-    movdqa       xmm6, xmm0                          ; layer 6
-    paddd        xmm6, xmm9
-    movdqa       xmm13, xmm2
-    paddd        xmm13, xmm15
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
-    psubd        xmm0, xmm9
-    psubd        xmm2, xmm15
-    movshdup     xmm9, xmm0
-    movshdup     xmm15, xmm2
-    movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2176] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2048
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 128], xmm6                   ; spill
-    movdqa       xmm6, xmm2
-    pmuludq      xmm6, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm9, 204
-    pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm2, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm6, xmm1
-    psubd        xmm0, xmm13
-    psubd        xmm2, xmm6
-    movdqa       xmm6, [rsp + 192]                   ; reload
-    movdqa       xmm9, xmm6                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm8
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm6, xmm9
-    pminud       xmm8, xmm13
-    movdqa       xmm9, xmm7                          ; csub: before layer 6
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm7, xmm9
-    pminud       xmm12, xmm13
-    movdqa       xmm9, xmm6                          ; layer 6
-    paddd        xmm9, xmm7
-    movdqa       xmm13, xmm8
-    paddd        xmm13, xmm12
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
-    psubd        xmm6, xmm7
-    psubd        xmm8, xmm12
-    movshdup     xmm7, xmm6
-    movshdup     xmm12, xmm8
-    movdqa       xmm15, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2240] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2112
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 192], xmm13                  ; spill
-    movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
-    pblendw      xmm15, xmm7, 204
-    pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm6, xmm15
-    psubd        xmm8, xmm13
-    movdqa       xmm7, xmm3                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm4
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm4, xmm12
-    movdqa       xmm7, xmm5                          ; csub: before layer 6
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm10
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm5, xmm7
-    pminud       xmm10, xmm12
-    movdqa       xmm7, xmm3                          ; layer 6
-    paddd        xmm7, xmm5
-    movdqa       xmm12, xmm4
-    paddd        xmm12, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm10
-    movshdup     xmm5, xmm3
-    movshdup     xmm10, xmm4
-    movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2304] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2176
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm13, xmm5, 204
-    pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm3, xmm13
-    psubd        xmm4, xmm15
-    movdqa       xmm5, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm5                         ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm10, [rcx - 128]
-    movdqa       xmm13, xmm11
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm5, xmm10
-    pminud       xmm11, xmm13
-    movdqa       xmm10, [rsp + 64]                   ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm15, xmm14
-    psubd        xmm15, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm14, xmm15
-    movdqa       xmm13, xmm5                         ; layer 5
-    paddd        xmm13, xmm10
-    movdqa       xmm15, xmm11
-    paddd        xmm15, xmm14
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
-    psubd        xmm5, xmm10
-    psubd        xmm11, xmm14
-    movshdup     xmm10, xmm5
-    movshdup     xmm14, xmm11
-    movdqa       [rsp + 64], xmm15                   ; spill
-    movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2368] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2240
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 32], xmm13                   ; spill
-    movdqa       xmm13, xmm11
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
-    pblendw      xmm15, xmm10, 204
-    pblendw      xmm13, xmm14, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm5, xmm15
-    psubd        xmm11, xmm13
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm14, xmm0
     psubd        xmm14, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm0, xmm14
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       xmm14, xmm13                        ; csub: before layer 5
-    psubd        xmm14, [rcx - 128]
-    movdqa       xmm15, xmm2
-    psubd        xmm15, [rcx - 112]
+    pminud       xmm5, xmm11
     pminud       xmm13, xmm14
-    pminud       xmm2, xmm15
-    movdqa       xmm14, xmm10                        ; layer 5
-    paddd        xmm14, xmm13
-    movdqa       xmm15, xmm0
-    paddd        xmm15, xmm2
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
-    psubd        xmm10, xmm13
-    psubd        xmm0, xmm2
-    movshdup     xmm2, xmm10
-    movshdup     xmm13, xmm0
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm10
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2432] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2304
-    pmuludq      xmm11, [rcx - 96]
-    movdqa       [rsp + 128], xmm5                   ; spill
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rcx - 80]
-    movshdup     xmm11, xmm11
-    movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm11, xmm2, 204
-    pblendw      xmm5, xmm13, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
-    pmulld       xmm11, xmm1
-    pmulld       xmm5, xmm1
-    psubd        xmm10, xmm11
-    psubd        xmm0, xmm5
-    movdqa       xmm2, xmm9                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm2, [rcx - 128]
-    movdqa       xmm5, xmm6
-    psubd        xmm5, [rcx - 112]
-    pminud       xmm9, xmm2
-    pminud       xmm6, xmm5
-    movdqa       xmm2, [rsp + 192]                   ; reload
-    movdqa       xmm5, xmm2                          ; csub: before layer 5
-    psubd        xmm5, [rcx - 128]
-    movdqa       xmm11, xmm8
-    psubd        xmm11, [rcx - 112]
-    pminud       xmm2, xmm5
-    pminud       xmm8, xmm11
-    movdqa       xmm5, xmm9                          ; layer 5
-    paddd        xmm5, xmm2
-    movdqa       xmm11, xmm6
-    paddd        xmm11, xmm8
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
-    psubd        xmm9, xmm2
-    psubd        xmm6, xmm8
-    movshdup     xmm2, xmm9
-    movshdup     xmm8, xmm6
-    movdqa       xmm13, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2496] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2368
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 192], xmm11                  ; spill
-    movdqa       xmm11, xmm6
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm13, xmm2, 204
-    pblendw      xmm11, xmm8, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm11, xmm1
-    psubd        xmm9, xmm13
-    psubd        xmm6, xmm11
-    movdqa       xmm2, xmm7                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm2, [rcx - 128]
-    movdqa       xmm8, xmm3
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm7, xmm2
-    pminud       xmm3, xmm8
-    movdqa       xmm2, xmm12                         ; csub: before layer 5
-    psubd        xmm2, [rcx - 128]
-    movdqa       xmm8, xmm4
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm12, xmm2
-    pminud       xmm4, xmm8
-    movdqa       xmm2, xmm7                          ; layer 5
-    paddd        xmm2, xmm12
-    movdqa       xmm8, xmm3
-    paddd        xmm8, xmm4
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm4
-    movshdup     xmm4, xmm7
-    movshdup     xmm11, xmm3
-    movdqa       xmm12, xmm7
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2560] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2432
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
-    pblendw      xmm12, xmm4, 204
-    pblendw      xmm13, xmm11, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm13
-    movdqa       xmm4, [rsp + 32]                    ; reload
-    movdqa       xmm11, xmm4                         ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    movdqa       xmm11, xmm6                         ; csub: before layer 4
     psubd        xmm11, [rcx - 128]
-    movdqa       xmm12, [rsp + 64]                   ; reload
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm4, xmm11
-    pminud       xmm12, xmm13
-    movdqa       xmm11, xmm14                        ; csub: before layer 4
-    psubd        xmm11, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm14, xmm11
-    pminud       xmm15, xmm13
-    movdqa       xmm11, xmm4                         ; layer 4
-    paddd        xmm11, xmm14
-    movdqa       xmm13, xmm12
-    paddd        xmm13, xmm15
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm4, xmm14
-    psubd        xmm12, xmm15
-    movshdup     xmm14, xmm4
-    movshdup     xmm15, xmm12
-    movdqa       [rsp + 64], xmm13                   ; spill
-    movdqa       xmm13, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2624] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2496
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm12
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm14, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm14, 204
-    pblendw      xmm11, xmm15, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm11, xmm1
-    psubd        xmm4, xmm13
-    psubd        xmm12, xmm11
-    movdqa       xmm11, [rsp + 128]                  ; reload
-    movdqa       xmm13, xmm11                        ; layer 4
-    paddd        xmm13, xmm10
-    movdqa       xmm14, [rsp + 96]                   ; reload
-    movdqa       xmm15, xmm14
-    paddd        xmm15, xmm0
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm14, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm10
-    psubd        xmm14, xmm0
-    movshdup     xmm0, xmm11
-    movshdup     xmm10, xmm14
-    movdqa       [rsp + 96], xmm12                   ; spill
-    movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 128], xmm4                   ; spill
-    movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm4, xmm4
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm12, xmm0, 204
-    pblendw      xmm4, xmm10, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm4, xmm1
-    psubd        xmm11, xmm12
-    psubd        xmm14, xmm4
-    movdqa       xmm0, xmm5                          ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm4, [rsp + 192]                   ; reload
-    movdqa       xmm10, xmm4
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm5, xmm0
-    pminud       xmm4, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 4
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm10, xmm8
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm2, xmm0
-    pminud       xmm8, xmm10
-    movdqa       xmm0, xmm5                          ; layer 4
-    paddd        xmm0, xmm2
-    movdqa       xmm10, xmm4
-    paddd        xmm10, xmm8
+    movdqa       xmm14, xmm8
+    psubd        xmm14, [rcx - 112]
+    pminud       xmm6, xmm11
+    pminud       xmm8, xmm14
+    movdqa       xmm11, xmm5                         ; layer 4
+    paddd        xmm11, xmm6
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm8
     paddd        xmm5, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm5, xmm2
-    psubd        xmm4, xmm8
-    movshdup     xmm2, xmm5
-    movshdup     xmm8, xmm4
-    movdqa       xmm12, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2688] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2560
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 192], xmm14                  ; spill
-    movdqa       xmm14, xmm4
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm5, xmm6
+    psubd        xmm13, xmm8
+    movshdup     xmm6, xmm5
+    movshdup     xmm8, xmm13
+    movdqa       xmm15, xmm5
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2624] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2496
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm13
     pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
+    movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm6, [rcx - 96]
     pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm12, xmm2, 204
+    pblendw      xmm15, xmm6, 204
     pblendw      xmm14, xmm8, 204
     pmulld       xmm5, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm5, xmm12
-    psubd        xmm4, xmm14
-    movdqa       xmm2, xmm9                          ; layer 4
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm14, xmm0
+    psubd        xmm5, xmm15
+    psubd        xmm13, xmm14
+    movdqa       xmm6, xmm1                          ; layer 4
+    paddd        xmm6, xmm4
+    movdqa       xmm8, [rsp + 64]                    ; reload
+    movdqa       xmm14, xmm8
+    paddd        xmm14, [rsp + 96]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm8, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm8, [rsp + 96]
+    movshdup     xmm4, xmm1
+    movshdup     xmm15, xmm8
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, xmm1
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 64], xmm5                    ; spill
+    movdqa       xmm5, xmm8
+    pmuludq      xmm5, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm5, xmm5
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
+    pblendw      xmm13, xmm4, 204
+    pblendw      xmm5, xmm15, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm5, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm8, xmm5
+    movdqa       xmm4, [rsp + 192]                   ; reload
+    movdqa       xmm5, xmm4                          ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       xmm15, xmm13
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm4, xmm5
+    pminud       xmm13, xmm15
+    movdqa       xmm5, xmm2                          ; csub: before layer 4
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm15, xmm3
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm2, xmm5
+    pminud       xmm3, xmm15
+    movdqa       xmm5, xmm4                          ; layer 4
+    paddd        xmm5, xmm2
+    movdqa       xmm15, xmm13
+    paddd        xmm15, xmm3
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm4, xmm2
+    psubd        xmm13, xmm3
+    movshdup     xmm2, xmm4
+    movshdup     xmm3, xmm13
+    movdqa       [rsp + 32], xmm8                    ; spill
+    movdqa       xmm8, xmm4
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2688] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2560
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       [rsp + 192], xmm1                   ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm1, xmm1
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm3, [rcx - 80]
+    pblendw      xmm8, xmm2, 204
+    pblendw      xmm1, xmm3, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm8, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm8
+    psubd        xmm13, xmm1
+    movdqa       xmm1, xmm12                         ; layer 4
+    paddd        xmm1, xmm9
+    movdqa       xmm2, xmm10
     paddd        xmm2, xmm7
-    movdqa       xmm8, xmm6
-    paddd        xmm8, xmm3
-    paddd        xmm9, [rel pd_2146959362]
-    paddd        xmm6, [rel pd_2146959362 + 16]
-    psubd        xmm9, xmm7
-    psubd        xmm6, xmm3
-    movshdup     xmm3, xmm9
-    movshdup     xmm7, xmm6
-    movdqa       xmm12, xmm9
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm14, xmm14
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, xmm9
+    psubd        xmm10, xmm7
+    movshdup     xmm3, xmm12
+    movshdup     xmm7, xmm10
+    movdqa       xmm8, xmm12
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       xmm9, xmm10
+    pmuludq      xmm9, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm9, xmm9
     pmuludq      xmm3, [rcx - 96]
     pmuludq      xmm7, [rcx - 80]
-    pblendw      xmm12, xmm3, 204
-    pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm9, xmm12
-    psubd        xmm6, xmm14
-    movdqa       xmm3, [rsp + 32]                    ; reload
-    movdqa       xmm7, xmm3                          ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, [rsp + 64]                   ; reload
-    movdqa       xmm14, xmm12
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm12, xmm14
-    movdqa       xmm7, xmm0                          ; csub: before layer 3
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm10
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm0, xmm7
-    pminud       xmm10, xmm14
-    movdqa       xmm7, xmm3                          ; layer 3
-    paddd        xmm7, xmm0
-    movdqa       xmm14, xmm12
-    paddd        xmm14, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm3, xmm0
-    psubd        xmm12, xmm10
-    movshdup     xmm0, xmm3
-    movshdup     xmm10, xmm12
-    movdqa       [rsp + 64], xmm14                   ; spill
-    movdqa       xmm14, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2624
-    pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp + 32], xmm7                    ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
-    movshdup     xmm14, xmm14
-    movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm14, xmm0, 204
-    pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm7, xmm1
-    psubd        xmm3, xmm14
-    psubd        xmm12, xmm7
-    movdqa       xmm0, xmm13                         ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm15
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm13, xmm0
-    pminud       xmm15, xmm7
-    movdqa       xmm0, xmm2                          ; csub: before layer 3
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm8
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm2, xmm0
-    pminud       xmm8, xmm7
-    movdqa       xmm0, xmm13                         ; layer 3
-    paddd        xmm0, xmm2
-    movdqa       xmm7, xmm15
-    paddd        xmm7, xmm8
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm15, [rcx - 112]
-    psubd        xmm13, xmm2
-    psubd        xmm15, xmm8
-    movshdup     xmm2, xmm13
-    movshdup     xmm8, xmm15
-    movdqa       xmm10, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2624
-    pmuludq      xmm10, [rcx - 96]
-    movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm10, xmm10
-    movshdup     xmm14, xmm14
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm10, xmm2, 204
-    pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
-    pmulld       xmm10, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm13, xmm10
-    psubd        xmm15, xmm14
-    movdqa       xmm2, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm2                          ; layer 3
-    paddd        xmm8, xmm5
-    movdqa       xmm10, [rsp + 96]                   ; reload
-    movdqa       xmm14, xmm10
-    paddd        xmm14, xmm4
-    paddd        xmm2, [rel pd_2146959362]
-    paddd        xmm10, [rel pd_2146959362 + 16]
-    psubd        xmm2, xmm5
-    psubd        xmm10, xmm4
-    movshdup     xmm4, xmm2
-    movshdup     xmm5, xmm10
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm2
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm5, [rcx - 80]
-    pblendw      xmm15, xmm4, 204
-    pblendw      xmm13, xmm5, 204
-    pmulld       xmm2, [rcx - 128]
+    pblendw      xmm8, xmm3, 204
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm12, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm2, xmm15
-    psubd        xmm10, xmm13
-    movdqa       xmm4, xmm11                         ; layer 3
-    paddd        xmm4, xmm9
-    movdqa       xmm5, [rsp + 192]                   ; reload
-    movdqa       xmm13, xmm5
-    paddd        xmm13, xmm6
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm5, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm9
-    psubd        xmm5, xmm6
-    movshdup     xmm6, xmm11
-    movshdup     xmm9, xmm5
+    pmulld       xmm8, xmm0
+    pmulld       xmm9, xmm0
+    psubd        xmm12, xmm8
+    psubd        xmm10, xmm9
+    movdqa       xmm3, xmm11                         ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm7, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm7
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm11, xmm3
+    pminud       xmm7, xmm8
+    movdqa       xmm3, xmm5                          ; csub: before layer 3
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm15, xmm8
+    movdqa       xmm3, xmm11                         ; layer 3
+    paddd        xmm3, xmm5
+    movdqa       xmm8, xmm7
+    paddd        xmm8, xmm15
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
+    psubd        xmm11, xmm5
+    psubd        xmm7, xmm15
+    movshdup     xmm5, xmm11
+    movshdup     xmm9, xmm7
     movdqa       xmm15, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2624
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 192], xmm10                  ; spill
-    movdqa       xmm10, xmm5
-    pmuludq      xmm10, [rcx - 80]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm7
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rcx - 96]
+    movshdup     xmm8, xmm8
+    pmuludq      xmm5, [rcx - 96]
     pmuludq      xmm9, [rcx - 80]
-    pblendw      xmm15, xmm6, 204
-    pblendw      xmm10, xmm9, 204
+    pblendw      xmm15, xmm5, 204
+    pblendw      xmm8, xmm9, 204
     pmulld       xmm11, [rcx - 128]
-    pmulld       xmm5, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm10, xmm1
+    pmulld       xmm7, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm8, xmm0
     psubd        xmm11, xmm15
-    psubd        xmm5, xmm10
-    movdqa       xmm6, [rsp + 32]                    ; reload
-    movdqu       [rdi + 256], xmm6
-    movdqa       xmm6, [rsp + 64]                    ; reload
-    movdqu       [rdi + 272], xmm6
-    movdqu       [rdi + 288], xmm0
-    movdqu       [rdi + 304], xmm7
-    movdqu       [rdi + 320], xmm8
-    movdqu       [rdi + 336], xmm14
-    movdqu       [rdi + 352], xmm4
-    movdqu       [rdi + 368], xmm13
-    movdqu       [rdi + 384], xmm3
-    movdqu       [rdi + 400], xmm12
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqu       [rdi + 416], xmm0
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqu       [rdi + 432], xmm0
-    movdqu       [rdi + 448], xmm2
-    movdqa       xmm0, [rsp + 192]                   ; reload
-    movdqu       [rdi + 464], xmm0
-    movdqu       [rdi + 480], xmm11
-    movdqu       [rdi + 496], xmm5
-    movdqu       xmm0, [rdi + 512]
+    psubd        xmm7, xmm8
+    movdqa       xmm5, xmm6                          ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm14
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm6, xmm5
+    pminud       xmm14, xmm8
+    movdqa       xmm5, xmm1                          ; csub: before layer 3
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm2
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm1, xmm5
+    pminud       xmm2, xmm8
+    movdqa       xmm5, xmm6                          ; layer 3
+    paddd        xmm5, xmm1
+    movdqa       xmm8, xmm14
+    paddd        xmm8, xmm2
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm6, xmm1
+    psubd        xmm14, xmm2
+    movshdup     xmm1, xmm6
+    movshdup     xmm2, xmm14
+    movdqa       xmm9, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 2752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2624
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       xmm15, xmm14
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm15, xmm15
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm2, [rcx - 80]
+    pblendw      xmm9, xmm1, 204
+    pblendw      xmm15, xmm2, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm6, xmm9
+    psubd        xmm14, xmm15
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       xmm2, xmm1                          ; layer 3
+    paddd        xmm2, xmm4
+    movdqa       xmm9, [rsp + 96]                    ; reload
+    movdqa       xmm15, xmm9
+    paddd        xmm15, xmm13
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm9, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm9, xmm13
+    movshdup     xmm4, xmm1
+    movshdup     xmm13, xmm9
+    movdqa       [rsp + 96], xmm14                   ; spill
+    movdqa       xmm14, xmm1
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 64], xmm6                    ; spill
+    movdqa       xmm6, xmm9
+    pmuludq      xmm6, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm6, xmm6
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm14, xmm4, 204
+    pblendw      xmm6, xmm13, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm6, xmm0
+    psubd        xmm1, xmm14
+    psubd        xmm9, xmm6
+    movdqa       xmm4, [rsp + 192]                   ; reload
+    movdqa       xmm6, xmm4                          ; layer 3
+    paddd        xmm6, xmm12
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm10
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm13, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm12
+    psubd        xmm13, xmm10
+    movshdup     xmm10, xmm4
+    movshdup     xmm12, xmm13
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm4
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       [rsp + 192], xmm1                   ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm1, xmm1
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm9, xmm10, 204
+    pblendw      xmm1, xmm12, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm9
+    psubd        xmm13, xmm1
+    movdqu       [rdi + 256], xmm3
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqu       [rdi + 272], xmm1
+    movdqu       [rdi + 288], xmm5
+    movdqu       [rdi + 304], xmm8
+    movdqu       [rdi + 320], xmm2
+    movdqu       [rdi + 336], xmm15
+    movdqu       [rdi + 352], xmm6
+    movdqu       [rdi + 368], xmm14
+    movdqu       [rdi + 384], xmm11
+    movdqu       [rdi + 400], xmm7
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 416], xmm1
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqu       [rdi + 432], xmm1
+    movdqa       xmm1, [rsp + 192]                   ; reload
+    movdqu       [rdi + 448], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 464], xmm1
+    movdqu       [rdi + 480], xmm4
+    movdqu       [rdi + 496], xmm13
+    movdqu       xmm1, [rdi + 512]
     movdqu       xmm2, [rdi + 528]
     movdqu       xmm3, [rdi + 544]
     movdqu       xmm4, [rdi + 560]
@@ -30505,24 +30307,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 704]
     movdqu       xmm14, [rdi + 720]
     movdqu       xmm15, [rdi + 736]
-    movdqa       [rsp + 192], xmm14                  ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqu       xmm14, [rdi + 752]
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 8
+    movdqa       [rsp + 192], xmm14                  ; spill
+    movdqa       xmm14, xmm1                         ; layer 8
     paddd        xmm14, xmm3
-    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm3
+    psubd        xmm1, xmm3
     psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
+    movshdup     xmm3, xmm1
     movshdup     xmm4, xmm2
     movdqa       [rsp + 64], xmm13                   ; spill
-    movdqa       xmm13, xmm0
+    movdqa       xmm13, xmm1
     pmuludq      xmm13, [rcx - 32]
-    movdqa       [rsp + 32], xmm12                   ; spill
+    movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm2
     pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
@@ -30531,11 +30333,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm1, [rcx - 64]
     pmulld       xmm2, [rcx - 48]
-    pmulld       xmm13, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm0, xmm13
+    pmulld       xmm13, xmm0
+    pmulld       xmm12, xmm0
+    psubd        xmm1, xmm13
     psubd        xmm2, xmm12
     movshdup     xmm3, xmm14
     movshdup     xmm4, xmm15
@@ -30552,8 +30354,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm4, 204
     pmulld       xmm14, [rel pd_8388608]
     pmulld       xmm15, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm14, xmm12
     psubd        xmm15, xmm13
     movdqa       xmm3, xmm5                          ; layer 8
@@ -30579,8 +30381,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm5, [rcx - 128]
     pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm5, xmm12
     psubd        xmm6, xmm13
     movshdup     xmm7, xmm3
@@ -30598,24 +30400,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm3, [rel pd_8388608]
     pmulld       xmm4, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm3, xmm12
     psubd        xmm4, xmm13
     movdqa       xmm7, xmm9                          ; layer 8
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
-    paddd        xmm8, [rsp + 32]
+    paddd        xmm8, [rsp + 128]
     paddd        xmm9, [rel pd_2146959362]
     paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
-    psubd        xmm10, [rsp + 32]
+    psubd        xmm10, [rsp + 128]
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm13, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3008] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2880
     pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm10
     pmuludq      xmm4, [rcx - 80]
     movshdup     xmm13, xmm13
@@ -30626,8 +30428,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm12, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm4, xmm1
+    pmulld       xmm13, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm13
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm7
@@ -30645,25 +30447,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm11, 204
     pmulld       xmm7, [rel pd_8388608]
     pmulld       xmm8, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm7, xmm12
     psubd        xmm8, xmm13
     movdqa       xmm4, [rsp + 64]                    ; reload
     movdqa       xmm11, xmm4                         ; layer 8
-    paddd        xmm11, [rsp + 128]
-    movdqa       xmm12, [rsp + 192]                  ; reload
+    paddd        xmm11, [rsp + 96]
+    movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm13, xmm12
-    paddd        xmm13, [rsp + 96]
+    paddd        xmm13, [rsp + 192]
     paddd        xmm4, [rel pd_2146959362]
     paddd        xmm12, [rel pd_2146959362 + 16]
-    psubd        xmm4, [rsp + 128]
-    psubd        xmm12, [rsp + 96]
-    movdqa       [rsp + 96], xmm8                    ; spill
+    psubd        xmm4, [rsp + 96]
+    psubd        xmm12, [rsp + 192]
+    movdqa       [rsp + 192], xmm8                   ; spill
     movshdup     xmm8, xmm4
-    movdqa       [rsp + 128], xmm7                   ; spill
+    movdqa       [rsp + 96], xmm7                    ; spill
     movshdup     xmm7, xmm12
-    movdqa       [rsp + 192], xmm10                  ; spill
+    movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm4
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3104] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 2976
     pmuludq      xmm10, [rcx - 96]
@@ -30678,8 +30480,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm7, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm10, xmm1
-    pmulld       xmm9, xmm1
+    pmulld       xmm10, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm10
     psubd        xmm12, xmm9
     movshdup     xmm7, xmm11
@@ -30697,11 +30499,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm10, xmm8, 204
     pmulld       xmm11, [rel pd_8388608]
     pmulld       xmm13, [rel pd_8388608 + 16]
-    pmulld       xmm9, xmm1
-    pmulld       xmm10, xmm1
+    pmulld       xmm9, xmm0
+    pmulld       xmm10, xmm0
     psubd        xmm11, xmm9
     psubd        xmm13, xmm10
-    movdqa       xmm7, xmm0
+    movdqa       xmm7, xmm1
     psllq        xmm7, 32
     movdqa       xmm8, xmm2
     psllq        xmm8, 32
@@ -30711,49 +30513,49 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm7, xmm8, 204
     psrlq        xmm14, 32
     psrlq        xmm15, 32
-    pblendw      xmm14, xmm0, 204
+    pblendw      xmm14, xmm1, 204
     pblendw      xmm15, xmm2, 204
-    movdqa       xmm0, xmm5
-    psllq        xmm0, 32
+    movdqa       xmm1, xmm5
+    psllq        xmm1, 32
     movdqa       xmm2, xmm6
     psllq        xmm2, 32
     movdqa       xmm8, xmm3
-    pblendw      xmm8, xmm0, 204
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm0
+    pblendw      xmm8, xmm1, 204
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm10, xmm1
     pblendw      xmm10, xmm2, 204
     psrlq        xmm3, 32
-    psrlq        xmm0, 32
+    psrlq        xmm1, 32
     pblendw      xmm3, xmm5, 204
-    pblendw      xmm0, xmm6, 204
+    pblendw      xmm1, xmm6, 204
     movdqa       xmm2, [rsp + 64]                    ; reload
     movdqa       xmm5, xmm2
     psllq        xmm5, 32
-    movdqa       xmm6, [rsp + 192]                   ; reload
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm6
-    psllq        xmm0, 32
+    movdqa       xmm6, [rsp + 32]                    ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm6
+    psllq        xmm1, 32
     movdqa       [rsp + 224], xmm10                  ; spill
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqa       xmm10, [rsp + 96]                   ; reload
+    movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm10
     pblendw      xmm3, xmm5, 204
-    movdqa       xmm5, [rsp + 96]                    ; reload
-    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm5, [rsp + 192]                   ; reload
+    movdqa       [rsp + 160], xmm3                   ; spill
     movdqa       xmm3, xmm5
-    pblendw      xmm3, xmm0, 204
+    pblendw      xmm3, xmm1, 204
     psrlq        xmm10, 32
     psrlq        xmm5, 32
     pblendw      xmm10, xmm2, 204
     pblendw      xmm5, xmm6, 204
-    movdqa       xmm0, xmm4
-    psllq        xmm0, 32
+    movdqa       xmm1, xmm4
+    psllq        xmm1, 32
     movdqa       xmm2, xmm12
     psllq        xmm2, 32
     movdqa       xmm6, xmm11
-    pblendw      xmm6, xmm0, 204
-    movdqa       xmm0, xmm13
-    pblendw      xmm0, xmm2, 204
+    pblendw      xmm6, xmm1, 204
+    movdqa       xmm1, xmm13
+    pblendw      xmm1, xmm2, 204
     psrlq        xmm11, 32
     psrlq        xmm13, 32
     pblendw      xmm11, xmm4, 204
@@ -30771,92 +30573,410 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3072
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 192], xmm4                   ; spill
-    movdqa       xmm4, xmm7
-    pmuludq      xmm4, [rcx - 80]
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, xmm7
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm4, xmm4
+    movshdup     xmm13, xmm13
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm12, 204
-    pblendw      xmm4, xmm14, 204
+    pblendw      xmm13, xmm14, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm7, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm4, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm9, xmm15
-    psubd        xmm7, xmm4
-    movdqa       xmm4, xmm8                          ; layer 7
-    paddd        xmm4, [rsp + 160]
-    movdqa       xmm12, [rsp + 224]                  ; reload
-    movdqa       xmm14, xmm12
-    paddd        xmm14, [rsp + 32]
-    paddd        xmm8, [rel pd_2146959362]
-    paddd        xmm12, [rel pd_2146959362 + 16]
-    psubd        xmm8, [rsp + 160]
-    psubd        xmm12, [rsp + 32]
+    psubd        xmm7, xmm13
+    movdqa       xmm12, xmm2                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm12, [rcx - 128]
+    movdqa       xmm13, xmm4
+    psubd        xmm13, [rcx - 112]
+    pminud       xmm2, xmm12
+    pminud       xmm4, xmm13
+    movdqa       xmm12, xmm8                         ; layer 7
+    paddd        xmm12, [rsp]
+    movdqa       xmm13, [rsp + 224]                  ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, [rsp + 128]
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm8, [rsp]
+    psubd        xmm13, [rsp + 128]
     movshdup     xmm15, xmm8
-    movdqa       [rsp + 32], xmm14                   ; spill
-    movshdup     xmm14, xmm12
-    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movshdup     xmm7, xmm13
+    movdqa       [rsp], xmm4                         ; spill
     movdqa       xmm4, xmm8
-    pmuludq      xmm4, [rcx - 32]
-    movdqa       [rsp + 224], xmm7                   ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 16]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3136
+    pmuludq      xmm4, [rcx - 96]
+    movdqa       [rsp + 224], xmm9                   ; spill
+    movdqa       xmm9, xmm13
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
-    movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 32]
-    pmuludq      xmm14, [rcx - 16]
+    movshdup     xmm9, xmm9
+    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm7, [rcx - 80]
     pblendw      xmm4, xmm15, 204
-    pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 64]
-    pmulld       xmm12, [rcx - 48]
-    pmulld       xmm4, xmm1
-    pmulld       xmm7, xmm1
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm4, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm8, xmm4
-    psubd        xmm12, xmm7
-    movdqa       xmm4, [rsp]                         ; reload
+    psubd        xmm13, xmm9
+    movdqa       xmm4, xmm12                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm4, [rcx - 128]
+    movdqa       xmm7, xmm14
+    psubd        xmm7, [rcx - 112]
+    pminud       xmm12, xmm4
+    pminud       xmm14, xmm7
+    movdqa       xmm4, [rsp + 160]                   ; reload
     movdqa       xmm7, xmm4                          ; layer 7
     paddd        xmm7, xmm10
-    movdqa       xmm14, xmm3
-    paddd        xmm14, xmm5
-    paddd        xmm4, [rel pd_2146959362]
-    paddd        xmm3, [rel pd_2146959362 + 16]
+    movdqa       xmm9, xmm3
+    paddd        xmm9, xmm5
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx + 32]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx + 48]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3328] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3200
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 160], xmm13                  ; spill
+    movdqa       xmm13, xmm3
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx + 32]
-    pmuludq      xmm10, [rcx + 48]
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm15, xmm5, 204
-    pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx]
-    pmulld       xmm3, [rcx + 16]
-    pmulld       xmm15, xmm1
-    pmulld       xmm14, xmm1
+    pblendw      xmm13, xmm10, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm4, xmm15
-    psubd        xmm3, xmm14
+    psubd        xmm3, xmm13
+    movdqa       xmm5, xmm7                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm10, xmm9
+    psubd        xmm10, [rcx - 112]
+    pminud       xmm7, xmm5
+    pminud       xmm9, xmm10
     movdqa       xmm5, xmm6                          ; layer 7
     paddd        xmm5, xmm11
-    movdqa       xmm10, xmm0
-    paddd        xmm10, xmm13
-    paddd        xmm6, [rel pd_2146959362]
-    paddd        xmm0, [rel pd_2146959362 + 16]
+    movdqa       xmm10, xmm1
+    paddd        xmm10, [rsp + 32]
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm6, xmm11
-    psubd        xmm0, xmm13
+    psubd        xmm1, [rsp + 32]
     movshdup     xmm11, xmm6
-    movshdup     xmm13, xmm0
-    movdqa       xmm14, xmm6
+    movshdup     xmm13, xmm1
+    movdqa       xmm15, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3392] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3264
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqa       xmm3, xmm1
+    pmuludq      xmm3, [rcx - 80]
+    movshdup     xmm15, xmm15
+    movshdup     xmm3, xmm3
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm15, xmm11, 204
+    pblendw      xmm3, xmm13, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm6, xmm15
+    psubd        xmm1, xmm3
+    movdqa       xmm3, xmm5                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm11, xmm10
+    psubd        xmm11, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm10, xmm11
+    movdqa       xmm3, xmm2
+    punpcklqdq   xmm3, [rsp + 224]
+    movdqa       xmm11, [rsp]                        ; reload
+    movdqa       xmm13, xmm11
+    punpcklqdq   xmm13, [rsp + 128]
+    punpckhqdq   xmm2, [rsp + 224]
+    punpckhqdq   xmm11, [rsp + 128]
+    movdqa       xmm15, xmm12
+    punpcklqdq   xmm15, xmm8
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm14
+    punpcklqdq   xmm15, [rsp + 160]
+    punpckhqdq   xmm12, xmm8
+    punpckhqdq   xmm14, [rsp + 160]
+    movdqa       xmm8, xmm7
+    punpcklqdq   xmm8, xmm4
+    movdqa       [rsp + 160], xmm8                   ; spill
+    movdqa       xmm8, xmm9
+    punpcklqdq   xmm8, [rsp + 32]
+    punpckhqdq   xmm7, xmm4
+    punpckhqdq   xmm9, [rsp + 32]
+    movdqa       xmm4, xmm5
+    punpcklqdq   xmm4, xmm6
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       xmm4, xmm10
+    punpcklqdq   xmm4, xmm1
+    punpckhqdq   xmm5, xmm6
+    punpckhqdq   xmm10, xmm1
+    movdqa       xmm1, xmm3                          ; layer 6
+    paddd        xmm1, xmm2
+    movdqa       xmm6, xmm13
+    paddd        xmm6, xmm11
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm3, xmm2
+    psubd        xmm13, xmm11
+    movshdup     xmm2, xmm3
+    movshdup     xmm11, xmm13
+    movdqa       [rsp], xmm10                        ; spill
+    movdqa       xmm10, xmm3
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3456] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3328
+    pmuludq      xmm10, [rcx - 96]
+    movdqa       [rsp + 224], xmm4                   ; spill
+    movdqa       xmm4, xmm13
+    pmuludq      xmm4, [rcx - 80]
+    movshdup     xmm10, xmm10
+    movshdup     xmm4, xmm4
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm10, xmm2, 204
+    pblendw      xmm4, xmm11, 204
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm10, xmm0
+    pmulld       xmm4, xmm0
+    psubd        xmm3, xmm10
+    psubd        xmm13, xmm4
+    movdqa       xmm2, xmm1                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm2, [rcx - 128]
+    movdqa       xmm4, xmm6
+    psubd        xmm4, [rcx - 112]
+    pminud       xmm1, xmm2
+    pminud       xmm6, xmm4
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm4, xmm2                          ; layer 6
+    paddd        xmm4, xmm12
+    movdqa       xmm10, xmm15
+    paddd        xmm10, xmm14
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm15, [rcx - 112]
+    psubd        xmm2, xmm12
+    psubd        xmm15, xmm14
+    movshdup     xmm11, xmm2
+    movshdup     xmm12, xmm15
+    movdqa       xmm14, xmm2
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3520] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3392
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm15
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm13, xmm13
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm14, xmm11, 204
+    pblendw      xmm13, xmm12, 204
+    pmulld       xmm2, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm2, xmm14
+    psubd        xmm15, xmm13
+    movdqa       xmm11, xmm4                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm12, xmm10
+    psubd        xmm12, [rcx - 112]
+    pminud       xmm4, xmm11
+    pminud       xmm10, xmm12
+    movdqa       xmm11, [rsp + 160]                  ; reload
+    movdqa       xmm12, xmm11                        ; layer 6
+    paddd        xmm12, xmm7
+    movdqa       xmm13, xmm8
+    paddd        xmm13, xmm9
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
+    psubd        xmm11, xmm7
+    psubd        xmm8, xmm9
+    movshdup     xmm7, xmm11
+    movshdup     xmm9, xmm8
+    movdqa       xmm14, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3584] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3456
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 160], xmm15                  ; spill
+    movdqa       xmm15, xmm8
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm15, xmm15
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
+    pblendw      xmm14, xmm7, 204
+    pblendw      xmm15, xmm9, 204
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm11, xmm14
+    psubd        xmm8, xmm15
+    movdqa       xmm7, xmm12                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm7, [rcx - 128]
+    movdqa       xmm9, xmm13
+    psubd        xmm9, [rcx - 112]
+    pminud       xmm12, xmm7
+    pminud       xmm13, xmm9
+    movdqa       xmm7, [rsp + 32]                    ; reload
+    movdqa       xmm9, xmm7                          ; layer 6
+    paddd        xmm9, xmm5
+    movdqa       xmm14, [rsp + 224]                  ; reload
+    movdqa       xmm15, xmm14
+    paddd        xmm15, [rsp]
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm7, xmm5
+    psubd        xmm14, [rsp]
+    movshdup     xmm5, xmm7
+    movdqa       [rsp], xmm8                         ; spill
+    movshdup     xmm8, xmm14
+    movdqa       [rsp + 224], xmm11                  ; spill
+    movdqa       xmm11, xmm7
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3648] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3520
+    pmuludq      xmm11, [rcx - 96]
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, xmm14
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm11, xmm11
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
+    pblendw      xmm11, xmm5, 204
+    pblendw      xmm13, xmm8, 204
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm11, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm7, xmm11
+    psubd        xmm14, xmm13
+    movdqa       xmm5, xmm9                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm9, xmm5
+    pminud       xmm15, xmm8
+    movdqa       xmm5, xmm1                          ; layer 5
+    paddd        xmm5, xmm6
+    movdqa       xmm8, xmm3
+    paddd        xmm8, [rsp + 128]
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
+    psubd        xmm1, xmm6
+    psubd        xmm3, [rsp + 128]
+    movshdup     xmm6, xmm1
+    movshdup     xmm11, xmm3
+    movdqa       xmm13, xmm1
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3712] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3584
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm3
+    pmuludq      xmm8, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm8, xmm8
+    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm13, xmm6, 204
+    pblendw      xmm8, xmm11, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm3, xmm8
+    movdqa       xmm6, xmm4                          ; layer 5
+    paddd        xmm6, xmm10
+    movdqa       xmm8, xmm2
+    paddd        xmm8, [rsp + 160]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm10
+    psubd        xmm2, [rsp + 160]
+    movshdup     xmm10, xmm4
+    movshdup     xmm11, xmm2
+    movdqa       xmm13, xmm4
+    pmuludq      xmm13, [rcx - 32]
+    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqa       xmm3, xmm2
+    pmuludq      xmm3, [rcx - 16]
+    movshdup     xmm13, xmm13
+    movshdup     xmm3, xmm3
+    pmuludq      xmm10, [rcx - 32]
+    pmuludq      xmm11, [rcx - 16]
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm3, xmm11, 204
+    pmulld       xmm4, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
+    pmulld       xmm13, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm4, xmm13
+    psubd        xmm2, xmm3
+    movdqa       xmm3, xmm12                         ; layer 5
+    paddd        xmm3, [rsp + 32]
+    movdqa       xmm10, [rsp + 224]                  ; reload
+    movdqa       xmm11, xmm10
+    paddd        xmm11, [rsp]
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, [rsp + 32]
+    psubd        xmm10, [rsp]
+    movshdup     xmm13, xmm12
+    movdqa       [rsp], xmm11                        ; spill
+    movshdup     xmm11, xmm10
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqa       xmm3, xmm12
+    pmuludq      xmm3, [rcx + 32]
+    movdqa       [rsp + 224], xmm2                   ; spill
+    movdqa       xmm2, xmm10
+    pmuludq      xmm2, [rcx + 48]
+    movshdup     xmm3, xmm3
+    movshdup     xmm2, xmm2
+    pmuludq      xmm13, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
+    pblendw      xmm3, xmm13, 204
+    pblendw      xmm2, xmm11, 204
+    pmulld       xmm12, [rcx]
+    pmulld       xmm10, [rcx + 16]
+    pmulld       xmm3, xmm0
+    pmulld       xmm2, xmm0
+    psubd        xmm12, xmm3
+    psubd        xmm10, xmm2
+    movdqa       xmm2, xmm9                          ; layer 5
+    paddd        xmm2, xmm15
+    movdqa       xmm3, xmm7
+    paddd        xmm3, xmm14
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
+    psubd        xmm9, xmm15
+    psubd        xmm7, xmm14
+    movshdup     xmm11, xmm9
+    movshdup     xmm13, xmm7
+    movdqa       xmm14, xmm9
     pmuludq      xmm14, [rcx + 96]
-    movdqa       xmm15, xmm0
+    movdqa       xmm15, xmm7
     pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
@@ -30864,687 +30984,318 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx + 64]
-    pmulld       xmm0, [rcx + 80]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm6, xmm14
-    psubd        xmm0, xmm15
-    movdqa       xmm11, xmm2
-    punpcklqdq   xmm11, xmm9
-    movdqa       xmm13, [rsp + 192]                  ; reload
+    pmulld       xmm9, [rcx + 64]
+    pmulld       xmm7, [rcx + 80]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm9, xmm14
+    psubd        xmm7, xmm15
+    movdqa       xmm11, xmm5                         ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
-    punpcklqdq   xmm14, [rsp + 224]
-    punpckhqdq   xmm2, xmm9
-    punpckhqdq   xmm13, [rsp + 224]
-    movdqa       xmm9, [rsp + 160]                   ; reload
-    movdqa       xmm15, xmm9
-    punpcklqdq   xmm15, xmm8
-    movdqa       [rsp + 224], xmm15                  ; spill
-    movdqa       xmm15, [rsp + 32]                   ; reload
-    movdqa       xmm1, xmm15
-    punpcklqdq   xmm1, xmm12
-    punpckhqdq   xmm9, xmm8
-    punpckhqdq   xmm15, xmm12
-    movdqa       xmm8, xmm7
-    punpcklqdq   xmm8, xmm4
-    movdqa       xmm12, [rsp]                        ; reload
-    movdqa       [rsp + 32], xmm8                    ; spill
-    movdqa       xmm8, xmm12
-    punpcklqdq   xmm8, xmm3
-    punpckhqdq   xmm7, xmm4
-    punpckhqdq   xmm12, xmm3
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm6
-    movdqa       xmm4, xmm10
-    punpcklqdq   xmm4, xmm0
-    punpckhqdq   xmm5, xmm6
-    punpckhqdq   xmm10, xmm0
-    movdqa       xmm0, xmm11                         ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm14
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm11, xmm0
-    pminud       xmm14, xmm6
-    movdqa       xmm0, xmm2                          ; csub: before layer 6
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm13
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm2, xmm0
-    pminud       xmm13, xmm6
-    movdqa       xmm0, xmm11                         ; layer 6
-    paddd        xmm0, xmm2
-    movdqa       xmm6, xmm14
-    paddd        xmm6, xmm13
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
-    psubd        xmm11, xmm2
-    psubd        xmm14, xmm13
-    movshdup     xmm2, xmm11
-    movshdup     xmm13, xmm14
-    movdqa       [rsp], xmm6                         ; spill
-    movdqa       xmm6, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3456] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3328
-    pmuludq      xmm6, [rcx - 96]
-    movdqa       [rsp + 160], xmm0                   ; spill
-    movdqa       xmm0, xmm14
-    pmuludq      xmm0, [rcx - 80]
-    movshdup     xmm6, xmm6
-    movshdup     xmm0, xmm0
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm6, xmm2, 204
-    pblendw      xmm0, xmm13, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    movdqu       xmm2, [rel pd_1073479681]           ; reload
-    pmulld       xmm6, xmm2
-    pmulld       xmm0, xmm2
-    psubd        xmm11, xmm6
-    psubd        xmm14, xmm0
-    movdqa       xmm0, [rsp + 224]                   ; reload
-    movdqa       xmm6, xmm0                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm1
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm6
-    pminud       xmm1, xmm13
-    movdqa       xmm6, xmm9                          ; csub: before layer 6
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm9, xmm6
-    pminud       xmm15, xmm13
-    movdqa       xmm6, xmm0                          ; layer 6
-    paddd        xmm6, xmm9
-    movdqa       xmm13, xmm1
-    paddd        xmm13, xmm15
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
-    psubd        xmm0, xmm9
-    psubd        xmm1, xmm15
-    movshdup     xmm9, xmm0
-    movshdup     xmm15, xmm1
-    movdqa       [rsp + 224], xmm13                  ; spill
-    movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3520] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3392
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 192], xmm6                   ; spill
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm9, 204
-    pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm13
-    psubd        xmm1, xmm6
-    movdqa       xmm6, [rsp + 32]                    ; reload
-    movdqa       xmm9, xmm6                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm8
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm6, xmm9
-    pminud       xmm8, xmm13
-    movdqa       xmm9, xmm7                          ; csub: before layer 6
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm7, xmm9
-    pminud       xmm12, xmm13
-    movdqa       xmm9, xmm6                          ; layer 6
-    paddd        xmm9, xmm7
-    movdqa       xmm13, xmm8
-    paddd        xmm13, xmm12
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
-    psubd        xmm6, xmm7
-    psubd        xmm8, xmm12
-    movshdup     xmm7, xmm6
-    movshdup     xmm12, xmm8
-    movdqa       xmm15, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3584] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3456
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 32], xmm13                   ; spill
-    movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
-    pblendw      xmm15, xmm7, 204
-    pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm6, xmm15
-    psubd        xmm8, xmm13
-    movdqa       xmm7, xmm3                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm4
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm4, xmm12
-    movdqa       xmm7, xmm5                          ; csub: before layer 6
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm10
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm5, xmm7
-    pminud       xmm10, xmm12
-    movdqa       xmm7, xmm3                          ; layer 6
-    paddd        xmm7, xmm5
-    movdqa       xmm12, xmm4
-    paddd        xmm12, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm10
-    movshdup     xmm5, xmm3
-    movshdup     xmm10, xmm4
-    movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3648] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3520
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm13, xmm5, 204
-    pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm15, xmm2
-    psubd        xmm3, xmm13
-    psubd        xmm4, xmm15
-    movdqa       xmm5, [rsp + 160]                   ; reload
-    movdqa       xmm10, xmm5                         ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm10, [rcx - 128]
-    movdqa       xmm13, xmm11
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm5, xmm10
-    pminud       xmm11, xmm13
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm15, xmm14
-    psubd        xmm15, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm14, xmm15
-    movdqa       xmm13, xmm5                         ; layer 5
-    paddd        xmm13, xmm10
-    movdqa       xmm15, xmm11
-    paddd        xmm15, xmm14
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
-    psubd        xmm5, xmm10
-    psubd        xmm11, xmm14
-    movshdup     xmm10, xmm5
-    movshdup     xmm14, xmm11
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3712] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3584
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 160], xmm13                  ; spill
-    movdqa       xmm13, xmm11
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
-    pblendw      xmm15, xmm10, 204
-    pblendw      xmm13, xmm14, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm5, xmm15
-    psubd        xmm11, xmm13
-    movdqa       xmm10, [rsp + 192]                  ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm14, xmm0
     psubd        xmm14, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm0, xmm14
-    movdqa       xmm13, [rsp + 224]                  ; reload
-    movdqa       xmm14, xmm13                        ; csub: before layer 5
-    psubd        xmm14, [rcx - 128]
-    movdqa       xmm15, xmm1
-    psubd        xmm15, [rcx - 112]
+    pminud       xmm5, xmm11
     pminud       xmm13, xmm14
-    pminud       xmm1, xmm15
-    movdqa       xmm14, xmm10                        ; layer 5
-    paddd        xmm14, xmm13
-    movdqa       xmm15, xmm0
-    paddd        xmm15, xmm1
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
-    psubd        xmm10, xmm13
-    psubd        xmm0, xmm1
-    movshdup     xmm1, xmm10
-    movshdup     xmm13, xmm0
-    movdqa       [rsp + 224], xmm11                  ; spill
-    movdqa       xmm11, xmm10
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3776] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3648
-    pmuludq      xmm11, [rcx - 96]
-    movdqa       [rsp + 192], xmm5                   ; spill
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rcx - 80]
-    movshdup     xmm11, xmm11
-    movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm11, xmm1, 204
-    pblendw      xmm5, xmm13, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
-    pmulld       xmm11, xmm2
-    pmulld       xmm5, xmm2
-    psubd        xmm10, xmm11
-    psubd        xmm0, xmm5
-    movdqa       xmm1, xmm9                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm5, xmm6
-    psubd        xmm5, [rcx - 112]
-    pminud       xmm9, xmm1
-    pminud       xmm6, xmm5
-    movdqa       xmm1, [rsp + 32]                    ; reload
-    movdqa       xmm5, xmm1                          ; csub: before layer 5
-    psubd        xmm5, [rcx - 128]
-    movdqa       xmm11, xmm8
-    psubd        xmm11, [rcx - 112]
-    pminud       xmm1, xmm5
-    pminud       xmm8, xmm11
-    movdqa       xmm5, xmm9                          ; layer 5
-    paddd        xmm5, xmm1
-    movdqa       xmm11, xmm6
-    paddd        xmm11, xmm8
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
-    psubd        xmm9, xmm1
-    psubd        xmm6, xmm8
-    movshdup     xmm1, xmm9
-    movshdup     xmm8, xmm6
-    movdqa       xmm13, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3840] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3712
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm13, xmm1, 204
-    pblendw      xmm11, xmm8, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm11, xmm2
-    psubd        xmm9, xmm13
-    psubd        xmm6, xmm11
-    movdqa       xmm1, xmm7                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm8, xmm3
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm7, xmm1
-    pminud       xmm3, xmm8
-    movdqa       xmm1, xmm12                         ; csub: before layer 5
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm8, xmm4
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm12, xmm1
-    pminud       xmm4, xmm8
-    movdqa       xmm1, xmm7                          ; layer 5
-    paddd        xmm1, xmm12
-    movdqa       xmm8, xmm3
-    paddd        xmm8, xmm4
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm4
-    movshdup     xmm4, xmm7
-    movshdup     xmm11, xmm3
-    movdqa       xmm12, xmm7
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3904] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3776
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
-    pblendw      xmm12, xmm4, 204
-    pblendw      xmm13, xmm11, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm13
-    movdqa       xmm4, [rsp + 160]                   ; reload
-    movdqa       xmm11, xmm4                         ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    movdqa       xmm11, xmm6                         ; csub: before layer 4
     psubd        xmm11, [rcx - 128]
-    movdqa       xmm12, [rsp]                        ; reload
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm4, xmm11
-    pminud       xmm12, xmm13
-    movdqa       xmm11, xmm14                        ; csub: before layer 4
-    psubd        xmm11, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm14, xmm11
-    pminud       xmm15, xmm13
-    movdqa       xmm11, xmm4                         ; layer 4
-    paddd        xmm11, xmm14
-    movdqa       xmm13, xmm12
-    paddd        xmm13, xmm15
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm4, xmm14
-    psubd        xmm12, xmm15
-    movshdup     xmm14, xmm4
-    movshdup     xmm15, xmm12
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3968] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3840
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm12
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm14, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm14, 204
-    pblendw      xmm11, xmm15, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm11, xmm2
-    psubd        xmm4, xmm13
-    psubd        xmm12, xmm11
-    movdqa       xmm11, [rsp + 192]                  ; reload
-    movdqa       xmm13, xmm11                        ; layer 4
-    paddd        xmm13, xmm10
-    movdqa       xmm14, [rsp + 224]                  ; reload
-    movdqa       xmm15, xmm14
-    paddd        xmm15, xmm0
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm14, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm10
-    psubd        xmm14, xmm0
-    movshdup     xmm0, xmm11
-    movshdup     xmm10, xmm14
-    movdqa       [rsp + 224], xmm12                  ; spill
-    movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 192], xmm4                   ; spill
-    movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm4, xmm4
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm12, xmm0, 204
-    pblendw      xmm4, xmm10, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm4, xmm2
-    psubd        xmm11, xmm12
-    psubd        xmm14, xmm4
-    movdqa       xmm0, xmm5                          ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm4, [rsp + 32]                    ; reload
-    movdqa       xmm10, xmm4
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm5, xmm0
-    pminud       xmm4, xmm10
-    movdqa       xmm0, xmm1                          ; csub: before layer 4
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm10, xmm8
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm1, xmm0
-    pminud       xmm8, xmm10
-    movdqa       xmm0, xmm5                          ; layer 4
-    paddd        xmm0, xmm1
-    movdqa       xmm10, xmm4
-    paddd        xmm10, xmm8
+    movdqa       xmm14, xmm8
+    psubd        xmm14, [rcx - 112]
+    pminud       xmm6, xmm11
+    pminud       xmm8, xmm14
+    movdqa       xmm11, xmm5                         ; layer 4
+    paddd        xmm11, xmm6
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm8
     paddd        xmm5, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm5, xmm1
-    psubd        xmm4, xmm8
-    movshdup     xmm1, xmm5
-    movshdup     xmm8, xmm4
-    movdqa       xmm12, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4032] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3904
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm4
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm5, xmm6
+    psubd        xmm13, xmm8
+    movshdup     xmm6, xmm5
+    movshdup     xmm8, xmm13
+    movdqa       xmm15, xmm5
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 3968] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3840
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm13
     pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
+    movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm6, [rcx - 96]
     pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm12, xmm1, 204
+    pblendw      xmm15, xmm6, 204
     pblendw      xmm14, xmm8, 204
     pmulld       xmm5, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm14, xmm2
-    psubd        xmm5, xmm12
-    psubd        xmm4, xmm14
-    movdqa       xmm1, xmm9                          ; layer 4
-    paddd        xmm1, xmm7
-    movdqa       xmm8, xmm6
-    paddd        xmm8, xmm3
-    paddd        xmm9, [rel pd_2146959362]
-    paddd        xmm6, [rel pd_2146959362 + 16]
-    psubd        xmm9, xmm7
-    psubd        xmm6, xmm3
-    movshdup     xmm3, xmm9
-    movshdup     xmm7, xmm6
-    movdqa       xmm12, xmm9
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm14, xmm14
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm14, xmm0
+    psubd        xmm5, xmm15
+    psubd        xmm13, xmm14
+    movdqa       xmm6, xmm1                          ; layer 4
+    paddd        xmm6, xmm4
+    movdqa       xmm8, [rsp + 160]                   ; reload
+    movdqa       xmm14, xmm8
+    paddd        xmm14, [rsp + 224]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm8, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm8, [rsp + 224]
+    movshdup     xmm4, xmm1
+    movshdup     xmm15, xmm8
+    movdqa       [rsp + 224], xmm13                  ; spill
+    movdqa       xmm13, xmm1
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 160], xmm5                   ; spill
+    movdqa       xmm5, xmm8
+    pmuludq      xmm5, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm5, xmm5
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
+    pblendw      xmm13, xmm4, 204
+    pblendw      xmm5, xmm15, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm5, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm8, xmm5
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm5, xmm4                          ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       xmm15, xmm13
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm4, xmm5
+    pminud       xmm13, xmm15
+    movdqa       xmm5, xmm2                          ; csub: before layer 4
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm15, xmm3
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm2, xmm5
+    pminud       xmm3, xmm15
+    movdqa       xmm5, xmm4                          ; layer 4
+    paddd        xmm5, xmm2
+    movdqa       xmm15, xmm13
+    paddd        xmm15, xmm3
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm4, xmm2
+    psubd        xmm13, xmm3
+    movshdup     xmm2, xmm4
+    movshdup     xmm3, xmm13
+    movdqa       [rsp], xmm8                         ; spill
+    movdqa       xmm8, xmm4
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4032] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3904
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       [rsp + 32], xmm1                    ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm1, xmm1
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm3, [rcx - 80]
+    pblendw      xmm8, xmm2, 204
+    pblendw      xmm1, xmm3, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm8, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm8
+    psubd        xmm13, xmm1
+    movdqa       xmm1, xmm12                         ; layer 4
+    paddd        xmm1, xmm9
+    movdqa       xmm2, xmm10
+    paddd        xmm2, xmm7
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, xmm9
+    psubd        xmm10, xmm7
+    movshdup     xmm3, xmm12
+    movshdup     xmm7, xmm10
+    movdqa       xmm8, xmm12
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       xmm9, xmm10
+    pmuludq      xmm9, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm9, xmm9
     pmuludq      xmm3, [rcx - 96]
     pmuludq      xmm7, [rcx - 80]
-    pblendw      xmm12, xmm3, 204
-    pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm14, xmm2
-    psubd        xmm9, xmm12
-    psubd        xmm6, xmm14
-    movdqa       xmm3, [rsp + 160]                   ; reload
-    movdqa       xmm7, xmm3                          ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, [rsp]                        ; reload
-    movdqa       xmm14, xmm12
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm12, xmm14
-    movdqa       xmm7, xmm0                          ; csub: before layer 3
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm10
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm0, xmm7
-    pminud       xmm10, xmm14
-    movdqa       xmm7, xmm3                          ; layer 3
-    paddd        xmm7, xmm0
-    movdqa       xmm14, xmm12
-    paddd        xmm14, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm3, xmm0
-    psubd        xmm12, xmm10
-    movshdup     xmm0, xmm3
-    movshdup     xmm10, xmm12
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4096] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3968
-    pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp + 160], xmm7                   ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
-    movshdup     xmm14, xmm14
-    movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm14, xmm0, 204
-    pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm14, xmm2
-    pmulld       xmm7, xmm2
-    psubd        xmm3, xmm14
-    psubd        xmm12, xmm7
-    movdqa       xmm0, xmm13                         ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm15
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm13, xmm0
-    pminud       xmm15, xmm7
-    movdqa       xmm0, xmm1                          ; csub: before layer 3
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm8
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm1, xmm0
-    pminud       xmm8, xmm7
-    movdqa       xmm0, xmm13                         ; layer 3
-    paddd        xmm0, xmm1
-    movdqa       xmm7, xmm15
-    paddd        xmm7, xmm8
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm15, [rcx - 112]
-    psubd        xmm13, xmm1
-    psubd        xmm15, xmm8
-    movshdup     xmm1, xmm13
-    movshdup     xmm8, xmm15
-    movdqa       xmm10, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4096] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3968
-    pmuludq      xmm10, [rcx - 96]
-    movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm10, xmm10
-    movshdup     xmm14, xmm14
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm10, xmm1, 204
-    pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
-    pmulld       xmm10, xmm2
-    pmulld       xmm14, xmm2
-    psubd        xmm13, xmm10
-    psubd        xmm15, xmm14
-    movdqa       xmm1, [rsp + 192]                   ; reload
-    movdqa       xmm8, xmm1                          ; layer 3
-    paddd        xmm8, xmm5
-    movdqa       xmm10, [rsp + 224]                  ; reload
-    movdqa       xmm14, xmm10
-    paddd        xmm14, xmm4
-    paddd        xmm1, [rel pd_2146959362]
-    paddd        xmm10, [rel pd_2146959362 + 16]
-    psubd        xmm1, xmm5
-    psubd        xmm10, xmm4
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm10
-    movdqa       [rsp + 224], xmm15                  ; spill
-    movdqa       xmm15, xmm1
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 192], xmm13                  ; spill
-    movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm5, [rcx - 80]
-    pblendw      xmm15, xmm4, 204
-    pblendw      xmm13, xmm5, 204
-    pmulld       xmm1, [rcx - 128]
+    pblendw      xmm8, xmm3, 204
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm12, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm1, xmm15
-    psubd        xmm10, xmm13
-    movdqa       xmm4, xmm11                         ; layer 3
-    paddd        xmm4, xmm9
-    movdqa       xmm5, [rsp + 32]                    ; reload
-    movdqa       xmm13, xmm5
-    paddd        xmm13, xmm6
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm5, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm9
-    psubd        xmm5, xmm6
-    movshdup     xmm6, xmm11
-    movshdup     xmm9, xmm5
+    pmulld       xmm8, xmm0
+    pmulld       xmm9, xmm0
+    psubd        xmm12, xmm8
+    psubd        xmm10, xmm9
+    movdqa       xmm3, xmm11                         ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm7, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm7
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm11, xmm3
+    pminud       xmm7, xmm8
+    movdqa       xmm3, xmm5                          ; csub: before layer 3
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm15, xmm8
+    movdqa       xmm3, xmm11                         ; layer 3
+    paddd        xmm3, xmm5
+    movdqa       xmm8, xmm7
+    paddd        xmm8, xmm15
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
+    psubd        xmm11, xmm5
+    psubd        xmm7, xmm15
+    movshdup     xmm5, xmm11
+    movshdup     xmm9, xmm7
     movdqa       xmm15, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4096] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3968
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 32], xmm10                   ; spill
-    movdqa       xmm10, xmm5
-    pmuludq      xmm10, [rcx - 80]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm7
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rcx - 96]
+    movshdup     xmm8, xmm8
+    pmuludq      xmm5, [rcx - 96]
     pmuludq      xmm9, [rcx - 80]
-    pblendw      xmm15, xmm6, 204
-    pblendw      xmm10, xmm9, 204
+    pblendw      xmm15, xmm5, 204
+    pblendw      xmm8, xmm9, 204
     pmulld       xmm11, [rcx - 128]
-    pmulld       xmm5, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm10, xmm2
+    pmulld       xmm7, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm8, xmm0
     psubd        xmm11, xmm15
-    psubd        xmm5, xmm10
-    movdqa       xmm6, [rsp + 160]                   ; reload
-    movdqu       [rdi + 512], xmm6
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqu       [rdi + 528], xmm6
-    movdqu       [rdi + 544], xmm0
-    movdqu       [rdi + 560], xmm7
-    movdqu       [rdi + 576], xmm8
-    movdqu       [rdi + 592], xmm14
-    movdqu       [rdi + 608], xmm4
-    movdqu       [rdi + 624], xmm13
-    movdqu       [rdi + 640], xmm3
-    movdqu       [rdi + 656], xmm12
-    movdqa       xmm0, [rsp + 192]                   ; reload
-    movdqu       [rdi + 672], xmm0
-    movdqa       xmm0, [rsp + 224]                   ; reload
-    movdqu       [rdi + 688], xmm0
+    psubd        xmm7, xmm8
+    movdqa       xmm5, xmm6                          ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm14
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm6, xmm5
+    pminud       xmm14, xmm8
+    movdqa       xmm5, xmm1                          ; csub: before layer 3
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm2
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm1, xmm5
+    pminud       xmm2, xmm8
+    movdqa       xmm5, xmm6                          ; layer 3
+    paddd        xmm5, xmm1
+    movdqa       xmm8, xmm14
+    paddd        xmm8, xmm2
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm6, xmm1
+    psubd        xmm14, xmm2
+    movshdup     xmm1, xmm6
+    movshdup     xmm2, xmm14
+    movdqa       xmm9, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4096] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 3968
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       xmm15, xmm14
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm15, xmm15
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm2, [rcx - 80]
+    pblendw      xmm9, xmm1, 204
+    pblendw      xmm15, xmm2, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm6, xmm9
+    psubd        xmm14, xmm15
+    movdqa       xmm1, [rsp + 160]                   ; reload
+    movdqa       xmm2, xmm1                          ; layer 3
+    paddd        xmm2, xmm4
+    movdqa       xmm9, [rsp + 224]                   ; reload
+    movdqa       xmm15, xmm9
+    paddd        xmm15, xmm13
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm9, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm9, xmm13
+    movshdup     xmm4, xmm1
+    movshdup     xmm13, xmm9
+    movdqa       [rsp + 224], xmm14                  ; spill
+    movdqa       xmm14, xmm1
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       xmm6, xmm9
+    pmuludq      xmm6, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm6, xmm6
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm14, xmm4, 204
+    pblendw      xmm6, xmm13, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm6, xmm0
+    psubd        xmm1, xmm14
+    psubd        xmm9, xmm6
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm6, xmm4                          ; layer 3
+    paddd        xmm6, xmm12
+    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm10
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm13, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm12
+    psubd        xmm13, xmm10
+    movshdup     xmm10, xmm4
+    movshdup     xmm12, xmm13
+    movdqa       [rsp], xmm9                         ; spill
+    movdqa       xmm9, xmm4
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       [rsp + 32], xmm1                    ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm1, xmm1
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm9, xmm10, 204
+    pblendw      xmm1, xmm12, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm9
+    psubd        xmm13, xmm1
+    movdqu       [rdi + 512], xmm3
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqu       [rdi + 528], xmm1
+    movdqu       [rdi + 544], xmm5
+    movdqu       [rdi + 560], xmm8
+    movdqu       [rdi + 576], xmm2
+    movdqu       [rdi + 592], xmm15
+    movdqu       [rdi + 608], xmm6
+    movdqu       [rdi + 624], xmm14
+    movdqu       [rdi + 640], xmm11
+    movdqu       [rdi + 656], xmm7
+    movdqa       xmm1, [rsp + 160]                   ; reload
+    movdqu       [rdi + 672], xmm1
+    movdqa       xmm1, [rsp + 224]                   ; reload
+    movdqu       [rdi + 688], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
     movdqu       [rdi + 704], xmm1
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 720], xmm0
-    movdqu       [rdi + 736], xmm11
-    movdqu       [rdi + 752], xmm5
-    movdqu       xmm0, [rdi + 768]
-    movdqu       xmm1, [rdi + 784]
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 720], xmm1
+    movdqu       [rdi + 736], xmm4
+    movdqu       [rdi + 752], xmm13
+    movdqu       xmm1, [rdi + 768]
+    movdqu       xmm2, [rdi + 784]
     movdqu       xmm3, [rdi + 800]
     movdqu       xmm4, [rdi + 816]
     movdqu       xmm5, [rdi + 832]
@@ -31558,25 +31309,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 960]
     movdqu       xmm14, [rdi + 976]
     movdqu       xmm15, [rdi + 992]
-    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       [rsp], xmm14                        ; spill
     movdqu       xmm14, [rdi + 1008]
-    movdqa       [rsp + 224], xmm14                  ; spill
-    movdqa       xmm14, xmm0                         ; layer 8
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       xmm14, xmm1                         ; layer 8
     paddd        xmm14, xmm3
-    movdqa       [rsp + 192], xmm15                  ; spill
-    movdqa       xmm15, xmm1
+    movdqa       [rsp + 224], xmm15                  ; spill
+    movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    paddd        xmm0, [rel pd_2146959362]
-    paddd        xmm1, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm3
-    psubd        xmm1, xmm4
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm0
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm3
+    psubd        xmm2, xmm4
+    movshdup     xmm3, xmm1
+    movshdup     xmm4, xmm2
+    movdqa       [rsp + 160], xmm13                  ; spill
+    movdqa       xmm13, xmm1
     pmuludq      xmm13, [rcx - 32]
-    movdqa       [rsp + 160], xmm12                  ; spill
-    movdqa       xmm12, xmm1
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm2
     pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
@@ -31584,12 +31335,12 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 64]
-    pmulld       xmm1, [rcx - 48]
-    pmulld       xmm13, xmm2
-    pmulld       xmm12, xmm2
-    psubd        xmm0, xmm13
-    psubd        xmm1, xmm12
+    pmulld       xmm1, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
+    pmulld       xmm13, xmm0
+    pmulld       xmm12, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm2, xmm12
     movshdup     xmm3, xmm14
     movshdup     xmm4, xmm15
     movdqa       xmm12, xmm14
@@ -31605,8 +31356,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm4, 204
     pmulld       xmm14, [rel pd_8388608]
     pmulld       xmm15, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm14, xmm12
     psubd        xmm15, xmm13
     movdqa       xmm3, xmm5                          ; layer 8
@@ -31632,8 +31383,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm5, [rcx - 128]
     pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm5, xmm12
     psubd        xmm6, xmm13
     movshdup     xmm7, xmm3
@@ -31651,24 +31402,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm3, [rel pd_8388608]
     pmulld       xmm4, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm3, xmm12
     psubd        xmm4, xmm13
     movdqa       xmm7, xmm9                          ; layer 8
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
-    paddd        xmm8, [rsp + 160]
+    paddd        xmm8, [rsp + 128]
     paddd        xmm9, [rel pd_2146959362]
     paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
-    psubd        xmm10, [rsp + 160]
+    psubd        xmm10, [rsp + 128]
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm13, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4352] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4224
     pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm10
     pmuludq      xmm4, [rcx - 80]
     movshdup     xmm13, xmm13
@@ -31679,8 +31430,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm12, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm4, xmm2
+    pmulld       xmm13, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm13
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm7
@@ -31698,29 +31449,29 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm11, 204
     pmulld       xmm7, [rel pd_8388608]
     pmulld       xmm8, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm7, xmm12
     psubd        xmm8, xmm13
-    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       xmm4, [rsp + 160]                   ; reload
     movdqa       xmm11, xmm4                         ; layer 8
-    paddd        xmm11, [rsp + 192]
-    movdqa       xmm12, [rsp + 32]                   ; reload
+    paddd        xmm11, [rsp + 224]
+    movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm13, xmm12
-    paddd        xmm13, [rsp + 224]
+    paddd        xmm13, [rsp + 32]
     paddd        xmm4, [rel pd_2146959362]
     paddd        xmm12, [rel pd_2146959362 + 16]
-    psubd        xmm4, [rsp + 192]
-    psubd        xmm12, [rsp + 224]
-    movdqa       [rsp + 224], xmm8                   ; spill
+    psubd        xmm4, [rsp + 224]
+    psubd        xmm12, [rsp + 32]
+    movdqa       [rsp + 32], xmm8                    ; spill
     movshdup     xmm8, xmm4
-    movdqa       [rsp + 192], xmm7                   ; spill
+    movdqa       [rsp + 224], xmm7                   ; spill
     movshdup     xmm7, xmm12
-    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       [rsp], xmm10                        ; spill
     movdqa       xmm10, xmm4
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4448] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4320
     pmuludq      xmm10, [rcx - 96]
-    movdqa       [rsp], xmm9                         ; spill
+    movdqa       [rsp + 160], xmm9                   ; spill
     movdqa       xmm9, xmm12
     pmuludq      xmm9, [rcx - 80]
     movshdup     xmm10, xmm10
@@ -31731,8 +31482,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm7, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm10, xmm2
-    pmulld       xmm9, xmm2
+    pmulld       xmm10, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm10
     psubd        xmm12, xmm9
     movshdup     xmm7, xmm11
@@ -31750,13 +31501,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm10, xmm8, 204
     pmulld       xmm11, [rel pd_8388608]
     pmulld       xmm13, [rel pd_8388608 + 16]
-    pmulld       xmm9, xmm2
-    pmulld       xmm10, xmm2
+    pmulld       xmm9, xmm0
+    pmulld       xmm10, xmm0
     psubd        xmm11, xmm9
     psubd        xmm13, xmm10
-    movdqa       xmm7, xmm0
+    movdqa       xmm7, xmm1
     psllq        xmm7, 32
-    movdqa       xmm8, xmm1
+    movdqa       xmm8, xmm2
     psllq        xmm8, 32
     movdqa       xmm9, xmm14
     pblendw      xmm9, xmm7, 204
@@ -31764,55 +31515,55 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm7, xmm8, 204
     psrlq        xmm14, 32
     psrlq        xmm15, 32
-    pblendw      xmm14, xmm0, 204
-    pblendw      xmm15, xmm1, 204
-    movdqa       xmm0, xmm5
-    psllq        xmm0, 32
+    pblendw      xmm14, xmm1, 204
+    pblendw      xmm15, xmm2, 204
+    movdqa       xmm1, xmm5
+    psllq        xmm1, 32
+    movdqa       xmm2, xmm6
+    psllq        xmm2, 32
+    movdqa       xmm8, xmm3
+    pblendw      xmm8, xmm1, 204
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm10, xmm1
+    pblendw      xmm10, xmm2, 204
+    psrlq        xmm3, 32
+    psrlq        xmm1, 32
+    pblendw      xmm3, xmm5, 204
+    pblendw      xmm1, xmm6, 204
+    movdqa       xmm2, [rsp + 160]                   ; reload
+    movdqa       xmm5, xmm2
+    psllq        xmm5, 32
+    movdqa       xmm6, [rsp]                         ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
     movdqa       xmm1, xmm6
     psllq        xmm1, 32
-    movdqa       xmm8, xmm3
-    pblendw      xmm8, xmm0, 204
-    movdqa       xmm0, [rsp + 160]                   ; reload
-    movdqa       xmm10, xmm0
-    pblendw      xmm10, xmm1, 204
-    psrlq        xmm3, 32
-    psrlq        xmm0, 32
-    pblendw      xmm3, xmm5, 204
-    pblendw      xmm0, xmm6, 204
-    movdqa       xmm1, [rsp]                         ; reload
-    movdqa       xmm5, xmm1
-    psllq        xmm5, 32
-    movdqa       xmm6, [rsp + 32]                    ; reload
-    movdqa       [rsp + 160], xmm0                   ; spill
-    movdqa       xmm0, xmm6
-    psllq        xmm0, 32
     movdqa       [rsp + 64], xmm10                   ; spill
-    movdqa       xmm10, [rsp + 192]                  ; reload
-    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqa       xmm10, [rsp + 224]                  ; reload
+    movdqa       [rsp + 192], xmm3                   ; spill
     movdqa       xmm3, xmm10
     pblendw      xmm3, xmm5, 204
-    movdqa       xmm5, [rsp + 224]                   ; reload
-    movdqa       [rsp + 128], xmm3                   ; spill
+    movdqa       xmm5, [rsp + 32]                    ; reload
+    movdqa       [rsp + 96], xmm3                    ; spill
     movdqa       xmm3, xmm5
-    pblendw      xmm3, xmm0, 204
+    pblendw      xmm3, xmm1, 204
     psrlq        xmm10, 32
     psrlq        xmm5, 32
-    pblendw      xmm10, xmm1, 204
+    pblendw      xmm10, xmm2, 204
     pblendw      xmm5, xmm6, 204
-    movdqa       xmm0, xmm4
-    psllq        xmm0, 32
-    movdqa       xmm1, xmm12
+    movdqa       xmm1, xmm4
     psllq        xmm1, 32
+    movdqa       xmm2, xmm12
+    psllq        xmm2, 32
     movdqa       xmm6, xmm11
-    pblendw      xmm6, xmm0, 204
-    movdqa       xmm0, xmm13
-    pblendw      xmm0, xmm1, 204
+    pblendw      xmm6, xmm1, 204
+    movdqa       xmm1, xmm13
+    pblendw      xmm1, xmm2, 204
     psrlq        xmm11, 32
     psrlq        xmm13, 32
     pblendw      xmm11, xmm4, 204
     pblendw      xmm13, xmm12, 204
-    movdqa       xmm1, xmm9                          ; layer 7
-    paddd        xmm1, xmm14
+    movdqa       xmm2, xmm9                          ; layer 7
+    paddd        xmm2, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
     paddd        xmm9, [rel pd_2146959362]
@@ -31824,92 +31575,410 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4544] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4416
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 32], xmm4                    ; spill
-    movdqa       xmm4, xmm7
-    pmuludq      xmm4, [rcx - 80]
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm7
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm4, xmm4
+    movshdup     xmm13, xmm13
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm12, 204
-    pblendw      xmm4, xmm14, 204
+    pblendw      xmm13, xmm14, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm7, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm4, xmm2
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm9, xmm15
-    psubd        xmm7, xmm4
-    movdqa       xmm4, xmm8                          ; layer 7
-    paddd        xmm4, [rsp + 96]
-    movdqa       xmm12, [rsp + 64]                   ; reload
-    movdqa       xmm14, xmm12
-    paddd        xmm14, [rsp + 160]
-    paddd        xmm8, [rel pd_2146959362]
-    paddd        xmm12, [rel pd_2146959362 + 16]
-    psubd        xmm8, [rsp + 96]
-    psubd        xmm12, [rsp + 160]
+    psubd        xmm7, xmm13
+    movdqa       xmm12, xmm2                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm12, [rcx - 128]
+    movdqa       xmm13, xmm4
+    psubd        xmm13, [rcx - 112]
+    pminud       xmm2, xmm12
+    pminud       xmm4, xmm13
+    movdqa       xmm12, xmm8                         ; layer 7
+    paddd        xmm12, [rsp + 192]
+    movdqa       xmm13, [rsp + 64]                   ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, [rsp + 128]
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm8, [rsp + 192]
+    psubd        xmm13, [rsp + 128]
     movshdup     xmm15, xmm8
-    movdqa       [rsp + 160], xmm14                  ; spill
-    movshdup     xmm14, xmm12
-    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movshdup     xmm7, xmm13
+    movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm8
-    pmuludq      xmm4, [rcx - 32]
-    movdqa       [rsp + 64], xmm7                    ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 16]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4608] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4480
+    pmuludq      xmm4, [rcx - 96]
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm13
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
-    movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 32]
-    pmuludq      xmm14, [rcx - 16]
+    movshdup     xmm9, xmm9
+    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm7, [rcx - 80]
     pblendw      xmm4, xmm15, 204
-    pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 64]
-    pmulld       xmm12, [rcx - 48]
-    pmulld       xmm4, xmm2
-    pmulld       xmm7, xmm2
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm4, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm8, xmm4
-    psubd        xmm12, xmm7
-    movdqa       xmm4, [rsp + 128]                   ; reload
+    psubd        xmm13, xmm9
+    movdqa       xmm4, xmm12                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm4, [rcx - 128]
+    movdqa       xmm7, xmm14
+    psubd        xmm7, [rcx - 112]
+    pminud       xmm12, xmm4
+    pminud       xmm14, xmm7
+    movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       xmm7, xmm4                          ; layer 7
     paddd        xmm7, xmm10
-    movdqa       xmm14, xmm3
-    paddd        xmm14, xmm5
-    paddd        xmm4, [rel pd_2146959362]
-    paddd        xmm3, [rel pd_2146959362 + 16]
+    movdqa       xmm9, xmm3
+    paddd        xmm9, xmm5
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx + 32]
-    movdqa       [rsp + 128], xmm14                  ; spill
-    movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx + 48]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4672] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4544
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, xmm3
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx + 32]
-    pmuludq      xmm10, [rcx + 48]
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm15, xmm5, 204
-    pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx]
-    pmulld       xmm3, [rcx + 16]
-    pmulld       xmm15, xmm2
-    pmulld       xmm14, xmm2
+    pblendw      xmm13, xmm10, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm4, xmm15
-    psubd        xmm3, xmm14
+    psubd        xmm3, xmm13
+    movdqa       xmm5, xmm7                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm10, xmm9
+    psubd        xmm10, [rcx - 112]
+    pminud       xmm7, xmm5
+    pminud       xmm9, xmm10
     movdqa       xmm5, xmm6                          ; layer 7
     paddd        xmm5, xmm11
-    movdqa       xmm10, xmm0
-    paddd        xmm10, xmm13
-    paddd        xmm6, [rel pd_2146959362]
-    paddd        xmm0, [rel pd_2146959362 + 16]
+    movdqa       xmm10, xmm1
+    paddd        xmm10, [rsp]
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm6, xmm11
-    psubd        xmm0, xmm13
+    psubd        xmm1, [rsp]
     movshdup     xmm11, xmm6
-    movshdup     xmm13, xmm0
-    movdqa       xmm14, xmm6
+    movshdup     xmm13, xmm1
+    movdqa       xmm15, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4736] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4608
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm1
+    pmuludq      xmm3, [rcx - 80]
+    movshdup     xmm15, xmm15
+    movshdup     xmm3, xmm3
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm15, xmm11, 204
+    pblendw      xmm3, xmm13, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm6, xmm15
+    psubd        xmm1, xmm3
+    movdqa       xmm3, xmm5                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm11, xmm10
+    psubd        xmm11, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm10, xmm11
+    movdqa       xmm3, xmm2
+    punpcklqdq   xmm3, [rsp + 64]
+    movdqa       xmm11, [rsp + 192]                  ; reload
+    movdqa       xmm13, xmm11
+    punpcklqdq   xmm13, [rsp + 128]
+    punpckhqdq   xmm2, [rsp + 64]
+    punpckhqdq   xmm11, [rsp + 128]
+    movdqa       xmm15, xmm12
+    punpcklqdq   xmm15, xmm8
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm14
+    punpcklqdq   xmm15, [rsp + 96]
+    punpckhqdq   xmm12, xmm8
+    punpckhqdq   xmm14, [rsp + 96]
+    movdqa       xmm8, xmm7
+    punpcklqdq   xmm8, xmm4
+    movdqa       [rsp + 96], xmm8                    ; spill
+    movdqa       xmm8, xmm9
+    punpcklqdq   xmm8, [rsp]
+    punpckhqdq   xmm7, xmm4
+    punpckhqdq   xmm9, [rsp]
+    movdqa       xmm4, xmm5
+    punpcklqdq   xmm4, xmm6
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm10
+    punpcklqdq   xmm4, xmm1
+    punpckhqdq   xmm5, xmm6
+    punpckhqdq   xmm10, xmm1
+    movdqa       xmm1, xmm3                          ; layer 6
+    paddd        xmm1, xmm2
+    movdqa       xmm6, xmm13
+    paddd        xmm6, xmm11
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm3, xmm2
+    psubd        xmm13, xmm11
+    movshdup     xmm2, xmm3
+    movshdup     xmm11, xmm13
+    movdqa       [rsp + 192], xmm10                  ; spill
+    movdqa       xmm10, xmm3
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4800] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4672
+    pmuludq      xmm10, [rcx - 96]
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm13
+    pmuludq      xmm4, [rcx - 80]
+    movshdup     xmm10, xmm10
+    movshdup     xmm4, xmm4
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm10, xmm2, 204
+    pblendw      xmm4, xmm11, 204
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm10, xmm0
+    pmulld       xmm4, xmm0
+    psubd        xmm3, xmm10
+    psubd        xmm13, xmm4
+    movdqa       xmm2, xmm1                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm2, [rcx - 128]
+    movdqa       xmm4, xmm6
+    psubd        xmm4, [rcx - 112]
+    pminud       xmm1, xmm2
+    pminud       xmm6, xmm4
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm4, xmm2                          ; layer 6
+    paddd        xmm4, xmm12
+    movdqa       xmm10, xmm15
+    paddd        xmm10, xmm14
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm15, [rcx - 112]
+    psubd        xmm2, xmm12
+    psubd        xmm15, xmm14
+    movshdup     xmm11, xmm2
+    movshdup     xmm12, xmm15
+    movdqa       xmm14, xmm2
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4864] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4736
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm15
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm13, xmm13
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm14, xmm11, 204
+    pblendw      xmm13, xmm12, 204
+    pmulld       xmm2, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm2, xmm14
+    psubd        xmm15, xmm13
+    movdqa       xmm11, xmm4                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm12, xmm10
+    psubd        xmm12, [rcx - 112]
+    pminud       xmm4, xmm11
+    pminud       xmm10, xmm12
+    movdqa       xmm11, [rsp + 96]                   ; reload
+    movdqa       xmm12, xmm11                        ; layer 6
+    paddd        xmm12, xmm7
+    movdqa       xmm13, xmm8
+    paddd        xmm13, xmm9
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
+    psubd        xmm11, xmm7
+    psubd        xmm8, xmm9
+    movshdup     xmm7, xmm11
+    movshdup     xmm9, xmm8
+    movdqa       xmm14, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4928] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4800
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 96], xmm15                   ; spill
+    movdqa       xmm15, xmm8
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm15, xmm15
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
+    pblendw      xmm14, xmm7, 204
+    pblendw      xmm15, xmm9, 204
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm11, xmm14
+    psubd        xmm8, xmm15
+    movdqa       xmm7, xmm12                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm7, [rcx - 128]
+    movdqa       xmm9, xmm13
+    psubd        xmm9, [rcx - 112]
+    pminud       xmm12, xmm7
+    pminud       xmm13, xmm9
+    movdqa       xmm7, [rsp]                         ; reload
+    movdqa       xmm9, xmm7                          ; layer 6
+    paddd        xmm9, xmm5
+    movdqa       xmm14, [rsp + 64]                   ; reload
+    movdqa       xmm15, xmm14
+    paddd        xmm15, [rsp + 192]
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm7, xmm5
+    psubd        xmm14, [rsp + 192]
+    movshdup     xmm5, xmm7
+    movdqa       [rsp + 192], xmm8                   ; spill
+    movshdup     xmm8, xmm14
+    movdqa       [rsp + 64], xmm11                   ; spill
+    movdqa       xmm11, xmm7
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4992] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4864
+    pmuludq      xmm11, [rcx - 96]
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm14
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm11, xmm11
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
+    pblendw      xmm11, xmm5, 204
+    pblendw      xmm13, xmm8, 204
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm11, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm7, xmm11
+    psubd        xmm14, xmm13
+    movdqa       xmm5, xmm9                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm9, xmm5
+    pminud       xmm15, xmm8
+    movdqa       xmm5, xmm1                          ; layer 5
+    paddd        xmm5, xmm6
+    movdqa       xmm8, xmm3
+    paddd        xmm8, [rsp + 128]
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
+    psubd        xmm1, xmm6
+    psubd        xmm3, [rsp + 128]
+    movshdup     xmm6, xmm1
+    movshdup     xmm11, xmm3
+    movdqa       xmm13, xmm1
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5056] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4928
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm3
+    pmuludq      xmm8, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm8, xmm8
+    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm13, xmm6, 204
+    pblendw      xmm8, xmm11, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm3, xmm8
+    movdqa       xmm6, xmm4                          ; layer 5
+    paddd        xmm6, xmm10
+    movdqa       xmm8, xmm2
+    paddd        xmm8, [rsp + 96]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm10
+    psubd        xmm2, [rsp + 96]
+    movshdup     xmm10, xmm4
+    movshdup     xmm11, xmm2
+    movdqa       xmm13, xmm4
+    pmuludq      xmm13, [rcx - 32]
+    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqa       xmm3, xmm2
+    pmuludq      xmm3, [rcx - 16]
+    movshdup     xmm13, xmm13
+    movshdup     xmm3, xmm3
+    pmuludq      xmm10, [rcx - 32]
+    pmuludq      xmm11, [rcx - 16]
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm3, xmm11, 204
+    pmulld       xmm4, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
+    pmulld       xmm13, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm4, xmm13
+    psubd        xmm2, xmm3
+    movdqa       xmm3, xmm12                         ; layer 5
+    paddd        xmm3, [rsp]
+    movdqa       xmm10, [rsp + 64]                   ; reload
+    movdqa       xmm11, xmm10
+    paddd        xmm11, [rsp + 192]
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, [rsp]
+    psubd        xmm10, [rsp + 192]
+    movshdup     xmm13, xmm12
+    movdqa       [rsp + 192], xmm11                  ; spill
+    movshdup     xmm11, xmm10
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm12
+    pmuludq      xmm3, [rcx + 32]
+    movdqa       [rsp + 64], xmm2                    ; spill
+    movdqa       xmm2, xmm10
+    pmuludq      xmm2, [rcx + 48]
+    movshdup     xmm3, xmm3
+    movshdup     xmm2, xmm2
+    pmuludq      xmm13, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
+    pblendw      xmm3, xmm13, 204
+    pblendw      xmm2, xmm11, 204
+    pmulld       xmm12, [rcx]
+    pmulld       xmm10, [rcx + 16]
+    pmulld       xmm3, xmm0
+    pmulld       xmm2, xmm0
+    psubd        xmm12, xmm3
+    psubd        xmm10, xmm2
+    movdqa       xmm2, xmm9                          ; layer 5
+    paddd        xmm2, xmm15
+    movdqa       xmm3, xmm7
+    paddd        xmm3, xmm14
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
+    psubd        xmm9, xmm15
+    psubd        xmm7, xmm14
+    movshdup     xmm11, xmm9
+    movshdup     xmm13, xmm7
+    movdqa       xmm14, xmm9
     pmuludq      xmm14, [rcx + 96]
-    movdqa       xmm15, xmm0
+    movdqa       xmm15, xmm7
     pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
@@ -31917,686 +31986,317 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx + 64]
-    pmulld       xmm0, [rcx + 80]
-    pmulld       xmm14, xmm2
-    pmulld       xmm15, xmm2
-    psubd        xmm6, xmm14
-    psubd        xmm0, xmm15
-    movdqa       xmm11, xmm1
-    punpcklqdq   xmm11, xmm9
-    movdqa       xmm13, [rsp + 32]                   ; reload
+    pmulld       xmm9, [rcx + 64]
+    pmulld       xmm7, [rcx + 80]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm9, xmm14
+    psubd        xmm7, xmm15
+    movdqa       xmm11, xmm5                         ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
-    punpcklqdq   xmm14, [rsp + 64]
-    punpckhqdq   xmm1, xmm9
-    punpckhqdq   xmm13, [rsp + 64]
-    movdqa       xmm9, [rsp + 96]                    ; reload
-    movdqa       xmm15, xmm9
-    punpcklqdq   xmm15, xmm8
-    movdqa       [rsp + 64], xmm15                   ; spill
-    movdqa       xmm15, [rsp + 160]                  ; reload
-    movdqa       xmm2, xmm15
-    punpcklqdq   xmm2, xmm12
-    punpckhqdq   xmm9, xmm8
-    punpckhqdq   xmm15, xmm12
-    movdqa       xmm8, xmm7
-    punpcklqdq   xmm8, xmm4
-    movdqa       xmm12, [rsp + 128]                  ; reload
-    movdqa       [rsp + 160], xmm8                   ; spill
-    movdqa       xmm8, xmm12
-    punpcklqdq   xmm8, xmm3
-    punpckhqdq   xmm7, xmm4
-    punpckhqdq   xmm12, xmm3
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm6
-    movdqa       xmm4, xmm10
-    punpcklqdq   xmm4, xmm0
-    punpckhqdq   xmm5, xmm6
-    punpckhqdq   xmm10, xmm0
-    movdqa       xmm0, xmm11                         ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm14
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm11, xmm0
-    pminud       xmm14, xmm6
-    movdqa       xmm0, xmm1                          ; csub: before layer 6
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm13
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm1, xmm0
-    pminud       xmm13, xmm6
-    movdqa       xmm0, xmm11                         ; layer 6
-    paddd        xmm0, xmm1
-    movdqa       xmm6, xmm14
-    paddd        xmm6, xmm13
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
-    psubd        xmm11, xmm1
-    psubd        xmm14, xmm13
-    movshdup     xmm1, xmm11
-    movshdup     xmm13, xmm14
-    movdqa       [rsp + 128], xmm6                   ; spill
-    movdqa       xmm6, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4800] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4672
-    pmuludq      xmm6, [rcx - 96]
-    movdqa       [rsp + 96], xmm0                    ; spill
-    movdqa       xmm0, xmm14
-    pmuludq      xmm0, [rcx - 80]
-    movshdup     xmm6, xmm6
-    movshdup     xmm0, xmm0
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm6, xmm1, 204
-    pblendw      xmm0, xmm13, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    movdqu       xmm1, [rel pd_1073479681]           ; reload
-    pmulld       xmm6, xmm1
-    pmulld       xmm0, xmm1
-    psubd        xmm11, xmm6
-    psubd        xmm14, xmm0
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqa       xmm6, xmm0                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm2
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm6
-    pminud       xmm2, xmm13
-    movdqa       xmm6, xmm9                          ; csub: before layer 6
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm9, xmm6
-    pminud       xmm15, xmm13
-    movdqa       xmm6, xmm0                          ; layer 6
-    paddd        xmm6, xmm9
-    movdqa       xmm13, xmm2
-    paddd        xmm13, xmm15
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
-    psubd        xmm0, xmm9
-    psubd        xmm2, xmm15
-    movshdup     xmm9, xmm0
-    movshdup     xmm15, xmm2
-    movdqa       [rsp + 64], xmm13                   ; spill
-    movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4864] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4736
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 32], xmm6                    ; spill
-    movdqa       xmm6, xmm2
-    pmuludq      xmm6, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm9, 204
-    pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm2, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm6, xmm1
-    psubd        xmm0, xmm13
-    psubd        xmm2, xmm6
-    movdqa       xmm6, [rsp + 160]                   ; reload
-    movdqa       xmm9, xmm6                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm8
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm6, xmm9
-    pminud       xmm8, xmm13
-    movdqa       xmm9, xmm7                          ; csub: before layer 6
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm7, xmm9
-    pminud       xmm12, xmm13
-    movdqa       xmm9, xmm6                          ; layer 6
-    paddd        xmm9, xmm7
-    movdqa       xmm13, xmm8
-    paddd        xmm13, xmm12
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
-    psubd        xmm6, xmm7
-    psubd        xmm8, xmm12
-    movshdup     xmm7, xmm6
-    movshdup     xmm12, xmm8
-    movdqa       xmm15, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4928] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4800
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 160], xmm13                  ; spill
-    movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
-    pblendw      xmm15, xmm7, 204
-    pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm6, xmm15
-    psubd        xmm8, xmm13
-    movdqa       xmm7, xmm3                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm4
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm4, xmm12
-    movdqa       xmm7, xmm5                          ; csub: before layer 6
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm10
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm5, xmm7
-    pminud       xmm10, xmm12
-    movdqa       xmm7, xmm3                          ; layer 6
-    paddd        xmm7, xmm5
-    movdqa       xmm12, xmm4
-    paddd        xmm12, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm10
-    movshdup     xmm5, xmm3
-    movshdup     xmm10, xmm4
-    movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 4992] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4864
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm13, xmm5, 204
-    pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm3, xmm13
-    psubd        xmm4, xmm15
-    movdqa       xmm5, [rsp + 96]                    ; reload
-    movdqa       xmm10, xmm5                         ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm10, [rcx - 128]
-    movdqa       xmm13, xmm11
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm5, xmm10
-    pminud       xmm11, xmm13
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm15, xmm14
-    psubd        xmm15, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm14, xmm15
-    movdqa       xmm13, xmm5                         ; layer 5
-    paddd        xmm13, xmm10
-    movdqa       xmm15, xmm11
-    paddd        xmm15, xmm14
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
-    psubd        xmm5, xmm10
-    psubd        xmm11, xmm14
-    movshdup     xmm10, xmm5
-    movshdup     xmm14, xmm11
-    movdqa       [rsp + 128], xmm15                  ; spill
-    movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5056] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4928
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm11
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
-    pblendw      xmm15, xmm10, 204
-    pblendw      xmm13, xmm14, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm5, xmm15
-    psubd        xmm11, xmm13
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm14, xmm0
     psubd        xmm14, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm0, xmm14
-    movdqa       xmm13, [rsp + 64]                   ; reload
-    movdqa       xmm14, xmm13                        ; csub: before layer 5
-    psubd        xmm14, [rcx - 128]
-    movdqa       xmm15, xmm2
-    psubd        xmm15, [rcx - 112]
+    pminud       xmm5, xmm11
     pminud       xmm13, xmm14
-    pminud       xmm2, xmm15
-    movdqa       xmm14, xmm10                        ; layer 5
-    paddd        xmm14, xmm13
-    movdqa       xmm15, xmm0
-    paddd        xmm15, xmm2
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
-    psubd        xmm10, xmm13
-    psubd        xmm0, xmm2
-    movshdup     xmm2, xmm10
-    movshdup     xmm13, xmm0
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm10
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5120] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 4992
-    pmuludq      xmm11, [rcx - 96]
-    movdqa       [rsp + 32], xmm5                    ; spill
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rcx - 80]
-    movshdup     xmm11, xmm11
-    movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm11, xmm2, 204
-    pblendw      xmm5, xmm13, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
-    pmulld       xmm11, xmm1
-    pmulld       xmm5, xmm1
-    psubd        xmm10, xmm11
-    psubd        xmm0, xmm5
-    movdqa       xmm2, xmm9                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm2, [rcx - 128]
-    movdqa       xmm5, xmm6
-    psubd        xmm5, [rcx - 112]
-    pminud       xmm9, xmm2
-    pminud       xmm6, xmm5
-    movdqa       xmm2, [rsp + 160]                   ; reload
-    movdqa       xmm5, xmm2                          ; csub: before layer 5
-    psubd        xmm5, [rcx - 128]
-    movdqa       xmm11, xmm8
-    psubd        xmm11, [rcx - 112]
-    pminud       xmm2, xmm5
-    pminud       xmm8, xmm11
-    movdqa       xmm5, xmm9                          ; layer 5
-    paddd        xmm5, xmm2
-    movdqa       xmm11, xmm6
-    paddd        xmm11, xmm8
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
-    psubd        xmm9, xmm2
-    psubd        xmm6, xmm8
-    movshdup     xmm2, xmm9
-    movshdup     xmm8, xmm6
-    movdqa       xmm13, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5184] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5056
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 160], xmm11                  ; spill
-    movdqa       xmm11, xmm6
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm13, xmm2, 204
-    pblendw      xmm11, xmm8, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm11, xmm1
-    psubd        xmm9, xmm13
-    psubd        xmm6, xmm11
-    movdqa       xmm2, xmm7                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm2, [rcx - 128]
-    movdqa       xmm8, xmm3
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm7, xmm2
-    pminud       xmm3, xmm8
-    movdqa       xmm2, xmm12                         ; csub: before layer 5
-    psubd        xmm2, [rcx - 128]
-    movdqa       xmm8, xmm4
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm12, xmm2
-    pminud       xmm4, xmm8
-    movdqa       xmm2, xmm7                          ; layer 5
-    paddd        xmm2, xmm12
-    movdqa       xmm8, xmm3
-    paddd        xmm8, xmm4
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm4
-    movshdup     xmm4, xmm7
-    movshdup     xmm11, xmm3
-    movdqa       xmm12, xmm7
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5248] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5120
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
-    pblendw      xmm12, xmm4, 204
-    pblendw      xmm13, xmm11, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm13
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm11, xmm4                         ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    movdqa       xmm11, xmm6                         ; csub: before layer 4
     psubd        xmm11, [rcx - 128]
-    movdqa       xmm12, [rsp + 128]                  ; reload
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm4, xmm11
-    pminud       xmm12, xmm13
-    movdqa       xmm11, xmm14                        ; csub: before layer 4
-    psubd        xmm11, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm14, xmm11
-    pminud       xmm15, xmm13
-    movdqa       xmm11, xmm4                         ; layer 4
-    paddd        xmm11, xmm14
-    movdqa       xmm13, xmm12
-    paddd        xmm13, xmm15
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm4, xmm14
-    psubd        xmm12, xmm15
-    movshdup     xmm14, xmm4
-    movshdup     xmm15, xmm12
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5312] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5184
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm12
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm14, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm14, 204
-    pblendw      xmm11, xmm15, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm11, xmm1
-    psubd        xmm4, xmm13
-    psubd        xmm12, xmm11
-    movdqa       xmm11, [rsp + 32]                   ; reload
-    movdqa       xmm13, xmm11                        ; layer 4
-    paddd        xmm13, xmm10
-    movdqa       xmm14, [rsp + 64]                   ; reload
-    movdqa       xmm15, xmm14
-    paddd        xmm15, xmm0
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm14, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm10
-    psubd        xmm14, xmm0
-    movshdup     xmm0, xmm11
-    movshdup     xmm10, xmm14
-    movdqa       [rsp + 64], xmm12                   ; spill
-    movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 32], xmm4                    ; spill
-    movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm4, xmm4
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm12, xmm0, 204
-    pblendw      xmm4, xmm10, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm4, xmm1
-    psubd        xmm11, xmm12
-    psubd        xmm14, xmm4
-    movdqa       xmm0, xmm5                          ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm4, [rsp + 160]                   ; reload
-    movdqa       xmm10, xmm4
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm5, xmm0
-    pminud       xmm4, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 4
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm10, xmm8
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm2, xmm0
-    pminud       xmm8, xmm10
-    movdqa       xmm0, xmm5                          ; layer 4
-    paddd        xmm0, xmm2
-    movdqa       xmm10, xmm4
-    paddd        xmm10, xmm8
+    movdqa       xmm14, xmm8
+    psubd        xmm14, [rcx - 112]
+    pminud       xmm6, xmm11
+    pminud       xmm8, xmm14
+    movdqa       xmm11, xmm5                         ; layer 4
+    paddd        xmm11, xmm6
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm8
     paddd        xmm5, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm5, xmm2
-    psubd        xmm4, xmm8
-    movshdup     xmm2, xmm5
-    movshdup     xmm8, xmm4
-    movdqa       xmm12, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5376] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5248
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 160], xmm14                  ; spill
-    movdqa       xmm14, xmm4
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm5, xmm6
+    psubd        xmm13, xmm8
+    movshdup     xmm6, xmm5
+    movshdup     xmm8, xmm13
+    movdqa       xmm15, xmm5
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5312] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5184
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm13
     pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
+    movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm6, [rcx - 96]
     pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm12, xmm2, 204
+    pblendw      xmm15, xmm6, 204
     pblendw      xmm14, xmm8, 204
     pmulld       xmm5, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm5, xmm12
-    psubd        xmm4, xmm14
-    movdqa       xmm2, xmm9                          ; layer 4
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm14, xmm0
+    psubd        xmm5, xmm15
+    psubd        xmm13, xmm14
+    movdqa       xmm6, xmm1                          ; layer 4
+    paddd        xmm6, xmm4
+    movdqa       xmm8, [rsp + 96]                    ; reload
+    movdqa       xmm14, xmm8
+    paddd        xmm14, [rsp + 64]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm8, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm8, [rsp + 64]
+    movshdup     xmm4, xmm1
+    movshdup     xmm15, xmm8
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm1
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 96], xmm5                    ; spill
+    movdqa       xmm5, xmm8
+    pmuludq      xmm5, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm5, xmm5
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
+    pblendw      xmm13, xmm4, 204
+    pblendw      xmm5, xmm15, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm5, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm8, xmm5
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       xmm5, xmm4                          ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm13, [rsp + 192]                  ; reload
+    movdqa       xmm15, xmm13
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm4, xmm5
+    pminud       xmm13, xmm15
+    movdqa       xmm5, xmm2                          ; csub: before layer 4
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm15, xmm3
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm2, xmm5
+    pminud       xmm3, xmm15
+    movdqa       xmm5, xmm4                          ; layer 4
+    paddd        xmm5, xmm2
+    movdqa       xmm15, xmm13
+    paddd        xmm15, xmm3
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm4, xmm2
+    psubd        xmm13, xmm3
+    movshdup     xmm2, xmm4
+    movshdup     xmm3, xmm13
+    movdqa       [rsp + 192], xmm8                   ; spill
+    movdqa       xmm8, xmm4
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5376] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5248
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm1, xmm1
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm3, [rcx - 80]
+    pblendw      xmm8, xmm2, 204
+    pblendw      xmm1, xmm3, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm8, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm8
+    psubd        xmm13, xmm1
+    movdqa       xmm1, xmm12                         ; layer 4
+    paddd        xmm1, xmm9
+    movdqa       xmm2, xmm10
     paddd        xmm2, xmm7
-    movdqa       xmm8, xmm6
-    paddd        xmm8, xmm3
-    paddd        xmm9, [rel pd_2146959362]
-    paddd        xmm6, [rel pd_2146959362 + 16]
-    psubd        xmm9, xmm7
-    psubd        xmm6, xmm3
-    movshdup     xmm3, xmm9
-    movshdup     xmm7, xmm6
-    movdqa       xmm12, xmm9
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm14, xmm14
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, xmm9
+    psubd        xmm10, xmm7
+    movshdup     xmm3, xmm12
+    movshdup     xmm7, xmm10
+    movdqa       xmm8, xmm12
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       xmm9, xmm10
+    pmuludq      xmm9, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm9, xmm9
     pmuludq      xmm3, [rcx - 96]
     pmuludq      xmm7, [rcx - 80]
-    pblendw      xmm12, xmm3, 204
-    pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm9, xmm12
-    psubd        xmm6, xmm14
-    movdqa       xmm3, [rsp + 96]                    ; reload
-    movdqa       xmm7, xmm3                          ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, [rsp + 128]                  ; reload
-    movdqa       xmm14, xmm12
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm12, xmm14
-    movdqa       xmm7, xmm0                          ; csub: before layer 3
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm10
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm0, xmm7
-    pminud       xmm10, xmm14
-    movdqa       xmm7, xmm3                          ; layer 3
-    paddd        xmm7, xmm0
-    movdqa       xmm14, xmm12
-    paddd        xmm14, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm3, xmm0
-    psubd        xmm12, xmm10
-    movshdup     xmm0, xmm3
-    movshdup     xmm10, xmm12
-    movdqa       [rsp + 128], xmm14                  ; spill
-    movdqa       xmm14, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5440] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5312
-    pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp + 96], xmm7                    ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
-    movshdup     xmm14, xmm14
-    movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm14, xmm0, 204
-    pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm7, xmm1
-    psubd        xmm3, xmm14
-    psubd        xmm12, xmm7
-    movdqa       xmm0, xmm13                         ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm15
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm13, xmm0
-    pminud       xmm15, xmm7
-    movdqa       xmm0, xmm2                          ; csub: before layer 3
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm8
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm2, xmm0
-    pminud       xmm8, xmm7
-    movdqa       xmm0, xmm13                         ; layer 3
-    paddd        xmm0, xmm2
-    movdqa       xmm7, xmm15
-    paddd        xmm7, xmm8
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm15, [rcx - 112]
-    psubd        xmm13, xmm2
-    psubd        xmm15, xmm8
-    movshdup     xmm2, xmm13
-    movshdup     xmm8, xmm15
-    movdqa       xmm10, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5440] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5312
-    pmuludq      xmm10, [rcx - 96]
-    movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm10, xmm10
-    movshdup     xmm14, xmm14
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm10, xmm2, 204
-    pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
-    pmulld       xmm10, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm13, xmm10
-    psubd        xmm15, xmm14
-    movdqa       xmm2, [rsp + 32]                    ; reload
-    movdqa       xmm8, xmm2                          ; layer 3
-    paddd        xmm8, xmm5
-    movdqa       xmm10, [rsp + 64]                   ; reload
-    movdqa       xmm14, xmm10
-    paddd        xmm14, xmm4
-    paddd        xmm2, [rel pd_2146959362]
-    paddd        xmm10, [rel pd_2146959362 + 16]
-    psubd        xmm2, xmm5
-    psubd        xmm10, xmm4
-    movshdup     xmm4, xmm2
-    movshdup     xmm5, xmm10
-    movdqa       [rsp + 64], xmm15                   ; spill
-    movdqa       xmm15, xmm2
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 32], xmm13                   ; spill
-    movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm5, [rcx - 80]
-    pblendw      xmm15, xmm4, 204
-    pblendw      xmm13, xmm5, 204
-    pmulld       xmm2, [rcx - 128]
+    pblendw      xmm8, xmm3, 204
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm12, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm2, xmm15
-    psubd        xmm10, xmm13
-    movdqa       xmm4, xmm11                         ; layer 3
-    paddd        xmm4, xmm9
-    movdqa       xmm5, [rsp + 160]                   ; reload
-    movdqa       xmm13, xmm5
-    paddd        xmm13, xmm6
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm5, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm9
-    psubd        xmm5, xmm6
-    movshdup     xmm6, xmm11
-    movshdup     xmm9, xmm5
+    pmulld       xmm8, xmm0
+    pmulld       xmm9, xmm0
+    psubd        xmm12, xmm8
+    psubd        xmm10, xmm9
+    movdqa       xmm3, xmm11                         ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm7, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm7
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm11, xmm3
+    pminud       xmm7, xmm8
+    movdqa       xmm3, xmm5                          ; csub: before layer 3
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm15, xmm8
+    movdqa       xmm3, xmm11                         ; layer 3
+    paddd        xmm3, xmm5
+    movdqa       xmm8, xmm7
+    paddd        xmm8, xmm15
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
+    psubd        xmm11, xmm5
+    psubd        xmm7, xmm15
+    movshdup     xmm5, xmm11
+    movshdup     xmm9, xmm7
     movdqa       xmm15, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5440] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5312
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 160], xmm10                  ; spill
-    movdqa       xmm10, xmm5
-    pmuludq      xmm10, [rcx - 80]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm7
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rcx - 96]
+    movshdup     xmm8, xmm8
+    pmuludq      xmm5, [rcx - 96]
     pmuludq      xmm9, [rcx - 80]
-    pblendw      xmm15, xmm6, 204
-    pblendw      xmm10, xmm9, 204
+    pblendw      xmm15, xmm5, 204
+    pblendw      xmm8, xmm9, 204
     pmulld       xmm11, [rcx - 128]
-    pmulld       xmm5, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm10, xmm1
+    pmulld       xmm7, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm8, xmm0
     psubd        xmm11, xmm15
-    psubd        xmm5, xmm10
-    movdqa       xmm6, [rsp + 96]                    ; reload
-    movdqu       [rdi + 768], xmm6
-    movdqa       xmm6, [rsp + 128]                   ; reload
-    movdqu       [rdi + 784], xmm6
-    movdqu       [rdi + 800], xmm0
-    movdqu       [rdi + 816], xmm7
-    movdqu       [rdi + 832], xmm8
-    movdqu       [rdi + 848], xmm14
-    movdqu       [rdi + 864], xmm4
-    movdqu       [rdi + 880], xmm13
-    movdqu       [rdi + 896], xmm3
-    movdqu       [rdi + 912], xmm12
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 928], xmm0
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 944], xmm0
-    movdqu       [rdi + 960], xmm2
-    movdqa       xmm0, [rsp + 160]                   ; reload
-    movdqu       [rdi + 976], xmm0
-    movdqu       [rdi + 992], xmm11
-    movdqu       [rdi + 1008], xmm5
-    movdqu       xmm0, [rdi + 1024]
+    psubd        xmm7, xmm8
+    movdqa       xmm5, xmm6                          ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm14
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm6, xmm5
+    pminud       xmm14, xmm8
+    movdqa       xmm5, xmm1                          ; csub: before layer 3
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm2
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm1, xmm5
+    pminud       xmm2, xmm8
+    movdqa       xmm5, xmm6                          ; layer 3
+    paddd        xmm5, xmm1
+    movdqa       xmm8, xmm14
+    paddd        xmm8, xmm2
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm6, xmm1
+    psubd        xmm14, xmm2
+    movshdup     xmm1, xmm6
+    movshdup     xmm2, xmm14
+    movdqa       xmm9, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5440] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5312
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       xmm15, xmm14
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm15, xmm15
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm2, [rcx - 80]
+    pblendw      xmm9, xmm1, 204
+    pblendw      xmm15, xmm2, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm6, xmm9
+    psubd        xmm14, xmm15
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqa       xmm2, xmm1                          ; layer 3
+    paddd        xmm2, xmm4
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm9
+    paddd        xmm15, xmm13
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm9, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm9, xmm13
+    movshdup     xmm4, xmm1
+    movshdup     xmm13, xmm9
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm1
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 96], xmm6                    ; spill
+    movdqa       xmm6, xmm9
+    pmuludq      xmm6, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm6, xmm6
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm14, xmm4, 204
+    pblendw      xmm6, xmm13, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm6, xmm0
+    psubd        xmm1, xmm14
+    psubd        xmm9, xmm6
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       xmm6, xmm4                          ; layer 3
+    paddd        xmm6, xmm12
+    movdqa       xmm13, [rsp + 192]                  ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm10
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm13, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm12
+    psubd        xmm13, xmm10
+    movshdup     xmm10, xmm4
+    movshdup     xmm12, xmm13
+    movdqa       [rsp + 192], xmm9                   ; spill
+    movdqa       xmm9, xmm4
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm1, xmm1
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm9, xmm10, 204
+    pblendw      xmm1, xmm12, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm9
+    psubd        xmm13, xmm1
+    movdqu       [rdi + 768], xmm3
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqu       [rdi + 784], xmm1
+    movdqu       [rdi + 800], xmm5
+    movdqu       [rdi + 816], xmm8
+    movdqu       [rdi + 832], xmm2
+    movdqu       [rdi + 848], xmm15
+    movdqu       [rdi + 864], xmm6
+    movdqu       [rdi + 880], xmm14
+    movdqu       [rdi + 896], xmm11
+    movdqu       [rdi + 912], xmm7
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqu       [rdi + 928], xmm1
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 944], xmm1
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 960], xmm1
+    movdqa       xmm1, [rsp + 192]                   ; reload
+    movdqu       [rdi + 976], xmm1
+    movdqu       [rdi + 992], xmm4
+    movdqu       [rdi + 1008], xmm13
+    movdqu       xmm1, [rdi + 1024]
     movdqu       xmm2, [rdi + 1040]
     movdqu       xmm3, [rdi + 1056]
     movdqu       xmm4, [rdi + 1072]
@@ -32611,24 +32311,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 1216]
     movdqu       xmm14, [rdi + 1232]
     movdqu       xmm15, [rdi + 1248]
-    movdqa       [rsp + 160], xmm14                  ; spill
+    movdqa       [rsp + 192], xmm14                  ; spill
     movdqu       xmm14, [rdi + 1264]
-    movdqa       [rsp + 64], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 8
+    movdqa       [rsp], xmm14                        ; spill
+    movdqa       xmm14, xmm1                         ; layer 8
     paddd        xmm14, xmm3
-    movdqa       [rsp + 32], xmm15                   ; spill
+    movdqa       [rsp + 64], xmm15                   ; spill
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm3
+    psubd        xmm1, xmm3
     psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
+    movshdup     xmm3, xmm1
     movshdup     xmm4, xmm2
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, xmm0
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, xmm1
     pmuludq      xmm13, [rcx - 32]
-    movdqa       [rsp + 96], xmm12                   ; spill
+    movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm2
     pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
@@ -32637,11 +32337,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm1, [rcx - 64]
     pmulld       xmm2, [rcx - 48]
-    pmulld       xmm13, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm0, xmm13
+    pmulld       xmm13, xmm0
+    pmulld       xmm12, xmm0
+    psubd        xmm1, xmm13
     psubd        xmm2, xmm12
     movshdup     xmm3, xmm14
     movshdup     xmm4, xmm15
@@ -32658,8 +32358,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm4, 204
     pmulld       xmm14, [rel pd_8388608]
     pmulld       xmm15, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm14, xmm12
     psubd        xmm15, xmm13
     movdqa       xmm3, xmm5                          ; layer 8
@@ -32685,8 +32385,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm5, [rcx - 128]
     pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm5, xmm12
     psubd        xmm6, xmm13
     movshdup     xmm7, xmm3
@@ -32704,24 +32404,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm3, [rel pd_8388608]
     pmulld       xmm4, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm3, xmm12
     psubd        xmm4, xmm13
     movdqa       xmm7, xmm9                          ; layer 8
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
-    paddd        xmm8, [rsp + 96]
+    paddd        xmm8, [rsp + 128]
     paddd        xmm9, [rel pd_2146959362]
     paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
-    psubd        xmm10, [rsp + 96]
+    psubd        xmm10, [rsp + 128]
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm13, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5696] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5568
     pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm10
     pmuludq      xmm4, [rcx - 80]
     movshdup     xmm13, xmm13
@@ -32732,8 +32432,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm12, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm4, xmm1
+    pmulld       xmm13, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm13
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm7
@@ -32751,29 +32451,29 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm11, 204
     pmulld       xmm7, [rel pd_8388608]
     pmulld       xmm8, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm7, xmm12
     psubd        xmm8, xmm13
-    movdqa       xmm4, [rsp + 128]                   ; reload
+    movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       xmm11, xmm4                         ; layer 8
-    paddd        xmm11, [rsp + 32]
-    movdqa       xmm12, [rsp + 160]                  ; reload
+    paddd        xmm11, [rsp + 64]
+    movdqa       xmm12, [rsp + 192]                  ; reload
     movdqa       xmm13, xmm12
-    paddd        xmm13, [rsp + 64]
+    paddd        xmm13, [rsp]
     paddd        xmm4, [rel pd_2146959362]
     paddd        xmm12, [rel pd_2146959362 + 16]
-    psubd        xmm4, [rsp + 32]
-    psubd        xmm12, [rsp + 64]
-    movdqa       [rsp + 64], xmm8                    ; spill
+    psubd        xmm4, [rsp + 64]
+    psubd        xmm12, [rsp]
+    movdqa       [rsp], xmm8                         ; spill
     movshdup     xmm8, xmm4
-    movdqa       [rsp + 32], xmm7                    ; spill
+    movdqa       [rsp + 64], xmm7                    ; spill
     movshdup     xmm7, xmm12
-    movdqa       [rsp + 160], xmm10                  ; spill
+    movdqa       [rsp + 192], xmm10                  ; spill
     movdqa       xmm10, xmm4
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5792] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5664
     pmuludq      xmm10, [rcx - 96]
-    movdqa       [rsp + 128], xmm9                   ; spill
+    movdqa       [rsp + 96], xmm9                    ; spill
     movdqa       xmm9, xmm12
     pmuludq      xmm9, [rcx - 80]
     movshdup     xmm10, xmm10
@@ -32784,8 +32484,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm7, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm10, xmm1
-    pmulld       xmm9, xmm1
+    pmulld       xmm10, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm10
     psubd        xmm12, xmm9
     movshdup     xmm7, xmm11
@@ -32803,11 +32503,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm10, xmm8, 204
     pmulld       xmm11, [rel pd_8388608]
     pmulld       xmm13, [rel pd_8388608 + 16]
-    pmulld       xmm9, xmm1
-    pmulld       xmm10, xmm1
+    pmulld       xmm9, xmm0
+    pmulld       xmm10, xmm0
     psubd        xmm11, xmm9
     psubd        xmm13, xmm10
-    movdqa       xmm7, xmm0
+    movdqa       xmm7, xmm1
     psllq        xmm7, 32
     movdqa       xmm8, xmm2
     psllq        xmm8, 32
@@ -32817,49 +32517,49 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm7, xmm8, 204
     psrlq        xmm14, 32
     psrlq        xmm15, 32
-    pblendw      xmm14, xmm0, 204
+    pblendw      xmm14, xmm1, 204
     pblendw      xmm15, xmm2, 204
-    movdqa       xmm0, xmm5
-    psllq        xmm0, 32
+    movdqa       xmm1, xmm5
+    psllq        xmm1, 32
     movdqa       xmm2, xmm6
     psllq        xmm2, 32
     movdqa       xmm8, xmm3
-    pblendw      xmm8, xmm0, 204
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqa       xmm10, xmm0
+    pblendw      xmm8, xmm1, 204
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm10, xmm1
     pblendw      xmm10, xmm2, 204
     psrlq        xmm3, 32
-    psrlq        xmm0, 32
+    psrlq        xmm1, 32
     pblendw      xmm3, xmm5, 204
-    pblendw      xmm0, xmm6, 204
-    movdqa       xmm2, [rsp + 128]                   ; reload
+    pblendw      xmm1, xmm6, 204
+    movdqa       xmm2, [rsp + 96]                    ; reload
     movdqa       xmm5, xmm2
     psllq        xmm5, 32
-    movdqa       xmm6, [rsp + 160]                   ; reload
-    movdqa       [rsp + 96], xmm0                    ; spill
-    movdqa       xmm0, xmm6
-    psllq        xmm0, 32
-    movdqa       [rsp], xmm10                        ; spill
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       [rsp + 224], xmm3                   ; spill
+    movdqa       xmm6, [rsp + 192]                   ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm6
+    psllq        xmm1, 32
+    movdqa       [rsp + 160], xmm10                  ; spill
+    movdqa       xmm10, [rsp + 64]                   ; reload
+    movdqa       [rsp + 32], xmm3                    ; spill
     movdqa       xmm3, xmm10
     pblendw      xmm3, xmm5, 204
-    movdqa       xmm5, [rsp + 64]                    ; reload
-    movdqa       [rsp + 192], xmm3                   ; spill
+    movdqa       xmm5, [rsp]                         ; reload
+    movdqa       [rsp + 224], xmm3                   ; spill
     movdqa       xmm3, xmm5
-    pblendw      xmm3, xmm0, 204
+    pblendw      xmm3, xmm1, 204
     psrlq        xmm10, 32
     psrlq        xmm5, 32
     pblendw      xmm10, xmm2, 204
     pblendw      xmm5, xmm6, 204
-    movdqa       xmm0, xmm4
-    psllq        xmm0, 32
+    movdqa       xmm1, xmm4
+    psllq        xmm1, 32
     movdqa       xmm2, xmm12
     psllq        xmm2, 32
     movdqa       xmm6, xmm11
-    pblendw      xmm6, xmm0, 204
-    movdqa       xmm0, xmm13
-    pblendw      xmm0, xmm2, 204
+    pblendw      xmm6, xmm1, 204
+    movdqa       xmm1, xmm13
+    pblendw      xmm1, xmm2, 204
     psrlq        xmm11, 32
     psrlq        xmm13, 32
     pblendw      xmm11, xmm4, 204
@@ -32877,92 +32577,410 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5888] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5760
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 160], xmm4                   ; spill
-    movdqa       xmm4, xmm7
-    pmuludq      xmm4, [rcx - 80]
+    movdqa       [rsp + 192], xmm13                  ; spill
+    movdqa       xmm13, xmm7
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm4, xmm4
+    movshdup     xmm13, xmm13
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm12, 204
-    pblendw      xmm4, xmm14, 204
+    pblendw      xmm13, xmm14, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm7, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm4, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm9, xmm15
-    psubd        xmm7, xmm4
-    movdqa       xmm4, xmm8                          ; layer 7
-    paddd        xmm4, [rsp + 224]
-    movdqa       xmm12, [rsp]                        ; reload
-    movdqa       xmm14, xmm12
-    paddd        xmm14, [rsp + 96]
-    paddd        xmm8, [rel pd_2146959362]
-    paddd        xmm12, [rel pd_2146959362 + 16]
-    psubd        xmm8, [rsp + 224]
-    psubd        xmm12, [rsp + 96]
+    psubd        xmm7, xmm13
+    movdqa       xmm12, xmm2                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm12, [rcx - 128]
+    movdqa       xmm13, xmm4
+    psubd        xmm13, [rcx - 112]
+    pminud       xmm2, xmm12
+    pminud       xmm4, xmm13
+    movdqa       xmm12, xmm8                         ; layer 7
+    paddd        xmm12, [rsp + 32]
+    movdqa       xmm13, [rsp + 160]                  ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, [rsp + 128]
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm8, [rsp + 32]
+    psubd        xmm13, [rsp + 128]
     movshdup     xmm15, xmm8
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movshdup     xmm14, xmm12
-    movdqa       [rsp + 224], xmm4                   ; spill
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movshdup     xmm7, xmm13
+    movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm8
-    pmuludq      xmm4, [rcx - 32]
-    movdqa       [rsp], xmm7                         ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 16]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 5952] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5824
+    pmuludq      xmm4, [rcx - 96]
+    movdqa       [rsp + 160], xmm9                   ; spill
+    movdqa       xmm9, xmm13
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
-    movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 32]
-    pmuludq      xmm14, [rcx - 16]
+    movshdup     xmm9, xmm9
+    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm7, [rcx - 80]
     pblendw      xmm4, xmm15, 204
-    pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 64]
-    pmulld       xmm12, [rcx - 48]
-    pmulld       xmm4, xmm1
-    pmulld       xmm7, xmm1
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm4, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm8, xmm4
-    psubd        xmm12, xmm7
-    movdqa       xmm4, [rsp + 192]                   ; reload
+    psubd        xmm13, xmm9
+    movdqa       xmm4, xmm12                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm4, [rcx - 128]
+    movdqa       xmm7, xmm14
+    psubd        xmm7, [rcx - 112]
+    pminud       xmm12, xmm4
+    pminud       xmm14, xmm7
+    movdqa       xmm4, [rsp + 224]                   ; reload
     movdqa       xmm7, xmm4                          ; layer 7
     paddd        xmm7, xmm10
-    movdqa       xmm14, xmm3
-    paddd        xmm14, xmm5
-    paddd        xmm4, [rel pd_2146959362]
-    paddd        xmm3, [rel pd_2146959362 + 16]
+    movdqa       xmm9, xmm3
+    paddd        xmm9, xmm5
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx + 32]
-    movdqa       [rsp + 192], xmm14                  ; spill
-    movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx + 48]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6016] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5888
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 224], xmm13                  ; spill
+    movdqa       xmm13, xmm3
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx + 32]
-    pmuludq      xmm10, [rcx + 48]
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm15, xmm5, 204
-    pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx]
-    pmulld       xmm3, [rcx + 16]
-    pmulld       xmm15, xmm1
-    pmulld       xmm14, xmm1
+    pblendw      xmm13, xmm10, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm4, xmm15
-    psubd        xmm3, xmm14
+    psubd        xmm3, xmm13
+    movdqa       xmm5, xmm7                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm10, xmm9
+    psubd        xmm10, [rcx - 112]
+    pminud       xmm7, xmm5
+    pminud       xmm9, xmm10
     movdqa       xmm5, xmm6                          ; layer 7
     paddd        xmm5, xmm11
-    movdqa       xmm10, xmm0
-    paddd        xmm10, xmm13
-    paddd        xmm6, [rel pd_2146959362]
-    paddd        xmm0, [rel pd_2146959362 + 16]
+    movdqa       xmm10, xmm1
+    paddd        xmm10, [rsp + 192]
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm6, xmm11
-    psubd        xmm0, xmm13
+    psubd        xmm1, [rsp + 192]
     movshdup     xmm11, xmm6
-    movshdup     xmm13, xmm0
-    movdqa       xmm14, xmm6
+    movshdup     xmm13, xmm1
+    movdqa       xmm15, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6080] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 5952
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 192], xmm3                   ; spill
+    movdqa       xmm3, xmm1
+    pmuludq      xmm3, [rcx - 80]
+    movshdup     xmm15, xmm15
+    movshdup     xmm3, xmm3
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm15, xmm11, 204
+    pblendw      xmm3, xmm13, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm6, xmm15
+    psubd        xmm1, xmm3
+    movdqa       xmm3, xmm5                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm11, xmm10
+    psubd        xmm11, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm10, xmm11
+    movdqa       xmm3, xmm2
+    punpcklqdq   xmm3, [rsp + 160]
+    movdqa       xmm11, [rsp + 32]                   ; reload
+    movdqa       xmm13, xmm11
+    punpcklqdq   xmm13, [rsp + 128]
+    punpckhqdq   xmm2, [rsp + 160]
+    punpckhqdq   xmm11, [rsp + 128]
+    movdqa       xmm15, xmm12
+    punpcklqdq   xmm15, xmm8
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm14
+    punpcklqdq   xmm15, [rsp + 224]
+    punpckhqdq   xmm12, xmm8
+    punpckhqdq   xmm14, [rsp + 224]
+    movdqa       xmm8, xmm7
+    punpcklqdq   xmm8, xmm4
+    movdqa       [rsp + 224], xmm8                   ; spill
+    movdqa       xmm8, xmm9
+    punpcklqdq   xmm8, [rsp + 192]
+    punpckhqdq   xmm7, xmm4
+    punpckhqdq   xmm9, [rsp + 192]
+    movdqa       xmm4, xmm5
+    punpcklqdq   xmm4, xmm6
+    movdqa       [rsp + 192], xmm4                   ; spill
+    movdqa       xmm4, xmm10
+    punpcklqdq   xmm4, xmm1
+    punpckhqdq   xmm5, xmm6
+    punpckhqdq   xmm10, xmm1
+    movdqa       xmm1, xmm3                          ; layer 6
+    paddd        xmm1, xmm2
+    movdqa       xmm6, xmm13
+    paddd        xmm6, xmm11
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm3, xmm2
+    psubd        xmm13, xmm11
+    movshdup     xmm2, xmm3
+    movshdup     xmm11, xmm13
+    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       xmm10, xmm3
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6144] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6016
+    pmuludq      xmm10, [rcx - 96]
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqa       xmm4, xmm13
+    pmuludq      xmm4, [rcx - 80]
+    movshdup     xmm10, xmm10
+    movshdup     xmm4, xmm4
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm10, xmm2, 204
+    pblendw      xmm4, xmm11, 204
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm10, xmm0
+    pmulld       xmm4, xmm0
+    psubd        xmm3, xmm10
+    psubd        xmm13, xmm4
+    movdqa       xmm2, xmm1                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm2, [rcx - 128]
+    movdqa       xmm4, xmm6
+    psubd        xmm4, [rcx - 112]
+    pminud       xmm1, xmm2
+    pminud       xmm6, xmm4
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm4, xmm2                          ; layer 6
+    paddd        xmm4, xmm12
+    movdqa       xmm10, xmm15
+    paddd        xmm10, xmm14
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm15, [rcx - 112]
+    psubd        xmm2, xmm12
+    psubd        xmm15, xmm14
+    movshdup     xmm11, xmm2
+    movshdup     xmm12, xmm15
+    movdqa       xmm14, xmm2
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6208] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6080
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm15
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm13, xmm13
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm14, xmm11, 204
+    pblendw      xmm13, xmm12, 204
+    pmulld       xmm2, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm2, xmm14
+    psubd        xmm15, xmm13
+    movdqa       xmm11, xmm4                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm12, xmm10
+    psubd        xmm12, [rcx - 112]
+    pminud       xmm4, xmm11
+    pminud       xmm10, xmm12
+    movdqa       xmm11, [rsp + 224]                  ; reload
+    movdqa       xmm12, xmm11                        ; layer 6
+    paddd        xmm12, xmm7
+    movdqa       xmm13, xmm8
+    paddd        xmm13, xmm9
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
+    psubd        xmm11, xmm7
+    psubd        xmm8, xmm9
+    movshdup     xmm7, xmm11
+    movshdup     xmm9, xmm8
+    movdqa       xmm14, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6272] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6144
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 224], xmm15                  ; spill
+    movdqa       xmm15, xmm8
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm15, xmm15
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
+    pblendw      xmm14, xmm7, 204
+    pblendw      xmm15, xmm9, 204
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm11, xmm14
+    psubd        xmm8, xmm15
+    movdqa       xmm7, xmm12                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm7, [rcx - 128]
+    movdqa       xmm9, xmm13
+    psubd        xmm9, [rcx - 112]
+    pminud       xmm12, xmm7
+    pminud       xmm13, xmm9
+    movdqa       xmm7, [rsp + 192]                   ; reload
+    movdqa       xmm9, xmm7                          ; layer 6
+    paddd        xmm9, xmm5
+    movdqa       xmm14, [rsp + 160]                  ; reload
+    movdqa       xmm15, xmm14
+    paddd        xmm15, [rsp + 32]
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm7, xmm5
+    psubd        xmm14, [rsp + 32]
+    movshdup     xmm5, xmm7
+    movdqa       [rsp + 32], xmm8                    ; spill
+    movshdup     xmm8, xmm14
+    movdqa       [rsp + 160], xmm11                  ; spill
+    movdqa       xmm11, xmm7
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6336] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6208
+    pmuludq      xmm11, [rcx - 96]
+    movdqa       [rsp + 192], xmm13                  ; spill
+    movdqa       xmm13, xmm14
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm11, xmm11
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
+    pblendw      xmm11, xmm5, 204
+    pblendw      xmm13, xmm8, 204
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm11, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm7, xmm11
+    psubd        xmm14, xmm13
+    movdqa       xmm5, xmm9                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm9, xmm5
+    pminud       xmm15, xmm8
+    movdqa       xmm5, xmm1                          ; layer 5
+    paddd        xmm5, xmm6
+    movdqa       xmm8, xmm3
+    paddd        xmm8, [rsp + 128]
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
+    psubd        xmm1, xmm6
+    psubd        xmm3, [rsp + 128]
+    movshdup     xmm6, xmm1
+    movshdup     xmm11, xmm3
+    movdqa       xmm13, xmm1
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6400] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6272
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm3
+    pmuludq      xmm8, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm8, xmm8
+    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm13, xmm6, 204
+    pblendw      xmm8, xmm11, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm3, xmm8
+    movdqa       xmm6, xmm4                          ; layer 5
+    paddd        xmm6, xmm10
+    movdqa       xmm8, xmm2
+    paddd        xmm8, [rsp + 224]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm10
+    psubd        xmm2, [rsp + 224]
+    movshdup     xmm10, xmm4
+    movshdup     xmm11, xmm2
+    movdqa       xmm13, xmm4
+    pmuludq      xmm13, [rcx - 32]
+    movdqa       [rsp + 224], xmm3                   ; spill
+    movdqa       xmm3, xmm2
+    pmuludq      xmm3, [rcx - 16]
+    movshdup     xmm13, xmm13
+    movshdup     xmm3, xmm3
+    pmuludq      xmm10, [rcx - 32]
+    pmuludq      xmm11, [rcx - 16]
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm3, xmm11, 204
+    pmulld       xmm4, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
+    pmulld       xmm13, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm4, xmm13
+    psubd        xmm2, xmm3
+    movdqa       xmm3, xmm12                         ; layer 5
+    paddd        xmm3, [rsp + 192]
+    movdqa       xmm10, [rsp + 160]                  ; reload
+    movdqa       xmm11, xmm10
+    paddd        xmm11, [rsp + 32]
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, [rsp + 192]
+    psubd        xmm10, [rsp + 32]
+    movshdup     xmm13, xmm12
+    movdqa       [rsp + 32], xmm11                   ; spill
+    movshdup     xmm11, xmm10
+    movdqa       [rsp + 192], xmm3                   ; spill
+    movdqa       xmm3, xmm12
+    pmuludq      xmm3, [rcx + 32]
+    movdqa       [rsp + 160], xmm2                   ; spill
+    movdqa       xmm2, xmm10
+    pmuludq      xmm2, [rcx + 48]
+    movshdup     xmm3, xmm3
+    movshdup     xmm2, xmm2
+    pmuludq      xmm13, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
+    pblendw      xmm3, xmm13, 204
+    pblendw      xmm2, xmm11, 204
+    pmulld       xmm12, [rcx]
+    pmulld       xmm10, [rcx + 16]
+    pmulld       xmm3, xmm0
+    pmulld       xmm2, xmm0
+    psubd        xmm12, xmm3
+    psubd        xmm10, xmm2
+    movdqa       xmm2, xmm9                          ; layer 5
+    paddd        xmm2, xmm15
+    movdqa       xmm3, xmm7
+    paddd        xmm3, xmm14
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
+    psubd        xmm9, xmm15
+    psubd        xmm7, xmm14
+    movshdup     xmm11, xmm9
+    movshdup     xmm13, xmm7
+    movdqa       xmm14, xmm9
     pmuludq      xmm14, [rcx + 96]
-    movdqa       xmm15, xmm0
+    movdqa       xmm15, xmm7
     pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
@@ -32970,687 +32988,318 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx + 64]
-    pmulld       xmm0, [rcx + 80]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm6, xmm14
-    psubd        xmm0, xmm15
-    movdqa       xmm11, xmm2
-    punpcklqdq   xmm11, xmm9
-    movdqa       xmm13, [rsp + 160]                  ; reload
+    pmulld       xmm9, [rcx + 64]
+    pmulld       xmm7, [rcx + 80]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm9, xmm14
+    psubd        xmm7, xmm15
+    movdqa       xmm11, xmm5                         ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
-    punpcklqdq   xmm14, [rsp]
-    punpckhqdq   xmm2, xmm9
-    punpckhqdq   xmm13, [rsp]
-    movdqa       xmm9, [rsp + 224]                   ; reload
-    movdqa       xmm15, xmm9
-    punpcklqdq   xmm15, xmm8
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, [rsp + 96]                   ; reload
-    movdqa       xmm1, xmm15
-    punpcklqdq   xmm1, xmm12
-    punpckhqdq   xmm9, xmm8
-    punpckhqdq   xmm15, xmm12
-    movdqa       xmm8, xmm7
-    punpcklqdq   xmm8, xmm4
-    movdqa       xmm12, [rsp + 192]                  ; reload
-    movdqa       [rsp + 96], xmm8                    ; spill
-    movdqa       xmm8, xmm12
-    punpcklqdq   xmm8, xmm3
-    punpckhqdq   xmm7, xmm4
-    punpckhqdq   xmm12, xmm3
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm6
-    movdqa       xmm4, xmm10
-    punpcklqdq   xmm4, xmm0
-    punpckhqdq   xmm5, xmm6
-    punpckhqdq   xmm10, xmm0
-    movdqa       xmm0, xmm11                         ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm14
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm11, xmm0
-    pminud       xmm14, xmm6
-    movdqa       xmm0, xmm2                          ; csub: before layer 6
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm13
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm2, xmm0
-    pminud       xmm13, xmm6
-    movdqa       xmm0, xmm11                         ; layer 6
-    paddd        xmm0, xmm2
-    movdqa       xmm6, xmm14
-    paddd        xmm6, xmm13
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
-    psubd        xmm11, xmm2
-    psubd        xmm14, xmm13
-    movshdup     xmm2, xmm11
-    movshdup     xmm13, xmm14
-    movdqa       [rsp + 192], xmm6                   ; spill
-    movdqa       xmm6, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6144] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6016
-    pmuludq      xmm6, [rcx - 96]
-    movdqa       [rsp + 224], xmm0                   ; spill
-    movdqa       xmm0, xmm14
-    pmuludq      xmm0, [rcx - 80]
-    movshdup     xmm6, xmm6
-    movshdup     xmm0, xmm0
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm6, xmm2, 204
-    pblendw      xmm0, xmm13, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    movdqu       xmm2, [rel pd_1073479681]           ; reload
-    pmulld       xmm6, xmm2
-    pmulld       xmm0, xmm2
-    psubd        xmm11, xmm6
-    psubd        xmm14, xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqa       xmm6, xmm0                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm1
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm6
-    pminud       xmm1, xmm13
-    movdqa       xmm6, xmm9                          ; csub: before layer 6
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm9, xmm6
-    pminud       xmm15, xmm13
-    movdqa       xmm6, xmm0                          ; layer 6
-    paddd        xmm6, xmm9
-    movdqa       xmm13, xmm1
-    paddd        xmm13, xmm15
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
-    psubd        xmm0, xmm9
-    psubd        xmm1, xmm15
-    movshdup     xmm9, xmm0
-    movshdup     xmm15, xmm1
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6208] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6080
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 160], xmm6                   ; spill
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm9, 204
-    pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm13
-    psubd        xmm1, xmm6
-    movdqa       xmm6, [rsp + 96]                    ; reload
-    movdqa       xmm9, xmm6                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm8
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm6, xmm9
-    pminud       xmm8, xmm13
-    movdqa       xmm9, xmm7                          ; csub: before layer 6
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm7, xmm9
-    pminud       xmm12, xmm13
-    movdqa       xmm9, xmm6                          ; layer 6
-    paddd        xmm9, xmm7
-    movdqa       xmm13, xmm8
-    paddd        xmm13, xmm12
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
-    psubd        xmm6, xmm7
-    psubd        xmm8, xmm12
-    movshdup     xmm7, xmm6
-    movshdup     xmm12, xmm8
-    movdqa       xmm15, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6272] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6144
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
-    pblendw      xmm15, xmm7, 204
-    pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm6, xmm15
-    psubd        xmm8, xmm13
-    movdqa       xmm7, xmm3                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm4
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm4, xmm12
-    movdqa       xmm7, xmm5                          ; csub: before layer 6
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm10
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm5, xmm7
-    pminud       xmm10, xmm12
-    movdqa       xmm7, xmm3                          ; layer 6
-    paddd        xmm7, xmm5
-    movdqa       xmm12, xmm4
-    paddd        xmm12, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm10
-    movshdup     xmm5, xmm3
-    movshdup     xmm10, xmm4
-    movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6336] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6208
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm13, xmm5, 204
-    pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm15, xmm2
-    psubd        xmm3, xmm13
-    psubd        xmm4, xmm15
-    movdqa       xmm5, [rsp + 224]                   ; reload
-    movdqa       xmm10, xmm5                         ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm10, [rcx - 128]
-    movdqa       xmm13, xmm11
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm5, xmm10
-    pminud       xmm11, xmm13
-    movdqa       xmm10, [rsp + 192]                  ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm15, xmm14
-    psubd        xmm15, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm14, xmm15
-    movdqa       xmm13, xmm5                         ; layer 5
-    paddd        xmm13, xmm10
-    movdqa       xmm15, xmm11
-    paddd        xmm15, xmm14
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
-    psubd        xmm5, xmm10
-    psubd        xmm11, xmm14
-    movshdup     xmm10, xmm5
-    movshdup     xmm14, xmm11
-    movdqa       [rsp + 192], xmm15                  ; spill
-    movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6400] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6272
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 224], xmm13                  ; spill
-    movdqa       xmm13, xmm11
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
-    pblendw      xmm15, xmm10, 204
-    pblendw      xmm13, xmm14, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm5, xmm15
-    psubd        xmm11, xmm13
-    movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm14, xmm0
     psubd        xmm14, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm0, xmm14
-    movdqa       xmm13, [rsp]                        ; reload
-    movdqa       xmm14, xmm13                        ; csub: before layer 5
-    psubd        xmm14, [rcx - 128]
-    movdqa       xmm15, xmm1
-    psubd        xmm15, [rcx - 112]
+    pminud       xmm5, xmm11
     pminud       xmm13, xmm14
-    pminud       xmm1, xmm15
-    movdqa       xmm14, xmm10                        ; layer 5
-    paddd        xmm14, xmm13
-    movdqa       xmm15, xmm0
-    paddd        xmm15, xmm1
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
-    psubd        xmm10, xmm13
-    psubd        xmm0, xmm1
-    movshdup     xmm1, xmm10
-    movshdup     xmm13, xmm0
-    movdqa       [rsp], xmm11                        ; spill
-    movdqa       xmm11, xmm10
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6464] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6336
-    pmuludq      xmm11, [rcx - 96]
-    movdqa       [rsp + 160], xmm5                   ; spill
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rcx - 80]
-    movshdup     xmm11, xmm11
-    movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm11, xmm1, 204
-    pblendw      xmm5, xmm13, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
-    pmulld       xmm11, xmm2
-    pmulld       xmm5, xmm2
-    psubd        xmm10, xmm11
-    psubd        xmm0, xmm5
-    movdqa       xmm1, xmm9                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm5, xmm6
-    psubd        xmm5, [rcx - 112]
-    pminud       xmm9, xmm1
-    pminud       xmm6, xmm5
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqa       xmm5, xmm1                          ; csub: before layer 5
-    psubd        xmm5, [rcx - 128]
-    movdqa       xmm11, xmm8
-    psubd        xmm11, [rcx - 112]
-    pminud       xmm1, xmm5
-    pminud       xmm8, xmm11
-    movdqa       xmm5, xmm9                          ; layer 5
-    paddd        xmm5, xmm1
-    movdqa       xmm11, xmm6
-    paddd        xmm11, xmm8
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
-    psubd        xmm9, xmm1
-    psubd        xmm6, xmm8
-    movshdup     xmm1, xmm9
-    movshdup     xmm8, xmm6
-    movdqa       xmm13, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6528] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6400
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 96], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm13, xmm1, 204
-    pblendw      xmm11, xmm8, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm11, xmm2
-    psubd        xmm9, xmm13
-    psubd        xmm6, xmm11
-    movdqa       xmm1, xmm7                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm8, xmm3
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm7, xmm1
-    pminud       xmm3, xmm8
-    movdqa       xmm1, xmm12                         ; csub: before layer 5
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm8, xmm4
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm12, xmm1
-    pminud       xmm4, xmm8
-    movdqa       xmm1, xmm7                          ; layer 5
-    paddd        xmm1, xmm12
-    movdqa       xmm8, xmm3
-    paddd        xmm8, xmm4
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm4
-    movshdup     xmm4, xmm7
-    movshdup     xmm11, xmm3
-    movdqa       xmm12, xmm7
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6592] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6464
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
-    pblendw      xmm12, xmm4, 204
-    pblendw      xmm13, xmm11, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm13
-    movdqa       xmm4, [rsp + 224]                   ; reload
-    movdqa       xmm11, xmm4                         ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    movdqa       xmm11, xmm6                         ; csub: before layer 4
     psubd        xmm11, [rcx - 128]
-    movdqa       xmm12, [rsp + 192]                  ; reload
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm4, xmm11
-    pminud       xmm12, xmm13
-    movdqa       xmm11, xmm14                        ; csub: before layer 4
-    psubd        xmm11, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm14, xmm11
-    pminud       xmm15, xmm13
-    movdqa       xmm11, xmm4                         ; layer 4
-    paddd        xmm11, xmm14
-    movdqa       xmm13, xmm12
-    paddd        xmm13, xmm15
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm4, xmm14
-    psubd        xmm12, xmm15
-    movshdup     xmm14, xmm4
-    movshdup     xmm15, xmm12
-    movdqa       [rsp + 192], xmm13                  ; spill
-    movdqa       xmm13, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6656] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6528
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 224], xmm11                  ; spill
-    movdqa       xmm11, xmm12
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm14, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm14, 204
-    pblendw      xmm11, xmm15, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm11, xmm2
-    psubd        xmm4, xmm13
-    psubd        xmm12, xmm11
-    movdqa       xmm11, [rsp + 160]                  ; reload
-    movdqa       xmm13, xmm11                        ; layer 4
-    paddd        xmm13, xmm10
-    movdqa       xmm14, [rsp]                        ; reload
-    movdqa       xmm15, xmm14
-    paddd        xmm15, xmm0
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm14, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm10
-    psubd        xmm14, xmm0
-    movshdup     xmm0, xmm11
-    movshdup     xmm10, xmm14
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 160], xmm4                   ; spill
-    movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm4, xmm4
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm12, xmm0, 204
-    pblendw      xmm4, xmm10, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm4, xmm2
-    psubd        xmm11, xmm12
-    psubd        xmm14, xmm4
-    movdqa       xmm0, xmm5                          ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm4, [rsp + 96]                    ; reload
-    movdqa       xmm10, xmm4
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm5, xmm0
-    pminud       xmm4, xmm10
-    movdqa       xmm0, xmm1                          ; csub: before layer 4
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm10, xmm8
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm1, xmm0
-    pminud       xmm8, xmm10
-    movdqa       xmm0, xmm5                          ; layer 4
-    paddd        xmm0, xmm1
-    movdqa       xmm10, xmm4
-    paddd        xmm10, xmm8
+    movdqa       xmm14, xmm8
+    psubd        xmm14, [rcx - 112]
+    pminud       xmm6, xmm11
+    pminud       xmm8, xmm14
+    movdqa       xmm11, xmm5                         ; layer 4
+    paddd        xmm11, xmm6
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm8
     paddd        xmm5, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm5, xmm1
-    psubd        xmm4, xmm8
-    movshdup     xmm1, xmm5
-    movshdup     xmm8, xmm4
-    movdqa       xmm12, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6720] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6592
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm4
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm5, xmm6
+    psubd        xmm13, xmm8
+    movshdup     xmm6, xmm5
+    movshdup     xmm8, xmm13
+    movdqa       xmm15, xmm5
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6656] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6528
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm13
     pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
+    movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm6, [rcx - 96]
     pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm12, xmm1, 204
+    pblendw      xmm15, xmm6, 204
     pblendw      xmm14, xmm8, 204
     pmulld       xmm5, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm14, xmm2
-    psubd        xmm5, xmm12
-    psubd        xmm4, xmm14
-    movdqa       xmm1, xmm9                          ; layer 4
-    paddd        xmm1, xmm7
-    movdqa       xmm8, xmm6
-    paddd        xmm8, xmm3
-    paddd        xmm9, [rel pd_2146959362]
-    paddd        xmm6, [rel pd_2146959362 + 16]
-    psubd        xmm9, xmm7
-    psubd        xmm6, xmm3
-    movshdup     xmm3, xmm9
-    movshdup     xmm7, xmm6
-    movdqa       xmm12, xmm9
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm14, xmm14
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm14, xmm0
+    psubd        xmm5, xmm15
+    psubd        xmm13, xmm14
+    movdqa       xmm6, xmm1                          ; layer 4
+    paddd        xmm6, xmm4
+    movdqa       xmm8, [rsp + 224]                   ; reload
+    movdqa       xmm14, xmm8
+    paddd        xmm14, [rsp + 160]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm8, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm8, [rsp + 160]
+    movshdup     xmm4, xmm1
+    movshdup     xmm15, xmm8
+    movdqa       [rsp + 160], xmm13                  ; spill
+    movdqa       xmm13, xmm1
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 224], xmm5                   ; spill
+    movdqa       xmm5, xmm8
+    pmuludq      xmm5, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm5, xmm5
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
+    pblendw      xmm13, xmm4, 204
+    pblendw      xmm5, xmm15, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm5, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm8, xmm5
+    movdqa       xmm4, [rsp + 192]                   ; reload
+    movdqa       xmm5, xmm4                          ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       xmm15, xmm13
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm4, xmm5
+    pminud       xmm13, xmm15
+    movdqa       xmm5, xmm2                          ; csub: before layer 4
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm15, xmm3
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm2, xmm5
+    pminud       xmm3, xmm15
+    movdqa       xmm5, xmm4                          ; layer 4
+    paddd        xmm5, xmm2
+    movdqa       xmm15, xmm13
+    paddd        xmm15, xmm3
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm4, xmm2
+    psubd        xmm13, xmm3
+    movshdup     xmm2, xmm4
+    movshdup     xmm3, xmm13
+    movdqa       [rsp + 32], xmm8                    ; spill
+    movdqa       xmm8, xmm4
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6720] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6592
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       [rsp + 192], xmm1                   ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm1, xmm1
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm3, [rcx - 80]
+    pblendw      xmm8, xmm2, 204
+    pblendw      xmm1, xmm3, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm8, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm8
+    psubd        xmm13, xmm1
+    movdqa       xmm1, xmm12                         ; layer 4
+    paddd        xmm1, xmm9
+    movdqa       xmm2, xmm10
+    paddd        xmm2, xmm7
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, xmm9
+    psubd        xmm10, xmm7
+    movshdup     xmm3, xmm12
+    movshdup     xmm7, xmm10
+    movdqa       xmm8, xmm12
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       xmm9, xmm10
+    pmuludq      xmm9, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm9, xmm9
     pmuludq      xmm3, [rcx - 96]
     pmuludq      xmm7, [rcx - 80]
-    pblendw      xmm12, xmm3, 204
-    pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm14, xmm2
-    psubd        xmm9, xmm12
-    psubd        xmm6, xmm14
-    movdqa       xmm3, [rsp + 224]                   ; reload
-    movdqa       xmm7, xmm3                          ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, [rsp + 192]                  ; reload
-    movdqa       xmm14, xmm12
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm12, xmm14
-    movdqa       xmm7, xmm0                          ; csub: before layer 3
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm10
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm0, xmm7
-    pminud       xmm10, xmm14
-    movdqa       xmm7, xmm3                          ; layer 3
-    paddd        xmm7, xmm0
-    movdqa       xmm14, xmm12
-    paddd        xmm14, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm3, xmm0
-    psubd        xmm12, xmm10
-    movshdup     xmm0, xmm3
-    movshdup     xmm10, xmm12
-    movdqa       [rsp + 192], xmm14                  ; spill
-    movdqa       xmm14, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6784] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6656
-    pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp + 224], xmm7                   ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
-    movshdup     xmm14, xmm14
-    movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm14, xmm0, 204
-    pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm14, xmm2
-    pmulld       xmm7, xmm2
-    psubd        xmm3, xmm14
-    psubd        xmm12, xmm7
-    movdqa       xmm0, xmm13                         ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm15
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm13, xmm0
-    pminud       xmm15, xmm7
-    movdqa       xmm0, xmm1                          ; csub: before layer 3
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm8
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm1, xmm0
-    pminud       xmm8, xmm7
-    movdqa       xmm0, xmm13                         ; layer 3
-    paddd        xmm0, xmm1
-    movdqa       xmm7, xmm15
-    paddd        xmm7, xmm8
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm15, [rcx - 112]
-    psubd        xmm13, xmm1
-    psubd        xmm15, xmm8
-    movshdup     xmm1, xmm13
-    movshdup     xmm8, xmm15
-    movdqa       xmm10, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6784] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6656
-    pmuludq      xmm10, [rcx - 96]
-    movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm10, xmm10
-    movshdup     xmm14, xmm14
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm10, xmm1, 204
-    pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
-    pmulld       xmm10, xmm2
-    pmulld       xmm14, xmm2
-    psubd        xmm13, xmm10
-    psubd        xmm15, xmm14
-    movdqa       xmm1, [rsp + 160]                   ; reload
-    movdqa       xmm8, xmm1                          ; layer 3
-    paddd        xmm8, xmm5
-    movdqa       xmm10, [rsp]                        ; reload
-    movdqa       xmm14, xmm10
-    paddd        xmm14, xmm4
-    paddd        xmm1, [rel pd_2146959362]
-    paddd        xmm10, [rel pd_2146959362 + 16]
-    psubd        xmm1, xmm5
-    psubd        xmm10, xmm4
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm10
-    movdqa       [rsp], xmm15                        ; spill
-    movdqa       xmm15, xmm1
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 160], xmm13                  ; spill
-    movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm5, [rcx - 80]
-    pblendw      xmm15, xmm4, 204
-    pblendw      xmm13, xmm5, 204
-    pmulld       xmm1, [rcx - 128]
+    pblendw      xmm8, xmm3, 204
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm12, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm1, xmm15
-    psubd        xmm10, xmm13
-    movdqa       xmm4, xmm11                         ; layer 3
-    paddd        xmm4, xmm9
-    movdqa       xmm5, [rsp + 96]                    ; reload
-    movdqa       xmm13, xmm5
-    paddd        xmm13, xmm6
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm5, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm9
-    psubd        xmm5, xmm6
-    movshdup     xmm6, xmm11
-    movshdup     xmm9, xmm5
+    pmulld       xmm8, xmm0
+    pmulld       xmm9, xmm0
+    psubd        xmm12, xmm8
+    psubd        xmm10, xmm9
+    movdqa       xmm3, xmm11                         ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm7, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm7
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm11, xmm3
+    pminud       xmm7, xmm8
+    movdqa       xmm3, xmm5                          ; csub: before layer 3
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm15, xmm8
+    movdqa       xmm3, xmm11                         ; layer 3
+    paddd        xmm3, xmm5
+    movdqa       xmm8, xmm7
+    paddd        xmm8, xmm15
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
+    psubd        xmm11, xmm5
+    psubd        xmm7, xmm15
+    movshdup     xmm5, xmm11
+    movshdup     xmm9, xmm7
     movdqa       xmm15, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6784] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6656
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 96], xmm10                   ; spill
-    movdqa       xmm10, xmm5
-    pmuludq      xmm10, [rcx - 80]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm7
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rcx - 96]
+    movshdup     xmm8, xmm8
+    pmuludq      xmm5, [rcx - 96]
     pmuludq      xmm9, [rcx - 80]
-    pblendw      xmm15, xmm6, 204
-    pblendw      xmm10, xmm9, 204
+    pblendw      xmm15, xmm5, 204
+    pblendw      xmm8, xmm9, 204
     pmulld       xmm11, [rcx - 128]
-    pmulld       xmm5, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm10, xmm2
+    pmulld       xmm7, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm8, xmm0
     psubd        xmm11, xmm15
-    psubd        xmm5, xmm10
-    movdqa       xmm6, [rsp + 224]                   ; reload
-    movdqu       [rdi + 1024], xmm6
-    movdqa       xmm6, [rsp + 192]                   ; reload
-    movdqu       [rdi + 1040], xmm6
-    movdqu       [rdi + 1056], xmm0
-    movdqu       [rdi + 1072], xmm7
-    movdqu       [rdi + 1088], xmm8
-    movdqu       [rdi + 1104], xmm14
-    movdqu       [rdi + 1120], xmm4
-    movdqu       [rdi + 1136], xmm13
-    movdqu       [rdi + 1152], xmm3
-    movdqu       [rdi + 1168], xmm12
-    movdqa       xmm0, [rsp + 160]                   ; reload
-    movdqu       [rdi + 1184], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1200], xmm0
+    psubd        xmm7, xmm8
+    movdqa       xmm5, xmm6                          ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm14
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm6, xmm5
+    pminud       xmm14, xmm8
+    movdqa       xmm5, xmm1                          ; csub: before layer 3
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm2
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm1, xmm5
+    pminud       xmm2, xmm8
+    movdqa       xmm5, xmm6                          ; layer 3
+    paddd        xmm5, xmm1
+    movdqa       xmm8, xmm14
+    paddd        xmm8, xmm2
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm6, xmm1
+    psubd        xmm14, xmm2
+    movshdup     xmm1, xmm6
+    movshdup     xmm2, xmm14
+    movdqa       xmm9, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 6784] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6656
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       xmm15, xmm14
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm15, xmm15
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm2, [rcx - 80]
+    pblendw      xmm9, xmm1, 204
+    pblendw      xmm15, xmm2, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm6, xmm9
+    psubd        xmm14, xmm15
+    movdqa       xmm1, [rsp + 224]                   ; reload
+    movdqa       xmm2, xmm1                          ; layer 3
+    paddd        xmm2, xmm4
+    movdqa       xmm9, [rsp + 160]                   ; reload
+    movdqa       xmm15, xmm9
+    paddd        xmm15, xmm13
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm9, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm9, xmm13
+    movshdup     xmm4, xmm1
+    movshdup     xmm13, xmm9
+    movdqa       [rsp + 160], xmm14                  ; spill
+    movdqa       xmm14, xmm1
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 224], xmm6                   ; spill
+    movdqa       xmm6, xmm9
+    pmuludq      xmm6, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm6, xmm6
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm14, xmm4, 204
+    pblendw      xmm6, xmm13, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm6, xmm0
+    psubd        xmm1, xmm14
+    psubd        xmm9, xmm6
+    movdqa       xmm4, [rsp + 192]                   ; reload
+    movdqa       xmm6, xmm4                          ; layer 3
+    paddd        xmm6, xmm12
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm10
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm13, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm12
+    psubd        xmm13, xmm10
+    movshdup     xmm10, xmm4
+    movshdup     xmm12, xmm13
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm4
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       [rsp + 192], xmm1                   ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm1, xmm1
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm9, xmm10, 204
+    pblendw      xmm1, xmm12, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm9
+    psubd        xmm13, xmm1
+    movdqu       [rdi + 1024], xmm3
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqu       [rdi + 1040], xmm1
+    movdqu       [rdi + 1056], xmm5
+    movdqu       [rdi + 1072], xmm8
+    movdqu       [rdi + 1088], xmm2
+    movdqu       [rdi + 1104], xmm15
+    movdqu       [rdi + 1120], xmm6
+    movdqu       [rdi + 1136], xmm14
+    movdqu       [rdi + 1152], xmm11
+    movdqu       [rdi + 1168], xmm7
+    movdqa       xmm1, [rsp + 224]                   ; reload
+    movdqu       [rdi + 1184], xmm1
+    movdqa       xmm1, [rsp + 160]                   ; reload
+    movdqu       [rdi + 1200], xmm1
+    movdqa       xmm1, [rsp + 192]                   ; reload
     movdqu       [rdi + 1216], xmm1
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqu       [rdi + 1232], xmm0
-    movdqu       [rdi + 1248], xmm11
-    movdqu       [rdi + 1264], xmm5
-    movdqu       xmm0, [rdi + 1280]
-    movdqu       xmm1, [rdi + 1296]
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1232], xmm1
+    movdqu       [rdi + 1248], xmm4
+    movdqu       [rdi + 1264], xmm13
+    movdqu       xmm1, [rdi + 1280]
+    movdqu       xmm2, [rdi + 1296]
     movdqu       xmm3, [rdi + 1312]
     movdqu       xmm4, [rdi + 1328]
     movdqu       xmm5, [rdi + 1344]
@@ -33664,25 +33313,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 1472]
     movdqu       xmm14, [rdi + 1488]
     movdqu       xmm15, [rdi + 1504]
-    movdqa       [rsp + 96], xmm14                   ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqu       xmm14, [rdi + 1520]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm0                         ; layer 8
+    movdqa       [rsp + 192], xmm14                  ; spill
+    movdqa       xmm14, xmm1                         ; layer 8
     paddd        xmm14, xmm3
     movdqa       [rsp + 160], xmm15                  ; spill
-    movdqa       xmm15, xmm1
+    movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    paddd        xmm0, [rel pd_2146959362]
-    paddd        xmm1, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm3
-    psubd        xmm1, xmm4
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
-    movdqa       [rsp + 192], xmm13                  ; spill
-    movdqa       xmm13, xmm0
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm3
+    psubd        xmm2, xmm4
+    movshdup     xmm3, xmm1
+    movshdup     xmm4, xmm2
+    movdqa       [rsp + 224], xmm13                  ; spill
+    movdqa       xmm13, xmm1
     pmuludq      xmm13, [rcx - 32]
-    movdqa       [rsp + 224], xmm12                  ; spill
-    movdqa       xmm12, xmm1
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm2
     pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
@@ -33690,12 +33339,12 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 64]
-    pmulld       xmm1, [rcx - 48]
-    pmulld       xmm13, xmm2
-    pmulld       xmm12, xmm2
-    psubd        xmm0, xmm13
-    psubd        xmm1, xmm12
+    pmulld       xmm1, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
+    pmulld       xmm13, xmm0
+    pmulld       xmm12, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm2, xmm12
     movshdup     xmm3, xmm14
     movshdup     xmm4, xmm15
     movdqa       xmm12, xmm14
@@ -33711,8 +33360,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm4, 204
     pmulld       xmm14, [rel pd_8388608]
     pmulld       xmm15, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm14, xmm12
     psubd        xmm15, xmm13
     movdqa       xmm3, xmm5                          ; layer 8
@@ -33738,8 +33387,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm5, [rcx - 128]
     pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm5, xmm12
     psubd        xmm6, xmm13
     movshdup     xmm7, xmm3
@@ -33757,24 +33406,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm3, [rel pd_8388608]
     pmulld       xmm4, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm3, xmm12
     psubd        xmm4, xmm13
     movdqa       xmm7, xmm9                          ; layer 8
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
-    paddd        xmm8, [rsp + 224]
+    paddd        xmm8, [rsp + 128]
     paddd        xmm9, [rel pd_2146959362]
     paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
-    psubd        xmm10, [rsp + 224]
+    psubd        xmm10, [rsp + 128]
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm13, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7040] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 6912
     pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 224], xmm4                   ; spill
+    movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm10
     pmuludq      xmm4, [rcx - 80]
     movshdup     xmm13, xmm13
@@ -33785,8 +33434,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm12, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm4, xmm2
+    pmulld       xmm13, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm13
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm7
@@ -33804,29 +33453,29 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm11, 204
     pmulld       xmm7, [rel pd_8388608]
     pmulld       xmm8, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm7, xmm12
     psubd        xmm8, xmm13
-    movdqa       xmm4, [rsp + 192]                   ; reload
+    movdqa       xmm4, [rsp + 224]                   ; reload
     movdqa       xmm11, xmm4                         ; layer 8
     paddd        xmm11, [rsp + 160]
-    movdqa       xmm12, [rsp + 96]                   ; reload
+    movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm13, xmm12
-    paddd        xmm13, [rsp]
+    paddd        xmm13, [rsp + 192]
     paddd        xmm4, [rel pd_2146959362]
     paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm4, [rsp + 160]
-    psubd        xmm12, [rsp]
-    movdqa       [rsp], xmm8                         ; spill
+    psubd        xmm12, [rsp + 192]
+    movdqa       [rsp + 192], xmm8                   ; spill
     movshdup     xmm8, xmm4
     movdqa       [rsp + 160], xmm7                   ; spill
     movshdup     xmm7, xmm12
-    movdqa       [rsp + 96], xmm10                   ; spill
+    movdqa       [rsp + 32], xmm10                   ; spill
     movdqa       xmm10, xmm4
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7136] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7008
     pmuludq      xmm10, [rcx - 96]
-    movdqa       [rsp + 192], xmm9                   ; spill
+    movdqa       [rsp + 224], xmm9                   ; spill
     movdqa       xmm9, xmm12
     pmuludq      xmm9, [rcx - 80]
     movshdup     xmm10, xmm10
@@ -33837,8 +33486,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm7, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm10, xmm2
-    pmulld       xmm9, xmm2
+    pmulld       xmm10, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm10
     psubd        xmm12, xmm9
     movshdup     xmm7, xmm11
@@ -33856,13 +33505,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm10, xmm8, 204
     pmulld       xmm11, [rel pd_8388608]
     pmulld       xmm13, [rel pd_8388608 + 16]
-    pmulld       xmm9, xmm2
-    pmulld       xmm10, xmm2
+    pmulld       xmm9, xmm0
+    pmulld       xmm10, xmm0
     psubd        xmm11, xmm9
     psubd        xmm13, xmm10
-    movdqa       xmm7, xmm0
+    movdqa       xmm7, xmm1
     psllq        xmm7, 32
-    movdqa       xmm8, xmm1
+    movdqa       xmm8, xmm2
     psllq        xmm8, 32
     movdqa       xmm9, xmm14
     pblendw      xmm9, xmm7, 204
@@ -33870,55 +33519,55 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm7, xmm8, 204
     psrlq        xmm14, 32
     psrlq        xmm15, 32
-    pblendw      xmm14, xmm0, 204
-    pblendw      xmm15, xmm1, 204
-    movdqa       xmm0, xmm5
-    psllq        xmm0, 32
+    pblendw      xmm14, xmm1, 204
+    pblendw      xmm15, xmm2, 204
+    movdqa       xmm1, xmm5
+    psllq        xmm1, 32
+    movdqa       xmm2, xmm6
+    psllq        xmm2, 32
+    movdqa       xmm8, xmm3
+    pblendw      xmm8, xmm1, 204
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm10, xmm1
+    pblendw      xmm10, xmm2, 204
+    psrlq        xmm3, 32
+    psrlq        xmm1, 32
+    pblendw      xmm3, xmm5, 204
+    pblendw      xmm1, xmm6, 204
+    movdqa       xmm2, [rsp + 224]                   ; reload
+    movdqa       xmm5, xmm2
+    psllq        xmm5, 32
+    movdqa       xmm6, [rsp + 32]                    ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
     movdqa       xmm1, xmm6
     psllq        xmm1, 32
-    movdqa       xmm8, xmm3
-    pblendw      xmm8, xmm0, 204
-    movdqa       xmm0, [rsp + 224]                   ; reload
-    movdqa       xmm10, xmm0
-    pblendw      xmm10, xmm1, 204
-    psrlq        xmm3, 32
-    psrlq        xmm0, 32
-    pblendw      xmm3, xmm5, 204
-    pblendw      xmm0, xmm6, 204
-    movdqa       xmm1, [rsp + 192]                   ; reload
-    movdqa       xmm5, xmm1
-    psllq        xmm5, 32
-    movdqa       xmm6, [rsp + 96]                    ; reload
-    movdqa       [rsp + 224], xmm0                   ; spill
-    movdqa       xmm0, xmm6
-    psllq        xmm0, 32
-    movdqa       [rsp + 128], xmm10                  ; spill
+    movdqa       [rsp + 96], xmm10                   ; spill
     movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       [rsp], xmm3                         ; spill
     movdqa       xmm3, xmm10
     pblendw      xmm3, xmm5, 204
-    movdqa       xmm5, [rsp]                         ; reload
-    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqa       xmm5, [rsp + 192]                   ; reload
+    movdqa       [rsp + 64], xmm3                    ; spill
     movdqa       xmm3, xmm5
-    pblendw      xmm3, xmm0, 204
+    pblendw      xmm3, xmm1, 204
     psrlq        xmm10, 32
     psrlq        xmm5, 32
-    pblendw      xmm10, xmm1, 204
+    pblendw      xmm10, xmm2, 204
     pblendw      xmm5, xmm6, 204
-    movdqa       xmm0, xmm4
-    psllq        xmm0, 32
-    movdqa       xmm1, xmm12
+    movdqa       xmm1, xmm4
     psllq        xmm1, 32
+    movdqa       xmm2, xmm12
+    psllq        xmm2, 32
     movdqa       xmm6, xmm11
-    pblendw      xmm6, xmm0, 204
-    movdqa       xmm0, xmm13
-    pblendw      xmm0, xmm1, 204
+    pblendw      xmm6, xmm1, 204
+    movdqa       xmm1, xmm13
+    pblendw      xmm1, xmm2, 204
     psrlq        xmm11, 32
     psrlq        xmm13, 32
     pblendw      xmm11, xmm4, 204
     pblendw      xmm13, xmm12, 204
-    movdqa       xmm1, xmm9                          ; layer 7
-    paddd        xmm1, xmm14
+    movdqa       xmm2, xmm9                          ; layer 7
+    paddd        xmm2, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
     paddd        xmm9, [rel pd_2146959362]
@@ -33930,92 +33579,410 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7232] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7104
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 96], xmm4                    ; spill
-    movdqa       xmm4, xmm7
-    pmuludq      xmm4, [rcx - 80]
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, xmm7
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm4, xmm4
+    movshdup     xmm13, xmm13
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm12, 204
-    pblendw      xmm4, xmm14, 204
+    pblendw      xmm13, xmm14, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm7, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm4, xmm2
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm9, xmm15
-    psubd        xmm7, xmm4
-    movdqa       xmm4, xmm8                          ; layer 7
-    paddd        xmm4, [rsp + 64]
-    movdqa       xmm12, [rsp + 128]                  ; reload
-    movdqa       xmm14, xmm12
-    paddd        xmm14, [rsp + 224]
-    paddd        xmm8, [rel pd_2146959362]
-    paddd        xmm12, [rel pd_2146959362 + 16]
-    psubd        xmm8, [rsp + 64]
-    psubd        xmm12, [rsp + 224]
+    psubd        xmm7, xmm13
+    movdqa       xmm12, xmm2                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm12, [rcx - 128]
+    movdqa       xmm13, xmm4
+    psubd        xmm13, [rcx - 112]
+    pminud       xmm2, xmm12
+    pminud       xmm4, xmm13
+    movdqa       xmm12, xmm8                         ; layer 7
+    paddd        xmm12, [rsp]
+    movdqa       xmm13, [rsp + 96]                   ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, [rsp + 128]
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm8, [rsp]
+    psubd        xmm13, [rsp + 128]
     movshdup     xmm15, xmm8
-    movdqa       [rsp + 224], xmm14                  ; spill
-    movshdup     xmm14, xmm12
-    movdqa       [rsp + 64], xmm4                    ; spill
-    movdqa       xmm4, xmm8
-    pmuludq      xmm4, [rcx - 32]
     movdqa       [rsp + 128], xmm7                   ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 16]
+    movshdup     xmm7, xmm13
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm8
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7296] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7168
+    pmuludq      xmm4, [rcx - 96]
+    movdqa       [rsp + 96], xmm9                    ; spill
+    movdqa       xmm9, xmm13
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
-    movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 32]
-    pmuludq      xmm14, [rcx - 16]
+    movshdup     xmm9, xmm9
+    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm7, [rcx - 80]
     pblendw      xmm4, xmm15, 204
-    pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 64]
-    pmulld       xmm12, [rcx - 48]
-    pmulld       xmm4, xmm2
-    pmulld       xmm7, xmm2
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm4, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm8, xmm4
-    psubd        xmm12, xmm7
-    movdqa       xmm4, [rsp + 32]                    ; reload
+    psubd        xmm13, xmm9
+    movdqa       xmm4, xmm12                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm4, [rcx - 128]
+    movdqa       xmm7, xmm14
+    psubd        xmm7, [rcx - 112]
+    pminud       xmm12, xmm4
+    pminud       xmm14, xmm7
+    movdqa       xmm4, [rsp + 64]                    ; reload
     movdqa       xmm7, xmm4                          ; layer 7
     paddd        xmm7, xmm10
-    movdqa       xmm14, xmm3
-    paddd        xmm14, xmm5
-    paddd        xmm4, [rel pd_2146959362]
-    paddd        xmm3, [rel pd_2146959362 + 16]
+    movdqa       xmm9, xmm3
+    paddd        xmm9, xmm5
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx + 32]
-    movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx + 48]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7360] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7232
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm3
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx + 32]
-    pmuludq      xmm10, [rcx + 48]
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm15, xmm5, 204
-    pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx]
-    pmulld       xmm3, [rcx + 16]
-    pmulld       xmm15, xmm2
-    pmulld       xmm14, xmm2
+    pblendw      xmm13, xmm10, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm4, xmm15
-    psubd        xmm3, xmm14
+    psubd        xmm3, xmm13
+    movdqa       xmm5, xmm7                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm10, xmm9
+    psubd        xmm10, [rcx - 112]
+    pminud       xmm7, xmm5
+    pminud       xmm9, xmm10
     movdqa       xmm5, xmm6                          ; layer 7
     paddd        xmm5, xmm11
-    movdqa       xmm10, xmm0
-    paddd        xmm10, xmm13
-    paddd        xmm6, [rel pd_2146959362]
-    paddd        xmm0, [rel pd_2146959362 + 16]
+    movdqa       xmm10, xmm1
+    paddd        xmm10, [rsp + 32]
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm6, xmm11
-    psubd        xmm0, xmm13
+    psubd        xmm1, [rsp + 32]
     movshdup     xmm11, xmm6
-    movshdup     xmm13, xmm0
-    movdqa       xmm14, xmm6
+    movshdup     xmm13, xmm1
+    movdqa       xmm15, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7424] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7296
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqa       xmm3, xmm1
+    pmuludq      xmm3, [rcx - 80]
+    movshdup     xmm15, xmm15
+    movshdup     xmm3, xmm3
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm15, xmm11, 204
+    pblendw      xmm3, xmm13, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm6, xmm15
+    psubd        xmm1, xmm3
+    movdqa       xmm3, xmm5                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm11, xmm10
+    psubd        xmm11, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm10, xmm11
+    movdqa       xmm3, xmm2
+    punpcklqdq   xmm3, [rsp + 96]
+    movdqa       xmm11, [rsp]                        ; reload
+    movdqa       xmm13, xmm11
+    punpcklqdq   xmm13, [rsp + 128]
+    punpckhqdq   xmm2, [rsp + 96]
+    punpckhqdq   xmm11, [rsp + 128]
+    movdqa       xmm15, xmm12
+    punpcklqdq   xmm15, xmm8
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm14
+    punpcklqdq   xmm15, [rsp + 64]
+    punpckhqdq   xmm12, xmm8
+    punpckhqdq   xmm14, [rsp + 64]
+    movdqa       xmm8, xmm7
+    punpcklqdq   xmm8, xmm4
+    movdqa       [rsp + 64], xmm8                    ; spill
+    movdqa       xmm8, xmm9
+    punpcklqdq   xmm8, [rsp + 32]
+    punpckhqdq   xmm7, xmm4
+    punpckhqdq   xmm9, [rsp + 32]
+    movdqa       xmm4, xmm5
+    punpcklqdq   xmm4, xmm6
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       xmm4, xmm10
+    punpcklqdq   xmm4, xmm1
+    punpckhqdq   xmm5, xmm6
+    punpckhqdq   xmm10, xmm1
+    movdqa       xmm1, xmm3                          ; layer 6
+    paddd        xmm1, xmm2
+    movdqa       xmm6, xmm13
+    paddd        xmm6, xmm11
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm3, xmm2
+    psubd        xmm13, xmm11
+    movshdup     xmm2, xmm3
+    movshdup     xmm11, xmm13
+    movdqa       [rsp], xmm10                        ; spill
+    movdqa       xmm10, xmm3
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7488] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7360
+    pmuludq      xmm10, [rcx - 96]
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqa       xmm4, xmm13
+    pmuludq      xmm4, [rcx - 80]
+    movshdup     xmm10, xmm10
+    movshdup     xmm4, xmm4
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm10, xmm2, 204
+    pblendw      xmm4, xmm11, 204
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm10, xmm0
+    pmulld       xmm4, xmm0
+    psubd        xmm3, xmm10
+    psubd        xmm13, xmm4
+    movdqa       xmm2, xmm1                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm2, [rcx - 128]
+    movdqa       xmm4, xmm6
+    psubd        xmm4, [rcx - 112]
+    pminud       xmm1, xmm2
+    pminud       xmm6, xmm4
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm4, xmm2                          ; layer 6
+    paddd        xmm4, xmm12
+    movdqa       xmm10, xmm15
+    paddd        xmm10, xmm14
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm15, [rcx - 112]
+    psubd        xmm2, xmm12
+    psubd        xmm15, xmm14
+    movshdup     xmm11, xmm2
+    movshdup     xmm12, xmm15
+    movdqa       xmm14, xmm2
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7552] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7424
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm15
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm13, xmm13
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm14, xmm11, 204
+    pblendw      xmm13, xmm12, 204
+    pmulld       xmm2, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm2, xmm14
+    psubd        xmm15, xmm13
+    movdqa       xmm11, xmm4                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm12, xmm10
+    psubd        xmm12, [rcx - 112]
+    pminud       xmm4, xmm11
+    pminud       xmm10, xmm12
+    movdqa       xmm11, [rsp + 64]                   ; reload
+    movdqa       xmm12, xmm11                        ; layer 6
+    paddd        xmm12, xmm7
+    movdqa       xmm13, xmm8
+    paddd        xmm13, xmm9
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
+    psubd        xmm11, xmm7
+    psubd        xmm8, xmm9
+    movshdup     xmm7, xmm11
+    movshdup     xmm9, xmm8
+    movdqa       xmm14, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7616] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7488
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 64], xmm15                   ; spill
+    movdqa       xmm15, xmm8
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm15, xmm15
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
+    pblendw      xmm14, xmm7, 204
+    pblendw      xmm15, xmm9, 204
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm11, xmm14
+    psubd        xmm8, xmm15
+    movdqa       xmm7, xmm12                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm7, [rcx - 128]
+    movdqa       xmm9, xmm13
+    psubd        xmm9, [rcx - 112]
+    pminud       xmm12, xmm7
+    pminud       xmm13, xmm9
+    movdqa       xmm7, [rsp + 32]                    ; reload
+    movdqa       xmm9, xmm7                          ; layer 6
+    paddd        xmm9, xmm5
+    movdqa       xmm14, [rsp + 96]                   ; reload
+    movdqa       xmm15, xmm14
+    paddd        xmm15, [rsp]
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm7, xmm5
+    psubd        xmm14, [rsp]
+    movshdup     xmm5, xmm7
+    movdqa       [rsp], xmm8                         ; spill
+    movshdup     xmm8, xmm14
+    movdqa       [rsp + 96], xmm11                   ; spill
+    movdqa       xmm11, xmm7
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7680] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7552
+    pmuludq      xmm11, [rcx - 96]
+    movdqa       [rsp + 32], xmm13                   ; spill
+    movdqa       xmm13, xmm14
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm11, xmm11
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
+    pblendw      xmm11, xmm5, 204
+    pblendw      xmm13, xmm8, 204
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm11, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm7, xmm11
+    psubd        xmm14, xmm13
+    movdqa       xmm5, xmm9                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm9, xmm5
+    pminud       xmm15, xmm8
+    movdqa       xmm5, xmm1                          ; layer 5
+    paddd        xmm5, xmm6
+    movdqa       xmm8, xmm3
+    paddd        xmm8, [rsp + 128]
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
+    psubd        xmm1, xmm6
+    psubd        xmm3, [rsp + 128]
+    movshdup     xmm6, xmm1
+    movshdup     xmm11, xmm3
+    movdqa       xmm13, xmm1
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7744] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7616
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm3
+    pmuludq      xmm8, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm8, xmm8
+    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm13, xmm6, 204
+    pblendw      xmm8, xmm11, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm3, xmm8
+    movdqa       xmm6, xmm4                          ; layer 5
+    paddd        xmm6, xmm10
+    movdqa       xmm8, xmm2
+    paddd        xmm8, [rsp + 64]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm10
+    psubd        xmm2, [rsp + 64]
+    movshdup     xmm10, xmm4
+    movshdup     xmm11, xmm2
+    movdqa       xmm13, xmm4
+    pmuludq      xmm13, [rcx - 32]
+    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       xmm3, xmm2
+    pmuludq      xmm3, [rcx - 16]
+    movshdup     xmm13, xmm13
+    movshdup     xmm3, xmm3
+    pmuludq      xmm10, [rcx - 32]
+    pmuludq      xmm11, [rcx - 16]
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm3, xmm11, 204
+    pmulld       xmm4, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
+    pmulld       xmm13, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm4, xmm13
+    psubd        xmm2, xmm3
+    movdqa       xmm3, xmm12                         ; layer 5
+    paddd        xmm3, [rsp + 32]
+    movdqa       xmm10, [rsp + 96]                   ; reload
+    movdqa       xmm11, xmm10
+    paddd        xmm11, [rsp]
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, [rsp + 32]
+    psubd        xmm10, [rsp]
+    movshdup     xmm13, xmm12
+    movdqa       [rsp], xmm11                        ; spill
+    movshdup     xmm11, xmm10
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqa       xmm3, xmm12
+    pmuludq      xmm3, [rcx + 32]
+    movdqa       [rsp + 96], xmm2                    ; spill
+    movdqa       xmm2, xmm10
+    pmuludq      xmm2, [rcx + 48]
+    movshdup     xmm3, xmm3
+    movshdup     xmm2, xmm2
+    pmuludq      xmm13, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
+    pblendw      xmm3, xmm13, 204
+    pblendw      xmm2, xmm11, 204
+    pmulld       xmm12, [rcx]
+    pmulld       xmm10, [rcx + 16]
+    pmulld       xmm3, xmm0
+    pmulld       xmm2, xmm0
+    psubd        xmm12, xmm3
+    psubd        xmm10, xmm2
+    movdqa       xmm2, xmm9                          ; layer 5
+    paddd        xmm2, xmm15
+    movdqa       xmm3, xmm7
+    paddd        xmm3, xmm14
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
+    psubd        xmm9, xmm15
+    psubd        xmm7, xmm14
+    movshdup     xmm11, xmm9
+    movshdup     xmm13, xmm7
+    movdqa       xmm14, xmm9
     pmuludq      xmm14, [rcx + 96]
-    movdqa       xmm15, xmm0
+    movdqa       xmm15, xmm7
     pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
@@ -34023,686 +33990,317 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx + 64]
-    pmulld       xmm0, [rcx + 80]
-    pmulld       xmm14, xmm2
-    pmulld       xmm15, xmm2
-    psubd        xmm6, xmm14
-    psubd        xmm0, xmm15
-    movdqa       xmm11, xmm1
-    punpcklqdq   xmm11, xmm9
-    movdqa       xmm13, [rsp + 96]                   ; reload
-    movdqa       xmm14, xmm13
-    punpcklqdq   xmm14, [rsp + 128]
-    punpckhqdq   xmm1, xmm9
-    punpckhqdq   xmm13, [rsp + 128]
-    movdqa       xmm9, [rsp + 64]                    ; reload
-    movdqa       xmm15, xmm9
-    punpcklqdq   xmm15, xmm8
-    movdqa       [rsp + 128], xmm15                  ; spill
-    movdqa       xmm15, [rsp + 224]                  ; reload
-    movdqa       xmm2, xmm15
-    punpcklqdq   xmm2, xmm12
-    punpckhqdq   xmm9, xmm8
-    punpckhqdq   xmm15, xmm12
-    movdqa       xmm8, xmm7
-    punpcklqdq   xmm8, xmm4
-    movdqa       xmm12, [rsp + 32]                   ; reload
-    movdqa       [rsp + 224], xmm8                   ; spill
-    movdqa       xmm8, xmm12
-    punpcklqdq   xmm8, xmm3
-    punpckhqdq   xmm7, xmm4
-    punpckhqdq   xmm12, xmm3
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm6
-    movdqa       xmm4, xmm10
-    punpcklqdq   xmm4, xmm0
-    punpckhqdq   xmm5, xmm6
-    punpckhqdq   xmm10, xmm0
-    movdqa       xmm0, xmm11                         ; csub: before layer 6
+    pmulld       xmm9, [rcx + 64]
+    pmulld       xmm7, [rcx + 80]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm9, xmm14
+    psubd        xmm7, xmm15
+    movdqa       xmm11, xmm5                         ; csub: before layer 4
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm14
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm11, xmm0
-    pminud       xmm14, xmm6
-    movdqa       xmm0, xmm1                          ; csub: before layer 6
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm13
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm1, xmm0
-    pminud       xmm13, xmm6
-    movdqa       xmm0, xmm11                         ; layer 6
-    paddd        xmm0, xmm1
-    movdqa       xmm6, xmm14
-    paddd        xmm6, xmm13
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
-    psubd        xmm11, xmm1
-    psubd        xmm14, xmm13
-    movshdup     xmm1, xmm11
-    movshdup     xmm13, xmm14
-    movdqa       [rsp + 32], xmm6                    ; spill
-    movdqa       xmm6, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7488] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7360
-    pmuludq      xmm6, [rcx - 96]
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm14
-    pmuludq      xmm0, [rcx - 80]
-    movshdup     xmm6, xmm6
-    movshdup     xmm0, xmm0
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm6, xmm1, 204
-    pblendw      xmm0, xmm13, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    movdqu       xmm1, [rel pd_1073479681]           ; reload
-    pmulld       xmm6, xmm1
-    pmulld       xmm0, xmm1
-    psubd        xmm11, xmm6
-    psubd        xmm14, xmm0
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqa       xmm6, xmm0                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm2
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm6
-    pminud       xmm2, xmm13
-    movdqa       xmm6, xmm9                          ; csub: before layer 6
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm9, xmm6
-    pminud       xmm15, xmm13
-    movdqa       xmm6, xmm0                          ; layer 6
-    paddd        xmm6, xmm9
-    movdqa       xmm13, xmm2
-    paddd        xmm13, xmm15
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
-    psubd        xmm0, xmm9
-    psubd        xmm2, xmm15
-    movshdup     xmm9, xmm0
-    movshdup     xmm15, xmm2
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7552] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7424
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 96], xmm6                    ; spill
-    movdqa       xmm6, xmm2
-    pmuludq      xmm6, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm9, 204
-    pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm2, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm6, xmm1
-    psubd        xmm0, xmm13
-    psubd        xmm2, xmm6
-    movdqa       xmm6, [rsp + 224]                   ; reload
-    movdqa       xmm9, xmm6                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm8
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm6, xmm9
-    pminud       xmm8, xmm13
-    movdqa       xmm9, xmm7                          ; csub: before layer 6
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm7, xmm9
-    pminud       xmm12, xmm13
-    movdqa       xmm9, xmm6                          ; layer 6
-    paddd        xmm9, xmm7
-    movdqa       xmm13, xmm8
-    paddd        xmm13, xmm12
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
-    psubd        xmm6, xmm7
-    psubd        xmm8, xmm12
-    movshdup     xmm7, xmm6
-    movshdup     xmm12, xmm8
-    movdqa       xmm15, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7616] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7488
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 224], xmm13                  ; spill
-    movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
-    pblendw      xmm15, xmm7, 204
-    pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm6, xmm15
-    psubd        xmm8, xmm13
-    movdqa       xmm7, xmm3                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm4
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm4, xmm12
-    movdqa       xmm7, xmm5                          ; csub: before layer 6
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm10
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm5, xmm7
-    pminud       xmm10, xmm12
-    movdqa       xmm7, xmm3                          ; layer 6
-    paddd        xmm7, xmm5
-    movdqa       xmm12, xmm4
-    paddd        xmm12, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm10
-    movshdup     xmm5, xmm3
-    movshdup     xmm10, xmm4
-    movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7680] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7552
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm13, xmm5, 204
-    pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm3, xmm13
-    psubd        xmm4, xmm15
-    movdqa       xmm5, [rsp + 64]                    ; reload
-    movdqa       xmm10, xmm5                         ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm10, [rcx - 128]
-    movdqa       xmm13, xmm11
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm5, xmm10
-    pminud       xmm11, xmm13
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm15, xmm14
-    psubd        xmm15, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm14, xmm15
-    movdqa       xmm13, xmm5                         ; layer 5
-    paddd        xmm13, xmm10
-    movdqa       xmm15, xmm11
-    paddd        xmm15, xmm14
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
-    psubd        xmm5, xmm10
-    psubd        xmm11, xmm14
-    movshdup     xmm10, xmm5
-    movshdup     xmm14, xmm11
-    movdqa       [rsp + 32], xmm15                   ; spill
-    movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7744] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7616
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 64], xmm13                   ; spill
-    movdqa       xmm13, xmm11
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
-    pblendw      xmm15, xmm10, 204
-    pblendw      xmm13, xmm14, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm5, xmm15
-    psubd        xmm11, xmm13
-    movdqa       xmm10, [rsp + 96]                   ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm14, xmm0
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm0, xmm14
+    psubd        xmm11, [rcx - 128]
     movdqa       xmm13, [rsp + 128]                  ; reload
-    movdqa       xmm14, xmm13                        ; csub: before layer 5
-    psubd        xmm14, [rcx - 128]
-    movdqa       xmm15, xmm2
-    psubd        xmm15, [rcx - 112]
+    movdqa       xmm14, xmm13
+    psubd        xmm14, [rcx - 112]
+    pminud       xmm5, xmm11
     pminud       xmm13, xmm14
-    pminud       xmm2, xmm15
-    movdqa       xmm14, xmm10                        ; layer 5
-    paddd        xmm14, xmm13
-    movdqa       xmm15, xmm0
-    paddd        xmm15, xmm2
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
-    psubd        xmm10, xmm13
-    psubd        xmm0, xmm2
-    movshdup     xmm2, xmm10
-    movshdup     xmm13, xmm0
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, xmm10
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7808] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7680
-    pmuludq      xmm11, [rcx - 96]
-    movdqa       [rsp + 96], xmm5                    ; spill
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rcx - 80]
-    movshdup     xmm11, xmm11
-    movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm11, xmm2, 204
-    pblendw      xmm5, xmm13, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
-    pmulld       xmm11, xmm1
-    pmulld       xmm5, xmm1
-    psubd        xmm10, xmm11
-    psubd        xmm0, xmm5
-    movdqa       xmm2, xmm9                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm2, [rcx - 128]
-    movdqa       xmm5, xmm6
-    psubd        xmm5, [rcx - 112]
-    pminud       xmm9, xmm2
-    pminud       xmm6, xmm5
-    movdqa       xmm2, [rsp + 224]                   ; reload
-    movdqa       xmm5, xmm2                          ; csub: before layer 5
-    psubd        xmm5, [rcx - 128]
-    movdqa       xmm11, xmm8
-    psubd        xmm11, [rcx - 112]
-    pminud       xmm2, xmm5
-    pminud       xmm8, xmm11
-    movdqa       xmm5, xmm9                          ; layer 5
-    paddd        xmm5, xmm2
-    movdqa       xmm11, xmm6
-    paddd        xmm11, xmm8
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
-    psubd        xmm9, xmm2
-    psubd        xmm6, xmm8
-    movshdup     xmm2, xmm9
-    movshdup     xmm8, xmm6
-    movdqa       xmm13, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7872] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7744
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 224], xmm11                  ; spill
-    movdqa       xmm11, xmm6
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm13, xmm2, 204
-    pblendw      xmm11, xmm8, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm11, xmm1
-    psubd        xmm9, xmm13
-    psubd        xmm6, xmm11
-    movdqa       xmm2, xmm7                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm2, [rcx - 128]
-    movdqa       xmm8, xmm3
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm7, xmm2
-    pminud       xmm3, xmm8
-    movdqa       xmm2, xmm12                         ; csub: before layer 5
-    psubd        xmm2, [rcx - 128]
-    movdqa       xmm8, xmm4
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm12, xmm2
-    pminud       xmm4, xmm8
-    movdqa       xmm2, xmm7                          ; layer 5
-    paddd        xmm2, xmm12
-    movdqa       xmm8, xmm3
-    paddd        xmm8, xmm4
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm4
-    movshdup     xmm4, xmm7
-    movshdup     xmm11, xmm3
-    movdqa       xmm12, xmm7
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 7936] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7808
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
-    pblendw      xmm12, xmm4, 204
-    pblendw      xmm13, xmm11, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm13
-    movdqa       xmm4, [rsp + 64]                    ; reload
-    movdqa       xmm11, xmm4                         ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    movdqa       xmm11, xmm6                         ; csub: before layer 4
     psubd        xmm11, [rcx - 128]
-    movdqa       xmm12, [rsp + 32]                   ; reload
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm4, xmm11
-    pminud       xmm12, xmm13
-    movdqa       xmm11, xmm14                        ; csub: before layer 4
-    psubd        xmm11, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm14, xmm11
-    pminud       xmm15, xmm13
-    movdqa       xmm11, xmm4                         ; layer 4
-    paddd        xmm11, xmm14
-    movdqa       xmm13, xmm12
-    paddd        xmm13, xmm15
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm4, xmm14
-    psubd        xmm12, xmm15
-    movshdup     xmm14, xmm4
-    movshdup     xmm15, xmm12
-    movdqa       [rsp + 32], xmm13                   ; spill
-    movdqa       xmm13, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8000] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7872
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm12
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm14, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm14, 204
-    pblendw      xmm11, xmm15, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm11, xmm1
-    psubd        xmm4, xmm13
-    psubd        xmm12, xmm11
-    movdqa       xmm11, [rsp + 96]                   ; reload
-    movdqa       xmm13, xmm11                        ; layer 4
-    paddd        xmm13, xmm10
-    movdqa       xmm14, [rsp + 128]                  ; reload
-    movdqa       xmm15, xmm14
-    paddd        xmm15, xmm0
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm14, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm10
-    psubd        xmm14, xmm0
-    movshdup     xmm0, xmm11
-    movshdup     xmm10, xmm14
-    movdqa       [rsp + 128], xmm12                  ; spill
-    movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 96], xmm4                    ; spill
-    movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm4, xmm4
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm12, xmm0, 204
-    pblendw      xmm4, xmm10, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm4, xmm1
-    psubd        xmm11, xmm12
-    psubd        xmm14, xmm4
-    movdqa       xmm0, xmm5                          ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm4, [rsp + 224]                   ; reload
-    movdqa       xmm10, xmm4
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm5, xmm0
-    pminud       xmm4, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 4
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm10, xmm8
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm2, xmm0
-    pminud       xmm8, xmm10
-    movdqa       xmm0, xmm5                          ; layer 4
-    paddd        xmm0, xmm2
-    movdqa       xmm10, xmm4
-    paddd        xmm10, xmm8
+    movdqa       xmm14, xmm8
+    psubd        xmm14, [rcx - 112]
+    pminud       xmm6, xmm11
+    pminud       xmm8, xmm14
+    movdqa       xmm11, xmm5                         ; layer 4
+    paddd        xmm11, xmm6
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm8
     paddd        xmm5, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm5, xmm2
-    psubd        xmm4, xmm8
-    movshdup     xmm2, xmm5
-    movshdup     xmm8, xmm4
-    movdqa       xmm12, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8064] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7936
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 224], xmm14                  ; spill
-    movdqa       xmm14, xmm4
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm5, xmm6
+    psubd        xmm13, xmm8
+    movshdup     xmm6, xmm5
+    movshdup     xmm8, xmm13
+    movdqa       xmm15, xmm5
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8000] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7872
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm13
     pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
+    movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm6, [rcx - 96]
     pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm12, xmm2, 204
+    pblendw      xmm15, xmm6, 204
     pblendw      xmm14, xmm8, 204
     pmulld       xmm5, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm5, xmm12
-    psubd        xmm4, xmm14
-    movdqa       xmm2, xmm9                          ; layer 4
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm14, xmm0
+    psubd        xmm5, xmm15
+    psubd        xmm13, xmm14
+    movdqa       xmm6, xmm1                          ; layer 4
+    paddd        xmm6, xmm4
+    movdqa       xmm8, [rsp + 64]                    ; reload
+    movdqa       xmm14, xmm8
+    paddd        xmm14, [rsp + 96]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm8, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm8, [rsp + 96]
+    movshdup     xmm4, xmm1
+    movshdup     xmm15, xmm8
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, xmm1
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 64], xmm5                    ; spill
+    movdqa       xmm5, xmm8
+    pmuludq      xmm5, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm5, xmm5
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
+    pblendw      xmm13, xmm4, 204
+    pblendw      xmm5, xmm15, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm5, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm8, xmm5
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm5, xmm4                          ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       xmm15, xmm13
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm4, xmm5
+    pminud       xmm13, xmm15
+    movdqa       xmm5, xmm2                          ; csub: before layer 4
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm15, xmm3
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm2, xmm5
+    pminud       xmm3, xmm15
+    movdqa       xmm5, xmm4                          ; layer 4
+    paddd        xmm5, xmm2
+    movdqa       xmm15, xmm13
+    paddd        xmm15, xmm3
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm4, xmm2
+    psubd        xmm13, xmm3
+    movshdup     xmm2, xmm4
+    movshdup     xmm3, xmm13
+    movdqa       [rsp], xmm8                         ; spill
+    movdqa       xmm8, xmm4
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8064] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 7936
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       [rsp + 32], xmm1                    ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm1, xmm1
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm3, [rcx - 80]
+    pblendw      xmm8, xmm2, 204
+    pblendw      xmm1, xmm3, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm8, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm8
+    psubd        xmm13, xmm1
+    movdqa       xmm1, xmm12                         ; layer 4
+    paddd        xmm1, xmm9
+    movdqa       xmm2, xmm10
     paddd        xmm2, xmm7
-    movdqa       xmm8, xmm6
-    paddd        xmm8, xmm3
-    paddd        xmm9, [rel pd_2146959362]
-    paddd        xmm6, [rel pd_2146959362 + 16]
-    psubd        xmm9, xmm7
-    psubd        xmm6, xmm3
-    movshdup     xmm3, xmm9
-    movshdup     xmm7, xmm6
-    movdqa       xmm12, xmm9
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm14, xmm14
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, xmm9
+    psubd        xmm10, xmm7
+    movshdup     xmm3, xmm12
+    movshdup     xmm7, xmm10
+    movdqa       xmm8, xmm12
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       xmm9, xmm10
+    pmuludq      xmm9, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm9, xmm9
     pmuludq      xmm3, [rcx - 96]
     pmuludq      xmm7, [rcx - 80]
-    pblendw      xmm12, xmm3, 204
-    pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm9, xmm12
-    psubd        xmm6, xmm14
-    movdqa       xmm3, [rsp + 64]                    ; reload
-    movdqa       xmm7, xmm3                          ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, [rsp + 32]                   ; reload
-    movdqa       xmm14, xmm12
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm12, xmm14
-    movdqa       xmm7, xmm0                          ; csub: before layer 3
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm10
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm0, xmm7
-    pminud       xmm10, xmm14
-    movdqa       xmm7, xmm3                          ; layer 3
-    paddd        xmm7, xmm0
-    movdqa       xmm14, xmm12
-    paddd        xmm14, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm3, xmm0
-    psubd        xmm12, xmm10
-    movshdup     xmm0, xmm3
-    movshdup     xmm10, xmm12
-    movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8128] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8000
-    pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp + 64], xmm7                    ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
-    movshdup     xmm14, xmm14
-    movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm14, xmm0, 204
-    pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm7, xmm1
-    psubd        xmm3, xmm14
-    psubd        xmm12, xmm7
-    movdqa       xmm0, xmm13                         ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm15
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm13, xmm0
-    pminud       xmm15, xmm7
-    movdqa       xmm0, xmm2                          ; csub: before layer 3
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm8
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm2, xmm0
-    pminud       xmm8, xmm7
-    movdqa       xmm0, xmm13                         ; layer 3
-    paddd        xmm0, xmm2
-    movdqa       xmm7, xmm15
-    paddd        xmm7, xmm8
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm15, [rcx - 112]
-    psubd        xmm13, xmm2
-    psubd        xmm15, xmm8
-    movshdup     xmm2, xmm13
-    movshdup     xmm8, xmm15
-    movdqa       xmm10, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8128] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8000
-    pmuludq      xmm10, [rcx - 96]
-    movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm10, xmm10
-    movshdup     xmm14, xmm14
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm10, xmm2, 204
-    pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
-    pmulld       xmm10, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm13, xmm10
-    psubd        xmm15, xmm14
-    movdqa       xmm2, [rsp + 96]                    ; reload
-    movdqa       xmm8, xmm2                          ; layer 3
-    paddd        xmm8, xmm5
-    movdqa       xmm10, [rsp + 128]                  ; reload
-    movdqa       xmm14, xmm10
-    paddd        xmm14, xmm4
-    paddd        xmm2, [rel pd_2146959362]
-    paddd        xmm10, [rel pd_2146959362 + 16]
-    psubd        xmm2, xmm5
-    psubd        xmm10, xmm4
-    movshdup     xmm4, xmm2
-    movshdup     xmm5, xmm10
-    movdqa       [rsp + 128], xmm15                  ; spill
-    movdqa       xmm15, xmm2
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm5, [rcx - 80]
-    pblendw      xmm15, xmm4, 204
-    pblendw      xmm13, xmm5, 204
-    pmulld       xmm2, [rcx - 128]
+    pblendw      xmm8, xmm3, 204
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm12, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm2, xmm15
-    psubd        xmm10, xmm13
-    movdqa       xmm4, xmm11                         ; layer 3
-    paddd        xmm4, xmm9
-    movdqa       xmm5, [rsp + 224]                   ; reload
-    movdqa       xmm13, xmm5
-    paddd        xmm13, xmm6
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm5, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm9
-    psubd        xmm5, xmm6
-    movshdup     xmm6, xmm11
-    movshdup     xmm9, xmm5
+    pmulld       xmm8, xmm0
+    pmulld       xmm9, xmm0
+    psubd        xmm12, xmm8
+    psubd        xmm10, xmm9
+    movdqa       xmm3, xmm11                         ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm7, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm7
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm11, xmm3
+    pminud       xmm7, xmm8
+    movdqa       xmm3, xmm5                          ; csub: before layer 3
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm15, xmm8
+    movdqa       xmm3, xmm11                         ; layer 3
+    paddd        xmm3, xmm5
+    movdqa       xmm8, xmm7
+    paddd        xmm8, xmm15
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
+    psubd        xmm11, xmm5
+    psubd        xmm7, xmm15
+    movshdup     xmm5, xmm11
+    movshdup     xmm9, xmm7
     movdqa       xmm15, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8128] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8000
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 224], xmm10                  ; spill
-    movdqa       xmm10, xmm5
-    pmuludq      xmm10, [rcx - 80]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm7
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rcx - 96]
+    movshdup     xmm8, xmm8
+    pmuludq      xmm5, [rcx - 96]
     pmuludq      xmm9, [rcx - 80]
-    pblendw      xmm15, xmm6, 204
-    pblendw      xmm10, xmm9, 204
+    pblendw      xmm15, xmm5, 204
+    pblendw      xmm8, xmm9, 204
     pmulld       xmm11, [rcx - 128]
-    pmulld       xmm5, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm10, xmm1
+    pmulld       xmm7, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm8, xmm0
     psubd        xmm11, xmm15
-    psubd        xmm5, xmm10
-    movdqa       xmm6, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1280], xmm6
-    movdqa       xmm6, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1296], xmm6
-    movdqu       [rdi + 1312], xmm0
-    movdqu       [rdi + 1328], xmm7
-    movdqu       [rdi + 1344], xmm8
-    movdqu       [rdi + 1360], xmm14
-    movdqu       [rdi + 1376], xmm4
-    movdqu       [rdi + 1392], xmm13
-    movdqu       [rdi + 1408], xmm3
-    movdqu       [rdi + 1424], xmm12
-    movdqa       xmm0, [rsp + 96]                    ; reload
-    movdqu       [rdi + 1440], xmm0
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqu       [rdi + 1456], xmm0
-    movdqu       [rdi + 1472], xmm2
-    movdqa       xmm0, [rsp + 224]                   ; reload
-    movdqu       [rdi + 1488], xmm0
-    movdqu       [rdi + 1504], xmm11
-    movdqu       [rdi + 1520], xmm5
-    movdqu       xmm0, [rdi + 1536]
+    psubd        xmm7, xmm8
+    movdqa       xmm5, xmm6                          ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm14
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm6, xmm5
+    pminud       xmm14, xmm8
+    movdqa       xmm5, xmm1                          ; csub: before layer 3
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm2
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm1, xmm5
+    pminud       xmm2, xmm8
+    movdqa       xmm5, xmm6                          ; layer 3
+    paddd        xmm5, xmm1
+    movdqa       xmm8, xmm14
+    paddd        xmm8, xmm2
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm6, xmm1
+    psubd        xmm14, xmm2
+    movshdup     xmm1, xmm6
+    movshdup     xmm2, xmm14
+    movdqa       xmm9, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8128] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8000
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       xmm15, xmm14
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm15, xmm15
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm2, [rcx - 80]
+    pblendw      xmm9, xmm1, 204
+    pblendw      xmm15, xmm2, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm6, xmm9
+    psubd        xmm14, xmm15
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       xmm2, xmm1                          ; layer 3
+    paddd        xmm2, xmm4
+    movdqa       xmm9, [rsp + 96]                    ; reload
+    movdqa       xmm15, xmm9
+    paddd        xmm15, xmm13
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm9, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm9, xmm13
+    movshdup     xmm4, xmm1
+    movshdup     xmm13, xmm9
+    movdqa       [rsp + 96], xmm14                   ; spill
+    movdqa       xmm14, xmm1
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 64], xmm6                    ; spill
+    movdqa       xmm6, xmm9
+    pmuludq      xmm6, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm6, xmm6
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm14, xmm4, 204
+    pblendw      xmm6, xmm13, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm6, xmm0
+    psubd        xmm1, xmm14
+    psubd        xmm9, xmm6
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm6, xmm4                          ; layer 3
+    paddd        xmm6, xmm12
+    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm10
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm13, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm12
+    psubd        xmm13, xmm10
+    movshdup     xmm10, xmm4
+    movshdup     xmm12, xmm13
+    movdqa       [rsp], xmm9                         ; spill
+    movdqa       xmm9, xmm4
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       [rsp + 32], xmm1                    ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm1, xmm1
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm9, xmm10, 204
+    pblendw      xmm1, xmm12, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm9
+    psubd        xmm13, xmm1
+    movdqu       [rdi + 1280], xmm3
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqu       [rdi + 1296], xmm1
+    movdqu       [rdi + 1312], xmm5
+    movdqu       [rdi + 1328], xmm8
+    movdqu       [rdi + 1344], xmm2
+    movdqu       [rdi + 1360], xmm15
+    movdqu       [rdi + 1376], xmm6
+    movdqu       [rdi + 1392], xmm14
+    movdqu       [rdi + 1408], xmm11
+    movdqu       [rdi + 1424], xmm7
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 1440], xmm1
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqu       [rdi + 1456], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1472], xmm1
+    movdqa       xmm1, [rsp]                         ; reload
+    movdqu       [rdi + 1488], xmm1
+    movdqu       [rdi + 1504], xmm4
+    movdqu       [rdi + 1520], xmm13
+    movdqu       xmm1, [rdi + 1536]
     movdqu       xmm2, [rdi + 1552]
     movdqu       xmm3, [rdi + 1568]
     movdqu       xmm4, [rdi + 1584]
@@ -34717,24 +34315,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 1728]
     movdqu       xmm14, [rdi + 1744]
     movdqu       xmm15, [rdi + 1760]
-    movdqa       [rsp + 224], xmm14                  ; spill
+    movdqa       [rsp], xmm14                        ; spill
     movdqu       xmm14, [rdi + 1776]
-    movdqa       [rsp + 128], xmm14                  ; spill
-    movdqa       xmm14, xmm0                         ; layer 8
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       xmm14, xmm1                         ; layer 8
     paddd        xmm14, xmm3
     movdqa       [rsp + 96], xmm15                   ; spill
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm3
+    psubd        xmm1, xmm3
     psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
+    movshdup     xmm3, xmm1
     movshdup     xmm4, xmm2
-    movdqa       [rsp + 32], xmm13                   ; spill
-    movdqa       xmm13, xmm0
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm1
     pmuludq      xmm13, [rcx - 32]
-    movdqa       [rsp + 64], xmm12                   ; spill
+    movdqa       [rsp + 128], xmm12                  ; spill
     movdqa       xmm12, xmm2
     pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
@@ -34743,11 +34341,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 64]
+    pmulld       xmm1, [rcx - 64]
     pmulld       xmm2, [rcx - 48]
-    pmulld       xmm13, xmm1
-    pmulld       xmm12, xmm1
-    psubd        xmm0, xmm13
+    pmulld       xmm13, xmm0
+    pmulld       xmm12, xmm0
+    psubd        xmm1, xmm13
     psubd        xmm2, xmm12
     movshdup     xmm3, xmm14
     movshdup     xmm4, xmm15
@@ -34764,8 +34362,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm4, 204
     pmulld       xmm14, [rel pd_8388608]
     pmulld       xmm15, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm14, xmm12
     psubd        xmm15, xmm13
     movdqa       xmm3, xmm5                          ; layer 8
@@ -34791,8 +34389,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm5, [rcx - 128]
     pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm5, xmm12
     psubd        xmm6, xmm13
     movshdup     xmm7, xmm3
@@ -34810,24 +34408,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm3, [rel pd_8388608]
     pmulld       xmm4, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm3, xmm12
     psubd        xmm4, xmm13
     movdqa       xmm7, xmm9                          ; layer 8
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
-    paddd        xmm8, [rsp + 64]
+    paddd        xmm8, [rsp + 128]
     paddd        xmm9, [rel pd_2146959362]
     paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
-    psubd        xmm10, [rsp + 64]
+    psubd        xmm10, [rsp + 128]
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm13, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8384] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8256
     pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm10
     pmuludq      xmm4, [rcx - 80]
     movshdup     xmm13, xmm13
@@ -34838,8 +34436,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm12, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm4, xmm1
+    pmulld       xmm13, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm13
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm7
@@ -34857,29 +34455,29 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm11, 204
     pmulld       xmm7, [rel pd_8388608]
     pmulld       xmm8, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm7, xmm12
     psubd        xmm8, xmm13
-    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm4, [rsp + 64]                    ; reload
     movdqa       xmm11, xmm4                         ; layer 8
     paddd        xmm11, [rsp + 96]
-    movdqa       xmm12, [rsp + 224]                  ; reload
+    movdqa       xmm12, [rsp]                        ; reload
     movdqa       xmm13, xmm12
-    paddd        xmm13, [rsp + 128]
+    paddd        xmm13, [rsp + 32]
     paddd        xmm4, [rel pd_2146959362]
     paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm4, [rsp + 96]
-    psubd        xmm12, [rsp + 128]
-    movdqa       [rsp + 128], xmm8                   ; spill
+    psubd        xmm12, [rsp + 32]
+    movdqa       [rsp + 32], xmm8                    ; spill
     movshdup     xmm8, xmm4
     movdqa       [rsp + 96], xmm7                    ; spill
     movshdup     xmm7, xmm12
-    movdqa       [rsp + 224], xmm10                  ; spill
+    movdqa       [rsp], xmm10                        ; spill
     movdqa       xmm10, xmm4
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8480] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8352
     pmuludq      xmm10, [rcx - 96]
-    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm12
     pmuludq      xmm9, [rcx - 80]
     movshdup     xmm10, xmm10
@@ -34890,8 +34488,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm7, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm10, xmm1
-    pmulld       xmm9, xmm1
+    pmulld       xmm10, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm10
     psubd        xmm12, xmm9
     movshdup     xmm7, xmm11
@@ -34909,11 +34507,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm10, xmm8, 204
     pmulld       xmm11, [rel pd_8388608]
     pmulld       xmm13, [rel pd_8388608 + 16]
-    pmulld       xmm9, xmm1
-    pmulld       xmm10, xmm1
+    pmulld       xmm9, xmm0
+    pmulld       xmm10, xmm0
     psubd        xmm11, xmm9
     psubd        xmm13, xmm10
-    movdqa       xmm7, xmm0
+    movdqa       xmm7, xmm1
     psllq        xmm7, 32
     movdqa       xmm8, xmm2
     psllq        xmm8, 32
@@ -34923,49 +34521,49 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm7, xmm8, 204
     psrlq        xmm14, 32
     psrlq        xmm15, 32
-    pblendw      xmm14, xmm0, 204
+    pblendw      xmm14, xmm1, 204
     pblendw      xmm15, xmm2, 204
-    movdqa       xmm0, xmm5
-    psllq        xmm0, 32
+    movdqa       xmm1, xmm5
+    psllq        xmm1, 32
     movdqa       xmm2, xmm6
     psllq        xmm2, 32
     movdqa       xmm8, xmm3
-    pblendw      xmm8, xmm0, 204
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqa       xmm10, xmm0
+    pblendw      xmm8, xmm1, 204
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm10, xmm1
     pblendw      xmm10, xmm2, 204
     psrlq        xmm3, 32
-    psrlq        xmm0, 32
+    psrlq        xmm1, 32
     pblendw      xmm3, xmm5, 204
-    pblendw      xmm0, xmm6, 204
-    movdqa       xmm2, [rsp + 32]                    ; reload
+    pblendw      xmm1, xmm6, 204
+    movdqa       xmm2, [rsp + 64]                    ; reload
     movdqa       xmm5, xmm2
     psllq        xmm5, 32
-    movdqa       xmm6, [rsp + 224]                   ; reload
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm6
-    psllq        xmm0, 32
-    movdqa       [rsp + 192], xmm10                  ; spill
+    movdqa       xmm6, [rsp]                         ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
+    movdqa       xmm1, xmm6
+    psllq        xmm1, 32
+    movdqa       [rsp + 224], xmm10                  ; spill
     movdqa       xmm10, [rsp + 96]                   ; reload
-    movdqa       [rsp], xmm3                         ; spill
+    movdqa       [rsp + 192], xmm3                   ; spill
     movdqa       xmm3, xmm10
     pblendw      xmm3, xmm5, 204
-    movdqa       xmm5, [rsp + 128]                   ; reload
+    movdqa       xmm5, [rsp + 32]                    ; reload
     movdqa       [rsp + 160], xmm3                   ; spill
     movdqa       xmm3, xmm5
-    pblendw      xmm3, xmm0, 204
+    pblendw      xmm3, xmm1, 204
     psrlq        xmm10, 32
     psrlq        xmm5, 32
     pblendw      xmm10, xmm2, 204
     pblendw      xmm5, xmm6, 204
-    movdqa       xmm0, xmm4
-    psllq        xmm0, 32
+    movdqa       xmm1, xmm4
+    psllq        xmm1, 32
     movdqa       xmm2, xmm12
     psllq        xmm2, 32
     movdqa       xmm6, xmm11
-    pblendw      xmm6, xmm0, 204
-    movdqa       xmm0, xmm13
-    pblendw      xmm0, xmm2, 204
+    pblendw      xmm6, xmm1, 204
+    movdqa       xmm1, xmm13
+    pblendw      xmm1, xmm2, 204
     psrlq        xmm11, 32
     psrlq        xmm13, 32
     pblendw      xmm11, xmm4, 204
@@ -34983,92 +34581,410 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8576] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8448
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 224], xmm4                   ; spill
-    movdqa       xmm4, xmm7
-    pmuludq      xmm4, [rcx - 80]
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm7
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm4, xmm4
+    movshdup     xmm13, xmm13
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm12, 204
-    pblendw      xmm4, xmm14, 204
+    pblendw      xmm13, xmm14, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm7, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm4, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm9, xmm15
-    psubd        xmm7, xmm4
-    movdqa       xmm4, xmm8                          ; layer 7
-    paddd        xmm4, [rsp]
-    movdqa       xmm12, [rsp + 192]                  ; reload
-    movdqa       xmm14, xmm12
-    paddd        xmm14, [rsp + 64]
-    paddd        xmm8, [rel pd_2146959362]
-    paddd        xmm12, [rel pd_2146959362 + 16]
-    psubd        xmm8, [rsp]
-    psubd        xmm12, [rsp + 64]
+    psubd        xmm7, xmm13
+    movdqa       xmm12, xmm2                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm12, [rcx - 128]
+    movdqa       xmm13, xmm4
+    psubd        xmm13, [rcx - 112]
+    pminud       xmm2, xmm12
+    pminud       xmm4, xmm13
+    movdqa       xmm12, xmm8                         ; layer 7
+    paddd        xmm12, [rsp + 192]
+    movdqa       xmm13, [rsp + 224]                  ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, [rsp + 128]
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm8, [rsp + 192]
+    psubd        xmm13, [rsp + 128]
     movshdup     xmm15, xmm8
-    movdqa       [rsp + 64], xmm14                   ; spill
-    movshdup     xmm14, xmm12
-    movdqa       [rsp], xmm4                         ; spill
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movshdup     xmm7, xmm13
+    movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm8
-    pmuludq      xmm4, [rcx - 32]
-    movdqa       [rsp + 192], xmm7                   ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 16]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8640] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8512
+    pmuludq      xmm4, [rcx - 96]
+    movdqa       [rsp + 224], xmm9                   ; spill
+    movdqa       xmm9, xmm13
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
-    movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 32]
-    pmuludq      xmm14, [rcx - 16]
+    movshdup     xmm9, xmm9
+    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm7, [rcx - 80]
     pblendw      xmm4, xmm15, 204
-    pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 64]
-    pmulld       xmm12, [rcx - 48]
-    pmulld       xmm4, xmm1
-    pmulld       xmm7, xmm1
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm4, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm8, xmm4
-    psubd        xmm12, xmm7
+    psubd        xmm13, xmm9
+    movdqa       xmm4, xmm12                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm4, [rcx - 128]
+    movdqa       xmm7, xmm14
+    psubd        xmm7, [rcx - 112]
+    pminud       xmm12, xmm4
+    pminud       xmm14, xmm7
     movdqa       xmm4, [rsp + 160]                   ; reload
     movdqa       xmm7, xmm4                          ; layer 7
     paddd        xmm7, xmm10
-    movdqa       xmm14, xmm3
-    paddd        xmm14, xmm5
-    paddd        xmm4, [rel pd_2146959362]
-    paddd        xmm3, [rel pd_2146959362 + 16]
+    movdqa       xmm9, xmm3
+    paddd        xmm9, xmm5
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx + 32]
-    movdqa       [rsp + 160], xmm14                  ; spill
-    movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx + 48]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8704] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8576
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 160], xmm13                  ; spill
+    movdqa       xmm13, xmm3
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx + 32]
-    pmuludq      xmm10, [rcx + 48]
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm15, xmm5, 204
-    pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx]
-    pmulld       xmm3, [rcx + 16]
-    pmulld       xmm15, xmm1
-    pmulld       xmm14, xmm1
+    pblendw      xmm13, xmm10, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm4, xmm15
-    psubd        xmm3, xmm14
+    psubd        xmm3, xmm13
+    movdqa       xmm5, xmm7                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm10, xmm9
+    psubd        xmm10, [rcx - 112]
+    pminud       xmm7, xmm5
+    pminud       xmm9, xmm10
     movdqa       xmm5, xmm6                          ; layer 7
     paddd        xmm5, xmm11
-    movdqa       xmm10, xmm0
-    paddd        xmm10, xmm13
-    paddd        xmm6, [rel pd_2146959362]
-    paddd        xmm0, [rel pd_2146959362 + 16]
+    movdqa       xmm10, xmm1
+    paddd        xmm10, [rsp]
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm6, xmm11
-    psubd        xmm0, xmm13
+    psubd        xmm1, [rsp]
     movshdup     xmm11, xmm6
-    movshdup     xmm13, xmm0
-    movdqa       xmm14, xmm6
+    movshdup     xmm13, xmm1
+    movdqa       xmm15, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8768] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8640
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm1
+    pmuludq      xmm3, [rcx - 80]
+    movshdup     xmm15, xmm15
+    movshdup     xmm3, xmm3
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm15, xmm11, 204
+    pblendw      xmm3, xmm13, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm6, xmm15
+    psubd        xmm1, xmm3
+    movdqa       xmm3, xmm5                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm11, xmm10
+    psubd        xmm11, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm10, xmm11
+    movdqa       xmm3, xmm2
+    punpcklqdq   xmm3, [rsp + 224]
+    movdqa       xmm11, [rsp + 192]                  ; reload
+    movdqa       xmm13, xmm11
+    punpcklqdq   xmm13, [rsp + 128]
+    punpckhqdq   xmm2, [rsp + 224]
+    punpckhqdq   xmm11, [rsp + 128]
+    movdqa       xmm15, xmm12
+    punpcklqdq   xmm15, xmm8
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm14
+    punpcklqdq   xmm15, [rsp + 160]
+    punpckhqdq   xmm12, xmm8
+    punpckhqdq   xmm14, [rsp + 160]
+    movdqa       xmm8, xmm7
+    punpcklqdq   xmm8, xmm4
+    movdqa       [rsp + 160], xmm8                   ; spill
+    movdqa       xmm8, xmm9
+    punpcklqdq   xmm8, [rsp]
+    punpckhqdq   xmm7, xmm4
+    punpckhqdq   xmm9, [rsp]
+    movdqa       xmm4, xmm5
+    punpcklqdq   xmm4, xmm6
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm10
+    punpcklqdq   xmm4, xmm1
+    punpckhqdq   xmm5, xmm6
+    punpckhqdq   xmm10, xmm1
+    movdqa       xmm1, xmm3                          ; layer 6
+    paddd        xmm1, xmm2
+    movdqa       xmm6, xmm13
+    paddd        xmm6, xmm11
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm3, xmm2
+    psubd        xmm13, xmm11
+    movshdup     xmm2, xmm3
+    movshdup     xmm11, xmm13
+    movdqa       [rsp + 192], xmm10                  ; spill
+    movdqa       xmm10, xmm3
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8832] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8704
+    pmuludq      xmm10, [rcx - 96]
+    movdqa       [rsp + 224], xmm4                   ; spill
+    movdqa       xmm4, xmm13
+    pmuludq      xmm4, [rcx - 80]
+    movshdup     xmm10, xmm10
+    movshdup     xmm4, xmm4
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm10, xmm2, 204
+    pblendw      xmm4, xmm11, 204
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm10, xmm0
+    pmulld       xmm4, xmm0
+    psubd        xmm3, xmm10
+    psubd        xmm13, xmm4
+    movdqa       xmm2, xmm1                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm2, [rcx - 128]
+    movdqa       xmm4, xmm6
+    psubd        xmm4, [rcx - 112]
+    pminud       xmm1, xmm2
+    pminud       xmm6, xmm4
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm4, xmm2                          ; layer 6
+    paddd        xmm4, xmm12
+    movdqa       xmm10, xmm15
+    paddd        xmm10, xmm14
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm15, [rcx - 112]
+    psubd        xmm2, xmm12
+    psubd        xmm15, xmm14
+    movshdup     xmm11, xmm2
+    movshdup     xmm12, xmm15
+    movdqa       xmm14, xmm2
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8896] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8768
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm15
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm13, xmm13
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm14, xmm11, 204
+    pblendw      xmm13, xmm12, 204
+    pmulld       xmm2, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm2, xmm14
+    psubd        xmm15, xmm13
+    movdqa       xmm11, xmm4                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm12, xmm10
+    psubd        xmm12, [rcx - 112]
+    pminud       xmm4, xmm11
+    pminud       xmm10, xmm12
+    movdqa       xmm11, [rsp + 160]                  ; reload
+    movdqa       xmm12, xmm11                        ; layer 6
+    paddd        xmm12, xmm7
+    movdqa       xmm13, xmm8
+    paddd        xmm13, xmm9
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
+    psubd        xmm11, xmm7
+    psubd        xmm8, xmm9
+    movshdup     xmm7, xmm11
+    movshdup     xmm9, xmm8
+    movdqa       xmm14, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8960] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8832
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 160], xmm15                  ; spill
+    movdqa       xmm15, xmm8
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm15, xmm15
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
+    pblendw      xmm14, xmm7, 204
+    pblendw      xmm15, xmm9, 204
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm11, xmm14
+    psubd        xmm8, xmm15
+    movdqa       xmm7, xmm12                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm7, [rcx - 128]
+    movdqa       xmm9, xmm13
+    psubd        xmm9, [rcx - 112]
+    pminud       xmm12, xmm7
+    pminud       xmm13, xmm9
+    movdqa       xmm7, [rsp]                         ; reload
+    movdqa       xmm9, xmm7                          ; layer 6
+    paddd        xmm9, xmm5
+    movdqa       xmm14, [rsp + 224]                  ; reload
+    movdqa       xmm15, xmm14
+    paddd        xmm15, [rsp + 192]
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm7, xmm5
+    psubd        xmm14, [rsp + 192]
+    movshdup     xmm5, xmm7
+    movdqa       [rsp + 192], xmm8                   ; spill
+    movshdup     xmm8, xmm14
+    movdqa       [rsp + 224], xmm11                  ; spill
+    movdqa       xmm11, xmm7
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9024] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8896
+    pmuludq      xmm11, [rcx - 96]
+    movdqa       [rsp], xmm13                        ; spill
+    movdqa       xmm13, xmm14
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm11, xmm11
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
+    pblendw      xmm11, xmm5, 204
+    pblendw      xmm13, xmm8, 204
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm11, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm7, xmm11
+    psubd        xmm14, xmm13
+    movdqa       xmm5, xmm9                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm9, xmm5
+    pminud       xmm15, xmm8
+    movdqa       xmm5, xmm1                          ; layer 5
+    paddd        xmm5, xmm6
+    movdqa       xmm8, xmm3
+    paddd        xmm8, [rsp + 128]
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
+    psubd        xmm1, xmm6
+    psubd        xmm3, [rsp + 128]
+    movshdup     xmm6, xmm1
+    movshdup     xmm11, xmm3
+    movdqa       xmm13, xmm1
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9088] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8960
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm3
+    pmuludq      xmm8, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm8, xmm8
+    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm13, xmm6, 204
+    pblendw      xmm8, xmm11, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm3, xmm8
+    movdqa       xmm6, xmm4                          ; layer 5
+    paddd        xmm6, xmm10
+    movdqa       xmm8, xmm2
+    paddd        xmm8, [rsp + 160]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm10
+    psubd        xmm2, [rsp + 160]
+    movshdup     xmm10, xmm4
+    movshdup     xmm11, xmm2
+    movdqa       xmm13, xmm4
+    pmuludq      xmm13, [rcx - 32]
+    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqa       xmm3, xmm2
+    pmuludq      xmm3, [rcx - 16]
+    movshdup     xmm13, xmm13
+    movshdup     xmm3, xmm3
+    pmuludq      xmm10, [rcx - 32]
+    pmuludq      xmm11, [rcx - 16]
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm3, xmm11, 204
+    pmulld       xmm4, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
+    pmulld       xmm13, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm4, xmm13
+    psubd        xmm2, xmm3
+    movdqa       xmm3, xmm12                         ; layer 5
+    paddd        xmm3, [rsp]
+    movdqa       xmm10, [rsp + 224]                  ; reload
+    movdqa       xmm11, xmm10
+    paddd        xmm11, [rsp + 192]
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, [rsp]
+    psubd        xmm10, [rsp + 192]
+    movshdup     xmm13, xmm12
+    movdqa       [rsp + 192], xmm11                  ; spill
+    movshdup     xmm11, xmm10
+    movdqa       [rsp], xmm3                         ; spill
+    movdqa       xmm3, xmm12
+    pmuludq      xmm3, [rcx + 32]
+    movdqa       [rsp + 224], xmm2                   ; spill
+    movdqa       xmm2, xmm10
+    pmuludq      xmm2, [rcx + 48]
+    movshdup     xmm3, xmm3
+    movshdup     xmm2, xmm2
+    pmuludq      xmm13, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
+    pblendw      xmm3, xmm13, 204
+    pblendw      xmm2, xmm11, 204
+    pmulld       xmm12, [rcx]
+    pmulld       xmm10, [rcx + 16]
+    pmulld       xmm3, xmm0
+    pmulld       xmm2, xmm0
+    psubd        xmm12, xmm3
+    psubd        xmm10, xmm2
+    movdqa       xmm2, xmm9                          ; layer 5
+    paddd        xmm2, xmm15
+    movdqa       xmm3, xmm7
+    paddd        xmm3, xmm14
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
+    psubd        xmm9, xmm15
+    psubd        xmm7, xmm14
+    movshdup     xmm11, xmm9
+    movshdup     xmm13, xmm7
+    movdqa       xmm14, xmm9
     pmuludq      xmm14, [rcx + 96]
-    movdqa       xmm15, xmm0
+    movdqa       xmm15, xmm7
     pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
@@ -35076,687 +34992,318 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx + 64]
-    pmulld       xmm0, [rcx + 80]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm6, xmm14
-    psubd        xmm0, xmm15
-    movdqa       xmm11, xmm2
-    punpcklqdq   xmm11, xmm9
-    movdqa       xmm13, [rsp + 224]                  ; reload
+    pmulld       xmm9, [rcx + 64]
+    pmulld       xmm7, [rcx + 80]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm9, xmm14
+    psubd        xmm7, xmm15
+    movdqa       xmm11, xmm5                         ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
-    punpcklqdq   xmm14, [rsp + 192]
-    punpckhqdq   xmm2, xmm9
-    punpckhqdq   xmm13, [rsp + 192]
-    movdqa       xmm9, [rsp]                         ; reload
-    movdqa       xmm15, xmm9
-    punpcklqdq   xmm15, xmm8
-    movdqa       [rsp + 192], xmm15                  ; spill
-    movdqa       xmm15, [rsp + 64]                   ; reload
-    movdqa       xmm1, xmm15
-    punpcklqdq   xmm1, xmm12
-    punpckhqdq   xmm9, xmm8
-    punpckhqdq   xmm15, xmm12
-    movdqa       xmm8, xmm7
-    punpcklqdq   xmm8, xmm4
-    movdqa       xmm12, [rsp + 160]                  ; reload
-    movdqa       [rsp + 64], xmm8                    ; spill
-    movdqa       xmm8, xmm12
-    punpcklqdq   xmm8, xmm3
-    punpckhqdq   xmm7, xmm4
-    punpckhqdq   xmm12, xmm3
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm6
-    movdqa       xmm4, xmm10
-    punpcklqdq   xmm4, xmm0
-    punpckhqdq   xmm5, xmm6
-    punpckhqdq   xmm10, xmm0
-    movdqa       xmm0, xmm11                         ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm14
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm11, xmm0
-    pminud       xmm14, xmm6
-    movdqa       xmm0, xmm2                          ; csub: before layer 6
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm13
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm2, xmm0
-    pminud       xmm13, xmm6
-    movdqa       xmm0, xmm11                         ; layer 6
-    paddd        xmm0, xmm2
-    movdqa       xmm6, xmm14
-    paddd        xmm6, xmm13
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
-    psubd        xmm11, xmm2
-    psubd        xmm14, xmm13
-    movshdup     xmm2, xmm11
-    movshdup     xmm13, xmm14
-    movdqa       [rsp + 160], xmm6                   ; spill
-    movdqa       xmm6, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8832] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8704
-    pmuludq      xmm6, [rcx - 96]
-    movdqa       [rsp], xmm0                         ; spill
-    movdqa       xmm0, xmm14
-    pmuludq      xmm0, [rcx - 80]
-    movshdup     xmm6, xmm6
-    movshdup     xmm0, xmm0
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm6, xmm2, 204
-    pblendw      xmm0, xmm13, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    movdqu       xmm2, [rel pd_1073479681]           ; reload
-    pmulld       xmm6, xmm2
-    pmulld       xmm0, xmm2
-    psubd        xmm11, xmm6
-    psubd        xmm14, xmm0
-    movdqa       xmm0, [rsp + 192]                   ; reload
-    movdqa       xmm6, xmm0                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm1
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm6
-    pminud       xmm1, xmm13
-    movdqa       xmm6, xmm9                          ; csub: before layer 6
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm9, xmm6
-    pminud       xmm15, xmm13
-    movdqa       xmm6, xmm0                          ; layer 6
-    paddd        xmm6, xmm9
-    movdqa       xmm13, xmm1
-    paddd        xmm13, xmm15
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm1, [rcx - 112]
-    psubd        xmm0, xmm9
-    psubd        xmm1, xmm15
-    movshdup     xmm9, xmm0
-    movshdup     xmm15, xmm1
-    movdqa       [rsp + 192], xmm13                  ; spill
-    movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8896] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8768
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 224], xmm6                   ; spill
-    movdqa       xmm6, xmm1
-    pmuludq      xmm6, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm9, 204
-    pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm1, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm6, xmm2
-    psubd        xmm0, xmm13
-    psubd        xmm1, xmm6
-    movdqa       xmm6, [rsp + 64]                    ; reload
-    movdqa       xmm9, xmm6                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm8
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm6, xmm9
-    pminud       xmm8, xmm13
-    movdqa       xmm9, xmm7                          ; csub: before layer 6
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm7, xmm9
-    pminud       xmm12, xmm13
-    movdqa       xmm9, xmm6                          ; layer 6
-    paddd        xmm9, xmm7
-    movdqa       xmm13, xmm8
-    paddd        xmm13, xmm12
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
-    psubd        xmm6, xmm7
-    psubd        xmm8, xmm12
-    movshdup     xmm7, xmm6
-    movshdup     xmm12, xmm8
-    movdqa       xmm15, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 8960] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8832
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 64], xmm13                   ; spill
-    movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
-    pblendw      xmm15, xmm7, 204
-    pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm6, xmm15
-    psubd        xmm8, xmm13
-    movdqa       xmm7, xmm3                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm4
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm4, xmm12
-    movdqa       xmm7, xmm5                          ; csub: before layer 6
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm10
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm5, xmm7
-    pminud       xmm10, xmm12
-    movdqa       xmm7, xmm3                          ; layer 6
-    paddd        xmm7, xmm5
-    movdqa       xmm12, xmm4
-    paddd        xmm12, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm10
-    movshdup     xmm5, xmm3
-    movshdup     xmm10, xmm4
-    movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9024] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8896
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm13, xmm5, 204
-    pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm15, xmm2
-    psubd        xmm3, xmm13
-    psubd        xmm4, xmm15
-    movdqa       xmm5, [rsp]                         ; reload
-    movdqa       xmm10, xmm5                         ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm10, [rcx - 128]
-    movdqa       xmm13, xmm11
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm5, xmm10
-    pminud       xmm11, xmm13
-    movdqa       xmm10, [rsp + 160]                  ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm15, xmm14
-    psubd        xmm15, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm14, xmm15
-    movdqa       xmm13, xmm5                         ; layer 5
-    paddd        xmm13, xmm10
-    movdqa       xmm15, xmm11
-    paddd        xmm15, xmm14
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
-    psubd        xmm5, xmm10
-    psubd        xmm11, xmm14
-    movshdup     xmm10, xmm5
-    movshdup     xmm14, xmm11
-    movdqa       [rsp + 160], xmm15                  ; spill
-    movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9088] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 8960
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm11
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
-    pblendw      xmm15, xmm10, 204
-    pblendw      xmm13, xmm14, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm5, xmm15
-    psubd        xmm11, xmm13
-    movdqa       xmm10, [rsp + 224]                  ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm14, xmm0
     psubd        xmm14, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm0, xmm14
-    movdqa       xmm13, [rsp + 192]                  ; reload
-    movdqa       xmm14, xmm13                        ; csub: before layer 5
-    psubd        xmm14, [rcx - 128]
-    movdqa       xmm15, xmm1
-    psubd        xmm15, [rcx - 112]
+    pminud       xmm5, xmm11
     pminud       xmm13, xmm14
-    pminud       xmm1, xmm15
-    movdqa       xmm14, xmm10                        ; layer 5
-    paddd        xmm14, xmm13
-    movdqa       xmm15, xmm0
-    paddd        xmm15, xmm1
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
-    psubd        xmm10, xmm13
-    psubd        xmm0, xmm1
-    movshdup     xmm1, xmm10
-    movshdup     xmm13, xmm0
-    movdqa       [rsp + 192], xmm11                  ; spill
-    movdqa       xmm11, xmm10
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9152] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9024
-    pmuludq      xmm11, [rcx - 96]
-    movdqa       [rsp + 224], xmm5                   ; spill
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rcx - 80]
-    movshdup     xmm11, xmm11
-    movshdup     xmm5, xmm5
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm11, xmm1, 204
-    pblendw      xmm5, xmm13, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
-    pmulld       xmm11, xmm2
-    pmulld       xmm5, xmm2
-    psubd        xmm10, xmm11
-    psubd        xmm0, xmm5
-    movdqa       xmm1, xmm9                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm5, xmm6
-    psubd        xmm5, [rcx - 112]
-    pminud       xmm9, xmm1
-    pminud       xmm6, xmm5
-    movdqa       xmm1, [rsp + 64]                    ; reload
-    movdqa       xmm5, xmm1                          ; csub: before layer 5
-    psubd        xmm5, [rcx - 128]
-    movdqa       xmm11, xmm8
-    psubd        xmm11, [rcx - 112]
-    pminud       xmm1, xmm5
-    pminud       xmm8, xmm11
-    movdqa       xmm5, xmm9                          ; layer 5
-    paddd        xmm5, xmm1
-    movdqa       xmm11, xmm6
-    paddd        xmm11, xmm8
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
-    psubd        xmm9, xmm1
-    psubd        xmm6, xmm8
-    movshdup     xmm1, xmm9
-    movshdup     xmm8, xmm6
-    movdqa       xmm13, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9216] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9088
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 64], xmm11                   ; spill
-    movdqa       xmm11, xmm6
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm13, xmm1, 204
-    pblendw      xmm11, xmm8, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm11, xmm2
-    psubd        xmm9, xmm13
-    psubd        xmm6, xmm11
-    movdqa       xmm1, xmm7                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm8, xmm3
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm7, xmm1
-    pminud       xmm3, xmm8
-    movdqa       xmm1, xmm12                         ; csub: before layer 5
-    psubd        xmm1, [rcx - 128]
-    movdqa       xmm8, xmm4
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm12, xmm1
-    pminud       xmm4, xmm8
-    movdqa       xmm1, xmm7                          ; layer 5
-    paddd        xmm1, xmm12
-    movdqa       xmm8, xmm3
-    paddd        xmm8, xmm4
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm4
-    movshdup     xmm4, xmm7
-    movshdup     xmm11, xmm3
-    movdqa       xmm12, xmm7
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9280] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9152
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
-    pblendw      xmm12, xmm4, 204
-    pblendw      xmm13, xmm11, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm13
-    movdqa       xmm4, [rsp]                         ; reload
-    movdqa       xmm11, xmm4                         ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    movdqa       xmm11, xmm6                         ; csub: before layer 4
     psubd        xmm11, [rcx - 128]
-    movdqa       xmm12, [rsp + 160]                  ; reload
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm4, xmm11
-    pminud       xmm12, xmm13
-    movdqa       xmm11, xmm14                        ; csub: before layer 4
-    psubd        xmm11, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm14, xmm11
-    pminud       xmm15, xmm13
-    movdqa       xmm11, xmm4                         ; layer 4
-    paddd        xmm11, xmm14
-    movdqa       xmm13, xmm12
-    paddd        xmm13, xmm15
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm4, xmm14
-    psubd        xmm12, xmm15
-    movshdup     xmm14, xmm4
-    movshdup     xmm15, xmm12
-    movdqa       [rsp + 160], xmm13                  ; spill
-    movdqa       xmm13, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9344] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9216
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp], xmm11                        ; spill
-    movdqa       xmm11, xmm12
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm14, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm14, 204
-    pblendw      xmm11, xmm15, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm11, xmm2
-    psubd        xmm4, xmm13
-    psubd        xmm12, xmm11
-    movdqa       xmm11, [rsp + 224]                  ; reload
-    movdqa       xmm13, xmm11                        ; layer 4
-    paddd        xmm13, xmm10
-    movdqa       xmm14, [rsp + 192]                  ; reload
-    movdqa       xmm15, xmm14
-    paddd        xmm15, xmm0
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm14, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm10
-    psubd        xmm14, xmm0
-    movshdup     xmm0, xmm11
-    movshdup     xmm10, xmm14
-    movdqa       [rsp + 192], xmm12                  ; spill
-    movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 224], xmm4                   ; spill
-    movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm4, xmm4
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm12, xmm0, 204
-    pblendw      xmm4, xmm10, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm4, xmm2
-    psubd        xmm11, xmm12
-    psubd        xmm14, xmm4
-    movdqa       xmm0, xmm5                          ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm4, [rsp + 64]                    ; reload
-    movdqa       xmm10, xmm4
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm5, xmm0
-    pminud       xmm4, xmm10
-    movdqa       xmm0, xmm1                          ; csub: before layer 4
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm10, xmm8
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm1, xmm0
-    pminud       xmm8, xmm10
-    movdqa       xmm0, xmm5                          ; layer 4
-    paddd        xmm0, xmm1
-    movdqa       xmm10, xmm4
-    paddd        xmm10, xmm8
+    movdqa       xmm14, xmm8
+    psubd        xmm14, [rcx - 112]
+    pminud       xmm6, xmm11
+    pminud       xmm8, xmm14
+    movdqa       xmm11, xmm5                         ; layer 4
+    paddd        xmm11, xmm6
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm8
     paddd        xmm5, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm5, xmm1
-    psubd        xmm4, xmm8
-    movshdup     xmm1, xmm5
-    movshdup     xmm8, xmm4
-    movdqa       xmm12, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9408] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9280
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 64], xmm14                   ; spill
-    movdqa       xmm14, xmm4
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm5, xmm6
+    psubd        xmm13, xmm8
+    movshdup     xmm6, xmm5
+    movshdup     xmm8, xmm13
+    movdqa       xmm15, xmm5
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9344] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9216
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm13
     pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
+    movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm6, [rcx - 96]
     pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm12, xmm1, 204
+    pblendw      xmm15, xmm6, 204
     pblendw      xmm14, xmm8, 204
     pmulld       xmm5, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm14, xmm2
-    psubd        xmm5, xmm12
-    psubd        xmm4, xmm14
-    movdqa       xmm1, xmm9                          ; layer 4
-    paddd        xmm1, xmm7
-    movdqa       xmm8, xmm6
-    paddd        xmm8, xmm3
-    paddd        xmm9, [rel pd_2146959362]
-    paddd        xmm6, [rel pd_2146959362 + 16]
-    psubd        xmm9, xmm7
-    psubd        xmm6, xmm3
-    movshdup     xmm3, xmm9
-    movshdup     xmm7, xmm6
-    movdqa       xmm12, xmm9
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm14, xmm14
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm14, xmm0
+    psubd        xmm5, xmm15
+    psubd        xmm13, xmm14
+    movdqa       xmm6, xmm1                          ; layer 4
+    paddd        xmm6, xmm4
+    movdqa       xmm8, [rsp + 160]                   ; reload
+    movdqa       xmm14, xmm8
+    paddd        xmm14, [rsp + 224]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm8, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm8, [rsp + 224]
+    movshdup     xmm4, xmm1
+    movshdup     xmm15, xmm8
+    movdqa       [rsp + 224], xmm13                  ; spill
+    movdqa       xmm13, xmm1
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 160], xmm5                   ; spill
+    movdqa       xmm5, xmm8
+    pmuludq      xmm5, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm5, xmm5
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
+    pblendw      xmm13, xmm4, 204
+    pblendw      xmm5, xmm15, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm5, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm8, xmm5
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       xmm5, xmm4                          ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm13, [rsp + 192]                  ; reload
+    movdqa       xmm15, xmm13
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm4, xmm5
+    pminud       xmm13, xmm15
+    movdqa       xmm5, xmm2                          ; csub: before layer 4
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm15, xmm3
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm2, xmm5
+    pminud       xmm3, xmm15
+    movdqa       xmm5, xmm4                          ; layer 4
+    paddd        xmm5, xmm2
+    movdqa       xmm15, xmm13
+    paddd        xmm15, xmm3
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm4, xmm2
+    psubd        xmm13, xmm3
+    movshdup     xmm2, xmm4
+    movshdup     xmm3, xmm13
+    movdqa       [rsp + 192], xmm8                   ; spill
+    movdqa       xmm8, xmm4
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9408] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9280
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm1, xmm1
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm3, [rcx - 80]
+    pblendw      xmm8, xmm2, 204
+    pblendw      xmm1, xmm3, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm8, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm8
+    psubd        xmm13, xmm1
+    movdqa       xmm1, xmm12                         ; layer 4
+    paddd        xmm1, xmm9
+    movdqa       xmm2, xmm10
+    paddd        xmm2, xmm7
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, xmm9
+    psubd        xmm10, xmm7
+    movshdup     xmm3, xmm12
+    movshdup     xmm7, xmm10
+    movdqa       xmm8, xmm12
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       xmm9, xmm10
+    pmuludq      xmm9, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm9, xmm9
     pmuludq      xmm3, [rcx - 96]
     pmuludq      xmm7, [rcx - 80]
-    pblendw      xmm12, xmm3, 204
-    pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm14, xmm2
-    psubd        xmm9, xmm12
-    psubd        xmm6, xmm14
-    movdqa       xmm3, [rsp]                         ; reload
-    movdqa       xmm7, xmm3                          ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, [rsp + 160]                  ; reload
-    movdqa       xmm14, xmm12
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm12, xmm14
-    movdqa       xmm7, xmm0                          ; csub: before layer 3
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm10
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm0, xmm7
-    pminud       xmm10, xmm14
-    movdqa       xmm7, xmm3                          ; layer 3
-    paddd        xmm7, xmm0
-    movdqa       xmm14, xmm12
-    paddd        xmm14, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm3, xmm0
-    psubd        xmm12, xmm10
-    movshdup     xmm0, xmm3
-    movshdup     xmm10, xmm12
-    movdqa       [rsp + 160], xmm14                  ; spill
-    movdqa       xmm14, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9472] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9344
-    pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp], xmm7                         ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
-    movshdup     xmm14, xmm14
-    movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm14, xmm0, 204
-    pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm14, xmm2
-    pmulld       xmm7, xmm2
-    psubd        xmm3, xmm14
-    psubd        xmm12, xmm7
-    movdqa       xmm0, xmm13                         ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm15
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm13, xmm0
-    pminud       xmm15, xmm7
-    movdqa       xmm0, xmm1                          ; csub: before layer 3
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm8
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm1, xmm0
-    pminud       xmm8, xmm7
-    movdqa       xmm0, xmm13                         ; layer 3
-    paddd        xmm0, xmm1
-    movdqa       xmm7, xmm15
-    paddd        xmm7, xmm8
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm15, [rcx - 112]
-    psubd        xmm13, xmm1
-    psubd        xmm15, xmm8
-    movshdup     xmm1, xmm13
-    movshdup     xmm8, xmm15
-    movdqa       xmm10, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9472] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9344
-    pmuludq      xmm10, [rcx - 96]
-    movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm10, xmm10
-    movshdup     xmm14, xmm14
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm10, xmm1, 204
-    pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
-    pmulld       xmm10, xmm2
-    pmulld       xmm14, xmm2
-    psubd        xmm13, xmm10
-    psubd        xmm15, xmm14
-    movdqa       xmm1, [rsp + 224]                   ; reload
-    movdqa       xmm8, xmm1                          ; layer 3
-    paddd        xmm8, xmm5
-    movdqa       xmm10, [rsp + 192]                  ; reload
-    movdqa       xmm14, xmm10
-    paddd        xmm14, xmm4
-    paddd        xmm1, [rel pd_2146959362]
-    paddd        xmm10, [rel pd_2146959362 + 16]
-    psubd        xmm1, xmm5
-    psubd        xmm10, xmm4
-    movshdup     xmm4, xmm1
-    movshdup     xmm5, xmm10
-    movdqa       [rsp + 192], xmm15                  ; spill
-    movdqa       xmm15, xmm1
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 224], xmm13                  ; spill
-    movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm5, [rcx - 80]
-    pblendw      xmm15, xmm4, 204
-    pblendw      xmm13, xmm5, 204
-    pmulld       xmm1, [rcx - 128]
+    pblendw      xmm8, xmm3, 204
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm12, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm13, xmm2
-    psubd        xmm1, xmm15
-    psubd        xmm10, xmm13
-    movdqa       xmm4, xmm11                         ; layer 3
-    paddd        xmm4, xmm9
-    movdqa       xmm5, [rsp + 64]                    ; reload
-    movdqa       xmm13, xmm5
-    paddd        xmm13, xmm6
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm5, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm9
-    psubd        xmm5, xmm6
-    movshdup     xmm6, xmm11
-    movshdup     xmm9, xmm5
+    pmulld       xmm8, xmm0
+    pmulld       xmm9, xmm0
+    psubd        xmm12, xmm8
+    psubd        xmm10, xmm9
+    movdqa       xmm3, xmm11                         ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm7, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm7
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm11, xmm3
+    pminud       xmm7, xmm8
+    movdqa       xmm3, xmm5                          ; csub: before layer 3
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm15, xmm8
+    movdqa       xmm3, xmm11                         ; layer 3
+    paddd        xmm3, xmm5
+    movdqa       xmm8, xmm7
+    paddd        xmm8, xmm15
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
+    psubd        xmm11, xmm5
+    psubd        xmm7, xmm15
+    movshdup     xmm5, xmm11
+    movshdup     xmm9, xmm7
     movdqa       xmm15, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9472] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9344
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 64], xmm10                   ; spill
-    movdqa       xmm10, xmm5
-    pmuludq      xmm10, [rcx - 80]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm7
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rcx - 96]
+    movshdup     xmm8, xmm8
+    pmuludq      xmm5, [rcx - 96]
     pmuludq      xmm9, [rcx - 80]
-    pblendw      xmm15, xmm6, 204
-    pblendw      xmm10, xmm9, 204
+    pblendw      xmm15, xmm5, 204
+    pblendw      xmm8, xmm9, 204
     pmulld       xmm11, [rcx - 128]
-    pmulld       xmm5, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm10, xmm2
+    pmulld       xmm7, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm8, xmm0
     psubd        xmm11, xmm15
-    psubd        xmm5, xmm10
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqu       [rdi + 1536], xmm6
-    movdqa       xmm6, [rsp + 160]                   ; reload
-    movdqu       [rdi + 1552], xmm6
-    movdqu       [rdi + 1568], xmm0
-    movdqu       [rdi + 1584], xmm7
-    movdqu       [rdi + 1600], xmm8
-    movdqu       [rdi + 1616], xmm14
-    movdqu       [rdi + 1632], xmm4
-    movdqu       [rdi + 1648], xmm13
-    movdqu       [rdi + 1664], xmm3
-    movdqu       [rdi + 1680], xmm12
-    movdqa       xmm0, [rsp + 224]                   ; reload
-    movdqu       [rdi + 1696], xmm0
-    movdqa       xmm0, [rsp + 192]                   ; reload
-    movdqu       [rdi + 1712], xmm0
+    psubd        xmm7, xmm8
+    movdqa       xmm5, xmm6                          ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm14
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm6, xmm5
+    pminud       xmm14, xmm8
+    movdqa       xmm5, xmm1                          ; csub: before layer 3
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm2
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm1, xmm5
+    pminud       xmm2, xmm8
+    movdqa       xmm5, xmm6                          ; layer 3
+    paddd        xmm5, xmm1
+    movdqa       xmm8, xmm14
+    paddd        xmm8, xmm2
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm6, xmm1
+    psubd        xmm14, xmm2
+    movshdup     xmm1, xmm6
+    movshdup     xmm2, xmm14
+    movdqa       xmm9, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9472] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9344
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       xmm15, xmm14
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm15, xmm15
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm2, [rcx - 80]
+    pblendw      xmm9, xmm1, 204
+    pblendw      xmm15, xmm2, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm6, xmm9
+    psubd        xmm14, xmm15
+    movdqa       xmm1, [rsp + 160]                   ; reload
+    movdqa       xmm2, xmm1                          ; layer 3
+    paddd        xmm2, xmm4
+    movdqa       xmm9, [rsp + 224]                   ; reload
+    movdqa       xmm15, xmm9
+    paddd        xmm15, xmm13
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm9, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm9, xmm13
+    movshdup     xmm4, xmm1
+    movshdup     xmm13, xmm9
+    movdqa       [rsp + 224], xmm14                  ; spill
+    movdqa       xmm14, xmm1
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 160], xmm6                   ; spill
+    movdqa       xmm6, xmm9
+    pmuludq      xmm6, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm6, xmm6
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm14, xmm4, 204
+    pblendw      xmm6, xmm13, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm6, xmm0
+    psubd        xmm1, xmm14
+    psubd        xmm9, xmm6
+    movdqa       xmm4, [rsp]                         ; reload
+    movdqa       xmm6, xmm4                          ; layer 3
+    paddd        xmm6, xmm12
+    movdqa       xmm13, [rsp + 192]                  ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm10
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm13, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm12
+    psubd        xmm13, xmm10
+    movshdup     xmm10, xmm4
+    movshdup     xmm12, xmm13
+    movdqa       [rsp + 192], xmm9                   ; spill
+    movdqa       xmm9, xmm4
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       [rsp], xmm1                         ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm1, xmm1
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm9, xmm10, 204
+    pblendw      xmm1, xmm12, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm9
+    psubd        xmm13, xmm1
+    movdqu       [rdi + 1536], xmm3
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqu       [rdi + 1552], xmm1
+    movdqu       [rdi + 1568], xmm5
+    movdqu       [rdi + 1584], xmm8
+    movdqu       [rdi + 1600], xmm2
+    movdqu       [rdi + 1616], xmm15
+    movdqu       [rdi + 1632], xmm6
+    movdqu       [rdi + 1648], xmm14
+    movdqu       [rdi + 1664], xmm11
+    movdqu       [rdi + 1680], xmm7
+    movdqa       xmm1, [rsp + 160]                   ; reload
+    movdqu       [rdi + 1696], xmm1
+    movdqa       xmm1, [rsp + 224]                   ; reload
+    movdqu       [rdi + 1712], xmm1
+    movdqa       xmm1, [rsp]                         ; reload
     movdqu       [rdi + 1728], xmm1
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1744], xmm0
-    movdqu       [rdi + 1760], xmm11
-    movdqu       [rdi + 1776], xmm5
-    movdqu       xmm0, [rdi + 1792]
-    movdqu       xmm1, [rdi + 1808]
+    movdqa       xmm1, [rsp + 192]                   ; reload
+    movdqu       [rdi + 1744], xmm1
+    movdqu       [rdi + 1760], xmm4
+    movdqu       [rdi + 1776], xmm13
+    movdqu       xmm1, [rdi + 1792]
+    movdqu       xmm2, [rdi + 1808]
     movdqu       xmm3, [rdi + 1824]
     movdqu       xmm4, [rdi + 1840]
     movdqu       xmm5, [rdi + 1856]
@@ -35770,25 +35317,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 1984]
     movdqu       xmm14, [rdi + 2000]
     movdqu       xmm15, [rdi + 2016]
-    movdqa       [rsp + 64], xmm14                   ; spill
-    movdqu       xmm14, [rdi + 2032]
     movdqa       [rsp + 192], xmm14                  ; spill
-    movdqa       xmm14, xmm0                         ; layer 8
+    movdqu       xmm14, [rdi + 2032]
+    movdqa       [rsp], xmm14                        ; spill
+    movdqa       xmm14, xmm1                         ; layer 8
     paddd        xmm14, xmm3
     movdqa       [rsp + 224], xmm15                  ; spill
-    movdqa       xmm15, xmm1
+    movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    paddd        xmm0, [rel pd_2146959362]
-    paddd        xmm1, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm3
-    psubd        xmm1, xmm4
-    movshdup     xmm3, xmm0
-    movshdup     xmm4, xmm1
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm3
+    psubd        xmm2, xmm4
+    movshdup     xmm3, xmm1
+    movshdup     xmm4, xmm2
     movdqa       [rsp + 160], xmm13                  ; spill
-    movdqa       xmm13, xmm0
+    movdqa       xmm13, xmm1
     pmuludq      xmm13, [rcx - 32]
-    movdqa       [rsp], xmm12                        ; spill
-    movdqa       xmm12, xmm1
+    movdqa       [rsp + 128], xmm12                  ; spill
+    movdqa       xmm12, xmm2
     pmuludq      xmm12, [rcx - 16]
     movshdup     xmm13, xmm13
     movshdup     xmm12, xmm12
@@ -35796,12 +35343,12 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx + 16]
     pblendw      xmm13, xmm3, 204
     pblendw      xmm12, xmm4, 204
-    pmulld       xmm0, [rcx - 64]
-    pmulld       xmm1, [rcx - 48]
-    pmulld       xmm13, xmm2
-    pmulld       xmm12, xmm2
-    psubd        xmm0, xmm13
-    psubd        xmm1, xmm12
+    pmulld       xmm1, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
+    pmulld       xmm13, xmm0
+    pmulld       xmm12, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm2, xmm12
     movshdup     xmm3, xmm14
     movshdup     xmm4, xmm15
     movdqa       xmm12, xmm14
@@ -35817,8 +35364,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm4, 204
     pmulld       xmm14, [rel pd_8388608]
     pmulld       xmm15, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm14, xmm12
     psubd        xmm15, xmm13
     movdqa       xmm3, xmm5                          ; layer 8
@@ -35844,8 +35391,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm5, [rcx - 128]
     pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm5, xmm12
     psubd        xmm6, xmm13
     movshdup     xmm7, xmm3
@@ -35863,24 +35410,24 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm8, 204
     pmulld       xmm3, [rel pd_8388608]
     pmulld       xmm4, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm3, xmm12
     psubd        xmm4, xmm13
     movdqa       xmm7, xmm9                          ; layer 8
     paddd        xmm7, xmm11
     movdqa       xmm8, xmm10
-    paddd        xmm8, [rsp]
+    paddd        xmm8, [rsp + 128]
     paddd        xmm9, [rel pd_2146959362]
     paddd        xmm10, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm11
-    psubd        xmm10, [rsp]
+    psubd        xmm10, [rsp + 128]
     movshdup     xmm11, xmm9
     movshdup     xmm12, xmm10
     movdqa       xmm13, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9728] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9600
     pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp], xmm4                         ; spill
+    movdqa       [rsp + 128], xmm4                   ; spill
     movdqa       xmm4, xmm10
     pmuludq      xmm4, [rcx - 80]
     movshdup     xmm13, xmm13
@@ -35891,8 +35438,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm12, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm13, xmm2
-    pmulld       xmm4, xmm2
+    pmulld       xmm13, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm13
     psubd        xmm10, xmm4
     movshdup     xmm4, xmm7
@@ -35910,25 +35457,25 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm13, xmm11, 204
     pmulld       xmm7, [rel pd_8388608]
     pmulld       xmm8, [rel pd_8388608 + 16]
-    pmulld       xmm12, xmm2
-    pmulld       xmm13, xmm2
+    pmulld       xmm12, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm7, xmm12
     psubd        xmm8, xmm13
     movdqa       xmm4, [rsp + 160]                   ; reload
     movdqa       xmm11, xmm4                         ; layer 8
     paddd        xmm11, [rsp + 224]
-    movdqa       xmm12, [rsp + 64]                   ; reload
+    movdqa       xmm12, [rsp + 192]                  ; reload
     movdqa       xmm13, xmm12
-    paddd        xmm13, [rsp + 192]
+    paddd        xmm13, [rsp]
     paddd        xmm4, [rel pd_2146959362]
     paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm4, [rsp + 224]
-    psubd        xmm12, [rsp + 192]
-    movdqa       [rsp + 192], xmm8                   ; spill
+    psubd        xmm12, [rsp]
+    movdqa       [rsp], xmm8                         ; spill
     movshdup     xmm8, xmm4
     movdqa       [rsp + 224], xmm7                   ; spill
     movshdup     xmm7, xmm12
-    movdqa       [rsp + 64], xmm10                   ; spill
+    movdqa       [rsp + 192], xmm10                  ; spill
     movdqa       xmm10, xmm4
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9824] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9696
     pmuludq      xmm10, [rcx - 96]
@@ -35943,8 +35490,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm7, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm10, xmm2
-    pmulld       xmm9, xmm2
+    pmulld       xmm10, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm10
     psubd        xmm12, xmm9
     movshdup     xmm7, xmm11
@@ -35962,13 +35509,13 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm10, xmm8, 204
     pmulld       xmm11, [rel pd_8388608]
     pmulld       xmm13, [rel pd_8388608 + 16]
-    pmulld       xmm9, xmm2
-    pmulld       xmm10, xmm2
+    pmulld       xmm9, xmm0
+    pmulld       xmm10, xmm0
     psubd        xmm11, xmm9
     psubd        xmm13, xmm10
-    movdqa       xmm7, xmm0
+    movdqa       xmm7, xmm1
     psllq        xmm7, 32
-    movdqa       xmm8, xmm1
+    movdqa       xmm8, xmm2
     psllq        xmm8, 32
     movdqa       xmm9, xmm14
     pblendw      xmm9, xmm7, 204
@@ -35976,55 +35523,55 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm7, xmm8, 204
     psrlq        xmm14, 32
     psrlq        xmm15, 32
-    pblendw      xmm14, xmm0, 204
-    pblendw      xmm15, xmm1, 204
-    movdqa       xmm0, xmm5
-    psllq        xmm0, 32
+    pblendw      xmm14, xmm1, 204
+    pblendw      xmm15, xmm2, 204
+    movdqa       xmm1, xmm5
+    psllq        xmm1, 32
+    movdqa       xmm2, xmm6
+    psllq        xmm2, 32
+    movdqa       xmm8, xmm3
+    pblendw      xmm8, xmm1, 204
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm10, xmm1
+    pblendw      xmm10, xmm2, 204
+    psrlq        xmm3, 32
+    psrlq        xmm1, 32
+    pblendw      xmm3, xmm5, 204
+    pblendw      xmm1, xmm6, 204
+    movdqa       xmm2, [rsp + 160]                   ; reload
+    movdqa       xmm5, xmm2
+    psllq        xmm5, 32
+    movdqa       xmm6, [rsp + 192]                   ; reload
+    movdqa       [rsp + 128], xmm1                   ; spill
     movdqa       xmm1, xmm6
     psllq        xmm1, 32
-    movdqa       xmm8, xmm3
-    pblendw      xmm8, xmm0, 204
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqa       xmm10, xmm0
-    pblendw      xmm10, xmm1, 204
-    psrlq        xmm3, 32
-    psrlq        xmm0, 32
-    pblendw      xmm3, xmm5, 204
-    pblendw      xmm0, xmm6, 204
-    movdqa       xmm1, [rsp + 160]                   ; reload
-    movdqa       xmm5, xmm1
-    psllq        xmm5, 32
-    movdqa       xmm6, [rsp + 64]                    ; reload
-    movdqa       [rsp], xmm0                         ; spill
-    movdqa       xmm0, xmm6
-    psllq        xmm0, 32
-    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       [rsp + 64], xmm10                   ; spill
     movdqa       xmm10, [rsp + 224]                  ; reload
-    movdqa       [rsp + 128], xmm3                   ; spill
+    movdqa       [rsp + 32], xmm3                    ; spill
     movdqa       xmm3, xmm10
     pblendw      xmm3, xmm5, 204
-    movdqa       xmm5, [rsp + 192]                   ; reload
+    movdqa       xmm5, [rsp]                         ; reload
     movdqa       [rsp + 96], xmm3                    ; spill
     movdqa       xmm3, xmm5
-    pblendw      xmm3, xmm0, 204
+    pblendw      xmm3, xmm1, 204
     psrlq        xmm10, 32
     psrlq        xmm5, 32
-    pblendw      xmm10, xmm1, 204
+    pblendw      xmm10, xmm2, 204
     pblendw      xmm5, xmm6, 204
-    movdqa       xmm0, xmm4
-    psllq        xmm0, 32
-    movdqa       xmm1, xmm12
+    movdqa       xmm1, xmm4
     psllq        xmm1, 32
+    movdqa       xmm2, xmm12
+    psllq        xmm2, 32
     movdqa       xmm6, xmm11
-    pblendw      xmm6, xmm0, 204
-    movdqa       xmm0, xmm13
-    pblendw      xmm0, xmm1, 204
+    pblendw      xmm6, xmm1, 204
+    movdqa       xmm1, xmm13
+    pblendw      xmm1, xmm2, 204
     psrlq        xmm11, 32
     psrlq        xmm13, 32
     pblendw      xmm11, xmm4, 204
     pblendw      xmm13, xmm12, 204
-    movdqa       xmm1, xmm9                          ; layer 7
-    paddd        xmm1, xmm14
+    movdqa       xmm2, xmm9                          ; layer 7
+    paddd        xmm2, xmm14
     movdqa       xmm4, xmm7
     paddd        xmm4, xmm15
     paddd        xmm9, [rel pd_2146959362]
@@ -36036,92 +35583,410 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm9
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9920] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9792
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 64], xmm4                    ; spill
-    movdqa       xmm4, xmm7
-    pmuludq      xmm4, [rcx - 80]
+    movdqa       [rsp + 192], xmm13                  ; spill
+    movdqa       xmm13, xmm7
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm4, xmm4
+    movshdup     xmm13, xmm13
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm14, [rcx - 80]
     pblendw      xmm15, xmm12, 204
-    pblendw      xmm4, xmm14, 204
+    pblendw      xmm13, xmm14, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm7, [rcx - 112]
-    pmulld       xmm15, xmm2
-    pmulld       xmm4, xmm2
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm9, xmm15
-    psubd        xmm7, xmm4
-    movdqa       xmm4, xmm8                          ; layer 7
-    paddd        xmm4, [rsp + 128]
-    movdqa       xmm12, [rsp + 32]                   ; reload
-    movdqa       xmm14, xmm12
-    paddd        xmm14, [rsp]
-    paddd        xmm8, [rel pd_2146959362]
-    paddd        xmm12, [rel pd_2146959362 + 16]
-    psubd        xmm8, [rsp + 128]
-    psubd        xmm12, [rsp]
+    psubd        xmm7, xmm13
+    movdqa       xmm12, xmm2                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm12, [rcx - 128]
+    movdqa       xmm13, xmm4
+    psubd        xmm13, [rcx - 112]
+    pminud       xmm2, xmm12
+    pminud       xmm4, xmm13
+    movdqa       xmm12, xmm8                         ; layer 7
+    paddd        xmm12, [rsp + 32]
+    movdqa       xmm13, [rsp + 64]                   ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, [rsp + 128]
+    paddd        xmm8, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm8, [rsp + 32]
+    psubd        xmm13, [rsp + 128]
     movshdup     xmm15, xmm8
-    movdqa       [rsp], xmm14                        ; spill
-    movshdup     xmm14, xmm12
-    movdqa       [rsp + 128], xmm4                   ; spill
+    movdqa       [rsp + 128], xmm7                   ; spill
+    movshdup     xmm7, xmm13
+    movdqa       [rsp + 32], xmm4                    ; spill
     movdqa       xmm4, xmm8
-    pmuludq      xmm4, [rcx - 32]
-    movdqa       [rsp + 32], xmm7                    ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 16]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 9984] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9856
+    pmuludq      xmm4, [rcx - 96]
+    movdqa       [rsp + 64], xmm9                    ; spill
+    movdqa       xmm9, xmm13
+    pmuludq      xmm9, [rcx - 80]
     movshdup     xmm4, xmm4
-    movshdup     xmm7, xmm7
-    pmuludq      xmm15, [rcx - 32]
-    pmuludq      xmm14, [rcx - 16]
+    movshdup     xmm9, xmm9
+    pmuludq      xmm15, [rcx - 96]
+    pmuludq      xmm7, [rcx - 80]
     pblendw      xmm4, xmm15, 204
-    pblendw      xmm7, xmm14, 204
-    pmulld       xmm8, [rcx - 64]
-    pmulld       xmm12, [rcx - 48]
-    pmulld       xmm4, xmm2
-    pmulld       xmm7, xmm2
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm8, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm4, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm8, xmm4
-    psubd        xmm12, xmm7
+    psubd        xmm13, xmm9
+    movdqa       xmm4, xmm12                         ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm4, [rcx - 128]
+    movdqa       xmm7, xmm14
+    psubd        xmm7, [rcx - 112]
+    pminud       xmm12, xmm4
+    pminud       xmm14, xmm7
     movdqa       xmm4, [rsp + 96]                    ; reload
     movdqa       xmm7, xmm4                          ; layer 7
     paddd        xmm7, xmm10
-    movdqa       xmm14, xmm3
-    paddd        xmm14, xmm5
-    paddd        xmm4, [rel pd_2146959362]
-    paddd        xmm3, [rel pd_2146959362 + 16]
+    movdqa       xmm9, xmm3
+    paddd        xmm9, xmm5
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
     psubd        xmm4, xmm10
     psubd        xmm3, xmm5
     movshdup     xmm5, xmm4
     movshdup     xmm10, xmm3
     movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx + 32]
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm3
-    pmuludq      xmm14, [rcx + 48]
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10048] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9920
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 96], xmm13                   ; spill
+    movdqa       xmm13, xmm3
+    pmuludq      xmm13, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm14, xmm14
-    pmuludq      xmm5, [rcx + 32]
-    pmuludq      xmm10, [rcx + 48]
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm10, [rcx - 80]
     pblendw      xmm15, xmm5, 204
-    pblendw      xmm14, xmm10, 204
-    pmulld       xmm4, [rcx]
-    pmulld       xmm3, [rcx + 16]
-    pmulld       xmm15, xmm2
-    pmulld       xmm14, xmm2
+    pblendw      xmm13, xmm10, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm13, xmm0
     psubd        xmm4, xmm15
-    psubd        xmm3, xmm14
+    psubd        xmm3, xmm13
+    movdqa       xmm5, xmm7                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm10, xmm9
+    psubd        xmm10, [rcx - 112]
+    pminud       xmm7, xmm5
+    pminud       xmm9, xmm10
     movdqa       xmm5, xmm6                          ; layer 7
     paddd        xmm5, xmm11
-    movdqa       xmm10, xmm0
-    paddd        xmm10, xmm13
-    paddd        xmm6, [rel pd_2146959362]
-    paddd        xmm0, [rel pd_2146959362 + 16]
+    movdqa       xmm10, xmm1
+    paddd        xmm10, [rsp + 192]
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm1, [rcx - 112]
     psubd        xmm6, xmm11
-    psubd        xmm0, xmm13
+    psubd        xmm1, [rsp + 192]
     movshdup     xmm11, xmm6
-    movshdup     xmm13, xmm0
-    movdqa       xmm14, xmm6
+    movshdup     xmm13, xmm1
+    movdqa       xmm15, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10112] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 9984
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 192], xmm3                   ; spill
+    movdqa       xmm3, xmm1
+    pmuludq      xmm3, [rcx - 80]
+    movshdup     xmm15, xmm15
+    movshdup     xmm3, xmm3
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm15, xmm11, 204
+    pblendw      xmm3, xmm13, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm1, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm6, xmm15
+    psubd        xmm1, xmm3
+    movdqa       xmm3, xmm5                          ; csub: after layer 7
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm11, xmm10
+    psubd        xmm11, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm10, xmm11
+    movdqa       xmm3, xmm2
+    punpcklqdq   xmm3, [rsp + 64]
+    movdqa       xmm11, [rsp + 32]                   ; reload
+    movdqa       xmm13, xmm11
+    punpcklqdq   xmm13, [rsp + 128]
+    punpckhqdq   xmm2, [rsp + 64]
+    punpckhqdq   xmm11, [rsp + 128]
+    movdqa       xmm15, xmm12
+    punpcklqdq   xmm15, xmm8
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqa       xmm15, xmm14
+    punpcklqdq   xmm15, [rsp + 96]
+    punpckhqdq   xmm12, xmm8
+    punpckhqdq   xmm14, [rsp + 96]
+    movdqa       xmm8, xmm7
+    punpcklqdq   xmm8, xmm4
+    movdqa       [rsp + 96], xmm8                    ; spill
+    movdqa       xmm8, xmm9
+    punpcklqdq   xmm8, [rsp + 192]
+    punpckhqdq   xmm7, xmm4
+    punpckhqdq   xmm9, [rsp + 192]
+    movdqa       xmm4, xmm5
+    punpcklqdq   xmm4, xmm6
+    movdqa       [rsp + 192], xmm4                   ; spill
+    movdqa       xmm4, xmm10
+    punpcklqdq   xmm4, xmm1
+    punpckhqdq   xmm5, xmm6
+    punpckhqdq   xmm10, xmm1
+    movdqa       xmm1, xmm3                          ; layer 6
+    paddd        xmm1, xmm2
+    movdqa       xmm6, xmm13
+    paddd        xmm6, xmm11
+    paddd        xmm3, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm3, xmm2
+    psubd        xmm13, xmm11
+    movshdup     xmm2, xmm3
+    movshdup     xmm11, xmm13
+    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       xmm10, xmm3
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10176] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10048
+    pmuludq      xmm10, [rcx - 96]
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm13
+    pmuludq      xmm4, [rcx - 80]
+    movshdup     xmm10, xmm10
+    movshdup     xmm4, xmm4
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm10, xmm2, 204
+    pblendw      xmm4, xmm11, 204
+    pmulld       xmm3, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm10, xmm0
+    pmulld       xmm4, xmm0
+    psubd        xmm3, xmm10
+    psubd        xmm13, xmm4
+    movdqa       xmm2, xmm1                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm2, [rcx - 128]
+    movdqa       xmm4, xmm6
+    psubd        xmm4, [rcx - 112]
+    pminud       xmm1, xmm2
+    pminud       xmm6, xmm4
+    movdqa       xmm2, [rsp + 128]                   ; reload
+    movdqa       xmm4, xmm2                          ; layer 6
+    paddd        xmm4, xmm12
+    movdqa       xmm10, xmm15
+    paddd        xmm10, xmm14
+    paddd        xmm2, [rcx - 128]
+    paddd        xmm15, [rcx - 112]
+    psubd        xmm2, xmm12
+    psubd        xmm15, xmm14
+    movshdup     xmm11, xmm2
+    movshdup     xmm12, xmm15
+    movdqa       xmm14, xmm2
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10240] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10112
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 128], xmm13                  ; spill
+    movdqa       xmm13, xmm15
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm13, xmm13
+    pmuludq      xmm11, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm14, xmm11, 204
+    pblendw      xmm13, xmm12, 204
+    pmulld       xmm2, [rcx - 128]
+    pmulld       xmm15, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm2, xmm14
+    psubd        xmm15, xmm13
+    movdqa       xmm11, xmm4                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm12, xmm10
+    psubd        xmm12, [rcx - 112]
+    pminud       xmm4, xmm11
+    pminud       xmm10, xmm12
+    movdqa       xmm11, [rsp + 96]                   ; reload
+    movdqa       xmm12, xmm11                        ; layer 6
+    paddd        xmm12, xmm7
+    movdqa       xmm13, xmm8
+    paddd        xmm13, xmm9
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm8, [rcx - 112]
+    psubd        xmm11, xmm7
+    psubd        xmm8, xmm9
+    movshdup     xmm7, xmm11
+    movshdup     xmm9, xmm8
+    movdqa       xmm14, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10304] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10176
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 96], xmm15                   ; spill
+    movdqa       xmm15, xmm8
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm15, xmm15
+    pmuludq      xmm7, [rcx - 96]
+    pmuludq      xmm9, [rcx - 80]
+    pblendw      xmm14, xmm7, 204
+    pblendw      xmm15, xmm9, 204
+    pmulld       xmm11, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm11, xmm14
+    psubd        xmm8, xmm15
+    movdqa       xmm7, xmm12                         ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm7, [rcx - 128]
+    movdqa       xmm9, xmm13
+    psubd        xmm9, [rcx - 112]
+    pminud       xmm12, xmm7
+    pminud       xmm13, xmm9
+    movdqa       xmm7, [rsp + 192]                   ; reload
+    movdqa       xmm9, xmm7                          ; layer 6
+    paddd        xmm9, xmm5
+    movdqa       xmm14, [rsp + 64]                   ; reload
+    movdqa       xmm15, xmm14
+    paddd        xmm15, [rsp + 32]
+    paddd        xmm7, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm7, xmm5
+    psubd        xmm14, [rsp + 32]
+    movshdup     xmm5, xmm7
+    movdqa       [rsp + 32], xmm8                    ; spill
+    movshdup     xmm8, xmm14
+    movdqa       [rsp + 64], xmm11                   ; spill
+    movdqa       xmm11, xmm7
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10368] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10240
+    pmuludq      xmm11, [rcx - 96]
+    movdqa       [rsp + 192], xmm13                  ; spill
+    movdqa       xmm13, xmm14
+    pmuludq      xmm13, [rcx - 80]
+    movshdup     xmm11, xmm11
+    movshdup     xmm13, xmm13
+    pmuludq      xmm5, [rcx - 96]
+    pmuludq      xmm8, [rcx - 80]
+    pblendw      xmm11, xmm5, 204
+    pblendw      xmm13, xmm8, 204
+    pmulld       xmm7, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm11, xmm0
+    pmulld       xmm13, xmm0
+    psubd        xmm7, xmm11
+    psubd        xmm14, xmm13
+    movdqa       xmm5, xmm9                          ; csub: after layer 6
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm9, xmm5
+    pminud       xmm15, xmm8
+    movdqa       xmm5, xmm1                          ; layer 5
+    paddd        xmm5, xmm6
+    movdqa       xmm8, xmm3
+    paddd        xmm8, [rsp + 128]
+    paddd        xmm1, [rcx - 128]
+    paddd        xmm3, [rcx - 112]
+    psubd        xmm1, xmm6
+    psubd        xmm3, [rsp + 128]
+    movshdup     xmm6, xmm1
+    movshdup     xmm11, xmm3
+    movdqa       xmm13, xmm1
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10432] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10304
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm3
+    pmuludq      xmm8, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm8, xmm8
+    pmuludq      xmm6, [rcx - 96]
+    pmuludq      xmm11, [rcx - 80]
+    pblendw      xmm13, xmm6, 204
+    pblendw      xmm8, xmm11, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm3, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm3, xmm8
+    movdqa       xmm6, xmm4                          ; layer 5
+    paddd        xmm6, xmm10
+    movdqa       xmm8, xmm2
+    paddd        xmm8, [rsp + 96]
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm2, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm10
+    psubd        xmm2, [rsp + 96]
+    movshdup     xmm10, xmm4
+    movshdup     xmm11, xmm2
+    movdqa       xmm13, xmm4
+    pmuludq      xmm13, [rcx - 32]
+    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqa       xmm3, xmm2
+    pmuludq      xmm3, [rcx - 16]
+    movshdup     xmm13, xmm13
+    movshdup     xmm3, xmm3
+    pmuludq      xmm10, [rcx - 32]
+    pmuludq      xmm11, [rcx - 16]
+    pblendw      xmm13, xmm10, 204
+    pblendw      xmm3, xmm11, 204
+    pmulld       xmm4, [rcx - 64]
+    pmulld       xmm2, [rcx - 48]
+    pmulld       xmm13, xmm0
+    pmulld       xmm3, xmm0
+    psubd        xmm4, xmm13
+    psubd        xmm2, xmm3
+    movdqa       xmm3, xmm12                         ; layer 5
+    paddd        xmm3, [rsp + 192]
+    movdqa       xmm10, [rsp + 64]                   ; reload
+    movdqa       xmm11, xmm10
+    paddd        xmm11, [rsp + 32]
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, [rsp + 192]
+    psubd        xmm10, [rsp + 32]
+    movshdup     xmm13, xmm12
+    movdqa       [rsp + 32], xmm11                   ; spill
+    movshdup     xmm11, xmm10
+    movdqa       [rsp + 192], xmm3                   ; spill
+    movdqa       xmm3, xmm12
+    pmuludq      xmm3, [rcx + 32]
+    movdqa       [rsp + 64], xmm2                    ; spill
+    movdqa       xmm2, xmm10
+    pmuludq      xmm2, [rcx + 48]
+    movshdup     xmm3, xmm3
+    movshdup     xmm2, xmm2
+    pmuludq      xmm13, [rcx + 32]
+    pmuludq      xmm11, [rcx + 48]
+    pblendw      xmm3, xmm13, 204
+    pblendw      xmm2, xmm11, 204
+    pmulld       xmm12, [rcx]
+    pmulld       xmm10, [rcx + 16]
+    pmulld       xmm3, xmm0
+    pmulld       xmm2, xmm0
+    psubd        xmm12, xmm3
+    psubd        xmm10, xmm2
+    movdqa       xmm2, xmm9                          ; layer 5
+    paddd        xmm2, xmm15
+    movdqa       xmm3, xmm7
+    paddd        xmm3, xmm14
+    paddd        xmm9, [rel pd_2146959362]
+    paddd        xmm7, [rel pd_2146959362 + 16]
+    psubd        xmm9, xmm15
+    psubd        xmm7, xmm14
+    movshdup     xmm11, xmm9
+    movshdup     xmm13, xmm7
+    movdqa       xmm14, xmm9
     pmuludq      xmm14, [rcx + 96]
-    movdqa       xmm15, xmm0
+    movdqa       xmm15, xmm7
     pmuludq      xmm15, [rcx + 112]
     movshdup     xmm14, xmm14
     movshdup     xmm15, xmm15
@@ -36129,688 +35994,319 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm13, [rcx + 112]
     pblendw      xmm14, xmm11, 204
     pblendw      xmm15, xmm13, 204
-    pmulld       xmm6, [rcx + 64]
-    pmulld       xmm0, [rcx + 80]
-    pmulld       xmm14, xmm2
-    pmulld       xmm15, xmm2
-    psubd        xmm6, xmm14
-    psubd        xmm0, xmm15
-    movdqa       xmm11, xmm1
-    punpcklqdq   xmm11, xmm9
-    movdqa       xmm13, [rsp + 64]                   ; reload
+    pmulld       xmm9, [rcx + 64]
+    pmulld       xmm7, [rcx + 80]
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm9, xmm14
+    psubd        xmm7, xmm15
+    movdqa       xmm11, xmm5                         ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm11, [rcx - 128]
+    movdqa       xmm13, [rsp + 128]                  ; reload
     movdqa       xmm14, xmm13
-    punpcklqdq   xmm14, [rsp + 32]
-    punpckhqdq   xmm1, xmm9
-    punpckhqdq   xmm13, [rsp + 32]
-    movdqa       xmm9, [rsp + 128]                   ; reload
-    movdqa       xmm15, xmm9
-    punpcklqdq   xmm15, xmm8
-    movdqa       [rsp + 32], xmm15                   ; spill
-    movdqa       xmm15, [rsp]                        ; reload
-    movdqa       xmm2, xmm15
-    punpcklqdq   xmm2, xmm12
-    punpckhqdq   xmm9, xmm8
-    punpckhqdq   xmm15, xmm12
-    movdqa       xmm8, xmm7
-    punpcklqdq   xmm8, xmm4
-    movdqa       xmm12, [rsp + 96]                   ; reload
-    movdqa       [rsp], xmm8                         ; spill
-    movdqa       xmm8, xmm12
-    punpcklqdq   xmm8, xmm3
-    punpckhqdq   xmm7, xmm4
-    punpckhqdq   xmm12, xmm3
-    movdqa       xmm3, xmm5
-    punpcklqdq   xmm3, xmm6
-    movdqa       xmm4, xmm10
-    punpcklqdq   xmm4, xmm0
-    punpckhqdq   xmm5, xmm6
-    punpckhqdq   xmm10, xmm0
-    movdqa       xmm0, xmm11                         ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm14
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm11, xmm0
-    pminud       xmm14, xmm6
-    movdqa       xmm0, xmm1                          ; csub: before layer 6
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm6, xmm13
-    psubd        xmm6, [rcx - 112]
-    pminud       xmm1, xmm0
-    pminud       xmm13, xmm6
-    movdqa       xmm0, xmm11                         ; layer 6
-    paddd        xmm0, xmm1
-    movdqa       xmm6, xmm14
-    paddd        xmm6, xmm13
-    paddd        xmm11, [rcx - 128]
-    paddd        xmm14, [rcx - 112]
-    psubd        xmm11, xmm1
-    psubd        xmm14, xmm13
-    movshdup     xmm1, xmm11
-    movshdup     xmm13, xmm14
-    movdqa       [rsp + 96], xmm6                    ; spill
-    movdqa       xmm6, xmm11
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10176] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10048
-    pmuludq      xmm6, [rcx - 96]
-    movdqa       [rsp + 128], xmm0                   ; spill
-    movdqa       xmm0, xmm14
-    pmuludq      xmm0, [rcx - 80]
-    movshdup     xmm6, xmm6
-    movshdup     xmm0, xmm0
-    pmuludq      xmm1, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm6, xmm1, 204
-    pblendw      xmm0, xmm13, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    movdqu       xmm1, [rel pd_1073479681]           ; reload
-    pmulld       xmm6, xmm1
-    pmulld       xmm0, xmm1
-    psubd        xmm11, xmm6
-    psubd        xmm14, xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqa       xmm6, xmm0                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm2
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm6
-    pminud       xmm2, xmm13
-    movdqa       xmm6, xmm9                          ; csub: before layer 6
-    psubd        xmm6, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm9, xmm6
-    pminud       xmm15, xmm13
-    movdqa       xmm6, xmm0                          ; layer 6
-    paddd        xmm6, xmm9
-    movdqa       xmm13, xmm2
-    paddd        xmm13, xmm15
-    paddd        xmm0, [rcx - 128]
-    paddd        xmm2, [rcx - 112]
-    psubd        xmm0, xmm9
-    psubd        xmm2, xmm15
-    movshdup     xmm9, xmm0
-    movshdup     xmm15, xmm2
-    movdqa       [rsp + 32], xmm13                   ; spill
-    movdqa       xmm13, xmm0
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10240] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10112
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 64], xmm6                    ; spill
-    movdqa       xmm6, xmm2
-    pmuludq      xmm6, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm6, xmm6
-    pmuludq      xmm9, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm9, 204
-    pblendw      xmm6, xmm15, 204
-    pmulld       xmm0, [rcx - 128]
-    pmulld       xmm2, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm6, xmm1
-    psubd        xmm0, xmm13
-    psubd        xmm2, xmm6
-    movdqa       xmm6, [rsp]                         ; reload
-    movdqa       xmm9, xmm6                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm8
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm6, xmm9
-    pminud       xmm8, xmm13
-    movdqa       xmm9, xmm7                          ; csub: before layer 6
-    psubd        xmm9, [rcx - 128]
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm7, xmm9
-    pminud       xmm12, xmm13
-    movdqa       xmm9, xmm6                          ; layer 6
-    paddd        xmm9, xmm7
-    movdqa       xmm13, xmm8
-    paddd        xmm13, xmm12
-    paddd        xmm6, [rcx - 128]
-    paddd        xmm8, [rcx - 112]
-    psubd        xmm6, xmm7
-    psubd        xmm8, xmm12
-    movshdup     xmm7, xmm6
-    movshdup     xmm12, xmm8
-    movdqa       xmm15, xmm6
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10304] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10176
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp], xmm13                        ; spill
-    movdqa       xmm13, xmm8
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm7, [rcx - 96]
-    pmuludq      xmm12, [rcx - 80]
-    pblendw      xmm15, xmm7, 204
-    pblendw      xmm13, xmm12, 204
-    pmulld       xmm6, [rcx - 128]
-    pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm6, xmm15
-    psubd        xmm8, xmm13
-    movdqa       xmm7, xmm3                          ; csub: before layer 6
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm4
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm4, xmm12
-    movdqa       xmm7, xmm5                          ; csub: before layer 6
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, xmm10
-    psubd        xmm12, [rcx - 112]
-    pminud       xmm5, xmm7
-    pminud       xmm10, xmm12
-    movdqa       xmm7, xmm3                          ; layer 6
-    paddd        xmm7, xmm5
-    movdqa       xmm12, xmm4
-    paddd        xmm12, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm10
-    movshdup     xmm5, xmm3
-    movshdup     xmm10, xmm4
-    movdqa       xmm13, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10368] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10240
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       xmm15, xmm4
-    pmuludq      xmm15, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm15, xmm15
-    pmuludq      xmm5, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm13, xmm5, 204
-    pblendw      xmm15, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm3, xmm13
-    psubd        xmm4, xmm15
-    movdqa       xmm5, [rsp + 128]                   ; reload
-    movdqa       xmm10, xmm5                         ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm10, [rcx - 128]
-    movdqa       xmm13, xmm11
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm5, xmm10
-    pminud       xmm11, xmm13
-    movdqa       xmm10, [rsp + 96]                   ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm15, xmm14
-    psubd        xmm15, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm14, xmm15
-    movdqa       xmm13, xmm5                         ; layer 5
-    paddd        xmm13, xmm10
-    movdqa       xmm15, xmm11
-    paddd        xmm15, xmm14
-    paddd        xmm5, [rcx - 128]
-    paddd        xmm11, [rcx - 112]
-    psubd        xmm5, xmm10
-    psubd        xmm11, xmm14
-    movshdup     xmm10, xmm5
-    movshdup     xmm14, xmm11
-    movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10432] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10304
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 128], xmm13                  ; spill
-    movdqa       xmm13, xmm11
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm10, [rcx - 96]
-    pmuludq      xmm14, [rcx - 80]
-    pblendw      xmm15, xmm10, 204
-    pblendw      xmm13, xmm14, 204
-    pmulld       xmm5, [rcx - 128]
-    pmulld       xmm11, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm5, xmm15
-    psubd        xmm11, xmm13
-    movdqa       xmm10, [rsp + 64]                   ; reload
-    movdqa       xmm13, xmm10                        ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm13, [rcx - 128]
-    movdqa       xmm14, xmm0
     psubd        xmm14, [rcx - 112]
-    pminud       xmm10, xmm13
-    pminud       xmm0, xmm14
-    movdqa       xmm13, [rsp + 32]                   ; reload
-    movdqa       xmm14, xmm13                        ; csub: before layer 5
-    psubd        xmm14, [rcx - 128]
-    movdqa       xmm15, xmm2
-    psubd        xmm15, [rcx - 112]
+    pminud       xmm5, xmm11
     pminud       xmm13, xmm14
-    pminud       xmm2, xmm15
-    movdqa       xmm14, xmm10                        ; layer 5
-    paddd        xmm14, xmm13
-    movdqa       xmm15, xmm0
-    paddd        xmm15, xmm2
-    paddd        xmm10, [rcx - 128]
-    paddd        xmm0, [rcx - 112]
-    psubd        xmm10, xmm13
-    psubd        xmm0, xmm2
-    movshdup     xmm2, xmm10
-    movshdup     xmm13, xmm0
-    movdqa       [rsp + 32], xmm11                   ; spill
-    movdqa       xmm11, xmm10
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10496] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10368
-    pmuludq      xmm11, [rcx - 96]
-    movdqa       [rsp + 64], xmm5                    ; spill
-    movdqa       xmm5, xmm0
-    pmuludq      xmm5, [rcx - 80]
-    movshdup     xmm11, xmm11
-    movshdup     xmm5, xmm5
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm11, xmm2, 204
-    pblendw      xmm5, xmm13, 204
-    pmulld       xmm10, [rcx - 128]
-    pmulld       xmm0, [rcx - 112]
-    pmulld       xmm11, xmm1
-    pmulld       xmm5, xmm1
-    psubd        xmm10, xmm11
-    psubd        xmm0, xmm5
-    movdqa       xmm2, xmm9                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm2, [rcx - 128]
-    movdqa       xmm5, xmm6
-    psubd        xmm5, [rcx - 112]
-    pminud       xmm9, xmm2
-    pminud       xmm6, xmm5
-    movdqa       xmm2, [rsp]                         ; reload
-    movdqa       xmm5, xmm2                          ; csub: before layer 5
-    psubd        xmm5, [rcx - 128]
-    movdqa       xmm11, xmm8
-    psubd        xmm11, [rcx - 112]
-    pminud       xmm2, xmm5
-    pminud       xmm8, xmm11
-    movdqa       xmm5, xmm9                          ; layer 5
-    paddd        xmm5, xmm2
-    movdqa       xmm11, xmm6
-    paddd        xmm11, xmm8
-    paddd        xmm9, [rcx - 128]
-    paddd        xmm6, [rcx - 112]
-    psubd        xmm9, xmm2
-    psubd        xmm6, xmm8
-    movshdup     xmm2, xmm9
-    movshdup     xmm8, xmm6
-    movdqa       xmm13, xmm9
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10560] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10432
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp], xmm11                        ; spill
-    movdqa       xmm11, xmm6
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm13, xmm2, 204
-    pblendw      xmm11, xmm8, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm11, xmm1
-    psubd        xmm9, xmm13
-    psubd        xmm6, xmm11
-    movdqa       xmm2, xmm7                          ; csub: before layer 5
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm2, [rcx - 128]
-    movdqa       xmm8, xmm3
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm7, xmm2
-    pminud       xmm3, xmm8
-    movdqa       xmm2, xmm12                         ; csub: before layer 5
-    psubd        xmm2, [rcx - 128]
-    movdqa       xmm8, xmm4
-    psubd        xmm8, [rcx - 112]
-    pminud       xmm12, xmm2
-    pminud       xmm4, xmm8
-    movdqa       xmm2, xmm7                          ; layer 5
-    paddd        xmm2, xmm12
-    movdqa       xmm8, xmm3
-    paddd        xmm8, xmm4
-    paddd        xmm7, [rcx - 128]
-    paddd        xmm3, [rcx - 112]
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm4
-    movshdup     xmm4, xmm7
-    movshdup     xmm11, xmm3
-    movdqa       xmm12, xmm7
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10624] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10496
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm13, xmm3
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm11, [rcx - 80]
-    pblendw      xmm12, xmm4, 204
-    pblendw      xmm13, xmm11, 204
-    pmulld       xmm7, [rcx - 128]
-    pmulld       xmm3, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm7, xmm12
-    psubd        xmm3, xmm13
-    movdqa       xmm4, [rsp + 128]                   ; reload
-    movdqa       xmm11, xmm4                         ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    movdqa       xmm11, xmm6                         ; csub: before layer 4
     psubd        xmm11, [rcx - 128]
-    movdqa       xmm12, [rsp + 96]                   ; reload
-    movdqa       xmm13, xmm12
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm4, xmm11
-    pminud       xmm12, xmm13
-    movdqa       xmm11, xmm14                        ; csub: before layer 4
-    psubd        xmm11, [rcx - 128]
-    movdqa       xmm13, xmm15
-    psubd        xmm13, [rcx - 112]
-    pminud       xmm14, xmm11
-    pminud       xmm15, xmm13
-    movdqa       xmm11, xmm4                         ; layer 4
-    paddd        xmm11, xmm14
-    movdqa       xmm13, xmm12
-    paddd        xmm13, xmm15
-    paddd        xmm4, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm4, xmm14
-    psubd        xmm12, xmm15
-    movshdup     xmm14, xmm4
-    movshdup     xmm15, xmm12
-    movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm4
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10688] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10560
-    pmuludq      xmm13, [rcx - 96]
-    movdqa       [rsp + 128], xmm11                  ; spill
-    movdqa       xmm11, xmm12
-    pmuludq      xmm11, [rcx - 80]
-    movshdup     xmm13, xmm13
-    movshdup     xmm11, xmm11
-    pmuludq      xmm14, [rcx - 96]
-    pmuludq      xmm15, [rcx - 80]
-    pblendw      xmm13, xmm14, 204
-    pblendw      xmm11, xmm15, 204
-    pmulld       xmm4, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm11, xmm1
-    psubd        xmm4, xmm13
-    psubd        xmm12, xmm11
-    movdqa       xmm11, [rsp + 64]                   ; reload
-    movdqa       xmm13, xmm11                        ; layer 4
-    paddd        xmm13, xmm10
-    movdqa       xmm14, [rsp + 32]                   ; reload
-    movdqa       xmm15, xmm14
-    paddd        xmm15, xmm0
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm14, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm10
-    psubd        xmm14, xmm0
-    movshdup     xmm0, xmm11
-    movshdup     xmm10, xmm14
-    movdqa       [rsp + 32], xmm12                   ; spill
-    movdqa       xmm12, xmm11
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp + 64], xmm4                    ; spill
-    movdqa       xmm4, xmm14
-    pmuludq      xmm4, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm4, xmm4
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm12, xmm0, 204
-    pblendw      xmm4, xmm10, 204
-    pmulld       xmm11, [rcx - 128]
-    pmulld       xmm14, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm4, xmm1
-    psubd        xmm11, xmm12
-    psubd        xmm14, xmm4
-    movdqa       xmm0, xmm5                          ; csub: before layer 4
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm4, [rsp]                         ; reload
-    movdqa       xmm10, xmm4
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm5, xmm0
-    pminud       xmm4, xmm10
-    movdqa       xmm0, xmm2                          ; csub: before layer 4
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm10, xmm8
-    psubd        xmm10, [rcx - 112]
-    pminud       xmm2, xmm0
-    pminud       xmm8, xmm10
-    movdqa       xmm0, xmm5                          ; layer 4
-    paddd        xmm0, xmm2
-    movdqa       xmm10, xmm4
-    paddd        xmm10, xmm8
+    movdqa       xmm14, xmm8
+    psubd        xmm14, [rcx - 112]
+    pminud       xmm6, xmm11
+    pminud       xmm8, xmm14
+    movdqa       xmm11, xmm5                         ; layer 4
+    paddd        xmm11, xmm6
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm8
     paddd        xmm5, [rcx - 128]
-    paddd        xmm4, [rcx - 112]
-    psubd        xmm5, xmm2
-    psubd        xmm4, xmm8
-    movshdup     xmm2, xmm5
-    movshdup     xmm8, xmm4
-    movdqa       xmm12, xmm5
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10624
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqa       xmm14, xmm4
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm5, xmm6
+    psubd        xmm13, xmm8
+    movshdup     xmm6, xmm5
+    movshdup     xmm8, xmm13
+    movdqa       xmm15, xmm5
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10688] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10560
+    pmuludq      xmm15, [rcx - 96]
+    movdqa       [rsp + 128], xmm14                  ; spill
+    movdqa       xmm14, xmm13
     pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
+    movshdup     xmm15, xmm15
     movshdup     xmm14, xmm14
-    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm6, [rcx - 96]
     pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm12, xmm2, 204
+    pblendw      xmm15, xmm6, 204
     pblendw      xmm14, xmm8, 204
     pmulld       xmm5, [rcx - 128]
-    pmulld       xmm4, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm5, xmm12
-    psubd        xmm4, xmm14
-    movdqa       xmm2, xmm9                          ; layer 4
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm14, xmm0
+    psubd        xmm5, xmm15
+    psubd        xmm13, xmm14
+    movdqa       xmm6, xmm1                          ; layer 4
+    paddd        xmm6, xmm4
+    movdqa       xmm8, [rsp + 96]                    ; reload
+    movdqa       xmm14, xmm8
+    paddd        xmm14, [rsp + 64]
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm8, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm8, [rsp + 64]
+    movshdup     xmm4, xmm1
+    movshdup     xmm15, xmm8
+    movdqa       [rsp + 64], xmm13                   ; spill
+    movdqa       xmm13, xmm1
+    pmuludq      xmm13, [rcx - 96]
+    movdqa       [rsp + 96], xmm5                    ; spill
+    movdqa       xmm5, xmm8
+    pmuludq      xmm5, [rcx - 80]
+    movshdup     xmm13, xmm13
+    movshdup     xmm5, xmm5
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm15, [rcx - 80]
+    pblendw      xmm13, xmm4, 204
+    pblendw      xmm5, xmm15, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm8, [rcx - 112]
+    pmulld       xmm13, xmm0
+    pmulld       xmm5, xmm0
+    psubd        xmm1, xmm13
+    psubd        xmm8, xmm5
+    movdqa       xmm4, [rsp + 192]                   ; reload
+    movdqa       xmm5, xmm4                          ; csub: before layer 4
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       xmm15, xmm13
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm4, xmm5
+    pminud       xmm13, xmm15
+    movdqa       xmm5, xmm2                          ; csub: before layer 4
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm15, xmm3
+    psubd        xmm15, [rcx - 112]
+    pminud       xmm2, xmm5
+    pminud       xmm3, xmm15
+    movdqa       xmm5, xmm4                          ; layer 4
+    paddd        xmm5, xmm2
+    movdqa       xmm15, xmm13
+    paddd        xmm15, xmm3
+    paddd        xmm4, [rcx - 128]
+    paddd        xmm13, [rcx - 112]
+    psubd        xmm4, xmm2
+    psubd        xmm13, xmm3
+    movshdup     xmm2, xmm4
+    movshdup     xmm3, xmm13
+    movdqa       [rsp + 32], xmm8                    ; spill
+    movdqa       xmm8, xmm4
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10752] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10624
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       [rsp + 192], xmm1                   ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm1, xmm1
+    pmuludq      xmm2, [rcx - 96]
+    pmuludq      xmm3, [rcx - 80]
+    pblendw      xmm8, xmm2, 204
+    pblendw      xmm1, xmm3, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm8, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm8
+    psubd        xmm13, xmm1
+    movdqa       xmm1, xmm12                         ; layer 4
+    paddd        xmm1, xmm9
+    movdqa       xmm2, xmm10
     paddd        xmm2, xmm7
-    movdqa       xmm8, xmm6
-    paddd        xmm8, xmm3
-    paddd        xmm9, [rel pd_2146959362]
-    paddd        xmm6, [rel pd_2146959362 + 16]
-    psubd        xmm9, xmm7
-    psubd        xmm6, xmm3
-    movshdup     xmm3, xmm9
-    movshdup     xmm7, xmm6
-    movdqa       xmm12, xmm9
-    pmuludq      xmm12, [rcx - 96]
-    movdqa       xmm14, xmm6
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm12, xmm12
-    movshdup     xmm14, xmm14
+    paddd        xmm12, [rel pd_2146959362]
+    paddd        xmm10, [rel pd_2146959362 + 16]
+    psubd        xmm12, xmm9
+    psubd        xmm10, xmm7
+    movshdup     xmm3, xmm12
+    movshdup     xmm7, xmm10
+    movdqa       xmm8, xmm12
+    pmuludq      xmm8, [rcx - 96]
+    movdqa       xmm9, xmm10
+    pmuludq      xmm9, [rcx - 80]
+    movshdup     xmm8, xmm8
+    movshdup     xmm9, xmm9
     pmuludq      xmm3, [rcx - 96]
     pmuludq      xmm7, [rcx - 80]
-    pblendw      xmm12, xmm3, 204
-    pblendw      xmm14, xmm7, 204
-    pmulld       xmm9, [rcx - 128]
-    pmulld       xmm6, [rcx - 112]
-    pmulld       xmm12, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm9, xmm12
-    psubd        xmm6, xmm14
-    movdqa       xmm3, [rsp + 128]                   ; reload
-    movdqa       xmm7, xmm3                          ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm12, [rsp + 96]                   ; reload
-    movdqa       xmm14, xmm12
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm3, xmm7
-    pminud       xmm12, xmm14
-    movdqa       xmm7, xmm0                          ; csub: before layer 3
-    psubd        xmm7, [rcx - 128]
-    movdqa       xmm14, xmm10
-    psubd        xmm14, [rcx - 112]
-    pminud       xmm0, xmm7
-    pminud       xmm10, xmm14
-    movdqa       xmm7, xmm3                          ; layer 3
-    paddd        xmm7, xmm0
-    movdqa       xmm14, xmm12
-    paddd        xmm14, xmm10
-    paddd        xmm3, [rcx - 128]
-    paddd        xmm12, [rcx - 112]
-    psubd        xmm3, xmm0
-    psubd        xmm12, xmm10
-    movshdup     xmm0, xmm3
-    movshdup     xmm10, xmm12
-    movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm3
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10816] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10688
-    pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp + 128], xmm7                   ; spill
-    movdqa       xmm7, xmm12
-    pmuludq      xmm7, [rcx - 80]
-    movshdup     xmm14, xmm14
-    movshdup     xmm7, xmm7
-    pmuludq      xmm0, [rcx - 96]
-    pmuludq      xmm10, [rcx - 80]
-    pblendw      xmm14, xmm0, 204
-    pblendw      xmm7, xmm10, 204
-    pmulld       xmm3, [rcx - 128]
-    pmulld       xmm12, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm7, xmm1
-    psubd        xmm3, xmm14
-    psubd        xmm12, xmm7
-    movdqa       xmm0, xmm13                         ; csub: before layer 3
-    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm15
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm13, xmm0
-    pminud       xmm15, xmm7
-    movdqa       xmm0, xmm2                          ; csub: before layer 3
-    psubd        xmm0, [rcx - 128]
-    movdqa       xmm7, xmm8
-    psubd        xmm7, [rcx - 112]
-    pminud       xmm2, xmm0
-    pminud       xmm8, xmm7
-    movdqa       xmm0, xmm13                         ; layer 3
-    paddd        xmm0, xmm2
-    movdqa       xmm7, xmm15
-    paddd        xmm7, xmm8
-    paddd        xmm13, [rcx - 128]
-    paddd        xmm15, [rcx - 112]
-    psubd        xmm13, xmm2
-    psubd        xmm15, xmm8
-    movshdup     xmm2, xmm13
-    movshdup     xmm8, xmm15
-    movdqa       xmm10, xmm13
-    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10816] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10688
-    pmuludq      xmm10, [rcx - 96]
-    movdqa       xmm14, xmm15
-    pmuludq      xmm14, [rcx - 80]
-    movshdup     xmm10, xmm10
-    movshdup     xmm14, xmm14
-    pmuludq      xmm2, [rcx - 96]
-    pmuludq      xmm8, [rcx - 80]
-    pblendw      xmm10, xmm2, 204
-    pblendw      xmm14, xmm8, 204
-    pmulld       xmm13, [rcx - 128]
-    pmulld       xmm15, [rcx - 112]
-    pmulld       xmm10, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm13, xmm10
-    psubd        xmm15, xmm14
-    movdqa       xmm2, [rsp + 64]                    ; reload
-    movdqa       xmm8, xmm2                          ; layer 3
-    paddd        xmm8, xmm5
-    movdqa       xmm10, [rsp + 32]                   ; reload
-    movdqa       xmm14, xmm10
-    paddd        xmm14, xmm4
-    paddd        xmm2, [rel pd_2146959362]
-    paddd        xmm10, [rel pd_2146959362 + 16]
-    psubd        xmm2, xmm5
-    psubd        xmm10, xmm4
-    movshdup     xmm4, xmm2
-    movshdup     xmm5, xmm10
-    movdqa       [rsp + 32], xmm15                   ; spill
-    movdqa       xmm15, xmm2
-    pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 64], xmm13                   ; spill
-    movdqa       xmm13, xmm10
-    pmuludq      xmm13, [rcx - 80]
-    movshdup     xmm15, xmm15
-    movshdup     xmm13, xmm13
-    pmuludq      xmm4, [rcx - 96]
-    pmuludq      xmm5, [rcx - 80]
-    pblendw      xmm15, xmm4, 204
-    pblendw      xmm13, xmm5, 204
-    pmulld       xmm2, [rcx - 128]
+    pblendw      xmm8, xmm3, 204
+    pblendw      xmm9, xmm7, 204
+    pmulld       xmm12, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm13, xmm1
-    psubd        xmm2, xmm15
-    psubd        xmm10, xmm13
-    movdqa       xmm4, xmm11                         ; layer 3
-    paddd        xmm4, xmm9
-    movdqa       xmm5, [rsp]                         ; reload
-    movdqa       xmm13, xmm5
-    paddd        xmm13, xmm6
-    paddd        xmm11, [rel pd_2146959362]
-    paddd        xmm5, [rel pd_2146959362 + 16]
-    psubd        xmm11, xmm9
-    psubd        xmm5, xmm6
-    movshdup     xmm6, xmm11
-    movshdup     xmm9, xmm5
+    pmulld       xmm8, xmm0
+    pmulld       xmm9, xmm0
+    psubd        xmm12, xmm8
+    psubd        xmm10, xmm9
+    movdqa       xmm3, xmm11                         ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm7, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm7
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm11, xmm3
+    pminud       xmm7, xmm8
+    movdqa       xmm3, xmm5                          ; csub: before layer 3
+    psubd        xmm3, [rcx - 128]
+    movdqa       xmm8, xmm15
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm5, xmm3
+    pminud       xmm15, xmm8
+    movdqa       xmm3, xmm11                         ; layer 3
+    paddd        xmm3, xmm5
+    movdqa       xmm8, xmm7
+    paddd        xmm8, xmm15
+    paddd        xmm11, [rcx - 128]
+    paddd        xmm7, [rcx - 112]
+    psubd        xmm11, xmm5
+    psubd        xmm7, xmm15
+    movshdup     xmm5, xmm11
+    movshdup     xmm9, xmm7
     movdqa       xmm15, xmm11
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10816] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10688
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp], xmm10                        ; spill
-    movdqa       xmm10, xmm5
-    pmuludq      xmm10, [rcx - 80]
+    movdqa       [rsp + 128], xmm8                   ; spill
+    movdqa       xmm8, xmm7
+    pmuludq      xmm8, [rcx - 80]
     movshdup     xmm15, xmm15
-    movshdup     xmm10, xmm10
-    pmuludq      xmm6, [rcx - 96]
+    movshdup     xmm8, xmm8
+    pmuludq      xmm5, [rcx - 96]
     pmuludq      xmm9, [rcx - 80]
-    pblendw      xmm15, xmm6, 204
-    pblendw      xmm10, xmm9, 204
+    pblendw      xmm15, xmm5, 204
+    pblendw      xmm8, xmm9, 204
     pmulld       xmm11, [rcx - 128]
-    pmulld       xmm5, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm10, xmm1
+    pmulld       xmm7, [rcx - 112]
+    pmulld       xmm15, xmm0
+    pmulld       xmm8, xmm0
     psubd        xmm11, xmm15
-    psubd        xmm5, xmm10
-    movdqa       xmm6, [rsp + 128]                   ; reload
-    movdqu       [rdi + 1792], xmm6
-    movdqa       xmm6, [rsp + 96]                    ; reload
-    movdqu       [rdi + 1808], xmm6
-    movdqu       [rdi + 1824], xmm0
-    movdqu       [rdi + 1840], xmm7
-    movdqu       [rdi + 1856], xmm8
-    movdqu       [rdi + 1872], xmm14
-    movdqu       [rdi + 1888], xmm4
-    movdqu       [rdi + 1904], xmm13
-    movdqu       [rdi + 1920], xmm3
-    movdqu       [rdi + 1936], xmm12
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1952], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1968], xmm0
-    movdqu       [rdi + 1984], xmm2
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 2000], xmm0
-    movdqu       [rdi + 2016], xmm11
-    movdqu       [rdi + 2032], xmm5
+    psubd        xmm7, xmm8
+    movdqa       xmm5, xmm6                          ; csub: before layer 3
+    lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm14
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm6, xmm5
+    pminud       xmm14, xmm8
+    movdqa       xmm5, xmm1                          ; csub: before layer 3
+    psubd        xmm5, [rcx - 128]
+    movdqa       xmm8, xmm2
+    psubd        xmm8, [rcx - 112]
+    pminud       xmm1, xmm5
+    pminud       xmm2, xmm8
+    movdqa       xmm5, xmm6                          ; layer 3
+    paddd        xmm5, xmm1
+    movdqa       xmm8, xmm14
+    paddd        xmm8, xmm2
+    paddd        xmm6, [rcx - 128]
+    paddd        xmm14, [rcx - 112]
+    psubd        xmm6, xmm1
+    psubd        xmm14, xmm2
+    movshdup     xmm1, xmm6
+    movshdup     xmm2, xmm14
+    movdqa       xmm9, xmm6
+    lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10816] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10688
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       xmm15, xmm14
+    pmuludq      xmm15, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm15, xmm15
+    pmuludq      xmm1, [rcx - 96]
+    pmuludq      xmm2, [rcx - 80]
+    pblendw      xmm9, xmm1, 204
+    pblendw      xmm15, xmm2, 204
+    pmulld       xmm6, [rcx - 128]
+    pmulld       xmm14, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm6, xmm9
+    psubd        xmm14, xmm15
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqa       xmm2, xmm1                          ; layer 3
+    paddd        xmm2, xmm4
+    movdqa       xmm9, [rsp + 64]                    ; reload
+    movdqa       xmm15, xmm9
+    paddd        xmm15, xmm13
+    paddd        xmm1, [rel pd_2146959362]
+    paddd        xmm9, [rel pd_2146959362 + 16]
+    psubd        xmm1, xmm4
+    psubd        xmm9, xmm13
+    movshdup     xmm4, xmm1
+    movshdup     xmm13, xmm9
+    movdqa       [rsp + 64], xmm14                   ; spill
+    movdqa       xmm14, xmm1
+    pmuludq      xmm14, [rcx - 96]
+    movdqa       [rsp + 96], xmm6                    ; spill
+    movdqa       xmm6, xmm9
+    pmuludq      xmm6, [rcx - 80]
+    movshdup     xmm14, xmm14
+    movshdup     xmm6, xmm6
+    pmuludq      xmm4, [rcx - 96]
+    pmuludq      xmm13, [rcx - 80]
+    pblendw      xmm14, xmm4, 204
+    pblendw      xmm6, xmm13, 204
+    pmulld       xmm1, [rcx - 128]
+    pmulld       xmm9, [rcx - 112]
+    pmulld       xmm14, xmm0
+    pmulld       xmm6, xmm0
+    psubd        xmm1, xmm14
+    psubd        xmm9, xmm6
+    movdqa       xmm4, [rsp + 192]                   ; reload
+    movdqa       xmm6, xmm4                          ; layer 3
+    paddd        xmm6, xmm12
+    movdqa       xmm13, [rsp + 32]                   ; reload
+    movdqa       xmm14, xmm13
+    paddd        xmm14, xmm10
+    paddd        xmm4, [rel pd_2146959362]
+    paddd        xmm13, [rel pd_2146959362 + 16]
+    psubd        xmm4, xmm12
+    psubd        xmm13, xmm10
+    movshdup     xmm10, xmm4
+    movshdup     xmm12, xmm13
+    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       xmm9, xmm4
+    pmuludq      xmm9, [rcx - 96]
+    movdqa       [rsp + 192], xmm1                   ; spill
+    movdqa       xmm1, xmm13
+    pmuludq      xmm1, [rcx - 80]
+    movshdup     xmm9, xmm9
+    movshdup     xmm1, xmm1
+    pmuludq      xmm10, [rcx - 96]
+    pmuludq      xmm12, [rcx - 80]
+    pblendw      xmm9, xmm10, 204
+    pblendw      xmm1, xmm12, 204
+    pmulld       xmm4, [rcx - 128]
+    pmulld       xmm13, [rcx - 112]
+    pmulld       xmm9, xmm0
+    pmulld       xmm1, xmm0
+    psubd        xmm4, xmm9
+    psubd        xmm13, xmm1
+    movdqu       [rdi + 1792], xmm3
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqu       [rdi + 1808], xmm1
+    movdqu       [rdi + 1824], xmm5
+    movdqu       [rdi + 1840], xmm8
+    movdqu       [rdi + 1856], xmm2
+    movdqu       [rdi + 1872], xmm15
+    movdqu       [rdi + 1888], xmm6
+    movdqu       [rdi + 1904], xmm14
+    movdqu       [rdi + 1920], xmm11
+    movdqu       [rdi + 1936], xmm7
+    movdqa       xmm1, [rsp + 96]                    ; reload
+    movdqu       [rdi + 1952], xmm1
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 1968], xmm1
+    movdqa       xmm1, [rsp + 192]                   ; reload
+    movdqu       [rdi + 1984], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 2000], xmm1
+    movdqu       [rdi + 2016], xmm4
+    movdqu       [rdi + 2032], xmm13
+    movdqu       xmm1, [rdi]
     mov          rax, 2
     .repeat1:
-    movdqu       xmm0, [rdi]
     movdqu       xmm2, [rdi + 16]
     movdqu       xmm3, [rdi + 256]
     movdqu       xmm4, [rdi + 272]
@@ -36825,16 +36321,16 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 1536]
     movdqu       xmm14, [rdi + 1552]
     movdqu       xmm15, [rdi + 1792]
-    movdqa       [rsp], xmm15                        ; spill
-    movdqu       xmm15, [rdi + 1808]
     movdqa       [rsp + 32], xmm15                   ; spill
-    movdqa       xmm15, xmm0                         ; csub: before layer 2
+    movdqu       xmm15, [rdi + 1808]
+    movdqa       [rsp + 192], xmm15                  ; spill
+    movdqa       xmm15, xmm1                         ; csub: before layer 2
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
     psubd        xmm15, [rcx - 128]
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm2
     psubd        xmm14, [rcx - 112]
-    pminud       xmm0, xmm15
+    pminud       xmm1, xmm15
     pminud       xmm2, xmm14
     movdqa       xmm14, xmm3                         ; csub: before layer 2
     psubd        xmm14, [rcx - 128]
@@ -36842,18 +36338,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm15, [rcx - 112]
     pminud       xmm3, xmm14
     pminud       xmm4, xmm15
-    movdqa       xmm14, xmm0                         ; layer 2
+    movdqa       xmm14, xmm1                         ; layer 2
     paddd        xmm14, xmm3
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    paddd        xmm0, [rcx - 128]
+    paddd        xmm1, [rcx - 128]
     paddd        xmm2, [rcx - 112]
-    psubd        xmm0, xmm3
+    psubd        xmm1, xmm3
     psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
+    movshdup     xmm3, xmm1
     movshdup     xmm4, xmm2
     movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm0
+    movdqa       xmm15, xmm1
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10880] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10752
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm14                  ; spill
@@ -36865,11 +36361,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 80]
     pblendw      xmm15, xmm3, 204
     pblendw      xmm14, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm2, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm0, xmm15
+    pmulld       xmm15, xmm0
+    pmulld       xmm14, xmm0
+    psubd        xmm1, xmm15
     psubd        xmm2, xmm14
     movdqa       xmm3, xmm5                          ; csub: before layer 2
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -36907,8 +36403,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm8, 204
     pmulld       xmm5, [rcx - 128]
     pmulld       xmm6, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
     psubd        xmm6, xmm15
     movdqa       xmm7, xmm9                          ; csub: before layer 2
@@ -36947,8 +36443,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm12, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm9, xmm14
     psubd        xmm10, xmm15
     movdqa       xmm11, xmm13                        ; csub: before layer 2
@@ -36959,10 +36455,10 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm14, [rcx - 112]
     pminud       xmm13, xmm11
     pminud       xmm12, xmm14
-    movdqa       xmm11, [rsp]                        ; reload
+    movdqa       xmm11, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm11                        ; csub: before layer 2
     psubd        xmm14, [rcx - 128]
-    movdqa       xmm15, [rsp + 32]                   ; reload
+    movdqa       xmm15, [rsp + 192]                  ; reload
     movdqa       [rsp + 64], xmm10                   ; spill
     movdqa       xmm10, xmm15
     psubd        xmm10, [rcx - 112]
@@ -36978,11 +36474,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm12, xmm15
     movshdup     xmm11, xmm13
     movshdup     xmm15, xmm12
-    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       [rsp + 192], xmm9                   ; spill
     movdqa       xmm9, xmm13
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11072] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10944
     pmuludq      xmm9, [rcx - 96]
-    movdqa       [rsp], xmm14                        ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm12
     pmuludq      xmm14, [rcx - 80]
     movshdup     xmm9, xmm9
@@ -36993,8 +36489,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm14, xmm15, 204
     pmulld       xmm13, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm9, xmm1
-    pmulld       xmm14, xmm1
+    pmulld       xmm9, xmm0
+    pmulld       xmm14, xmm0
     psubd        xmm13, xmm9
     psubd        xmm12, xmm14
     movdqa       xmm9, [rsp + 128]                   ; reload
@@ -37037,21 +36533,21 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm11, xmm4, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm11, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm11, xmm0
     psubd        xmm9, xmm15
     psubd        xmm14, xmm11
-    movdqa       xmm3, xmm0                          ; layer 1
+    movdqa       xmm3, xmm1                          ; layer 1
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm5
+    psubd        xmm1, xmm5
     psubd        xmm2, xmm6
-    movshdup     xmm5, xmm0
+    movshdup     xmm5, xmm1
     movshdup     xmm6, xmm2
-    movdqa       xmm11, xmm0
+    movdqa       xmm11, xmm1
     pmuludq      xmm11, [rcx - 96]
     movdqa       xmm15, xmm2
     pmuludq      xmm15, [rcx - 80]
@@ -37061,11 +36557,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm6, [rcx - 80]
     pblendw      xmm11, xmm5, 204
     pblendw      xmm15, xmm6, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm2, [rcx - 112]
-    pmulld       xmm11, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm0, xmm11
+    pmulld       xmm11, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm1, xmm11
     psubd        xmm2, xmm15
     movdqa       xmm5, xmm7                          ; csub: before layer 1
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -37076,7 +36572,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     pminud       xmm8, xmm6
     movdqa       xmm5, xmm10                         ; csub: before layer 1
     psubd        xmm5, [rcx - 128]
-    movdqa       xmm6, [rsp]                         ; reload
+    movdqa       xmm6, [rsp + 32]                    ; reload
     movdqa       xmm11, xmm6
     psubd        xmm11, [rcx - 112]
     pminud       xmm10, xmm5
@@ -37094,7 +36590,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm7
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11072
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp], xmm2                         ; spill
+    movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm8
     pmuludq      xmm2, [rcx - 80]
     movshdup     xmm15, xmm15
@@ -37105,11 +36601,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm2, xmm10, 204
     pmulld       xmm7, [rcx - 128]
     pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm2, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm2, xmm0
     psubd        xmm7, xmm15
     psubd        xmm8, xmm2
-    movdqa       xmm2, [rsp + 32]                    ; reload
+    movdqa       xmm2, [rsp + 192]                   ; reload
     movdqa       xmm6, xmm2                          ; layer 1
     paddd        xmm6, xmm13
     movdqa       xmm10, [rsp + 64]                   ; reload
@@ -37121,32 +36617,32 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm10, xmm12
     movshdup     xmm12, xmm2
     movshdup     xmm13, xmm10
-    movdqa       [rsp + 64], xmm0                    ; spill
-    movdqa       xmm0, xmm2
-    pmuludq      xmm0, [rcx - 96]
-    movdqa       [rsp + 32], xmm8                    ; spill
+    movdqa       [rsp + 64], xmm1                    ; spill
+    movdqa       xmm1, xmm2
+    pmuludq      xmm1, [rcx - 96]
+    movdqa       [rsp + 192], xmm8                   ; spill
     movdqa       xmm8, xmm10
     pmuludq      xmm8, [rcx - 80]
-    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
     movshdup     xmm8, xmm8
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm0, xmm12, 204
+    pblendw      xmm1, xmm12, 204
     pblendw      xmm8, xmm13, 204
     pmulld       xmm2, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm0, xmm1
-    pmulld       xmm8, xmm1
-    psubd        xmm2, xmm0
+    pmulld       xmm1, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm2, xmm1
     psubd        xmm10, xmm8
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm0                          ; csub: before layer 0
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm1                          ; csub: before layer 0
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
     psubd        xmm8, [rcx - 128]
     movdqa       xmm12, [rsp + 96]                   ; reload
     movdqa       xmm13, xmm12
     psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm8
+    pminud       xmm1, xmm8
     pminud       xmm12, xmm13
     movdqa       xmm8, xmm5                          ; csub: before layer 0
     psubd        xmm8, [rcx - 128]
@@ -37154,18 +36650,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm13, [rcx - 112]
     pminud       xmm5, xmm8
     pminud       xmm11, xmm13
-    movdqa       xmm8, xmm0                          ; layer 0
+    movdqa       xmm8, xmm1                          ; layer 0
     paddd        xmm8, xmm5
     movdqa       xmm13, xmm12
     paddd        xmm13, xmm11
-    paddd        xmm0, [rcx - 128]
+    paddd        xmm1, [rcx - 128]
     paddd        xmm12, [rcx - 112]
-    psubd        xmm0, xmm5
+    psubd        xmm1, xmm5
     psubd        xmm12, xmm11
-    movshdup     xmm5, xmm0
+    movshdup     xmm5, xmm1
     movshdup     xmm11, xmm12
     movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm0
+    movdqa       xmm13, xmm1
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 128], xmm8                   ; spill
@@ -37177,11 +36673,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm8, xmm11, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm8, xmm1
-    psubd        xmm0, xmm13
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
     psubd        xmm12, xmm8
     movdqa       xmm5, xmm3                          ; csub: before layer 0
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -37219,23 +36715,23 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm11, 204
     pmulld       xmm3, [rcx - 128]
     pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm13, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm3, xmm13
     psubd        xmm4, xmm15
     movdqa       xmm6, xmm9                          ; layer 0
     paddd        xmm6, xmm7
     movdqa       xmm11, xmm14
-    paddd        xmm11, [rsp + 32]
+    paddd        xmm11, [rsp + 192]
     paddd        xmm9, [rel pd_2146959362]
     paddd        xmm14, [rel pd_2146959362 + 16]
     psubd        xmm9, xmm7
-    psubd        xmm14, [rsp + 32]
+    psubd        xmm14, [rsp + 192]
     movshdup     xmm7, xmm9
     movshdup     xmm13, xmm14
     movdqa       xmm15, xmm9
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqa       [rsp + 192], xmm4                   ; spill
     movdqa       xmm4, xmm14
     pmuludq      xmm4, [rcx - 80]
     movshdup     xmm15, xmm15
@@ -37246,14 +36742,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm13, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm4, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm15
     psubd        xmm14, xmm4
     movdqa       xmm4, [rsp + 64]                    ; reload
     movdqa       xmm7, xmm4                          ; layer 0
     paddd        xmm7, xmm2
-    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm10
     paddd        xmm4, [rel pd_2146959362]
@@ -37262,7 +36758,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm13, xmm10
     movshdup     xmm2, xmm4
     movshdup     xmm10, xmm13
-    movdqa       [rsp], xmm14                        ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm4
     pmuludq      xmm14, [rcx - 96]
     movdqa       [rsp + 64], xmm9                    ; spill
@@ -37276,8 +36772,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm10, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm13, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm9, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm14
     psubd        xmm13, xmm9
     movdqa       xmm2, [rsp + 128]                   ; reload
@@ -37290,18 +36786,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       [rdi + 528], xmm11
     movdqu       [rdi + 768], xmm7
     movdqu       [rdi + 784], xmm15
-    movdqu       [rdi + 1024], xmm0
+    movdqu       [rdi + 1024], xmm1
     movdqu       [rdi + 1040], xmm12
     movdqu       [rdi + 1280], xmm3
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1296], xmm0
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1536], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1552], xmm0
+    movdqa       xmm1, [rsp + 192]                   ; reload
+    movdqu       [rdi + 1296], xmm1
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 1536], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1552], xmm1
     movdqu       [rdi + 1792], xmm4
     movdqu       [rdi + 1808], xmm13
-    movdqu       xmm0, [rdi + 32]
+    movdqu       xmm1, [rdi + 32]
     movdqu       xmm2, [rdi + 48]
     movdqu       xmm3, [rdi + 288]
     movdqu       xmm4, [rdi + 304]
@@ -37316,16 +36812,16 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 1568]
     movdqu       xmm14, [rdi + 1584]
     movdqu       xmm15, [rdi + 1824]
-    movdqa       [rsp], xmm15                        ; spill
+    movdqa       [rsp + 32], xmm15                   ; spill
     movdqu       xmm15, [rdi + 1840]
     movdqa       [rsp + 64], xmm15                   ; spill
-    movdqa       xmm15, xmm0                         ; csub: before layer 2
+    movdqa       xmm15, xmm1                         ; csub: before layer 2
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
     psubd        xmm15, [rcx - 128]
-    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqa       [rsp + 192], xmm14                  ; spill
     movdqa       xmm14, xmm2
     psubd        xmm14, [rcx - 112]
-    pminud       xmm0, xmm15
+    pminud       xmm1, xmm15
     pminud       xmm2, xmm14
     movdqa       xmm14, xmm3                         ; csub: before layer 2
     psubd        xmm14, [rcx - 128]
@@ -37333,18 +36829,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm15, [rcx - 112]
     pminud       xmm3, xmm14
     pminud       xmm4, xmm15
-    movdqa       xmm14, xmm0                         ; layer 2
+    movdqa       xmm14, xmm1                         ; layer 2
     paddd        xmm14, xmm3
     movdqa       xmm15, xmm2
     paddd        xmm15, xmm4
-    paddd        xmm0, [rcx - 128]
+    paddd        xmm1, [rcx - 128]
     paddd        xmm2, [rcx - 112]
-    psubd        xmm0, xmm3
+    psubd        xmm1, xmm3
     psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
+    movshdup     xmm3, xmm1
     movshdup     xmm4, xmm2
     movdqa       [rsp + 96], xmm15                   ; spill
-    movdqa       xmm15, xmm0
+    movdqa       xmm15, xmm1
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10880] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10752
     pmuludq      xmm15, [rcx - 96]
     movdqa       [rsp + 128], xmm14                  ; spill
@@ -37356,11 +36852,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 80]
     pblendw      xmm15, xmm3, 204
     pblendw      xmm14, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm2, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm14, xmm1
-    psubd        xmm0, xmm15
+    pmulld       xmm15, xmm0
+    pmulld       xmm14, xmm0
+    psubd        xmm1, xmm15
     psubd        xmm2, xmm14
     movdqa       xmm3, xmm5                          ; csub: before layer 2
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -37398,8 +36894,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm8, 204
     pmulld       xmm5, [rcx - 128]
     pmulld       xmm6, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
     psubd        xmm6, xmm15
     movdqa       xmm7, xmm9                          ; csub: before layer 2
@@ -37438,23 +36934,23 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm12, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm9, xmm14
     psubd        xmm10, xmm15
     movdqa       xmm11, xmm13                        ; csub: before layer 2
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
     psubd        xmm11, [rcx - 128]
-    movdqa       xmm12, [rsp + 32]                   ; reload
+    movdqa       xmm12, [rsp + 192]                  ; reload
     movdqa       xmm14, xmm12
     psubd        xmm14, [rcx - 112]
     pminud       xmm13, xmm11
     pminud       xmm12, xmm14
-    movdqa       xmm11, [rsp]                        ; reload
+    movdqa       xmm11, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm11                        ; csub: before layer 2
     psubd        xmm14, [rcx - 128]
     movdqa       xmm15, [rsp + 64]                   ; reload
-    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       [rsp + 192], xmm10                  ; spill
     movdqa       xmm10, xmm15
     psubd        xmm10, [rcx - 112]
     pminud       xmm11, xmm14
@@ -37473,7 +36969,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm9, xmm13
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11072] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10944
     pmuludq      xmm9, [rcx - 96]
-    movdqa       [rsp], xmm14                        ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm12
     pmuludq      xmm14, [rcx - 80]
     movshdup     xmm9, xmm9
@@ -37484,8 +36980,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm14, xmm15, 204
     pmulld       xmm13, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm9, xmm1
-    pmulld       xmm14, xmm1
+    pmulld       xmm9, xmm0
+    pmulld       xmm14, xmm0
     psubd        xmm13, xmm9
     psubd        xmm12, xmm14
     movdqa       xmm9, [rsp + 128]                   ; reload
@@ -37528,21 +37024,21 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm11, xmm4, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm11, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm11, xmm0
     psubd        xmm9, xmm15
     psubd        xmm14, xmm11
-    movdqa       xmm3, xmm0                          ; layer 1
+    movdqa       xmm3, xmm1                          ; layer 1
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm5
+    psubd        xmm1, xmm5
     psubd        xmm2, xmm6
-    movshdup     xmm5, xmm0
+    movshdup     xmm5, xmm1
     movshdup     xmm6, xmm2
-    movdqa       xmm11, xmm0
+    movdqa       xmm11, xmm1
     pmuludq      xmm11, [rcx - 96]
     movdqa       xmm15, xmm2
     pmuludq      xmm15, [rcx - 80]
@@ -37552,11 +37048,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm6, [rcx - 80]
     pblendw      xmm11, xmm5, 204
     pblendw      xmm15, xmm6, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm2, [rcx - 112]
-    pmulld       xmm11, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm0, xmm11
+    pmulld       xmm11, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm1, xmm11
     psubd        xmm2, xmm15
     movdqa       xmm5, xmm7                          ; csub: before layer 1
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -37567,7 +37063,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     pminud       xmm8, xmm6
     movdqa       xmm5, xmm10                         ; csub: before layer 1
     psubd        xmm5, [rcx - 128]
-    movdqa       xmm6, [rsp]                         ; reload
+    movdqa       xmm6, [rsp + 32]                    ; reload
     movdqa       xmm11, xmm6
     psubd        xmm11, [rcx - 112]
     pminud       xmm10, xmm5
@@ -37585,7 +37081,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm7
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11072
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp], xmm2                         ; spill
+    movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm8
     pmuludq      xmm2, [rcx - 80]
     movshdup     xmm15, xmm15
@@ -37596,14 +37092,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm2, xmm10, 204
     pmulld       xmm7, [rcx - 128]
     pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm2, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm2, xmm0
     psubd        xmm7, xmm15
     psubd        xmm8, xmm2
     movdqa       xmm2, [rsp + 64]                    ; reload
     movdqa       xmm6, xmm2                          ; layer 1
     paddd        xmm6, xmm13
-    movdqa       xmm10, [rsp + 32]                   ; reload
+    movdqa       xmm10, [rsp + 192]                  ; reload
     movdqa       xmm15, xmm10
     paddd        xmm15, xmm12
     paddd        xmm2, [rel pd_2146959362]
@@ -37612,32 +37108,32 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm10, xmm12
     movshdup     xmm12, xmm2
     movshdup     xmm13, xmm10
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm2
-    pmuludq      xmm0, [rcx - 96]
+    movdqa       [rsp + 192], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    pmuludq      xmm1, [rcx - 96]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm10
     pmuludq      xmm8, [rcx - 80]
-    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
     movshdup     xmm8, xmm8
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm0, xmm12, 204
+    pblendw      xmm1, xmm12, 204
     pblendw      xmm8, xmm13, 204
     pmulld       xmm2, [rcx - 128]
     pmulld       xmm10, [rcx - 112]
-    pmulld       xmm0, xmm1
-    pmulld       xmm8, xmm1
-    psubd        xmm2, xmm0
+    pmulld       xmm1, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm2, xmm1
     psubd        xmm10, xmm8
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm0                          ; csub: before layer 0
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm1                          ; csub: before layer 0
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
     psubd        xmm8, [rcx - 128]
     movdqa       xmm12, [rsp + 96]                   ; reload
     movdqa       xmm13, xmm12
     psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm8
+    pminud       xmm1, xmm8
     pminud       xmm12, xmm13
     movdqa       xmm8, xmm5                          ; csub: before layer 0
     psubd        xmm8, [rcx - 128]
@@ -37645,18 +37141,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm13, [rcx - 112]
     pminud       xmm5, xmm8
     pminud       xmm11, xmm13
-    movdqa       xmm8, xmm0                          ; layer 0
+    movdqa       xmm8, xmm1                          ; layer 0
     paddd        xmm8, xmm5
     movdqa       xmm13, xmm12
     paddd        xmm13, xmm11
-    paddd        xmm0, [rcx - 128]
+    paddd        xmm1, [rcx - 128]
     paddd        xmm12, [rcx - 112]
-    psubd        xmm0, xmm5
+    psubd        xmm1, xmm5
     psubd        xmm12, xmm11
-    movshdup     xmm5, xmm0
+    movshdup     xmm5, xmm1
     movshdup     xmm11, xmm12
     movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm0
+    movdqa       xmm13, xmm1
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 128], xmm8                   ; spill
@@ -37668,11 +37164,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm11, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm8, xmm11, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm8, xmm1
-    psubd        xmm0, xmm13
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
     psubd        xmm12, xmm8
     movdqa       xmm5, xmm3                          ; csub: before layer 0
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -37710,8 +37206,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm11, 204
     pmulld       xmm3, [rcx - 128]
     pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm13, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm3, xmm13
     psubd        xmm4, xmm15
     movdqa       xmm6, xmm9                          ; layer 0
@@ -37737,14 +37233,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm13, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm4, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm15
     psubd        xmm14, xmm4
-    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm4, [rsp + 192]                   ; reload
     movdqa       xmm7, xmm4                          ; layer 0
     paddd        xmm7, xmm2
-    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm10
     paddd        xmm4, [rel pd_2146959362]
@@ -37753,10 +37249,10 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm13, xmm10
     movshdup     xmm2, xmm4
     movshdup     xmm10, xmm13
-    movdqa       [rsp], xmm14                        ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm4
     pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       [rsp + 192], xmm9                   ; spill
     movdqa       xmm9, xmm13
     pmuludq      xmm9, [rcx - 80]
     movshdup     xmm14, xmm14
@@ -37767,8 +37263,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm10, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm13, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm9, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm14
     psubd        xmm13, xmm9
     movdqa       xmm2, [rsp + 128]                   ; reload
@@ -37781,22 +37277,22 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       [rdi + 560], xmm11
     movdqu       [rdi + 800], xmm7
     movdqu       [rdi + 816], xmm15
-    movdqu       [rdi + 1056], xmm0
+    movdqu       [rdi + 1056], xmm1
     movdqu       [rdi + 1072], xmm12
     movdqu       [rdi + 1312], xmm3
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1328], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1568], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1584], xmm0
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 1328], xmm1
+    movdqa       xmm1, [rsp + 192]                   ; reload
+    movdqu       [rdi + 1568], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1584], xmm1
     movdqu       [rdi + 1824], xmm4
     movdqu       [rdi + 1840], xmm13
+    movdqu       xmm1, [rdi + 64]
     add          rdi, 64
     dec          rax
     jnz          .repeat1
     add          rdi, -128                           ; back to the argument
-    movdqu       xmm0, [rdi + 128]
     movdqu       xmm2, [rdi + 144]
     movdqu       xmm3, [rdi + 384]
     movdqu       xmm4, [rdi + 400]
@@ -37811,22 +37307,22 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 1664]
     movdqu       xmm14, [rdi + 1680]
     movdqu       xmm15, [rdi + 1920]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqu       xmm14, [rdi + 1936]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 2
+    movdqu       xmm14, [rdi + 1936]
+    movdqa       [rsp + 192], xmm14                  ; spill
+    movdqa       xmm14, xmm1                         ; layer 2
     paddd        xmm14, xmm3
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm2
     paddd        xmm14, xmm4
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm3
+    psubd        xmm1, xmm3
     psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
+    movshdup     xmm3, xmm1
     movshdup     xmm4, xmm2
     movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm0
+    movdqa       xmm14, xmm1
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10880] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10752
     pmuludq      xmm14, [rcx - 96]
     movdqa       [rsp + 128], xmm15                  ; spill
@@ -37838,11 +37334,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 80]
     pblendw      xmm14, xmm3, 204
     pblendw      xmm15, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm2, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm0, xmm14
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm1, xmm14
     psubd        xmm2, xmm15
     movdqa       xmm3, xmm5                          ; layer 2
     paddd        xmm3, xmm7
@@ -37866,8 +37362,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm8, 204
     pmulld       xmm5, [rcx - 64]
     pmulld       xmm6, [rcx - 48]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
     psubd        xmm6, xmm15
     movdqa       xmm7, xmm9                          ; layer 2
@@ -37892,26 +37388,26 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm12, 204
     pmulld       xmm9, [rcx]
     pmulld       xmm10, [rcx + 16]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm9, xmm14
     psubd        xmm10, xmm15
     movdqa       xmm11, xmm13                        ; layer 2
     paddd        xmm11, [rsp + 128]
-    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm12
-    paddd        xmm14, [rsp + 32]
+    paddd        xmm14, [rsp + 192]
     paddd        xmm13, [rel pd_2146959362]
     paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm13, [rsp + 128]
-    psubd        xmm12, [rsp + 32]
+    psubd        xmm12, [rsp + 192]
     movshdup     xmm15, xmm13
-    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       [rsp + 192], xmm10                  ; spill
     movshdup     xmm10, xmm12
     movdqa       [rsp + 128], xmm9                   ; spill
     movdqa       xmm9, xmm13
     pmuludq      xmm9, [rcx + 96]
-    movdqa       [rsp], xmm14                        ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm12
     pmuludq      xmm14, [rcx + 112]
     movshdup     xmm9, xmm9
@@ -37922,8 +37418,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm14, xmm10, 204
     pmulld       xmm13, [rcx + 64]
     pmulld       xmm12, [rcx + 80]
-    pmulld       xmm9, xmm1
-    pmulld       xmm14, xmm1
+    pmulld       xmm9, xmm0
+    pmulld       xmm14, xmm0
     psubd        xmm13, xmm9
     psubd        xmm12, xmm14
     movdqa       xmm9, [rsp + 64]                    ; reload
@@ -37966,21 +37462,21 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm10, xmm4, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm10, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm10, xmm0
     psubd        xmm9, xmm15
     psubd        xmm14, xmm10
-    movdqa       xmm3, xmm0                          ; layer 1
+    movdqa       xmm3, xmm1                          ; layer 1
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm5
+    psubd        xmm1, xmm5
     psubd        xmm2, xmm6
-    movshdup     xmm5, xmm0
+    movshdup     xmm5, xmm1
     movshdup     xmm6, xmm2
-    movdqa       xmm10, xmm0
+    movdqa       xmm10, xmm1
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm2
     pmuludq      xmm15, [rcx - 80]
@@ -37990,11 +37486,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm6, [rcx - 80]
     pblendw      xmm10, xmm5, 204
     pblendw      xmm15, xmm6, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm2, [rcx - 112]
-    pmulld       xmm10, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm0, xmm10
+    pmulld       xmm10, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm1, xmm10
     psubd        xmm2, xmm15
     movdqa       xmm5, xmm7                          ; csub: before layer 1
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -38005,7 +37501,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     pminud       xmm8, xmm6
     movdqa       xmm5, xmm11                         ; csub: before layer 1
     psubd        xmm5, [rcx - 128]
-    movdqa       xmm6, [rsp]                         ; reload
+    movdqa       xmm6, [rsp + 32]                    ; reload
     movdqa       xmm10, xmm6
     psubd        xmm10, [rcx - 112]
     pminud       xmm11, xmm5
@@ -38023,7 +37519,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm7
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11072
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp], xmm2                         ; spill
+    movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm8
     pmuludq      xmm2, [rcx - 80]
     movshdup     xmm15, xmm15
@@ -38034,14 +37530,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm2, xmm11, 204
     pmulld       xmm7, [rcx - 128]
     pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm2, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm2, xmm0
     psubd        xmm7, xmm15
     psubd        xmm8, xmm2
     movdqa       xmm2, [rsp + 128]                   ; reload
     movdqa       xmm6, xmm2                          ; layer 1
     paddd        xmm6, xmm13
-    movdqa       xmm11, [rsp + 32]                   ; reload
+    movdqa       xmm11, [rsp + 192]                  ; reload
     movdqa       xmm15, xmm11
     paddd        xmm15, xmm12
     paddd        xmm2, [rel pd_2146959362]
@@ -38050,32 +37546,32 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm11, xmm12
     movshdup     xmm12, xmm2
     movshdup     xmm13, xmm11
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm2
-    pmuludq      xmm0, [rcx - 96]
+    movdqa       [rsp + 192], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    pmuludq      xmm1, [rcx - 96]
     movdqa       [rsp + 128], xmm8                   ; spill
     movdqa       xmm8, xmm11
     pmuludq      xmm8, [rcx - 80]
-    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
     movshdup     xmm8, xmm8
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm0, xmm12, 204
+    pblendw      xmm1, xmm12, 204
     pblendw      xmm8, xmm13, 204
     pmulld       xmm2, [rcx - 128]
     pmulld       xmm11, [rcx - 112]
-    pmulld       xmm0, xmm1
-    pmulld       xmm8, xmm1
-    psubd        xmm2, xmm0
+    pmulld       xmm1, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm2, xmm1
     psubd        xmm11, xmm8
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqa       xmm8, xmm0                          ; csub: before layer 0
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       xmm8, xmm1                          ; csub: before layer 0
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
     psubd        xmm8, [rcx - 128]
     movdqa       xmm12, [rsp + 96]                   ; reload
     movdqa       xmm13, xmm12
     psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm8
+    pminud       xmm1, xmm8
     pminud       xmm12, xmm13
     movdqa       xmm8, xmm5                          ; csub: before layer 0
     psubd        xmm8, [rcx - 128]
@@ -38083,18 +37579,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm13, [rcx - 112]
     pminud       xmm5, xmm8
     pminud       xmm10, xmm13
-    movdqa       xmm8, xmm0                          ; layer 0
+    movdqa       xmm8, xmm1                          ; layer 0
     paddd        xmm8, xmm5
     movdqa       xmm13, xmm12
     paddd        xmm13, xmm10
-    paddd        xmm0, [rcx - 128]
+    paddd        xmm1, [rcx - 128]
     paddd        xmm12, [rcx - 112]
-    psubd        xmm0, xmm5
+    psubd        xmm1, xmm5
     psubd        xmm12, xmm10
-    movshdup     xmm5, xmm0
+    movshdup     xmm5, xmm1
     movshdup     xmm10, xmm12
     movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm0
+    movdqa       xmm13, xmm1
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 64], xmm8                    ; spill
@@ -38106,11 +37602,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm10, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm8, xmm10, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm8, xmm1
-    psubd        xmm0, xmm13
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
     psubd        xmm12, xmm8
     movdqa       xmm5, xmm3                          ; csub: before layer 0
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -38148,8 +37644,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm10, 204
     pmulld       xmm3, [rcx - 128]
     pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm13, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm3, xmm13
     psubd        xmm4, xmm15
     movdqa       xmm6, xmm9                          ; layer 0
@@ -38175,14 +37671,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm13, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm4, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm15
     psubd        xmm14, xmm4
-    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm4, [rsp + 192]                   ; reload
     movdqa       xmm7, xmm4                          ; layer 0
     paddd        xmm7, xmm2
-    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
     paddd        xmm4, [rel pd_2146959362]
@@ -38191,10 +37687,10 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm13, xmm11
     movshdup     xmm2, xmm4
     movshdup     xmm11, xmm13
-    movdqa       [rsp], xmm14                        ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm4
     pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       [rsp + 192], xmm9                   ; spill
     movdqa       xmm9, xmm13
     pmuludq      xmm9, [rcx - 80]
     movshdup     xmm14, xmm14
@@ -38205,8 +37701,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm11, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm13, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm9, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm14
     psubd        xmm13, xmm9
     movdqa       xmm2, [rsp + 64]                    ; reload
@@ -38219,18 +37715,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       [rdi + 656], xmm10
     movdqu       [rdi + 896], xmm7
     movdqu       [rdi + 912], xmm15
-    movdqu       [rdi + 1152], xmm0
+    movdqu       [rdi + 1152], xmm1
     movdqu       [rdi + 1168], xmm12
     movdqu       [rdi + 1408], xmm3
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqu       [rdi + 1424], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1664], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1680], xmm0
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqu       [rdi + 1424], xmm1
+    movdqa       xmm1, [rsp + 192]                   ; reload
+    movdqu       [rdi + 1664], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1680], xmm1
     movdqu       [rdi + 1920], xmm4
     movdqu       [rdi + 1936], xmm13
-    movdqu       xmm0, [rdi + 160]
+    movdqu       xmm1, [rdi + 160]
     movdqu       xmm2, [rdi + 176]
     movdqu       xmm3, [rdi + 416]
     movdqu       xmm4, [rdi + 432]
@@ -38245,22 +37741,22 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 1696]
     movdqu       xmm14, [rdi + 1712]
     movdqu       xmm15, [rdi + 1952]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqu       xmm14, [rdi + 1968]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 2
+    movdqu       xmm14, [rdi + 1968]
+    movdqa       [rsp + 192], xmm14                  ; spill
+    movdqa       xmm14, xmm1                         ; layer 2
     paddd        xmm14, xmm3
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm2
     paddd        xmm14, xmm4
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm3
+    psubd        xmm1, xmm3
     psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
+    movshdup     xmm3, xmm1
     movshdup     xmm4, xmm2
     movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm0
+    movdqa       xmm14, xmm1
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10880] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10752
     pmuludq      xmm14, [rcx - 96]
     movdqa       [rsp + 64], xmm15                   ; spill
@@ -38272,11 +37768,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 80]
     pblendw      xmm14, xmm3, 204
     pblendw      xmm15, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm2, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm0, xmm14
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm1, xmm14
     psubd        xmm2, xmm15
     movdqa       xmm3, xmm5                          ; layer 2
     paddd        xmm3, xmm7
@@ -38300,8 +37796,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm8, 204
     pmulld       xmm5, [rcx - 64]
     pmulld       xmm6, [rcx - 48]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
     psubd        xmm6, xmm15
     movdqa       xmm7, xmm9                          ; layer 2
@@ -38326,26 +37822,26 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm12, 204
     pmulld       xmm9, [rcx]
     pmulld       xmm10, [rcx + 16]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm9, xmm14
     psubd        xmm10, xmm15
     movdqa       xmm11, xmm13                        ; layer 2
     paddd        xmm11, [rsp + 64]
-    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm12
-    paddd        xmm14, [rsp + 32]
+    paddd        xmm14, [rsp + 192]
     paddd        xmm13, [rel pd_2146959362]
     paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm13, [rsp + 64]
-    psubd        xmm12, [rsp + 32]
+    psubd        xmm12, [rsp + 192]
     movshdup     xmm15, xmm13
-    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       [rsp + 192], xmm10                  ; spill
     movshdup     xmm10, xmm12
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm13
     pmuludq      xmm9, [rcx + 96]
-    movdqa       [rsp], xmm14                        ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm12
     pmuludq      xmm14, [rcx + 112]
     movshdup     xmm9, xmm9
@@ -38356,8 +37852,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm14, xmm10, 204
     pmulld       xmm13, [rcx + 64]
     pmulld       xmm12, [rcx + 80]
-    pmulld       xmm9, xmm1
-    pmulld       xmm14, xmm1
+    pmulld       xmm9, xmm0
+    pmulld       xmm14, xmm0
     psubd        xmm13, xmm9
     psubd        xmm12, xmm14
     movdqa       xmm9, [rsp + 128]                   ; reload
@@ -38400,21 +37896,21 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm10, xmm4, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm10, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm10, xmm0
     psubd        xmm9, xmm15
     psubd        xmm14, xmm10
-    movdqa       xmm3, xmm0                          ; layer 1
+    movdqa       xmm3, xmm1                          ; layer 1
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm5
+    psubd        xmm1, xmm5
     psubd        xmm2, xmm6
-    movshdup     xmm5, xmm0
+    movshdup     xmm5, xmm1
     movshdup     xmm6, xmm2
-    movdqa       xmm10, xmm0
+    movdqa       xmm10, xmm1
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm2
     pmuludq      xmm15, [rcx - 80]
@@ -38424,11 +37920,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm6, [rcx - 80]
     pblendw      xmm10, xmm5, 204
     pblendw      xmm15, xmm6, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm2, [rcx - 112]
-    pmulld       xmm10, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm0, xmm10
+    pmulld       xmm10, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm1, xmm10
     psubd        xmm2, xmm15
     movdqa       xmm5, xmm7                          ; csub: before layer 1
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -38439,7 +37935,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     pminud       xmm8, xmm6
     movdqa       xmm5, xmm11                         ; csub: before layer 1
     psubd        xmm5, [rcx - 128]
-    movdqa       xmm6, [rsp]                         ; reload
+    movdqa       xmm6, [rsp + 32]                    ; reload
     movdqa       xmm10, xmm6
     psubd        xmm10, [rcx - 112]
     pminud       xmm11, xmm5
@@ -38457,7 +37953,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm7
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11072
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp], xmm2                         ; spill
+    movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm8
     pmuludq      xmm2, [rcx - 80]
     movshdup     xmm15, xmm15
@@ -38468,14 +37964,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm2, xmm11, 204
     pmulld       xmm7, [rcx - 128]
     pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm2, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm2, xmm0
     psubd        xmm7, xmm15
     psubd        xmm8, xmm2
     movdqa       xmm2, [rsp + 64]                    ; reload
     movdqa       xmm6, xmm2                          ; layer 1
     paddd        xmm6, xmm13
-    movdqa       xmm11, [rsp + 32]                   ; reload
+    movdqa       xmm11, [rsp + 192]                  ; reload
     movdqa       xmm15, xmm11
     paddd        xmm15, xmm12
     paddd        xmm2, [rel pd_2146959362]
@@ -38484,32 +37980,32 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm11, xmm12
     movshdup     xmm12, xmm2
     movshdup     xmm13, xmm11
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm2
-    pmuludq      xmm0, [rcx - 96]
+    movdqa       [rsp + 192], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    pmuludq      xmm1, [rcx - 96]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm11
     pmuludq      xmm8, [rcx - 80]
-    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
     movshdup     xmm8, xmm8
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm0, xmm12, 204
+    pblendw      xmm1, xmm12, 204
     pblendw      xmm8, xmm13, 204
     pmulld       xmm2, [rcx - 128]
     pmulld       xmm11, [rcx - 112]
-    pmulld       xmm0, xmm1
-    pmulld       xmm8, xmm1
-    psubd        xmm2, xmm0
+    pmulld       xmm1, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm2, xmm1
     psubd        xmm11, xmm8
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm0                          ; csub: before layer 0
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm1                          ; csub: before layer 0
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
     psubd        xmm8, [rcx - 128]
     movdqa       xmm12, [rsp + 96]                   ; reload
     movdqa       xmm13, xmm12
     psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm8
+    pminud       xmm1, xmm8
     pminud       xmm12, xmm13
     movdqa       xmm8, xmm5                          ; csub: before layer 0
     psubd        xmm8, [rcx - 128]
@@ -38517,18 +38013,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm13, [rcx - 112]
     pminud       xmm5, xmm8
     pminud       xmm10, xmm13
-    movdqa       xmm8, xmm0                          ; layer 0
+    movdqa       xmm8, xmm1                          ; layer 0
     paddd        xmm8, xmm5
     movdqa       xmm13, xmm12
     paddd        xmm13, xmm10
-    paddd        xmm0, [rcx - 128]
+    paddd        xmm1, [rcx - 128]
     paddd        xmm12, [rcx - 112]
-    psubd        xmm0, xmm5
+    psubd        xmm1, xmm5
     psubd        xmm12, xmm10
-    movshdup     xmm5, xmm0
+    movshdup     xmm5, xmm1
     movshdup     xmm10, xmm12
     movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm0
+    movdqa       xmm13, xmm1
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 128], xmm8                   ; spill
@@ -38540,11 +38036,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm10, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm8, xmm10, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm8, xmm1
-    psubd        xmm0, xmm13
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
     psubd        xmm12, xmm8
     movdqa       xmm5, xmm3                          ; csub: before layer 0
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -38582,8 +38078,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm10, 204
     pmulld       xmm3, [rcx - 128]
     pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm13, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm3, xmm13
     psubd        xmm4, xmm15
     movdqa       xmm6, xmm9                          ; layer 0
@@ -38609,14 +38105,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm13, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm4, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm15
     psubd        xmm14, xmm4
-    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm4, [rsp + 192]                   ; reload
     movdqa       xmm7, xmm4                          ; layer 0
     paddd        xmm7, xmm2
-    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
     paddd        xmm4, [rel pd_2146959362]
@@ -38625,10 +38121,10 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm13, xmm11
     movshdup     xmm2, xmm4
     movshdup     xmm11, xmm13
-    movdqa       [rsp], xmm14                        ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm4
     pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       [rsp + 192], xmm9                   ; spill
     movdqa       xmm9, xmm13
     pmuludq      xmm9, [rcx - 80]
     movshdup     xmm14, xmm14
@@ -38639,8 +38135,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm11, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm13, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm9, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm14
     psubd        xmm13, xmm9
     movdqa       xmm2, [rsp + 128]                   ; reload
@@ -38653,18 +38149,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       [rdi + 688], xmm10
     movdqu       [rdi + 928], xmm7
     movdqu       [rdi + 944], xmm15
-    movdqu       [rdi + 1184], xmm0
+    movdqu       [rdi + 1184], xmm1
     movdqu       [rdi + 1200], xmm12
     movdqu       [rdi + 1440], xmm3
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqu       [rdi + 1456], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1696], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1712], xmm0
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqu       [rdi + 1456], xmm1
+    movdqa       xmm1, [rsp + 192]                   ; reload
+    movdqu       [rdi + 1696], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1712], xmm1
     movdqu       [rdi + 1952], xmm4
     movdqu       [rdi + 1968], xmm13
-    movdqu       xmm0, [rdi + 192]
+    movdqu       xmm1, [rdi + 192]
     movdqu       xmm2, [rdi + 208]
     movdqu       xmm3, [rdi + 448]
     movdqu       xmm4, [rdi + 464]
@@ -38679,22 +38175,22 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 1728]
     movdqu       xmm14, [rdi + 1744]
     movdqu       xmm15, [rdi + 1984]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqu       xmm14, [rdi + 2000]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 2
+    movdqu       xmm14, [rdi + 2000]
+    movdqa       [rsp + 192], xmm14                  ; spill
+    movdqa       xmm14, xmm1                         ; layer 2
     paddd        xmm14, xmm3
     movdqa       [rsp + 64], xmm14                   ; spill
     movdqa       xmm14, xmm2
     paddd        xmm14, xmm4
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm3
+    psubd        xmm1, xmm3
     psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
+    movshdup     xmm3, xmm1
     movshdup     xmm4, xmm2
     movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm0
+    movdqa       xmm14, xmm1
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10880] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10752
     pmuludq      xmm14, [rcx - 96]
     movdqa       [rsp + 128], xmm15                  ; spill
@@ -38706,11 +38202,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 80]
     pblendw      xmm14, xmm3, 204
     pblendw      xmm15, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm2, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm0, xmm14
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm1, xmm14
     psubd        xmm2, xmm15
     movdqa       xmm3, xmm5                          ; layer 2
     paddd        xmm3, xmm7
@@ -38734,8 +38230,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm8, 204
     pmulld       xmm5, [rcx - 64]
     pmulld       xmm6, [rcx - 48]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
     psubd        xmm6, xmm15
     movdqa       xmm7, xmm9                          ; layer 2
@@ -38760,26 +38256,26 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm12, 204
     pmulld       xmm9, [rcx]
     pmulld       xmm10, [rcx + 16]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm9, xmm14
     psubd        xmm10, xmm15
     movdqa       xmm11, xmm13                        ; layer 2
     paddd        xmm11, [rsp + 128]
-    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm12
-    paddd        xmm14, [rsp + 32]
+    paddd        xmm14, [rsp + 192]
     paddd        xmm13, [rel pd_2146959362]
     paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm13, [rsp + 128]
-    psubd        xmm12, [rsp + 32]
+    psubd        xmm12, [rsp + 192]
     movshdup     xmm15, xmm13
-    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       [rsp + 192], xmm10                  ; spill
     movshdup     xmm10, xmm12
     movdqa       [rsp + 128], xmm9                   ; spill
     movdqa       xmm9, xmm13
     pmuludq      xmm9, [rcx + 96]
-    movdqa       [rsp], xmm14                        ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm12
     pmuludq      xmm14, [rcx + 112]
     movshdup     xmm9, xmm9
@@ -38790,8 +38286,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm14, xmm10, 204
     pmulld       xmm13, [rcx + 64]
     pmulld       xmm12, [rcx + 80]
-    pmulld       xmm9, xmm1
-    pmulld       xmm14, xmm1
+    pmulld       xmm9, xmm0
+    pmulld       xmm14, xmm0
     psubd        xmm13, xmm9
     psubd        xmm12, xmm14
     movdqa       xmm9, [rsp + 64]                    ; reload
@@ -38834,21 +38330,21 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm10, xmm4, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm10, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm10, xmm0
     psubd        xmm9, xmm15
     psubd        xmm14, xmm10
-    movdqa       xmm3, xmm0                          ; layer 1
+    movdqa       xmm3, xmm1                          ; layer 1
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm5
+    psubd        xmm1, xmm5
     psubd        xmm2, xmm6
-    movshdup     xmm5, xmm0
+    movshdup     xmm5, xmm1
     movshdup     xmm6, xmm2
-    movdqa       xmm10, xmm0
+    movdqa       xmm10, xmm1
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm2
     pmuludq      xmm15, [rcx - 80]
@@ -38858,11 +38354,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm6, [rcx - 80]
     pblendw      xmm10, xmm5, 204
     pblendw      xmm15, xmm6, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm2, [rcx - 112]
-    pmulld       xmm10, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm0, xmm10
+    pmulld       xmm10, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm1, xmm10
     psubd        xmm2, xmm15
     movdqa       xmm5, xmm7                          ; csub: before layer 1
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -38873,7 +38369,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     pminud       xmm8, xmm6
     movdqa       xmm5, xmm11                         ; csub: before layer 1
     psubd        xmm5, [rcx - 128]
-    movdqa       xmm6, [rsp]                         ; reload
+    movdqa       xmm6, [rsp + 32]                    ; reload
     movdqa       xmm10, xmm6
     psubd        xmm10, [rcx - 112]
     pminud       xmm11, xmm5
@@ -38891,7 +38387,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm7
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11072
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp], xmm2                         ; spill
+    movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm8
     pmuludq      xmm2, [rcx - 80]
     movshdup     xmm15, xmm15
@@ -38902,14 +38398,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm2, xmm11, 204
     pmulld       xmm7, [rcx - 128]
     pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm2, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm2, xmm0
     psubd        xmm7, xmm15
     psubd        xmm8, xmm2
     movdqa       xmm2, [rsp + 128]                   ; reload
     movdqa       xmm6, xmm2                          ; layer 1
     paddd        xmm6, xmm13
-    movdqa       xmm11, [rsp + 32]                   ; reload
+    movdqa       xmm11, [rsp + 192]                  ; reload
     movdqa       xmm15, xmm11
     paddd        xmm15, xmm12
     paddd        xmm2, [rel pd_2146959362]
@@ -38918,32 +38414,32 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm11, xmm12
     movshdup     xmm12, xmm2
     movshdup     xmm13, xmm11
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm2
-    pmuludq      xmm0, [rcx - 96]
+    movdqa       [rsp + 192], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    pmuludq      xmm1, [rcx - 96]
     movdqa       [rsp + 128], xmm8                   ; spill
     movdqa       xmm8, xmm11
     pmuludq      xmm8, [rcx - 80]
-    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
     movshdup     xmm8, xmm8
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm0, xmm12, 204
+    pblendw      xmm1, xmm12, 204
     pblendw      xmm8, xmm13, 204
     pmulld       xmm2, [rcx - 128]
     pmulld       xmm11, [rcx - 112]
-    pmulld       xmm0, xmm1
-    pmulld       xmm8, xmm1
-    psubd        xmm2, xmm0
+    pmulld       xmm1, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm2, xmm1
     psubd        xmm11, xmm8
-    movdqa       xmm0, [rsp + 64]                    ; reload
-    movdqa       xmm8, xmm0                          ; csub: before layer 0
+    movdqa       xmm1, [rsp + 64]                    ; reload
+    movdqa       xmm8, xmm1                          ; csub: before layer 0
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
     psubd        xmm8, [rcx - 128]
     movdqa       xmm12, [rsp + 96]                   ; reload
     movdqa       xmm13, xmm12
     psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm8
+    pminud       xmm1, xmm8
     pminud       xmm12, xmm13
     movdqa       xmm8, xmm5                          ; csub: before layer 0
     psubd        xmm8, [rcx - 128]
@@ -38951,18 +38447,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm13, [rcx - 112]
     pminud       xmm5, xmm8
     pminud       xmm10, xmm13
-    movdqa       xmm8, xmm0                          ; layer 0
+    movdqa       xmm8, xmm1                          ; layer 0
     paddd        xmm8, xmm5
     movdqa       xmm13, xmm12
     paddd        xmm13, xmm10
-    paddd        xmm0, [rcx - 128]
+    paddd        xmm1, [rcx - 128]
     paddd        xmm12, [rcx - 112]
-    psubd        xmm0, xmm5
+    psubd        xmm1, xmm5
     psubd        xmm12, xmm10
-    movshdup     xmm5, xmm0
+    movshdup     xmm5, xmm1
     movshdup     xmm10, xmm12
     movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm0
+    movdqa       xmm13, xmm1
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 64], xmm8                    ; spill
@@ -38974,11 +38470,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm10, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm8, xmm10, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm8, xmm1
-    psubd        xmm0, xmm13
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
     psubd        xmm12, xmm8
     movdqa       xmm5, xmm3                          ; csub: before layer 0
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -39016,8 +38512,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm10, 204
     pmulld       xmm3, [rcx - 128]
     pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm13, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm3, xmm13
     psubd        xmm4, xmm15
     movdqa       xmm6, xmm9                          ; layer 0
@@ -39043,14 +38539,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm13, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm4, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm15
     psubd        xmm14, xmm4
-    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm4, [rsp + 192]                   ; reload
     movdqa       xmm7, xmm4                          ; layer 0
     paddd        xmm7, xmm2
-    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
     paddd        xmm4, [rel pd_2146959362]
@@ -39059,10 +38555,10 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm13, xmm11
     movshdup     xmm2, xmm4
     movshdup     xmm11, xmm13
-    movdqa       [rsp], xmm14                        ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm4
     pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       [rsp + 192], xmm9                   ; spill
     movdqa       xmm9, xmm13
     pmuludq      xmm9, [rcx - 80]
     movshdup     xmm14, xmm14
@@ -39073,8 +38569,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm11, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm13, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm9, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm14
     psubd        xmm13, xmm9
     movdqa       xmm2, [rsp + 64]                    ; reload
@@ -39087,18 +38583,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       [rdi + 720], xmm10
     movdqu       [rdi + 960], xmm7
     movdqu       [rdi + 976], xmm15
-    movdqu       [rdi + 1216], xmm0
+    movdqu       [rdi + 1216], xmm1
     movdqu       [rdi + 1232], xmm12
     movdqu       [rdi + 1472], xmm3
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqu       [rdi + 1488], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
-    movdqu       [rdi + 1728], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
-    movdqu       [rdi + 1744], xmm0
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqu       [rdi + 1488], xmm1
+    movdqa       xmm1, [rsp + 192]                   ; reload
+    movdqu       [rdi + 1728], xmm1
+    movdqa       xmm1, [rsp + 32]                    ; reload
+    movdqu       [rdi + 1744], xmm1
     movdqu       [rdi + 1984], xmm4
     movdqu       [rdi + 2000], xmm13
-    movdqu       xmm0, [rdi + 224]
+    movdqu       xmm1, [rdi + 224]
     movdqu       xmm2, [rdi + 240]
     movdqu       xmm3, [rdi + 480]
     movdqu       xmm4, [rdi + 496]
@@ -39113,22 +38609,22 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqu       xmm13, [rdi + 1760]
     movdqu       xmm14, [rdi + 1776]
     movdqu       xmm15, [rdi + 2016]
-    movdqa       [rsp], xmm14                        ; spill
-    movdqu       xmm14, [rdi + 2032]
     movdqa       [rsp + 32], xmm14                   ; spill
-    movdqa       xmm14, xmm0                         ; layer 2
+    movdqu       xmm14, [rdi + 2032]
+    movdqa       [rsp + 192], xmm14                  ; spill
+    movdqa       xmm14, xmm1                         ; layer 2
     paddd        xmm14, xmm3
     movdqa       [rsp + 128], xmm14                  ; spill
     movdqa       xmm14, xmm2
     paddd        xmm14, xmm4
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm3
+    psubd        xmm1, xmm3
     psubd        xmm2, xmm4
-    movshdup     xmm3, xmm0
+    movshdup     xmm3, xmm1
     movshdup     xmm4, xmm2
     movdqa       [rsp + 96], xmm14                   ; spill
-    movdqa       xmm14, xmm0
+    movdqa       xmm14, xmm1
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 10880] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 10752
     pmuludq      xmm14, [rcx - 96]
     movdqa       [rsp + 64], xmm15                   ; spill
@@ -39140,11 +38636,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm4, [rcx - 80]
     pblendw      xmm14, xmm3, 204
     pblendw      xmm15, xmm4, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm2, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm0, xmm14
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm1, xmm14
     psubd        xmm2, xmm15
     movdqa       xmm3, xmm5                          ; layer 2
     paddd        xmm3, xmm7
@@ -39168,8 +38664,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm8, 204
     pmulld       xmm5, [rcx - 64]
     pmulld       xmm6, [rcx - 48]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm5, xmm14
     psubd        xmm6, xmm15
     movdqa       xmm7, xmm9                          ; layer 2
@@ -39194,26 +38690,26 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm12, 204
     pmulld       xmm9, [rcx]
     pmulld       xmm10, [rcx + 16]
-    pmulld       xmm14, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm9, xmm14
     psubd        xmm10, xmm15
     movdqa       xmm11, xmm13                        ; layer 2
     paddd        xmm11, [rsp + 64]
-    movdqa       xmm12, [rsp]                        ; reload
+    movdqa       xmm12, [rsp + 32]                   ; reload
     movdqa       xmm14, xmm12
-    paddd        xmm14, [rsp + 32]
+    paddd        xmm14, [rsp + 192]
     paddd        xmm13, [rel pd_2146959362]
     paddd        xmm12, [rel pd_2146959362 + 16]
     psubd        xmm13, [rsp + 64]
-    psubd        xmm12, [rsp + 32]
+    psubd        xmm12, [rsp + 192]
     movshdup     xmm15, xmm13
-    movdqa       [rsp + 32], xmm10                   ; spill
+    movdqa       [rsp + 192], xmm10                  ; spill
     movshdup     xmm10, xmm12
     movdqa       [rsp + 64], xmm9                    ; spill
     movdqa       xmm9, xmm13
     pmuludq      xmm9, [rcx + 96]
-    movdqa       [rsp], xmm14                        ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm12
     pmuludq      xmm14, [rcx + 112]
     movshdup     xmm9, xmm9
@@ -39224,8 +38720,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm14, xmm10, 204
     pmulld       xmm13, [rcx + 64]
     pmulld       xmm12, [rcx + 80]
-    pmulld       xmm9, xmm1
-    pmulld       xmm14, xmm1
+    pmulld       xmm9, xmm0
+    pmulld       xmm14, xmm0
     psubd        xmm13, xmm9
     psubd        xmm12, xmm14
     movdqa       xmm9, [rsp + 128]                   ; reload
@@ -39268,21 +38764,21 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm10, xmm4, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm10, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm10, xmm0
     psubd        xmm9, xmm15
     psubd        xmm14, xmm10
-    movdqa       xmm3, xmm0                          ; layer 1
+    movdqa       xmm3, xmm1                          ; layer 1
     paddd        xmm3, xmm5
     movdqa       xmm4, xmm2
     paddd        xmm4, xmm6
-    paddd        xmm0, [rel pd_2146959362]
+    paddd        xmm1, [rel pd_2146959362]
     paddd        xmm2, [rel pd_2146959362 + 16]
-    psubd        xmm0, xmm5
+    psubd        xmm1, xmm5
     psubd        xmm2, xmm6
-    movshdup     xmm5, xmm0
+    movshdup     xmm5, xmm1
     movshdup     xmm6, xmm2
-    movdqa       xmm10, xmm0
+    movdqa       xmm10, xmm1
     pmuludq      xmm10, [rcx - 96]
     movdqa       xmm15, xmm2
     pmuludq      xmm15, [rcx - 80]
@@ -39292,11 +38788,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm6, [rcx - 80]
     pblendw      xmm10, xmm5, 204
     pblendw      xmm15, xmm6, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm2, [rcx - 112]
-    pmulld       xmm10, xmm1
-    pmulld       xmm15, xmm1
-    psubd        xmm0, xmm10
+    pmulld       xmm10, xmm0
+    pmulld       xmm15, xmm0
+    psubd        xmm1, xmm10
     psubd        xmm2, xmm15
     movdqa       xmm5, xmm7                          ; csub: before layer 1
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -39307,7 +38803,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     pminud       xmm8, xmm6
     movdqa       xmm5, xmm11                         ; csub: before layer 1
     psubd        xmm5, [rcx - 128]
-    movdqa       xmm6, [rsp]                         ; reload
+    movdqa       xmm6, [rsp + 32]                    ; reload
     movdqa       xmm10, xmm6
     psubd        xmm10, [rcx - 112]
     pminud       xmm11, xmm5
@@ -39325,7 +38821,7 @@ kg_nfl1073479681_ntt_inverse_sse:
     movdqa       xmm15, xmm7
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11200] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11072
     pmuludq      xmm15, [rcx - 96]
-    movdqa       [rsp], xmm2                         ; spill
+    movdqa       [rsp + 32], xmm2                    ; spill
     movdqa       xmm2, xmm8
     pmuludq      xmm2, [rcx - 80]
     movshdup     xmm15, xmm15
@@ -39336,14 +38832,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm2, xmm11, 204
     pmulld       xmm7, [rcx - 128]
     pmulld       xmm8, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm2, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm2, xmm0
     psubd        xmm7, xmm15
     psubd        xmm8, xmm2
     movdqa       xmm2, [rsp + 64]                    ; reload
     movdqa       xmm6, xmm2                          ; layer 1
     paddd        xmm6, xmm13
-    movdqa       xmm11, [rsp + 32]                   ; reload
+    movdqa       xmm11, [rsp + 192]                  ; reload
     movdqa       xmm15, xmm11
     paddd        xmm15, xmm12
     paddd        xmm2, [rel pd_2146959362]
@@ -39352,32 +38848,32 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm11, xmm12
     movshdup     xmm12, xmm2
     movshdup     xmm13, xmm11
-    movdqa       [rsp + 32], xmm0                    ; spill
-    movdqa       xmm0, xmm2
-    pmuludq      xmm0, [rcx - 96]
+    movdqa       [rsp + 192], xmm1                   ; spill
+    movdqa       xmm1, xmm2
+    pmuludq      xmm1, [rcx - 96]
     movdqa       [rsp + 64], xmm8                    ; spill
     movdqa       xmm8, xmm11
     pmuludq      xmm8, [rcx - 80]
-    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
     movshdup     xmm8, xmm8
     pmuludq      xmm12, [rcx - 96]
     pmuludq      xmm13, [rcx - 80]
-    pblendw      xmm0, xmm12, 204
+    pblendw      xmm1, xmm12, 204
     pblendw      xmm8, xmm13, 204
     pmulld       xmm2, [rcx - 128]
     pmulld       xmm11, [rcx - 112]
-    pmulld       xmm0, xmm1
-    pmulld       xmm8, xmm1
-    psubd        xmm2, xmm0
+    pmulld       xmm1, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm2, xmm1
     psubd        xmm11, xmm8
-    movdqa       xmm0, [rsp + 128]                   ; reload
-    movdqa       xmm8, xmm0                          ; csub: before layer 0
+    movdqa       xmm1, [rsp + 128]                   ; reload
+    movdqa       xmm8, xmm1                          ; csub: before layer 0
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
     psubd        xmm8, [rcx - 128]
     movdqa       xmm12, [rsp + 96]                   ; reload
     movdqa       xmm13, xmm12
     psubd        xmm13, [rcx - 112]
-    pminud       xmm0, xmm8
+    pminud       xmm1, xmm8
     pminud       xmm12, xmm13
     movdqa       xmm8, xmm5                          ; csub: before layer 0
     psubd        xmm8, [rcx - 128]
@@ -39385,18 +38881,18 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm13, [rcx - 112]
     pminud       xmm5, xmm8
     pminud       xmm10, xmm13
-    movdqa       xmm8, xmm0                          ; layer 0
+    movdqa       xmm8, xmm1                          ; layer 0
     paddd        xmm8, xmm5
     movdqa       xmm13, xmm12
     paddd        xmm13, xmm10
-    paddd        xmm0, [rcx - 128]
+    paddd        xmm1, [rcx - 128]
     paddd        xmm12, [rcx - 112]
-    psubd        xmm0, xmm5
+    psubd        xmm1, xmm5
     psubd        xmm12, xmm10
-    movshdup     xmm5, xmm0
+    movshdup     xmm5, xmm1
     movshdup     xmm10, xmm12
     movdqa       [rsp + 96], xmm13                   ; spill
-    movdqa       xmm13, xmm0
+    movdqa       xmm13, xmm1
     lea          rcx, [rel kg_nfl1073479681_ntt_inverse_twiddles_sse + 11264] ; addresses kg_nfl1073479681_ntt_inverse_twiddles_sse near byte 11136
     pmuludq      xmm13, [rcx - 96]
     movdqa       [rsp + 128], xmm8                   ; spill
@@ -39408,11 +38904,11 @@ kg_nfl1073479681_ntt_inverse_sse:
     pmuludq      xmm10, [rcx - 80]
     pblendw      xmm13, xmm5, 204
     pblendw      xmm8, xmm10, 204
-    pmulld       xmm0, [rcx - 128]
+    pmulld       xmm1, [rcx - 128]
     pmulld       xmm12, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm8, xmm1
-    psubd        xmm0, xmm13
+    pmulld       xmm13, xmm0
+    pmulld       xmm8, xmm0
+    psubd        xmm1, xmm13
     psubd        xmm12, xmm8
     movdqa       xmm5, xmm3                          ; csub: before layer 0
     lea          rcx, [rel pd_2146959362 + 128]      ; addresses pd_2146959362 near byte 0
@@ -39450,8 +38946,8 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm15, xmm10, 204
     pmulld       xmm3, [rcx - 128]
     pmulld       xmm4, [rcx - 112]
-    pmulld       xmm13, xmm1
-    pmulld       xmm15, xmm1
+    pmulld       xmm13, xmm0
+    pmulld       xmm15, xmm0
     psubd        xmm3, xmm13
     psubd        xmm4, xmm15
     movdqa       xmm6, xmm9                          ; layer 0
@@ -39477,14 +38973,14 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm4, xmm13, 204
     pmulld       xmm9, [rcx - 128]
     pmulld       xmm14, [rcx - 112]
-    pmulld       xmm15, xmm1
-    pmulld       xmm4, xmm1
+    pmulld       xmm15, xmm0
+    pmulld       xmm4, xmm0
     psubd        xmm9, xmm15
     psubd        xmm14, xmm4
-    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm4, [rsp + 192]                   ; reload
     movdqa       xmm7, xmm4                          ; layer 0
     paddd        xmm7, xmm2
-    movdqa       xmm13, [rsp]                        ; reload
+    movdqa       xmm13, [rsp + 32]                   ; reload
     movdqa       xmm15, xmm13
     paddd        xmm15, xmm11
     paddd        xmm4, [rel pd_2146959362]
@@ -39493,10 +38989,10 @@ kg_nfl1073479681_ntt_inverse_sse:
     psubd        xmm13, xmm11
     movshdup     xmm2, xmm4
     movshdup     xmm11, xmm13
-    movdqa       [rsp], xmm14                        ; spill
+    movdqa       [rsp + 32], xmm14                   ; spill
     movdqa       xmm14, xmm4
     pmuludq      xmm14, [rcx - 96]
-    movdqa       [rsp + 32], xmm9                    ; spill
+    movdqa       [rsp + 192], xmm9                   ; spill
     movdqa       xmm9, xmm13
     pmuludq      xmm9, [rcx - 80]
     movshdup     xmm14, xmm14
@@ -39507,28 +39003,28 @@ kg_nfl1073479681_ntt_inverse_sse:
     pblendw      xmm9, xmm11, 204
     pmulld       xmm4, [rcx - 128]
     pmulld       xmm13, [rcx - 112]
-    pmulld       xmm14, xmm1
-    pmulld       xmm9, xmm1
+    pmulld       xmm14, xmm0
+    pmulld       xmm9, xmm0
     psubd        xmm4, xmm14
     psubd        xmm13, xmm9
-    movdqa       xmm1, [rsp + 128]                   ; reload
-    movdqu       [rdi + 224], xmm1
-    movdqa       xmm1, [rsp + 96]                    ; reload
-    movdqu       [rdi + 240], xmm1
+    movdqa       xmm0, [rsp + 128]                   ; reload
+    movdqu       [rdi + 224], xmm0
+    movdqa       xmm0, [rsp + 96]                    ; reload
+    movdqu       [rdi + 240], xmm0
     movdqu       [rdi + 480], xmm5
     movdqu       [rdi + 496], xmm8
     movdqu       [rdi + 736], xmm6
     movdqu       [rdi + 752], xmm10
     movdqu       [rdi + 992], xmm7
     movdqu       [rdi + 1008], xmm15
-    movdqu       [rdi + 1248], xmm0
+    movdqu       [rdi + 1248], xmm1
     movdqu       [rdi + 1264], xmm12
     movdqu       [rdi + 1504], xmm3
     movdqa       xmm0, [rsp + 64]                    ; reload
     movdqu       [rdi + 1520], xmm0
-    movdqa       xmm0, [rsp + 32]                    ; reload
+    movdqa       xmm0, [rsp + 192]                   ; reload
     movdqu       [rdi + 1760], xmm0
-    movdqa       xmm0, [rsp]                         ; reload
+    movdqa       xmm0, [rsp + 32]                    ; reload
     movdqu       [rdi + 1776], xmm0
     movdqu       [rdi + 2016], xmm4
     movdqu       [rdi + 2032], xmm13

@@ -10863,12 +10863,12 @@ kg_nfl4611686018326724609_basemul_avx512:
 ;   cpu: AVX512DQ, AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, rcx, rdx, rdi, flags
-;   loops: 7 x 1074 and 8 x 174 and 4 x 488 and 3 x 448 instructions (repeated groups rolled: 13642 instructions run, 3727 written)
+;   loops: 7 x 1034 and 8 x 174 and 4 x 488 and 3 x 448 instructions (repeated groups rolled: 13322 instructions run, 3647 written)
 ;
 ; reduction schedule:
-;   policy index, harvey reduction, 640 vector reductions
-;   before layer 7: 128 register(s), smallest indices 0,4,16,20,32,36,48,52,64,68,80,84,96,100,112,116,128,132,144,148,160,164,176,180,192,196,208,212,224,228,240,244,256,260,272,276,288,292,304,308,320,324,336,340,352,356,368,372,384,388,400,404,416,420,432,436,448,452,464,468,480,484,496,500,512,516,528,532,544,548,560,564,576,580,592,596,608,612,624,628,640,644,656,660,672,676,688,692,704,708,720,724,736,740,752,756,768,772,784,788,800,804,816,820,832,836,848,852,864,868,880,884,896,900,912,916,928,932,944,948,960,964,976,980,992,996,1008,1012
-;   before layer 6: 128 register(s), smallest indices 0,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120,128,136,144,152,160,168,176,184,192,200,208,216,224,232,240,248,256,264,272,280,288,296,304,312,320,328,336,344,352,360,368,376,384,392,400,408,416,424,432,440,448,456,464,472,480,488,496,504,512,520,528,536,544,552,560,568,576,584,592,600,608,616,624,632,640,648,656,664,672,680,688,696,704,712,720,728,736,744,752,760,768,776,784,792,800,808,816,824,832,840,848,856,864,872,880,888,896,904,912,920,928,936,944,952,960,968,976,984,992,1000,1008,1016
+;   policy index, harvey reduction, 512 vector reductions
+;   after layer 8 (its sums, for the next layer): 64 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496,512,528,544,560,576,592,608,624,640,656,672,688,704,720,736,752,768,784,800,816,832,848,864,880,896,912,928,944,960,976,992,1008
+;   after layer 7 (its sums, for the next layer): 64 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496,512,528,544,560,576,592,608,624,640,656,672,688,704,720,736,752,768,784,800,816,832,848,864,880,896,912,928,944,960,976,992,1008
 ;   before layer 5: 64 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496,512,528,544,560,576,592,608,624,640,656,672,688,704,720,736,752,768,784,800,816,832,848,864,880,896,912,928,944,960,976,992,1008
 ;   before layer 4: 64 register(s), smallest indices 0,8,32,40,64,72,96,104,128,136,160,168,192,200,224,232,256,264,288,296,320,328,352,360,384,392,416,424,448,456,480,488,512,520,544,552,576,584,608,616,640,648,672,680,704,712,736,744,768,776,800,808,832,840,864,872,896,904,928,936,960,968,992,1000
 ;   before layer 3: 64 register(s), smallest indices 0,8,16,24,64,72,80,88,128,136,144,152,192,200,208,216,256,264,272,280,320,328,336,344,384,392,400,408,448,456,464,472,512,520,528,536,576,584,592,600,640,648,656,664,704,712,720,728,768,776,784,792,832,840,848,856,896,904,912,920,960,968,976,984
@@ -10881,7 +10881,7 @@ global kg_nfl4611686018326724609_ntt_inverse_avx512:function KERNGEN_VISIBILITY 
 align 32
 kg_nfl4611686018326724609_ntt_inverse_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm25, [rel pq_9223372036653449218] ; held in a register: read 1984 times
+    vmovdqu64    zmm25, [rel pq_9223372036653449218] ; held in a register: read 1856 times
     vmovdqu64    zmm26, [rel pq_16777216]            ; held in a register: read 128 times
     vmovdqu64    zmm27, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 61184] ; held in a register: read 128 times
     vmovdqu64    zmm28, [rel pq_72057594039500799]   ; held in a register: read 64 times
@@ -10894,102 +10894,168 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     lea          rcx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512] ; the loop's table pointer
     mov          rax, 7
     .repeat1:
-    vmovdqu64    zmm3, [rdi]
-    vmovdqu64    zmm4, [rdi + 512]
-    vmovdqu64    zmm5, [rdi + 128]
-    vmovdqu64    zmm6, [rdi + 640]
-    vmovdqu64    zmm7, [rdi + 256]
-    vmovdqu64    zmm8, [rdi + 768]
-    vmovdqu64    zmm9, [rdi + 384]
-    vmovdqu64    zmm10, [rdi + 896]
-    vshufi64x2   zmm11, zmm3, [rdi + 64], 68
-    vshufi64x2   zmm12, zmm4, [rdi + 576], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 64], 238
-    vshufi64x2   zmm4, zmm4, [rdi + 576], 238
-    vshufi64x2   zmm13, zmm5, [rdi + 192], 68
-    vshufi64x2   zmm14, zmm6, [rdi + 704], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 192], 238
-    vshufi64x2   zmm6, zmm6, [rdi + 704], 238
-    vshufi64x2   zmm15, zmm7, [rdi + 320], 68
-    vshufi64x2   zmm16, zmm8, [rdi + 832], 68
-    vshufi64x2   zmm7, zmm7, [rdi + 320], 238
-    vshufi64x2   zmm8, zmm8, [rdi + 832], 238
-    vshufi64x2   zmm17, zmm9, [rdi + 448], 68
-    vshufi64x2   zmm18, zmm10, [rdi + 960], 68
-    vshufi64x2   zmm9, zmm9, [rdi + 448], 238
-    vshufi64x2   zmm10, zmm10, [rdi + 960], 238
-    vpaddq       zmm19, zmm11, zmm3                  ; layer 9
-    vpaddq       zmm20, zmm12, zmm4                  ; layer 9
-    vpaddq       zmm11, zmm11, zmm25
-    vpaddq       zmm12, zmm12, zmm25
-    vpsubq       zmm3, zmm11, zmm3
-    vpsubq       zmm4, zmm12, zmm4
-    vpsrlq       zmm11, zmm3, 32
-    vpsrlq       zmm12, zmm4, 32
+    vmovdqu64    ymm3, yword [rdi]
+    vinserti64x4 zmm3, zmm3, yword [rdi + 64], 1
+    vmovdqu64    ymm4, yword [rdi + 512]
+    vinserti64x4 zmm4, zmm4, yword [rdi + 576], 1
+    vmovdqu64    ymm5, yword [rdi + 32]
+    vinserti64x4 zmm5, zmm5, yword [rdi + 96], 1
+    vmovdqu64    ymm6, yword [rdi + 544]
+    vinserti64x4 zmm6, zmm6, yword [rdi + 608], 1
+    vmovdqu64    ymm7, yword [rdi + 128]
+    vinserti64x4 zmm7, zmm7, yword [rdi + 192], 1
+    vmovdqu64    ymm8, yword [rdi + 640]
+    vinserti64x4 zmm8, zmm8, yword [rdi + 704], 1
+    vmovdqu64    ymm9, yword [rdi + 160]
+    vinserti64x4 zmm9, zmm9, yword [rdi + 224], 1
+    vmovdqu64    ymm10, yword [rdi + 672]
+    vinserti64x4 zmm10, zmm10, yword [rdi + 736], 1
+    vmovdqu64    ymm11, yword [rdi + 256]
+    vinserti64x4 zmm11, zmm11, yword [rdi + 320], 1
+    vmovdqu64    ymm12, yword [rdi + 768]
+    vinserti64x4 zmm12, zmm12, yword [rdi + 832], 1
+    vmovdqu64    ymm13, yword [rdi + 288]
+    vinserti64x4 zmm13, zmm13, yword [rdi + 352], 1
+    vmovdqu64    ymm14, yword [rdi + 800]
+    vinserti64x4 zmm14, zmm14, yword [rdi + 864], 1
+    vmovdqu64    ymm15, yword [rdi + 384]
+    vinserti64x4 zmm15, zmm15, yword [rdi + 448], 1
+    vmovdqu64    ymm16, yword [rdi + 896]
+    vinserti64x4 zmm16, zmm16, yword [rdi + 960], 1
+    vmovdqu64    ymm17, yword [rdi + 416]
+    vinserti64x4 zmm17, zmm17, yword [rdi + 480], 1
+    vmovdqu64    ymm18, yword [rdi + 928]
+    vinserti64x4 zmm18, zmm18, yword [rdi + 992], 1
+    vpaddq       zmm19, zmm3, zmm5                   ; layer 9
+    vpaddq       zmm20, zmm4, zmm6                   ; layer 9
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vpsrlq       zmm5, zmm3, 32
+    vpsrlq       zmm6, zmm4, 32
     vpmuludq     zmm21, zmm3, [rcx + 128]
     vpmuludq     zmm22, zmm4, [rcx + 3776]
-    vpmuludq     zmm23, zmm11, [rcx + 64]
-    vpmuludq     zmm24, zmm12, [rcx + 3712]
-    vpmuludq     zmm11, zmm11, [rcx + 128]
-    vpmuludq     zmm12, zmm12, [rcx + 3776]
+    vpmuludq     zmm23, zmm5, [rcx + 64]
+    vpmuludq     zmm24, zmm6, [rcx + 3712]
+    vpmuludq     zmm5, zmm5, [rcx + 128]
+    vpmuludq     zmm6, zmm6, [rcx + 3776]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
     vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm11, zmm11, zmm21
-    vpaddq       zmm12, zmm12, zmm22
-    vpaddq       zmm11, zmm11, zmm23
-    vpaddq       zmm12, zmm12, zmm24
+    vpaddq       zmm5, zmm5, zmm21
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpaddq       zmm6, zmm6, zmm24
     vpmullq      zmm3, zmm3, [rcx]
     vpmullq      zmm4, zmm4, [rcx + 3648]
-    vpmullq      zmm11, zmm11, zmm2
-    vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm3, zmm3, zmm11
-    vpsubq       zmm4, zmm4, zmm12
-    vpsubq       zmm11, zmm3, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm4, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm11
-    vpminuq      zmm4, zmm4, zmm12
-    vpsrlq       zmm11, zmm19, 32
-    vpsrlq       zmm12, zmm20, 32
+    vpmullq      zmm5, zmm5, zmm2
+    vpmullq      zmm6, zmm6, zmm2
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vpsubq       zmm5, zmm3, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm6, zmm4, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm5
+    vpminuq      zmm4, zmm4, zmm6
+    vpsrlq       zmm5, zmm19, 32
+    vpsrlq       zmm6, zmm20, 32
     vpmuludq     zmm21, zmm19, zmm26
     vpmuludq     zmm22, zmm20, zmm26
-    vpmuludq     zmm23, zmm11, zmm28
-    vpmuludq     zmm24, zmm12, zmm28
-    vpmuludq     zmm11, zmm11, zmm26
-    vpmuludq     zmm12, zmm12, zmm26
+    vpmuludq     zmm23, zmm5, zmm28
+    vpmuludq     zmm24, zmm6, zmm28
+    vpmuludq     zmm5, zmm5, zmm26
+    vpmuludq     zmm6, zmm6, zmm26
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
     vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm11, zmm11, zmm21
-    vpaddq       zmm12, zmm12, zmm22
-    vpaddq       zmm11, zmm11, zmm23
-    vpaddq       zmm12, zmm12, zmm24
+    vpaddq       zmm5, zmm5, zmm21
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpaddq       zmm6, zmm6, zmm24
     vpmullq      zmm19, zmm19, zmm29
     vpmullq      zmm20, zmm20, zmm29
-    vpmullq      zmm11, zmm11, zmm2
-    vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm11, zmm19, zmm11
-    vpsubq       zmm12, zmm20, zmm12
-    vpsubq       zmm19, zmm11, zmm25                 ; short quotient: below 2q
-    vpsubq       zmm20, zmm12, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm11, zmm11, zmm19
-    vpminuq      zmm12, zmm12, zmm20
-    vpaddq       zmm19, zmm13, zmm5                  ; layer 9
-    vpaddq       zmm20, zmm14, zmm6                  ; layer 9
-    vpaddq       zmm13, zmm13, zmm25
-    vpaddq       zmm14, zmm14, zmm25
-    vpsubq       zmm5, zmm13, zmm5
-    vpsubq       zmm6, zmm14, zmm6
-    vpsrlq       zmm13, zmm5, 32
-    vpsrlq       zmm14, zmm6, 32
-    vpmuludq     zmm21, zmm5, [rcx + 320]
-    vpmuludq     zmm22, zmm6, [rcx + 3968]
-    vpmuludq     zmm23, zmm13, [rcx + 256]
-    vpmuludq     zmm24, zmm14, [rcx + 3904]
-    vpmuludq     zmm13, zmm13, [rcx + 320]
-    vpmuludq     zmm14, zmm14, [rcx + 3968]
+    vpmullq      zmm5, zmm5, zmm2
+    vpmullq      zmm6, zmm6, zmm2
+    vpsubq       zmm5, zmm19, zmm5
+    vpsubq       zmm6, zmm20, zmm6
+    vpsubq       zmm19, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm20, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm19
+    vpminuq      zmm6, zmm6, zmm20
+    vpaddq       zmm19, zmm7, zmm9                   ; layer 9
+    vpaddq       zmm20, zmm8, zmm10                  ; layer 9
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm9
+    vpsubq       zmm8, zmm8, zmm10
+    vpsrlq       zmm9, zmm7, 32
+    vpsrlq       zmm10, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rcx + 320]
+    vpmuludq     zmm22, zmm8, [rcx + 3968]
+    vpmuludq     zmm23, zmm9, [rcx + 256]
+    vpmuludq     zmm24, zmm10, [rcx + 3904]
+    vpmuludq     zmm9, zmm9, [rcx + 320]
+    vpmuludq     zmm10, zmm10, [rcx + 3968]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpaddq       zmm10, zmm10, zmm24
+    vpmullq      zmm7, zmm7, [rcx + 192]
+    vpmullq      zmm8, zmm8, [rcx + 3840]
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm7, zmm7, zmm9
+    vpsubq       zmm8, zmm8, zmm10
+    vpsubq       zmm9, zmm7, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm9
+    vpminuq      zmm8, zmm8, zmm10
+    vpsrlq       zmm9, zmm19, 32
+    vpsrlq       zmm10, zmm20, 32
+    vpmuludq     zmm21, zmm19, zmm26
+    vpmuludq     zmm22, zmm20, zmm26
+    vpmuludq     zmm23, zmm9, zmm28
+    vpmuludq     zmm24, zmm10, zmm28
+    vpmuludq     zmm9, zmm9, zmm26
+    vpmuludq     zmm10, zmm10, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpaddq       zmm10, zmm10, zmm24
+    vpmullq      zmm19, zmm19, zmm29
+    vpmullq      zmm20, zmm20, zmm29
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm9, zmm19, zmm9
+    vpsubq       zmm10, zmm20, zmm10
+    vpsubq       zmm19, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm20, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm19
+    vpminuq      zmm10, zmm10, zmm20
+    vpaddq       zmm19, zmm11, zmm13                 ; layer 9
+    vpaddq       zmm20, zmm12, zmm14                 ; layer 9
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsrlq       zmm13, zmm11, 32
+    vpsrlq       zmm14, zmm12, 32
+    vpmuludq     zmm21, zmm11, [rcx + 512]
+    vpmuludq     zmm22, zmm12, [rcx + 4160]
+    vpmuludq     zmm23, zmm13, [rcx + 448]
+    vpmuludq     zmm24, zmm14, [rcx + 4096]
+    vpmuludq     zmm13, zmm13, [rcx + 512]
+    vpmuludq     zmm14, zmm14, [rcx + 4160]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
@@ -10998,16 +11064,16 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm14, zmm14, zmm22
     vpaddq       zmm13, zmm13, zmm23
     vpaddq       zmm14, zmm14, zmm24
-    vpmullq      zmm5, zmm5, [rcx + 192]
-    vpmullq      zmm6, zmm6, [rcx + 3840]
+    vpmullq      zmm11, zmm11, [rcx + 384]
+    vpmullq      zmm12, zmm12, [rcx + 4032]
     vpmullq      zmm13, zmm13, zmm2
     vpmullq      zmm14, zmm14, zmm2
-    vpsubq       zmm5, zmm5, zmm13
-    vpsubq       zmm6, zmm6, zmm14
-    vpsubq       zmm13, zmm5, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm14, zmm6, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm13
-    vpminuq      zmm6, zmm6, zmm14
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
     vpsrlq       zmm13, zmm19, 32
     vpsrlq       zmm14, zmm20, 32
     vpmuludq     zmm21, zmm19, zmm26
@@ -11034,74 +11100,16 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpsubq       zmm20, zmm14, zmm25                 ; short quotient: below 2q
     vpminuq      zmm13, zmm13, zmm19
     vpminuq      zmm14, zmm14, zmm20
-    vpaddq       zmm19, zmm15, zmm7                  ; layer 9
-    vpaddq       zmm20, zmm16, zmm8                  ; layer 9
+    vpaddq       zmm19, zmm15, zmm17                 ; layer 9
+    vpaddq       zmm20, zmm16, zmm18                 ; layer 9
     vpaddq       zmm15, zmm15, zmm25
     vpaddq       zmm16, zmm16, zmm25
-    vpsubq       zmm7, zmm15, zmm7
-    vpsubq       zmm8, zmm16, zmm8
-    vpsrlq       zmm15, zmm7, 32
-    vpsrlq       zmm16, zmm8, 32
-    vpmuludq     zmm21, zmm7, [rcx + 512]
-    vpmuludq     zmm22, zmm8, [rcx + 4160]
-    vpmuludq     zmm23, zmm15, [rcx + 448]
-    vpmuludq     zmm24, zmm16, [rcx + 4096]
-    vpmuludq     zmm15, zmm15, [rcx + 512]
-    vpmuludq     zmm16, zmm16, [rcx + 4160]
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpsrlq       zmm23, zmm23, 32
-    vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm15, zmm15, zmm21
-    vpaddq       zmm16, zmm16, zmm22
-    vpaddq       zmm15, zmm15, zmm23
-    vpaddq       zmm16, zmm16, zmm24
-    vpmullq      zmm7, zmm7, [rcx + 384]
-    vpmullq      zmm8, zmm8, [rcx + 4032]
-    vpmullq      zmm15, zmm15, zmm2
-    vpmullq      zmm16, zmm16, zmm2
-    vpsubq       zmm7, zmm7, zmm15
-    vpsubq       zmm8, zmm8, zmm16
-    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm15
-    vpminuq      zmm8, zmm8, zmm16
-    vpsrlq       zmm15, zmm19, 32
-    vpsrlq       zmm16, zmm20, 32
-    vpmuludq     zmm21, zmm19, zmm26
-    vpmuludq     zmm22, zmm20, zmm26
-    vpmuludq     zmm23, zmm15, zmm28
-    vpmuludq     zmm24, zmm16, zmm28
-    vpmuludq     zmm15, zmm15, zmm26
-    vpmuludq     zmm16, zmm16, zmm26
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpsrlq       zmm23, zmm23, 32
-    vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm15, zmm15, zmm21
-    vpaddq       zmm16, zmm16, zmm22
-    vpaddq       zmm15, zmm15, zmm23
-    vpaddq       zmm16, zmm16, zmm24
-    vpmullq      zmm19, zmm19, zmm29
-    vpmullq      zmm20, zmm20, zmm29
-    vpmullq      zmm15, zmm15, zmm2
-    vpmullq      zmm16, zmm16, zmm2
-    vpsubq       zmm15, zmm19, zmm15
-    vpsubq       zmm16, zmm20, zmm16
-    vpsubq       zmm19, zmm15, zmm25                 ; short quotient: below 2q
-    vpsubq       zmm20, zmm16, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm15, zmm15, zmm19
-    vpminuq      zmm16, zmm16, zmm20
-    vpaddq       zmm19, zmm17, zmm9                  ; layer 9
-    vpaddq       zmm20, zmm18, zmm10                 ; layer 9
-    vpaddq       zmm17, zmm17, zmm25
-    vpaddq       zmm18, zmm18, zmm25
-    vpsubq       zmm9, zmm17, zmm9
-    vpsubq       zmm10, zmm18, zmm10
-    vpsrlq       zmm17, zmm9, 32
-    vpsrlq       zmm18, zmm10, 32
-    vpmuludq     zmm21, zmm9, [rcx + 704]
-    vpmuludq     zmm22, zmm10, [rcx + 4352]
+    vpsubq       zmm15, zmm15, zmm17
+    vpsubq       zmm16, zmm16, zmm18
+    vpsrlq       zmm17, zmm15, 32
+    vpsrlq       zmm18, zmm16, 32
+    vpmuludq     zmm21, zmm15, [rcx + 704]
+    vpmuludq     zmm22, zmm16, [rcx + 4352]
     vpmuludq     zmm23, zmm17, [rcx + 640]
     vpmuludq     zmm24, zmm18, [rcx + 4288]
     vpmuludq     zmm17, zmm17, [rcx + 704]
@@ -11114,16 +11122,16 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm18, zmm18, zmm22
     vpaddq       zmm17, zmm17, zmm23
     vpaddq       zmm18, zmm18, zmm24
-    vpmullq      zmm9, zmm9, [rcx + 576]
-    vpmullq      zmm10, zmm10, [rcx + 4224]
+    vpmullq      zmm15, zmm15, [rcx + 576]
+    vpmullq      zmm16, zmm16, [rcx + 4224]
     vpmullq      zmm17, zmm17, zmm2
     vpmullq      zmm18, zmm18, zmm2
-    vpsubq       zmm9, zmm9, zmm17
-    vpsubq       zmm10, zmm10, zmm18
-    vpsubq       zmm17, zmm9, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm18, zmm10, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm17
-    vpminuq      zmm10, zmm10, zmm18
+    vpsubq       zmm15, zmm15, zmm17
+    vpsubq       zmm16, zmm16, zmm18
+    vpsubq       zmm17, zmm15, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm16, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm15, zmm15, zmm17
+    vpminuq      zmm16, zmm16, zmm18
     vpsrlq       zmm17, zmm19, 32
     vpsrlq       zmm18, zmm20, 32
     vpmuludq     zmm21, zmm19, zmm26
@@ -11150,22 +11158,22 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpsubq       zmm20, zmm18, zmm25                 ; short quotient: below 2q
     vpminuq      zmm17, zmm17, zmm19
     vpminuq      zmm18, zmm18, zmm20
-    vpunpcklqdq  zmm19, zmm11, zmm3
-    vpunpcklqdq  zmm20, zmm12, zmm4
-    vpunpckhqdq  zmm3, zmm11, zmm3
-    vpunpckhqdq  zmm4, zmm12, zmm4
-    vpunpcklqdq  zmm11, zmm13, zmm5
-    vpunpcklqdq  zmm12, zmm14, zmm6
-    vpunpckhqdq  zmm5, zmm13, zmm5
-    vpunpckhqdq  zmm6, zmm14, zmm6
-    vpunpcklqdq  zmm13, zmm15, zmm7
-    vpunpcklqdq  zmm14, zmm16, zmm8
-    vpunpckhqdq  zmm7, zmm15, zmm7
-    vpunpckhqdq  zmm8, zmm16, zmm8
-    vpunpcklqdq  zmm15, zmm17, zmm9
-    vpunpcklqdq  zmm16, zmm18, zmm10
-    vpunpckhqdq  zmm9, zmm17, zmm9
-    vpunpckhqdq  zmm10, zmm18, zmm10
+    vpunpcklqdq  zmm19, zmm5, zmm3
+    vpunpcklqdq  zmm20, zmm6, zmm4
+    vpunpckhqdq  zmm3, zmm5, zmm3
+    vpunpckhqdq  zmm4, zmm6, zmm4
+    vpunpcklqdq  zmm5, zmm9, zmm7
+    vpunpcklqdq  zmm6, zmm10, zmm8
+    vpunpckhqdq  zmm7, zmm9, zmm7
+    vpunpckhqdq  zmm8, zmm10, zmm8
+    vpunpcklqdq  zmm9, zmm13, zmm11
+    vpunpcklqdq  zmm10, zmm14, zmm12
+    vpunpckhqdq  zmm11, zmm13, zmm11
+    vpunpckhqdq  zmm12, zmm14, zmm12
+    vpunpcklqdq  zmm13, zmm17, zmm15
+    vpunpcklqdq  zmm14, zmm18, zmm16
+    vpunpckhqdq  zmm15, zmm17, zmm15
+    vpunpckhqdq  zmm16, zmm18, zmm16
     vpaddq       zmm17, zmm19, zmm3                  ; layer 8
     vpaddq       zmm18, zmm20, zmm4                  ; layer 8
     vpaddq       zmm19, zmm19, zmm25
@@ -11198,20 +11206,60 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpsubq       zmm20, zmm4, zmm25                  ; short quotient: below 2q
     vpminuq      zmm3, zmm3, zmm19
     vpminuq      zmm4, zmm4, zmm20
-    vpaddq       zmm19, zmm11, zmm5                  ; layer 8
-    vpaddq       zmm20, zmm12, zmm6                  ; layer 8
-    vpaddq       zmm11, zmm11, zmm25
-    vpaddq       zmm12, zmm12, zmm25
-    vpsubq       zmm5, zmm11, zmm5
-    vpsubq       zmm6, zmm12, zmm6
-    vpsrlq       zmm11, zmm5, 32
-    vpsrlq       zmm12, zmm6, 32
+    vpsubq       zmm19, zmm17, zmm25                 ; csub: after layer 8
+    vpsubq       zmm20, zmm18, zmm25                 ; csub: after layer 8
+    vpminuq      zmm17, zmm17, zmm19
+    vpminuq      zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm5, zmm7                   ; layer 8
+    vpaddq       zmm20, zmm6, zmm8                   ; layer 8
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsrlq       zmm7, zmm5, 32
+    vpsrlq       zmm8, zmm6, 32
     vpmuludq     zmm21, zmm5, [rcx + 1088]
     vpmuludq     zmm22, zmm6, [rcx + 4736]
-    vpmuludq     zmm23, zmm11, [rcx + 1024]
-    vpmuludq     zmm24, zmm12, [rcx + 4672]
-    vpmuludq     zmm11, zmm11, [rcx + 1088]
-    vpmuludq     zmm12, zmm12, [rcx + 4736]
+    vpmuludq     zmm23, zmm7, [rcx + 1024]
+    vpmuludq     zmm24, zmm8, [rcx + 4672]
+    vpmuludq     zmm7, zmm7, [rcx + 1088]
+    vpmuludq     zmm8, zmm8, [rcx + 4736]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpaddq       zmm8, zmm8, zmm24
+    vpmullq      zmm5, zmm5, [rcx + 960]
+    vpmullq      zmm6, zmm6, [rcx + 4608]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm19, zmm25                  ; csub: after layer 8
+    vpsubq       zmm8, zmm20, zmm25                  ; csub: after layer 8
+    vpminuq      zmm7, zmm19, zmm7
+    vpminuq      zmm8, zmm20, zmm8
+    vpaddq       zmm19, zmm9, zmm11                  ; layer 8
+    vpaddq       zmm20, zmm10, zmm12                 ; layer 8
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsrlq       zmm11, zmm9, 32
+    vpsrlq       zmm12, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 1280]
+    vpmuludq     zmm22, zmm10, [rcx + 4928]
+    vpmuludq     zmm23, zmm11, [rcx + 1216]
+    vpmuludq     zmm24, zmm12, [rcx + 4864]
+    vpmuludq     zmm11, zmm11, [rcx + 1280]
+    vpmuludq     zmm12, zmm12, [rcx + 4928]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
@@ -11220,58 +11268,30 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm12, zmm12, zmm22
     vpaddq       zmm11, zmm11, zmm23
     vpaddq       zmm12, zmm12, zmm24
-    vpmullq      zmm5, zmm5, [rcx + 960]
-    vpmullq      zmm6, zmm6, [rcx + 4608]
+    vpmullq      zmm9, zmm9, [rcx + 1152]
+    vpmullq      zmm10, zmm10, [rcx + 4800]
     vpmullq      zmm11, zmm11, zmm2
     vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm5, zmm5, zmm11
-    vpsubq       zmm6, zmm6, zmm12
-    vpsubq       zmm11, zmm5, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm6, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm11
-    vpminuq      zmm6, zmm6, zmm12
-    vpaddq       zmm11, zmm13, zmm7                  ; layer 8
-    vpaddq       zmm12, zmm14, zmm8                  ; layer 8
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm19, zmm25                 ; csub: after layer 8
+    vpsubq       zmm12, zmm20, zmm25                 ; csub: after layer 8
+    vpminuq      zmm11, zmm19, zmm11
+    vpminuq      zmm12, zmm20, zmm12
+    vpaddq       zmm19, zmm13, zmm15                 ; layer 8
+    vpaddq       zmm20, zmm14, zmm16                 ; layer 8
     vpaddq       zmm13, zmm13, zmm25
     vpaddq       zmm14, zmm14, zmm25
-    vpsubq       zmm7, zmm13, zmm7
-    vpsubq       zmm8, zmm14, zmm8
-    vpsrlq       zmm13, zmm7, 32
-    vpsrlq       zmm14, zmm8, 32
-    vpmuludq     zmm21, zmm7, [rcx + 1280]
-    vpmuludq     zmm22, zmm8, [rcx + 4928]
-    vpmuludq     zmm23, zmm13, [rcx + 1216]
-    vpmuludq     zmm24, zmm14, [rcx + 4864]
-    vpmuludq     zmm13, zmm13, [rcx + 1280]
-    vpmuludq     zmm14, zmm14, [rcx + 4928]
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpsrlq       zmm23, zmm23, 32
-    vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm13, zmm13, zmm21
-    vpaddq       zmm14, zmm14, zmm22
-    vpaddq       zmm13, zmm13, zmm23
-    vpaddq       zmm14, zmm14, zmm24
-    vpmullq      zmm7, zmm7, [rcx + 1152]
-    vpmullq      zmm8, zmm8, [rcx + 4800]
-    vpmullq      zmm13, zmm13, zmm2
-    vpmullq      zmm14, zmm14, zmm2
-    vpsubq       zmm7, zmm7, zmm13
-    vpsubq       zmm8, zmm8, zmm14
-    vpsubq       zmm13, zmm7, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm14, zmm8, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm13
-    vpminuq      zmm8, zmm8, zmm14
-    vpaddq       zmm13, zmm15, zmm9                  ; layer 8
-    vpaddq       zmm14, zmm16, zmm10                 ; layer 8
-    vpaddq       zmm15, zmm15, zmm25
-    vpaddq       zmm16, zmm16, zmm25
-    vpsubq       zmm9, zmm15, zmm9
-    vpsubq       zmm10, zmm16, zmm10
-    vpsrlq       zmm15, zmm9, 32
-    vpsrlq       zmm16, zmm10, 32
-    vpmuludq     zmm21, zmm9, [rcx + 1472]
-    vpmuludq     zmm22, zmm10, [rcx + 5120]
+    vpsubq       zmm13, zmm13, zmm15
+    vpsubq       zmm14, zmm14, zmm16
+    vpsrlq       zmm15, zmm13, 32
+    vpsrlq       zmm16, zmm14, 32
+    vpmuludq     zmm21, zmm13, [rcx + 1472]
+    vpmuludq     zmm22, zmm14, [rcx + 5120]
     vpmuludq     zmm23, zmm15, [rcx + 1408]
     vpmuludq     zmm24, zmm16, [rcx + 5056]
     vpmuludq     zmm15, zmm15, [rcx + 1472]
@@ -11284,186 +11304,170 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm16, zmm16, zmm22
     vpaddq       zmm15, zmm15, zmm23
     vpaddq       zmm16, zmm16, zmm24
-    vpmullq      zmm9, zmm9, [rcx + 1344]
-    vpmullq      zmm10, zmm10, [rcx + 4992]
+    vpmullq      zmm13, zmm13, [rcx + 1344]
+    vpmullq      zmm14, zmm14, [rcx + 4992]
     vpmullq      zmm15, zmm15, zmm2
     vpmullq      zmm16, zmm16, zmm2
-    vpsubq       zmm9, zmm9, zmm15
-    vpsubq       zmm10, zmm10, zmm16
-    vpsubq       zmm15, zmm9, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm16, zmm10, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm15
-    vpminuq      zmm10, zmm10, zmm16
-    vmovdqa64    zmm15, zmm0
-    vmovdqa64    zmm16, zmm0
-    vpermi2q     zmm15, zmm17, zmm3
-    vpermi2q     zmm16, zmm18, zmm4
+    vpsubq       zmm13, zmm13, zmm15
+    vpsubq       zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm16, zmm14, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm19, zmm25                 ; csub: after layer 8
+    vpsubq       zmm16, zmm20, zmm25                 ; csub: after layer 8
+    vpminuq      zmm15, zmm19, zmm15
+    vpminuq      zmm16, zmm20, zmm16
+    vmovdqa64    zmm19, zmm0
+    vmovdqa64    zmm20, zmm0
+    vpermi2q     zmm19, zmm17, zmm3
+    vpermi2q     zmm20, zmm18, zmm4
     vmovdqa64    zmm21, zmm1
     vmovdqa64    zmm22, zmm1
     vpermi2q     zmm21, zmm17, zmm3
     vpermi2q     zmm22, zmm18, zmm4
     vmovdqa64    zmm3, zmm0
     vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm3, zmm19, zmm5
-    vpermi2q     zmm4, zmm20, zmm6
+    vpermi2q     zmm3, zmm7, zmm5
+    vpermi2q     zmm4, zmm8, zmm6
     vmovdqa64    zmm17, zmm1
     vmovdqa64    zmm18, zmm1
-    vpermi2q     zmm17, zmm19, zmm5
-    vpermi2q     zmm18, zmm20, zmm6
+    vpermi2q     zmm17, zmm7, zmm5
+    vpermi2q     zmm18, zmm8, zmm6
     vmovdqa64    zmm5, zmm0
     vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm5, zmm11, zmm7
-    vpermi2q     zmm6, zmm12, zmm8
-    vmovdqa64    zmm19, zmm1
-    vmovdqa64    zmm20, zmm1
-    vpermi2q     zmm19, zmm11, zmm7
-    vpermi2q     zmm20, zmm12, zmm8
-    vmovdqa64    zmm7, zmm0
-    vmovdqa64    zmm8, zmm0
-    vpermi2q     zmm7, zmm13, zmm9
-    vpermi2q     zmm8, zmm14, zmm10
+    vpermi2q     zmm5, zmm11, zmm9
+    vpermi2q     zmm6, zmm12, zmm10
+    vmovdqa64    zmm7, zmm1
+    vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm7, zmm11, zmm9
+    vpermi2q     zmm8, zmm12, zmm10
+    vmovdqa64    zmm9, zmm0
+    vmovdqa64    zmm10, zmm0
+    vpermi2q     zmm9, zmm15, zmm13
+    vpermi2q     zmm10, zmm16, zmm14
     vmovdqa64    zmm11, zmm1
     vmovdqa64    zmm12, zmm1
-    vpermi2q     zmm11, zmm13, zmm9
-    vpermi2q     zmm12, zmm14, zmm10
-    vpsubq       zmm9, zmm15, zmm25                  ; csub: before layer 7
-    vpsubq       zmm10, zmm16, zmm25                 ; csub: before layer 7
-    vpminuq      zmm9, zmm15, zmm9
-    vpminuq      zmm10, zmm16, zmm10
-    vpsubq       zmm13, zmm21, zmm25                 ; csub: before layer 7
-    vpsubq       zmm14, zmm22, zmm25                 ; csub: before layer 7
-    vpminuq      zmm13, zmm21, zmm13
-    vpminuq      zmm14, zmm22, zmm14
-    vpaddq       zmm15, zmm9, zmm13                  ; layer 7
-    vpaddq       zmm16, zmm10, zmm14                 ; layer 7
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm10, zmm10, zmm25
-    vpsubq       zmm9, zmm9, zmm13
-    vpsubq       zmm10, zmm10, zmm14
-    vpsrlq       zmm13, zmm9, 32
-    vpsrlq       zmm14, zmm10, 32
-    vpmuludq     zmm21, zmm9, [rcx + 1664]
-    vpmuludq     zmm22, zmm10, [rcx + 5312]
-    vpmuludq     zmm23, zmm13, [rcx + 1600]
-    vpmuludq     zmm24, zmm14, [rcx + 5248]
-    vpmuludq     zmm13, zmm13, [rcx + 1664]
-    vpmuludq     zmm14, zmm14, [rcx + 5312]
+    vpermi2q     zmm11, zmm15, zmm13
+    vpermi2q     zmm12, zmm16, zmm14
+    vpaddq       zmm13, zmm19, zmm21                 ; layer 7
+    vpaddq       zmm14, zmm20, zmm22                 ; layer 7
+    vpaddq       zmm15, zmm19, zmm25
+    vpaddq       zmm16, zmm20, zmm25
+    vpsubq       zmm15, zmm15, zmm21
+    vpsubq       zmm16, zmm16, zmm22
+    vpsrlq       zmm19, zmm15, 32
+    vpsrlq       zmm20, zmm16, 32
+    vpmuludq     zmm21, zmm15, [rcx + 1664]
+    vpmuludq     zmm22, zmm16, [rcx + 5312]
+    vpmuludq     zmm23, zmm19, [rcx + 1600]
+    vpmuludq     zmm24, zmm20, [rcx + 5248]
+    vpmuludq     zmm19, zmm19, [rcx + 1664]
+    vpmuludq     zmm20, zmm20, [rcx + 5312]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
     vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm13, zmm13, zmm21
-    vpaddq       zmm14, zmm14, zmm22
-    vpaddq       zmm13, zmm13, zmm23
-    vpaddq       zmm14, zmm14, zmm24
-    vpmullq      zmm9, zmm9, [rcx + 1536]
-    vpmullq      zmm10, zmm10, [rcx + 5184]
-    vpmullq      zmm13, zmm13, zmm2
-    vpmullq      zmm14, zmm14, zmm2
-    vpsubq       zmm9, zmm9, zmm13
-    vpsubq       zmm10, zmm10, zmm14
-    vpsubq       zmm13, zmm9, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm14, zmm10, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm13
-    vpminuq      zmm10, zmm10, zmm14
-    vpsubq       zmm13, zmm3, zmm25                  ; csub: before layer 7
-    vpsubq       zmm14, zmm4, zmm25                  ; csub: before layer 7
-    vpminuq      zmm3, zmm3, zmm13
-    vpminuq      zmm4, zmm4, zmm14
-    vpsubq       zmm13, zmm17, zmm25                 ; csub: before layer 7
-    vpsubq       zmm14, zmm18, zmm25                 ; csub: before layer 7
-    vpminuq      zmm13, zmm17, zmm13
-    vpminuq      zmm14, zmm18, zmm14
-    vpaddq       zmm17, zmm3, zmm13                  ; layer 7
-    vpaddq       zmm18, zmm4, zmm14                  ; layer 7
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm15, zmm15, [rcx + 1536]
+    vpmullq      zmm16, zmm16, [rcx + 5184]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm15, zmm15, zmm19
+    vpsubq       zmm16, zmm16, zmm20
+    vpsubq       zmm19, zmm15, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm16, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm15, zmm15, zmm19
+    vpminuq      zmm16, zmm16, zmm20
+    vpsubq       zmm19, zmm13, zmm25                 ; csub: after layer 7
+    vpsubq       zmm20, zmm14, zmm25                 ; csub: after layer 7
+    vpminuq      zmm13, zmm13, zmm19
+    vpminuq      zmm14, zmm14, zmm20
+    vpaddq       zmm19, zmm3, zmm17                  ; layer 7
+    vpaddq       zmm20, zmm4, zmm18                  ; layer 7
     vpaddq       zmm3, zmm3, zmm25
     vpaddq       zmm4, zmm4, zmm25
-    vpsubq       zmm3, zmm3, zmm13
-    vpsubq       zmm4, zmm4, zmm14
-    vpsrlq       zmm13, zmm3, 32
-    vpsrlq       zmm14, zmm4, 32
+    vpsubq       zmm3, zmm3, zmm17
+    vpsubq       zmm4, zmm4, zmm18
+    vpsrlq       zmm17, zmm3, 32
+    vpsrlq       zmm18, zmm4, 32
     vpmuludq     zmm21, zmm3, [rcx + 1856]
     vpmuludq     zmm22, zmm4, [rcx + 5504]
-    vpmuludq     zmm23, zmm13, [rcx + 1792]
-    vpmuludq     zmm24, zmm14, [rcx + 5440]
-    vpmuludq     zmm13, zmm13, [rcx + 1856]
-    vpmuludq     zmm14, zmm14, [rcx + 5504]
+    vpmuludq     zmm23, zmm17, [rcx + 1792]
+    vpmuludq     zmm24, zmm18, [rcx + 5440]
+    vpmuludq     zmm17, zmm17, [rcx + 1856]
+    vpmuludq     zmm18, zmm18, [rcx + 5504]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
     vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm13, zmm13, zmm21
-    vpaddq       zmm14, zmm14, zmm22
-    vpaddq       zmm13, zmm13, zmm23
-    vpaddq       zmm14, zmm14, zmm24
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
     vpmullq      zmm3, zmm3, [rcx + 1728]
     vpmullq      zmm4, zmm4, [rcx + 5376]
-    vpmullq      zmm13, zmm13, zmm2
-    vpmullq      zmm14, zmm14, zmm2
-    vpsubq       zmm3, zmm3, zmm13
-    vpsubq       zmm4, zmm4, zmm14
-    vpsubq       zmm13, zmm3, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm14, zmm4, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm13
-    vpminuq      zmm4, zmm4, zmm14
-    vpsubq       zmm13, zmm5, zmm25                  ; csub: before layer 7
-    vpsubq       zmm14, zmm6, zmm25                  ; csub: before layer 7
-    vpminuq      zmm5, zmm5, zmm13
-    vpminuq      zmm6, zmm6, zmm14
-    vpsubq       zmm13, zmm19, zmm25                 ; csub: before layer 7
-    vpsubq       zmm14, zmm20, zmm25                 ; csub: before layer 7
-    vpminuq      zmm13, zmm19, zmm13
-    vpminuq      zmm14, zmm20, zmm14
-    vpaddq       zmm19, zmm5, zmm13                  ; layer 7
-    vpaddq       zmm20, zmm6, zmm14                  ; layer 7
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm3, zmm3, zmm17
+    vpsubq       zmm4, zmm4, zmm18
+    vpsubq       zmm17, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm18, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm17
+    vpminuq      zmm4, zmm4, zmm18
+    vpsubq       zmm17, zmm19, zmm25                 ; csub: after layer 7
+    vpsubq       zmm18, zmm20, zmm25                 ; csub: after layer 7
+    vpminuq      zmm17, zmm19, zmm17
+    vpminuq      zmm18, zmm20, zmm18
+    vpaddq       zmm19, zmm5, zmm7                   ; layer 7
+    vpaddq       zmm20, zmm6, zmm8                   ; layer 7
     vpaddq       zmm5, zmm5, zmm25
     vpaddq       zmm6, zmm6, zmm25
-    vpsubq       zmm5, zmm5, zmm13
-    vpsubq       zmm6, zmm6, zmm14
-    vpsrlq       zmm13, zmm5, 32
-    vpsrlq       zmm14, zmm6, 32
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsrlq       zmm7, zmm5, 32
+    vpsrlq       zmm8, zmm6, 32
     vpmuludq     zmm21, zmm5, [rcx + 2048]
     vpmuludq     zmm22, zmm6, [rcx + 5696]
-    vpmuludq     zmm23, zmm13, [rcx + 1984]
-    vpmuludq     zmm24, zmm14, [rcx + 5632]
-    vpmuludq     zmm13, zmm13, [rcx + 2048]
-    vpmuludq     zmm14, zmm14, [rcx + 5696]
+    vpmuludq     zmm23, zmm7, [rcx + 1984]
+    vpmuludq     zmm24, zmm8, [rcx + 5632]
+    vpmuludq     zmm7, zmm7, [rcx + 2048]
+    vpmuludq     zmm8, zmm8, [rcx + 5696]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
     vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm13, zmm13, zmm21
-    vpaddq       zmm14, zmm14, zmm22
-    vpaddq       zmm13, zmm13, zmm23
-    vpaddq       zmm14, zmm14, zmm24
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpaddq       zmm8, zmm8, zmm24
     vpmullq      zmm5, zmm5, [rcx + 1920]
     vpmullq      zmm6, zmm6, [rcx + 5568]
-    vpmullq      zmm13, zmm13, zmm2
-    vpmullq      zmm14, zmm14, zmm2
-    vpsubq       zmm5, zmm5, zmm13
-    vpsubq       zmm6, zmm6, zmm14
-    vpsubq       zmm13, zmm5, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm14, zmm6, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm13
-    vpminuq      zmm6, zmm6, zmm14
-    vpsubq       zmm13, zmm7, zmm25                  ; csub: before layer 7
-    vpsubq       zmm14, zmm8, zmm25                  ; csub: before layer 7
-    vpminuq      zmm7, zmm7, zmm13
-    vpminuq      zmm8, zmm8, zmm14
-    vpsubq       zmm13, zmm11, zmm25                 ; csub: before layer 7
-    vpsubq       zmm14, zmm12, zmm25                 ; csub: before layer 7
-    vpminuq      zmm11, zmm11, zmm13
-    vpminuq      zmm12, zmm12, zmm14
-    vpaddq       zmm13, zmm7, zmm11                  ; layer 7
-    vpaddq       zmm14, zmm8, zmm12                  ; layer 7
-    vpaddq       zmm7, zmm7, zmm25
-    vpaddq       zmm8, zmm8, zmm25
-    vpsubq       zmm7, zmm7, zmm11
-    vpsubq       zmm8, zmm8, zmm12
-    vpsrlq       zmm11, zmm7, 32
-    vpsrlq       zmm12, zmm8, 32
-    vpmuludq     zmm21, zmm7, [rcx + 2240]
-    vpmuludq     zmm22, zmm8, [rcx + 5888]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm19, zmm25                  ; csub: after layer 7
+    vpsubq       zmm8, zmm20, zmm25                  ; csub: after layer 7
+    vpminuq      zmm7, zmm19, zmm7
+    vpminuq      zmm8, zmm20, zmm8
+    vpaddq       zmm19, zmm9, zmm11                  ; layer 7
+    vpaddq       zmm20, zmm10, zmm12                 ; layer 7
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsrlq       zmm11, zmm9, 32
+    vpsrlq       zmm12, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 2240]
+    vpmuludq     zmm22, zmm10, [rcx + 5888]
     vpmuludq     zmm23, zmm11, [rcx + 2176]
     vpmuludq     zmm24, zmm12, [rcx + 5824]
     vpmuludq     zmm11, zmm11, [rcx + 2240]
@@ -11476,64 +11480,8 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm12, zmm12, zmm22
     vpaddq       zmm11, zmm11, zmm23
     vpaddq       zmm12, zmm12, zmm24
-    vpmullq      zmm7, zmm7, [rcx + 2112]
-    vpmullq      zmm8, zmm8, [rcx + 5760]
-    vpmullq      zmm11, zmm11, zmm2
-    vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm7, zmm7, zmm11
-    vpsubq       zmm8, zmm8, zmm12
-    vpsubq       zmm11, zmm7, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm8, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm11
-    vpminuq      zmm8, zmm8, zmm12
-    vshufi64x2   zmm11, zmm15, zmm9, 68
-    vshufi64x2   zmm12, zmm16, zmm10, 68
-    vshufi64x2   zmm9, zmm15, zmm9, 238
-    vshufi64x2   zmm10, zmm16, zmm10, 238
-    vshufi64x2   zmm15, zmm17, zmm3, 68
-    vshufi64x2   zmm16, zmm18, zmm4, 68
-    vshufi64x2   zmm3, zmm17, zmm3, 238
-    vshufi64x2   zmm4, zmm18, zmm4, 238
-    vshufi64x2   zmm17, zmm19, zmm5, 68
-    vshufi64x2   zmm18, zmm20, zmm6, 68
-    vshufi64x2   zmm5, zmm19, zmm5, 238
-    vshufi64x2   zmm6, zmm20, zmm6, 238
-    vshufi64x2   zmm19, zmm13, zmm7, 68
-    vshufi64x2   zmm20, zmm14, zmm8, 68
-    vshufi64x2   zmm7, zmm13, zmm7, 238
-    vshufi64x2   zmm8, zmm14, zmm8, 238
-    vpsubq       zmm13, zmm11, zmm25                 ; csub: before layer 6
-    vpsubq       zmm14, zmm12, zmm25                 ; csub: before layer 6
-    vpminuq      zmm11, zmm11, zmm13
-    vpminuq      zmm12, zmm12, zmm14
-    vpsubq       zmm13, zmm9, zmm25                  ; csub: before layer 6
-    vpsubq       zmm14, zmm10, zmm25                 ; csub: before layer 6
-    vpminuq      zmm9, zmm9, zmm13
-    vpminuq      zmm10, zmm10, zmm14
-    vpaddq       zmm13, zmm11, zmm9                  ; layer 6
-    vpaddq       zmm14, zmm12, zmm10                 ; layer 6
-    vpaddq       zmm11, zmm11, zmm25
-    vpaddq       zmm12, zmm12, zmm25
-    vpsubq       zmm9, zmm11, zmm9
-    vpsubq       zmm10, zmm12, zmm10
-    vpsrlq       zmm11, zmm9, 32
-    vpsrlq       zmm12, zmm10, 32
-    vpmuludq     zmm21, zmm9, [rcx + 2432]
-    vpmuludq     zmm22, zmm10, [rcx + 6080]
-    vpmuludq     zmm23, zmm11, [rcx + 2368]
-    vpmuludq     zmm24, zmm12, [rcx + 6016]
-    vpmuludq     zmm11, zmm11, [rcx + 2432]
-    vpmuludq     zmm12, zmm12, [rcx + 6080]
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpsrlq       zmm23, zmm23, 32
-    vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm11, zmm11, zmm21
-    vpaddq       zmm12, zmm12, zmm22
-    vpaddq       zmm11, zmm11, zmm23
-    vpaddq       zmm12, zmm12, zmm24
-    vpmullq      zmm9, zmm9, [rcx + 2304]
-    vpmullq      zmm10, zmm10, [rcx + 5952]
+    vpmullq      zmm9, zmm9, [rcx + 2112]
+    vpmullq      zmm10, zmm10, [rcx + 5760]
     vpmullq      zmm11, zmm11, zmm2
     vpmullq      zmm12, zmm12, zmm2
     vpsubq       zmm9, zmm9, zmm11
@@ -11542,108 +11490,176 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
     vpminuq      zmm9, zmm9, zmm11
     vpminuq      zmm10, zmm10, zmm12
-    vpsubq       zmm11, zmm15, zmm25                 ; csub: before layer 6
-    vpsubq       zmm12, zmm16, zmm25                 ; csub: before layer 6
-    vpminuq      zmm11, zmm15, zmm11
-    vpminuq      zmm12, zmm16, zmm12
-    vpsubq       zmm15, zmm3, zmm25                  ; csub: before layer 6
-    vpsubq       zmm16, zmm4, zmm25                  ; csub: before layer 6
-    vpminuq      zmm3, zmm3, zmm15
-    vpminuq      zmm4, zmm4, zmm16
-    vpaddq       zmm15, zmm11, zmm3                  ; layer 6
-    vpaddq       zmm16, zmm12, zmm4                  ; layer 6
-    vpaddq       zmm11, zmm11, zmm25
-    vpaddq       zmm12, zmm12, zmm25
-    vpsubq       zmm3, zmm11, zmm3
-    vpsubq       zmm4, zmm12, zmm4
-    vpsrlq       zmm11, zmm3, 32
-    vpsrlq       zmm12, zmm4, 32
-    vpmuludq     zmm21, zmm3, [rcx + 2624]
-    vpmuludq     zmm22, zmm4, [rcx + 6272]
-    vpmuludq     zmm23, zmm11, [rcx + 2560]
-    vpmuludq     zmm24, zmm12, [rcx + 6208]
-    vpmuludq     zmm11, zmm11, [rcx + 2624]
-    vpmuludq     zmm12, zmm12, [rcx + 6272]
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpsrlq       zmm23, zmm23, 32
-    vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm11, zmm11, zmm21
-    vpaddq       zmm12, zmm12, zmm22
-    vpaddq       zmm11, zmm11, zmm23
-    vpaddq       zmm12, zmm12, zmm24
-    vpmullq      zmm3, zmm3, [rcx + 2496]
-    vpmullq      zmm4, zmm4, [rcx + 6144]
-    vpmullq      zmm11, zmm11, zmm2
-    vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm3, zmm3, zmm11
-    vpsubq       zmm4, zmm4, zmm12
-    vpsubq       zmm11, zmm3, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm4, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm11
-    vpminuq      zmm4, zmm4, zmm12
-    vpsubq       zmm11, zmm17, zmm25                 ; csub: before layer 6
-    vpsubq       zmm12, zmm18, zmm25                 ; csub: before layer 6
-    vpminuq      zmm11, zmm17, zmm11
-    vpminuq      zmm12, zmm18, zmm12
-    vpsubq       zmm17, zmm5, zmm25                  ; csub: before layer 6
-    vpsubq       zmm18, zmm6, zmm25                  ; csub: before layer 6
-    vpminuq      zmm5, zmm5, zmm17
-    vpminuq      zmm6, zmm6, zmm18
-    vpaddq       zmm17, zmm11, zmm5                  ; layer 6
-    vpaddq       zmm18, zmm12, zmm6                  ; layer 6
-    vpaddq       zmm11, zmm11, zmm25
-    vpaddq       zmm12, zmm12, zmm25
-    vpsubq       zmm5, zmm11, zmm5
-    vpsubq       zmm6, zmm12, zmm6
-    vpsrlq       zmm11, zmm5, 32
-    vpsrlq       zmm12, zmm6, 32
-    vpmuludq     zmm21, zmm5, [rcx + 2816]
-    vpmuludq     zmm22, zmm6, [rcx + 6464]
-    vpmuludq     zmm23, zmm11, [rcx + 2752]
-    vpmuludq     zmm24, zmm12, [rcx + 6400]
-    vpmuludq     zmm11, zmm11, [rcx + 2816]
-    vpmuludq     zmm12, zmm12, [rcx + 6464]
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpsrlq       zmm23, zmm23, 32
-    vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm11, zmm11, zmm21
-    vpaddq       zmm12, zmm12, zmm22
-    vpaddq       zmm11, zmm11, zmm23
-    vpaddq       zmm12, zmm12, zmm24
-    vpmullq      zmm5, zmm5, [rcx + 2688]
-    vpmullq      zmm6, zmm6, [rcx + 6336]
-    vpmullq      zmm11, zmm11, zmm2
-    vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm5, zmm5, zmm11
-    vpsubq       zmm6, zmm6, zmm12
-    vpsubq       zmm11, zmm5, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm6, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm11
-    vpminuq      zmm6, zmm6, zmm12
-    vpsubq       zmm11, zmm19, zmm25                 ; csub: before layer 6
-    vpsubq       zmm12, zmm20, zmm25                 ; csub: before layer 6
+    vpsubq       zmm11, zmm19, zmm25                 ; csub: after layer 7
+    vpsubq       zmm12, zmm20, zmm25                 ; csub: after layer 7
     vpminuq      zmm11, zmm19, zmm11
     vpminuq      zmm12, zmm20, zmm12
-    vpsubq       zmm19, zmm7, zmm25                  ; csub: before layer 6
-    vpsubq       zmm20, zmm8, zmm25                  ; csub: before layer 6
-    vpminuq      zmm7, zmm7, zmm19
-    vpminuq      zmm8, zmm8, zmm20
-    vpaddq       zmm19, zmm11, zmm7                  ; layer 6
-    vpaddq       zmm20, zmm12, zmm8                  ; layer 6
-    vpaddq       zmm11, zmm11, zmm25
-    vpaddq       zmm12, zmm12, zmm25
-    vpsubq       zmm7, zmm11, zmm7
-    vpsubq       zmm8, zmm12, zmm8
-    vpsrlq       zmm11, zmm7, 32
-    vpsrlq       zmm12, zmm8, 32
+    vshufi64x2   zmm19, zmm13, zmm15, 68
+    vshufi64x2   zmm20, zmm14, zmm16, 68
+    vshufi64x2   zmm13, zmm13, zmm15, 238
+    vshufi64x2   zmm14, zmm14, zmm16, 238
+    vshufi64x2   zmm15, zmm17, zmm3, 68
+    vshufi64x2   zmm16, zmm18, zmm4, 68
+    vshufi64x2   zmm3, zmm17, zmm3, 238
+    vshufi64x2   zmm4, zmm18, zmm4, 238
+    vshufi64x2   zmm17, zmm7, zmm5, 68
+    vshufi64x2   zmm18, zmm8, zmm6, 68
+    vshufi64x2   zmm5, zmm7, zmm5, 238
+    vshufi64x2   zmm6, zmm8, zmm6, 238
+    vshufi64x2   zmm7, zmm11, zmm9, 68
+    vshufi64x2   zmm8, zmm12, zmm10, 68
+    vshufi64x2   zmm9, zmm11, zmm9, 238
+    vshufi64x2   zmm10, zmm12, zmm10, 238
+    vpaddq       zmm11, zmm19, zmm13                 ; layer 6
+    vpaddq       zmm12, zmm20, zmm14                 ; layer 6
+    vpaddq       zmm19, zmm19, zmm25
+    vpaddq       zmm20, zmm20, zmm25
+    vpsubq       zmm13, zmm19, zmm13
+    vpsubq       zmm14, zmm20, zmm14
+    vpsrlq       zmm19, zmm13, 32
+    vpsrlq       zmm20, zmm14, 32
+    vpmuludq     zmm21, zmm13, [rcx + 2432]
+    vpmuludq     zmm22, zmm14, [rcx + 6080]
+    vpmuludq     zmm23, zmm19, [rcx + 2368]
+    vpmuludq     zmm24, zmm20, [rcx + 6016]
+    vpmuludq     zmm19, zmm19, [rcx + 2432]
+    vpmuludq     zmm20, zmm20, [rcx + 6080]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm19, zmm19, zmm21
+    vpaddq       zmm20, zmm20, zmm22
+    vpaddq       zmm19, zmm19, zmm23
+    vpaddq       zmm20, zmm20, zmm24
+    vpmullq      zmm13, zmm13, [rcx + 2304]
+    vpmullq      zmm14, zmm14, [rcx + 5952]
+    vpmullq      zmm19, zmm19, zmm2
+    vpmullq      zmm20, zmm20, zmm2
+    vpsubq       zmm13, zmm13, zmm19
+    vpsubq       zmm14, zmm14, zmm20
+    vpsubq       zmm19, zmm13, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm20, zmm14, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm13, zmm13, zmm19
+    vpminuq      zmm14, zmm14, zmm20
+    vpaddq       zmm19, zmm15, zmm3                  ; layer 6
+    vpaddq       zmm20, zmm16, zmm4                  ; layer 6
+    vpaddq       zmm15, zmm15, zmm25
+    vpaddq       zmm16, zmm16, zmm25
+    vpsubq       zmm3, zmm15, zmm3
+    vpsubq       zmm4, zmm16, zmm4
+    vpsrlq       zmm15, zmm3, 32
+    vpsrlq       zmm16, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rcx + 2624]
+    vpmuludq     zmm22, zmm4, [rcx + 6272]
+    vpmuludq     zmm23, zmm15, [rcx + 2560]
+    vpmuludq     zmm24, zmm16, [rcx + 6208]
+    vpmuludq     zmm15, zmm15, [rcx + 2624]
+    vpmuludq     zmm16, zmm16, [rcx + 6272]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm3, zmm3, [rcx + 2496]
+    vpmullq      zmm4, zmm4, [rcx + 6144]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm3, zmm3, zmm15
+    vpsubq       zmm4, zmm4, zmm16
+    vpsubq       zmm15, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm15
+    vpminuq      zmm4, zmm4, zmm16
+    vpaddq       zmm15, zmm17, zmm5                  ; layer 6
+    vpaddq       zmm16, zmm18, zmm6                  ; layer 6
+    vpaddq       zmm17, zmm17, zmm25
+    vpaddq       zmm18, zmm18, zmm25
+    vpsubq       zmm5, zmm17, zmm5
+    vpsubq       zmm6, zmm18, zmm6
+    vpsrlq       zmm17, zmm5, 32
+    vpsrlq       zmm18, zmm6, 32
+    vpmuludq     zmm21, zmm5, [rcx + 2816]
+    vpmuludq     zmm22, zmm6, [rcx + 6464]
+    vpmuludq     zmm23, zmm17, [rcx + 2752]
+    vpmuludq     zmm24, zmm18, [rcx + 6400]
+    vpmuludq     zmm17, zmm17, [rcx + 2816]
+    vpmuludq     zmm18, zmm18, [rcx + 6464]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
+    vpmullq      zmm5, zmm5, [rcx + 2688]
+    vpmullq      zmm6, zmm6, [rcx + 6336]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm5, zmm5, zmm17
+    vpsubq       zmm6, zmm6, zmm18
+    vpsubq       zmm17, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm18, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm17
+    vpminuq      zmm6, zmm6, zmm18
+    vpaddq       zmm17, zmm7, zmm9                   ; layer 6
+    vpaddq       zmm18, zmm8, zmm10                  ; layer 6
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm9
+    vpsubq       zmm8, zmm8, zmm10
+    vpsrlq       zmm9, zmm7, 32
+    vpsrlq       zmm10, zmm8, 32
     vpmuludq     zmm21, zmm7, [rcx + 3008]
     vpmuludq     zmm22, zmm8, [rcx + 6656]
-    vpmuludq     zmm23, zmm11, [rcx + 2944]
-    vpmuludq     zmm24, zmm12, [rcx + 6592]
-    vpmuludq     zmm11, zmm11, [rcx + 3008]
-    vpmuludq     zmm12, zmm12, [rcx + 6656]
+    vpmuludq     zmm23, zmm9, [rcx + 2944]
+    vpmuludq     zmm24, zmm10, [rcx + 6592]
+    vpmuludq     zmm9, zmm9, [rcx + 3008]
+    vpmuludq     zmm10, zmm10, [rcx + 6656]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpaddq       zmm10, zmm10, zmm24
+    vpmullq      zmm7, zmm7, [rcx + 2880]
+    vpmullq      zmm8, zmm8, [rcx + 6528]
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm7, zmm7, zmm9
+    vpsubq       zmm8, zmm8, zmm10
+    vpsubq       zmm9, zmm7, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm9
+    vpminuq      zmm8, zmm8, zmm10
+    vpsubq       zmm9, zmm11, zmm25                  ; csub: before layer 5
+    vpsubq       zmm10, zmm12, zmm25                 ; csub: before layer 5
+    vpminuq      zmm9, zmm11, zmm9
+    vpminuq      zmm10, zmm12, zmm10
+    vpsubq       zmm11, zmm19, zmm25                 ; csub: before layer 5
+    vpsubq       zmm12, zmm20, zmm25                 ; csub: before layer 5
+    vpminuq      zmm11, zmm19, zmm11
+    vpminuq      zmm12, zmm20, zmm12
+    vpaddq       zmm19, zmm9, zmm11                  ; layer 5
+    vpaddq       zmm20, zmm10, zmm12                 ; layer 5
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsrlq       zmm11, zmm9, 32
+    vpsrlq       zmm12, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rcx + 3200]
+    vpmuludq     zmm22, zmm10, [rcx + 6848]
+    vpmuludq     zmm23, zmm11, [rcx + 3136]
+    vpmuludq     zmm24, zmm12, [rcx + 6784]
+    vpmuludq     zmm11, zmm11, [rcx + 3200]
+    vpmuludq     zmm12, zmm12, [rcx + 6848]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
@@ -11652,34 +11668,26 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm12, zmm12, zmm22
     vpaddq       zmm11, zmm11, zmm23
     vpaddq       zmm12, zmm12, zmm24
-    vpmullq      zmm7, zmm7, [rcx + 2880]
-    vpmullq      zmm8, zmm8, [rcx + 6528]
+    vpmullq      zmm9, zmm9, [rcx + 3072]
+    vpmullq      zmm10, zmm10, [rcx + 6720]
     vpmullq      zmm11, zmm11, zmm2
     vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm7, zmm7, zmm11
-    vpsubq       zmm8, zmm8, zmm12
-    vpsubq       zmm11, zmm7, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm8, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm11
-    vpminuq      zmm8, zmm8, zmm12
-    vpsubq       zmm11, zmm13, zmm25                 ; csub: before layer 5
-    vpsubq       zmm12, zmm14, zmm25                 ; csub: before layer 5
-    vpminuq      zmm11, zmm13, zmm11
-    vpminuq      zmm12, zmm14, zmm12
-    vpsubq       zmm13, zmm15, zmm25                 ; csub: before layer 5
-    vpsubq       zmm14, zmm16, zmm25                 ; csub: before layer 5
-    vpminuq      zmm13, zmm15, zmm13
-    vpminuq      zmm14, zmm16, zmm14
-    vpaddq       zmm15, zmm11, zmm13                 ; layer 5
-    vpaddq       zmm16, zmm12, zmm14                 ; layer 5
-    vpaddq       zmm11, zmm11, zmm25
-    vpaddq       zmm12, zmm12, zmm25
-    vpsubq       zmm11, zmm11, zmm13
-    vpsubq       zmm12, zmm12, zmm14
-    vpsrlq       zmm13, zmm11, 32
-    vpsrlq       zmm14, zmm12, 32
-    vpmuludq     zmm21, zmm11, [rcx + 3200]
-    vpmuludq     zmm22, zmm12, [rcx + 6848]
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpaddq       zmm11, zmm13, zmm3                  ; layer 5
+    vpaddq       zmm12, zmm14, zmm4                  ; layer 5
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm3, zmm13, zmm3
+    vpsubq       zmm4, zmm14, zmm4
+    vpsrlq       zmm13, zmm3, 32
+    vpsrlq       zmm14, zmm4, 32
+    vpmuludq     zmm21, zmm3, [rcx + 3200]
+    vpmuludq     zmm22, zmm4, [rcx + 6848]
     vpmuludq     zmm23, zmm13, [rcx + 3136]
     vpmuludq     zmm24, zmm14, [rcx + 6784]
     vpmuludq     zmm13, zmm13, [rcx + 3200]
@@ -11692,90 +11700,58 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm14, zmm14, zmm22
     vpaddq       zmm13, zmm13, zmm23
     vpaddq       zmm14, zmm14, zmm24
-    vpmullq      zmm11, zmm11, [rcx + 3072]
-    vpmullq      zmm12, zmm12, [rcx + 6720]
-    vpmullq      zmm13, zmm13, zmm2
-    vpmullq      zmm14, zmm14, zmm2
-    vpsubq       zmm11, zmm11, zmm13
-    vpsubq       zmm12, zmm12, zmm14
-    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
-    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm11, zmm11, zmm13
-    vpminuq      zmm12, zmm12, zmm14
-    vpaddq       zmm13, zmm9, zmm3                   ; layer 5
-    vpaddq       zmm14, zmm10, zmm4                  ; layer 5
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm10, zmm10, zmm25
-    vpsubq       zmm3, zmm9, zmm3
-    vpsubq       zmm4, zmm10, zmm4
-    vpsrlq       zmm9, zmm3, 32
-    vpsrlq       zmm10, zmm4, 32
-    vpmuludq     zmm21, zmm3, [rcx + 3200]
-    vpmuludq     zmm22, zmm4, [rcx + 6848]
-    vpmuludq     zmm23, zmm9, [rcx + 3136]
-    vpmuludq     zmm24, zmm10, [rcx + 6784]
-    vpmuludq     zmm9, zmm9, [rcx + 3200]
-    vpmuludq     zmm10, zmm10, [rcx + 6848]
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpsrlq       zmm23, zmm23, 32
-    vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm9, zmm9, zmm21
-    vpaddq       zmm10, zmm10, zmm22
-    vpaddq       zmm9, zmm9, zmm23
-    vpaddq       zmm10, zmm10, zmm24
     vpmullq      zmm3, zmm3, [rcx + 3072]
     vpmullq      zmm4, zmm4, [rcx + 6720]
-    vpmullq      zmm9, zmm9, zmm2
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm3, zmm3, zmm9
-    vpsubq       zmm4, zmm4, zmm10
-    vpsubq       zmm9, zmm3, zmm25                   ; short quotient: below 2q
-    vpsubq       zmm10, zmm4, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm9
-    vpminuq      zmm4, zmm4, zmm10
-    vpsubq       zmm9, zmm17, zmm25                  ; csub: before layer 5
-    vpsubq       zmm10, zmm18, zmm25                 ; csub: before layer 5
-    vpminuq      zmm9, zmm17, zmm9
-    vpminuq      zmm10, zmm18, zmm10
-    vpsubq       zmm17, zmm19, zmm25                 ; csub: before layer 5
-    vpsubq       zmm18, zmm20, zmm25                 ; csub: before layer 5
-    vpminuq      zmm17, zmm19, zmm17
-    vpminuq      zmm18, zmm20, zmm18
-    vpaddq       zmm19, zmm9, zmm17                  ; layer 5
-    vpaddq       zmm20, zmm10, zmm18                 ; layer 5
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm10, zmm10, zmm25
-    vpsubq       zmm9, zmm9, zmm17
-    vpsubq       zmm10, zmm10, zmm18
-    vpsrlq       zmm17, zmm9, 32
-    vpsrlq       zmm18, zmm10, 32
-    vpmuludq     zmm21, zmm9, [rcx + 3392]
-    vpmuludq     zmm22, zmm10, [rcx + 7040]
-    vpmuludq     zmm23, zmm17, [rcx + 3328]
-    vpmuludq     zmm24, zmm18, [rcx + 6976]
-    vpmuludq     zmm17, zmm17, [rcx + 3392]
-    vpmuludq     zmm18, zmm18, [rcx + 7040]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm3, zmm3, zmm13
+    vpsubq       zmm4, zmm4, zmm14
+    vpsubq       zmm13, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm13
+    vpminuq      zmm4, zmm4, zmm14
+    vpsubq       zmm13, zmm15, zmm25                 ; csub: before layer 5
+    vpsubq       zmm14, zmm16, zmm25                 ; csub: before layer 5
+    vpminuq      zmm13, zmm15, zmm13
+    vpminuq      zmm14, zmm16, zmm14
+    vpsubq       zmm15, zmm17, zmm25                 ; csub: before layer 5
+    vpsubq       zmm16, zmm18, zmm25                 ; csub: before layer 5
+    vpminuq      zmm15, zmm17, zmm15
+    vpminuq      zmm16, zmm18, zmm16
+    vpaddq       zmm17, zmm13, zmm15                 ; layer 5
+    vpaddq       zmm18, zmm14, zmm16                 ; layer 5
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm13, zmm13, zmm15
+    vpsubq       zmm14, zmm14, zmm16
+    vpsrlq       zmm15, zmm13, 32
+    vpsrlq       zmm16, zmm14, 32
+    vpmuludq     zmm21, zmm13, [rcx + 3392]
+    vpmuludq     zmm22, zmm14, [rcx + 7040]
+    vpmuludq     zmm23, zmm15, [rcx + 3328]
+    vpmuludq     zmm24, zmm16, [rcx + 6976]
+    vpmuludq     zmm15, zmm15, [rcx + 3392]
+    vpmuludq     zmm16, zmm16, [rcx + 7040]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
     vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm17, zmm17, zmm21
-    vpaddq       zmm18, zmm18, zmm22
-    vpaddq       zmm17, zmm17, zmm23
-    vpaddq       zmm18, zmm18, zmm24
-    vpmullq      zmm9, zmm9, [rcx + 3264]
-    vpmullq      zmm10, zmm10, [rcx + 6912]
-    vpmullq      zmm17, zmm17, zmm2
-    vpmullq      zmm18, zmm18, zmm2
-    vpsubq       zmm9, zmm9, zmm17
-    vpsubq       zmm10, zmm10, zmm18
-    vpsubq       zmm17, zmm9, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm18, zmm10, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm17
-    vpminuq      zmm10, zmm10, zmm18
-    vpaddq       zmm17, zmm5, zmm7                   ; layer 5
-    vpaddq       zmm18, zmm6, zmm8                   ; layer 5
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpaddq       zmm15, zmm15, zmm23
+    vpaddq       zmm16, zmm16, zmm24
+    vpmullq      zmm13, zmm13, [rcx + 3264]
+    vpmullq      zmm14, zmm14, [rcx + 6912]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm13, zmm13, zmm15
+    vpsubq       zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm16, zmm14, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpaddq       zmm15, zmm5, zmm7                   ; layer 5
+    vpaddq       zmm16, zmm6, zmm8                   ; layer 5
     vpaddq       zmm5, zmm5, zmm25
     vpaddq       zmm6, zmm6, zmm25
     vpsubq       zmm5, zmm5, zmm7
@@ -11806,64 +11782,64 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
     vpminuq      zmm5, zmm5, zmm7
     vpminuq      zmm6, zmm6, zmm8
-    vpsubq       zmm7, zmm15, zmm25                  ; csub: before layer 4
-    vpsubq       zmm8, zmm16, zmm25                  ; csub: before layer 4
-    vpminuq      zmm7, zmm15, zmm7
-    vpminuq      zmm8, zmm16, zmm8
-    vpsubq       zmm15, zmm19, zmm25                 ; csub: before layer 4
-    vpsubq       zmm16, zmm20, zmm25                 ; csub: before layer 4
-    vpminuq      zmm15, zmm19, zmm15
-    vpminuq      zmm16, zmm20, zmm16
-    vpaddq       zmm19, zmm7, zmm15                  ; layer 4
-    vpaddq       zmm20, zmm8, zmm16                  ; layer 4
+    vpsubq       zmm7, zmm19, zmm25                  ; csub: before layer 4
+    vpsubq       zmm8, zmm20, zmm25                  ; csub: before layer 4
+    vpminuq      zmm7, zmm19, zmm7
+    vpminuq      zmm8, zmm20, zmm8
+    vpsubq       zmm19, zmm17, zmm25                 ; csub: before layer 4
+    vpsubq       zmm20, zmm18, zmm25                 ; csub: before layer 4
+    vpminuq      zmm17, zmm17, zmm19
+    vpminuq      zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm7, zmm17                  ; layer 4
+    vpaddq       zmm20, zmm8, zmm18                  ; layer 4
     vpaddq       zmm7, zmm7, zmm25
     vpaddq       zmm8, zmm8, zmm25
-    vpsubq       zmm7, zmm7, zmm15
-    vpsubq       zmm8, zmm8, zmm16
-    vpsrlq       zmm15, zmm7, 32
-    vpsrlq       zmm16, zmm8, 32
+    vpsubq       zmm7, zmm7, zmm17
+    vpsubq       zmm8, zmm8, zmm18
+    vpsrlq       zmm17, zmm7, 32
+    vpsrlq       zmm18, zmm8, 32
     vpmuludq     zmm21, zmm7, [rcx + 3584]
     vpmuludq     zmm22, zmm8, [rcx + 7232]
-    vpmuludq     zmm23, zmm15, [rcx + 3520]
-    vpmuludq     zmm24, zmm16, [rcx + 7168]
-    vpmuludq     zmm15, zmm15, [rcx + 3584]
-    vpmuludq     zmm16, zmm16, [rcx + 7232]
+    vpmuludq     zmm23, zmm17, [rcx + 3520]
+    vpmuludq     zmm24, zmm18, [rcx + 7168]
+    vpmuludq     zmm17, zmm17, [rcx + 3584]
+    vpmuludq     zmm18, zmm18, [rcx + 7232]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
     vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm15, zmm15, zmm21
-    vpaddq       zmm16, zmm16, zmm22
-    vpaddq       zmm15, zmm15, zmm23
-    vpaddq       zmm16, zmm16, zmm24
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpaddq       zmm17, zmm17, zmm23
+    vpaddq       zmm18, zmm18, zmm24
     vpmullq      zmm7, zmm7, [rcx + 3456]
     vpmullq      zmm8, zmm8, [rcx + 7104]
-    vpmullq      zmm15, zmm15, zmm2
-    vpmullq      zmm16, zmm16, zmm2
-    vpsubq       zmm7, zmm7, zmm15
-    vpsubq       zmm8, zmm8, zmm16
-    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm15
-    vpminuq      zmm8, zmm8, zmm16
-    vpsubq       zmm15, zmm13, zmm25                 ; csub: before layer 4
-    vpsubq       zmm16, zmm14, zmm25                 ; csub: before layer 4
-    vpminuq      zmm13, zmm13, zmm15
-    vpminuq      zmm14, zmm14, zmm16
-    vpsubq       zmm15, zmm17, zmm25                 ; csub: before layer 4
-    vpsubq       zmm16, zmm18, zmm25                 ; csub: before layer 4
-    vpminuq      zmm15, zmm17, zmm15
-    vpminuq      zmm16, zmm18, zmm16
-    vpaddq       zmm17, zmm13, zmm15                 ; layer 4
-    vpaddq       zmm18, zmm14, zmm16                 ; layer 4
-    vpaddq       zmm13, zmm13, zmm25
-    vpaddq       zmm14, zmm14, zmm25
-    vpsubq       zmm13, zmm13, zmm15
-    vpsubq       zmm14, zmm14, zmm16
-    vpsrlq       zmm15, zmm13, 32
-    vpsrlq       zmm16, zmm14, 32
-    vpmuludq     zmm21, zmm13, [rcx + 3584]
-    vpmuludq     zmm22, zmm14, [rcx + 7232]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm7, zmm7, zmm17
+    vpsubq       zmm8, zmm8, zmm18
+    vpsubq       zmm17, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm18, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm17
+    vpminuq      zmm8, zmm8, zmm18
+    vpsubq       zmm17, zmm11, zmm25                 ; csub: before layer 4
+    vpsubq       zmm18, zmm12, zmm25                 ; csub: before layer 4
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpsubq       zmm17, zmm15, zmm25                 ; csub: before layer 4
+    vpsubq       zmm18, zmm16, zmm25                 ; csub: before layer 4
+    vpminuq      zmm15, zmm15, zmm17
+    vpminuq      zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm11, zmm15                 ; layer 4
+    vpaddq       zmm18, zmm12, zmm16                 ; layer 4
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm15
+    vpsubq       zmm12, zmm12, zmm16
+    vpsrlq       zmm15, zmm11, 32
+    vpsrlq       zmm16, zmm12, 32
+    vpmuludq     zmm21, zmm11, [rcx + 3584]
+    vpmuludq     zmm22, zmm12, [rcx + 7232]
     vpmuludq     zmm23, zmm15, [rcx + 3520]
     vpmuludq     zmm24, zmm16, [rcx + 7168]
     vpmuludq     zmm15, zmm15, [rcx + 3584]
@@ -11876,50 +11852,50 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm16, zmm16, zmm22
     vpaddq       zmm15, zmm15, zmm23
     vpaddq       zmm16, zmm16, zmm24
-    vpmullq      zmm13, zmm13, [rcx + 3456]
-    vpmullq      zmm14, zmm14, [rcx + 7104]
+    vpmullq      zmm11, zmm11, [rcx + 3456]
+    vpmullq      zmm12, zmm12, [rcx + 7104]
     vpmullq      zmm15, zmm15, zmm2
     vpmullq      zmm16, zmm16, zmm2
-    vpsubq       zmm13, zmm13, zmm15
-    vpsubq       zmm14, zmm14, zmm16
-    vpsubq       zmm15, zmm13, zmm25                 ; short quotient: below 2q
-    vpsubq       zmm16, zmm14, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm13, zmm13, zmm15
-    vpminuq      zmm14, zmm14, zmm16
-    vpaddq       zmm15, zmm11, zmm9                  ; layer 4
-    vpaddq       zmm16, zmm12, zmm10                 ; layer 4
-    vpaddq       zmm11, zmm11, zmm25
-    vpaddq       zmm12, zmm12, zmm25
-    vpsubq       zmm9, zmm11, zmm9
-    vpsubq       zmm10, zmm12, zmm10
-    vpsrlq       zmm11, zmm9, 32
-    vpsrlq       zmm12, zmm10, 32
+    vpsubq       zmm11, zmm11, zmm15
+    vpsubq       zmm12, zmm12, zmm16
+    vpsubq       zmm15, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm16, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm15
+    vpminuq      zmm12, zmm12, zmm16
+    vpaddq       zmm15, zmm9, zmm13                  ; layer 4
+    vpaddq       zmm16, zmm10, zmm14                 ; layer 4
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm13
+    vpsubq       zmm10, zmm10, zmm14
+    vpsrlq       zmm13, zmm9, 32
+    vpsrlq       zmm14, zmm10, 32
     vpmuludq     zmm21, zmm9, [rcx + 3584]
     vpmuludq     zmm22, zmm10, [rcx + 7232]
-    vpmuludq     zmm23, zmm11, [rcx + 3520]
-    vpmuludq     zmm24, zmm12, [rcx + 7168]
-    vpmuludq     zmm11, zmm11, [rcx + 3584]
-    vpmuludq     zmm12, zmm12, [rcx + 7232]
+    vpmuludq     zmm23, zmm13, [rcx + 3520]
+    vpmuludq     zmm24, zmm14, [rcx + 7168]
+    vpmuludq     zmm13, zmm13, [rcx + 3584]
+    vpmuludq     zmm14, zmm14, [rcx + 7232]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
     vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm11, zmm11, zmm21
-    vpaddq       zmm12, zmm12, zmm22
-    vpaddq       zmm11, zmm11, zmm23
-    vpaddq       zmm12, zmm12, zmm24
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm13, zmm13, zmm23
+    vpaddq       zmm14, zmm14, zmm24
     vpmullq      zmm9, zmm9, [rcx + 3456]
     vpmullq      zmm10, zmm10, [rcx + 7104]
-    vpmullq      zmm11, zmm11, zmm2
-    vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm9, zmm9, zmm11
-    vpsubq       zmm10, zmm10, zmm12
-    vpsubq       zmm11, zmm9, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm11
-    vpminuq      zmm10, zmm10, zmm12
-    vpaddq       zmm11, zmm3, zmm5                   ; layer 4
-    vpaddq       zmm12, zmm4, zmm6                   ; layer 4
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm9, zmm9, zmm13
+    vpsubq       zmm10, zmm10, zmm14
+    vpsubq       zmm13, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm13
+    vpminuq      zmm10, zmm10, zmm14
+    vpaddq       zmm13, zmm3, zmm5                   ; layer 4
+    vpaddq       zmm14, zmm4, zmm6                   ; layer 4
     vpaddq       zmm3, zmm3, zmm25
     vpaddq       zmm4, zmm4, zmm25
     vpsubq       zmm3, zmm3, zmm5
@@ -11956,12 +11932,12 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vmovdqu64    [rdi + 576], zmm18
     vmovdqu64    [rdi + 128], zmm15
     vmovdqu64    [rdi + 640], zmm16
-    vmovdqu64    [rdi + 192], zmm11
-    vmovdqu64    [rdi + 704], zmm12
+    vmovdqu64    [rdi + 192], zmm13
+    vmovdqu64    [rdi + 704], zmm14
     vmovdqu64    [rdi + 256], zmm7
     vmovdqu64    [rdi + 768], zmm8
-    vmovdqu64    [rdi + 320], zmm13
-    vmovdqu64    [rdi + 832], zmm14
+    vmovdqu64    [rdi + 320], zmm11
+    vmovdqu64    [rdi + 832], zmm12
     vmovdqu64    [rdi + 384], zmm9
     vmovdqu64    [rdi + 896], zmm10
     vmovdqu64    [rdi + 448], zmm3
@@ -11971,102 +11947,168 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     dec          rax
     jnz          .repeat1
     add          rdi, -7168                          ; back to the argument
-    vmovdqu64    zmm3, [rdi + 7168]
-    vmovdqu64    zmm4, [rdi + 7680]
-    vmovdqu64    zmm5, [rdi + 7296]
-    vmovdqu64    zmm6, [rdi + 7808]
-    vmovdqu64    zmm7, [rdi + 7424]
-    vmovdqu64    zmm8, [rdi + 7936]
-    vmovdqu64    zmm9, [rdi + 7552]
-    vmovdqu64    zmm10, [rdi + 8064]
-    vshufi64x2   zmm11, zmm3, [rdi + 7232], 68
-    vshufi64x2   zmm12, zmm4, [rdi + 7744], 68
-    vshufi64x2   zmm3, zmm3, [rdi + 7232], 238
-    vshufi64x2   zmm4, zmm4, [rdi + 7744], 238
-    vshufi64x2   zmm13, zmm5, [rdi + 7360], 68
-    vshufi64x2   zmm14, zmm6, [rdi + 7872], 68
-    vshufi64x2   zmm5, zmm5, [rdi + 7360], 238
-    vshufi64x2   zmm6, zmm6, [rdi + 7872], 238
-    vshufi64x2   zmm15, zmm7, [rdi + 7488], 68
-    vshufi64x2   zmm16, zmm8, [rdi + 8000], 68
-    vshufi64x2   zmm7, zmm7, [rdi + 7488], 238
-    vshufi64x2   zmm8, zmm8, [rdi + 8000], 238
-    vshufi64x2   zmm17, zmm9, [rdi + 7616], 68
-    vshufi64x2   zmm18, zmm10, [rdi + 8128], 68
-    vshufi64x2   zmm9, zmm9, [rdi + 7616], 238
-    vshufi64x2   zmm10, zmm10, [rdi + 8128], 238
-    vpaddq       zmm19, zmm11, zmm3                  ; layer 9
-    vpaddq       zmm20, zmm12, zmm4                  ; layer 9
-    vpaddq       zmm11, zmm11, zmm25
-    vpaddq       zmm12, zmm12, zmm25
-    vpsubq       zmm3, zmm11, zmm3
-    vpsubq       zmm4, zmm12, zmm4
-    vpsrlq       zmm11, zmm3, 32
-    vpsrlq       zmm12, zmm4, 32
+    vmovdqu64    ymm3, yword [rdi + 7168]
+    vinserti64x4 zmm3, zmm3, yword [rdi + 7232], 1
+    vmovdqu64    ymm4, yword [rdi + 7680]
+    vinserti64x4 zmm4, zmm4, yword [rdi + 7744], 1
+    vmovdqu64    ymm5, yword [rdi + 7200]
+    vinserti64x4 zmm5, zmm5, yword [rdi + 7264], 1
+    vmovdqu64    ymm6, yword [rdi + 7712]
+    vinserti64x4 zmm6, zmm6, yword [rdi + 7776], 1
+    vmovdqu64    ymm7, yword [rdi + 7296]
+    vinserti64x4 zmm7, zmm7, yword [rdi + 7360], 1
+    vmovdqu64    ymm8, yword [rdi + 7808]
+    vinserti64x4 zmm8, zmm8, yword [rdi + 7872], 1
+    vmovdqu64    ymm9, yword [rdi + 7328]
+    vinserti64x4 zmm9, zmm9, yword [rdi + 7392], 1
+    vmovdqu64    ymm10, yword [rdi + 7840]
+    vinserti64x4 zmm10, zmm10, yword [rdi + 7904], 1
+    vmovdqu64    ymm11, yword [rdi + 7424]
+    vinserti64x4 zmm11, zmm11, yword [rdi + 7488], 1
+    vmovdqu64    ymm12, yword [rdi + 7936]
+    vinserti64x4 zmm12, zmm12, yword [rdi + 8000], 1
+    vmovdqu64    ymm13, yword [rdi + 7456]
+    vinserti64x4 zmm13, zmm13, yword [rdi + 7520], 1
+    vmovdqu64    ymm14, yword [rdi + 7968]
+    vinserti64x4 zmm14, zmm14, yword [rdi + 8032], 1
+    vmovdqu64    ymm15, yword [rdi + 7552]
+    vinserti64x4 zmm15, zmm15, yword [rdi + 7616], 1
+    vmovdqu64    ymm16, yword [rdi + 8064]
+    vinserti64x4 zmm16, zmm16, yword [rdi + 8128], 1
+    vmovdqu64    ymm17, yword [rdi + 7584]
+    vinserti64x4 zmm17, zmm17, yword [rdi + 7648], 1
+    vmovdqu64    ymm18, yword [rdi + 8096]
+    vinserti64x4 zmm18, zmm18, yword [rdi + 8160], 1
+    vpaddq       zmm19, zmm3, zmm5                   ; layer 9
+    vpaddq       zmm20, zmm4, zmm6                   ; layer 9
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vpsrlq       zmm5, zmm3, 32
+    vpsrlq       zmm6, zmm4, 32
     vpmuludq     zmm21, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51200]
     vpmuludq     zmm22, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54848]
-    vpmuludq     zmm23, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51136]
-    vpmuludq     zmm24, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54784]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51200]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54848]
+    vpmuludq     zmm23, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51136]
+    vpmuludq     zmm24, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54784]
+    vpmuludq     zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51200]
+    vpmuludq     zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54848]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
     vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm11, zmm11, zmm21
-    vpaddq       zmm12, zmm12, zmm22
-    vpaddq       zmm11, zmm11, zmm23
-    vpaddq       zmm12, zmm12, zmm24
+    vpaddq       zmm5, zmm5, zmm21
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpaddq       zmm6, zmm6, zmm24
     vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51072]
     vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54720]
-    vpmullq      zmm11, zmm11, zmm2
-    vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm3, zmm3, zmm11
-    vpsubq       zmm4, zmm4, zmm12
-    vpsubq       zmm11, zmm3, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm4, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm11
-    vpminuq      zmm4, zmm4, zmm12
-    vpsrlq       zmm11, zmm19, 32
-    vpsrlq       zmm12, zmm20, 32
+    vpmullq      zmm5, zmm5, zmm2
+    vpmullq      zmm6, zmm6, zmm2
+    vpsubq       zmm3, zmm3, zmm5
+    vpsubq       zmm4, zmm4, zmm6
+    vpsubq       zmm5, zmm3, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm6, zmm4, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm5
+    vpminuq      zmm4, zmm4, zmm6
+    vpsrlq       zmm5, zmm19, 32
+    vpsrlq       zmm6, zmm20, 32
     vpmuludq     zmm21, zmm19, zmm26
     vpmuludq     zmm22, zmm20, zmm26
-    vpmuludq     zmm23, zmm11, zmm28
-    vpmuludq     zmm24, zmm12, zmm28
-    vpmuludq     zmm11, zmm11, zmm26
-    vpmuludq     zmm12, zmm12, zmm26
+    vpmuludq     zmm23, zmm5, zmm28
+    vpmuludq     zmm24, zmm6, zmm28
+    vpmuludq     zmm5, zmm5, zmm26
+    vpmuludq     zmm6, zmm6, zmm26
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
     vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm11, zmm11, zmm21
-    vpaddq       zmm12, zmm12, zmm22
-    vpaddq       zmm11, zmm11, zmm23
-    vpaddq       zmm12, zmm12, zmm24
+    vpaddq       zmm5, zmm5, zmm21
+    vpaddq       zmm6, zmm6, zmm22
+    vpaddq       zmm5, zmm5, zmm23
+    vpaddq       zmm6, zmm6, zmm24
     vpmullq      zmm19, zmm19, zmm29
     vpmullq      zmm20, zmm20, zmm29
-    vpmullq      zmm11, zmm11, zmm2
-    vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm11, zmm19, zmm11
-    vpsubq       zmm12, zmm20, zmm12
-    vpsubq       zmm19, zmm11, zmm25                 ; short quotient: below 2q
-    vpsubq       zmm20, zmm12, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm11, zmm11, zmm19
-    vpminuq      zmm12, zmm12, zmm20
-    vpaddq       zmm19, zmm13, zmm5                  ; layer 9
-    vpaddq       zmm20, zmm14, zmm6                  ; layer 9
-    vpaddq       zmm13, zmm13, zmm25
-    vpaddq       zmm14, zmm14, zmm25
-    vpsubq       zmm5, zmm13, zmm5
-    vpsubq       zmm6, zmm14, zmm6
-    vpsrlq       zmm13, zmm5, 32
-    vpsrlq       zmm14, zmm6, 32
-    vpmuludq     zmm21, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51392]
-    vpmuludq     zmm22, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55040]
-    vpmuludq     zmm23, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51328]
-    vpmuludq     zmm24, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54976]
-    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51392]
-    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55040]
+    vpmullq      zmm5, zmm5, zmm2
+    vpmullq      zmm6, zmm6, zmm2
+    vpsubq       zmm5, zmm19, zmm5
+    vpsubq       zmm6, zmm20, zmm6
+    vpsubq       zmm19, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm20, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm19
+    vpminuq      zmm6, zmm6, zmm20
+    vpaddq       zmm19, zmm7, zmm9                   ; layer 9
+    vpaddq       zmm20, zmm8, zmm10                  ; layer 9
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm9
+    vpsubq       zmm8, zmm8, zmm10
+    vpsrlq       zmm9, zmm7, 32
+    vpsrlq       zmm10, zmm8, 32
+    vpmuludq     zmm21, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51392]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55040]
+    vpmuludq     zmm23, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51328]
+    vpmuludq     zmm24, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54976]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51392]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55040]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpaddq       zmm10, zmm10, zmm24
+    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51264]
+    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54912]
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm7, zmm7, zmm9
+    vpsubq       zmm8, zmm8, zmm10
+    vpsubq       zmm9, zmm7, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm9
+    vpminuq      zmm8, zmm8, zmm10
+    vpsrlq       zmm9, zmm19, 32
+    vpsrlq       zmm10, zmm20, 32
+    vpmuludq     zmm21, zmm19, zmm26
+    vpmuludq     zmm22, zmm20, zmm26
+    vpmuludq     zmm23, zmm9, zmm28
+    vpmuludq     zmm24, zmm10, zmm28
+    vpmuludq     zmm9, zmm9, zmm26
+    vpmuludq     zmm10, zmm10, zmm26
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm9, zmm9, zmm21
+    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm9, zmm9, zmm23
+    vpaddq       zmm10, zmm10, zmm24
+    vpmullq      zmm19, zmm19, zmm29
+    vpmullq      zmm20, zmm20, zmm29
+    vpmullq      zmm9, zmm9, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm9, zmm19, zmm9
+    vpsubq       zmm10, zmm20, zmm10
+    vpsubq       zmm19, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm20, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm19
+    vpminuq      zmm10, zmm10, zmm20
+    vpaddq       zmm19, zmm11, zmm13                 ; layer 9
+    vpaddq       zmm20, zmm12, zmm14                 ; layer 9
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsrlq       zmm13, zmm11, 32
+    vpsrlq       zmm14, zmm12, 32
+    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51584]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55232]
+    vpmuludq     zmm23, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51520]
+    vpmuludq     zmm24, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55168]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51584]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55232]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
@@ -12075,16 +12117,16 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm14, zmm14, zmm22
     vpaddq       zmm13, zmm13, zmm23
     vpaddq       zmm14, zmm14, zmm24
-    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51264]
-    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54912]
+    vpmullq      zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51456]
+    vpmullq      zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55104]
     vpmullq      zmm13, zmm13, zmm2
     vpmullq      zmm14, zmm14, zmm2
-    vpsubq       zmm5, zmm5, zmm13
-    vpsubq       zmm6, zmm6, zmm14
-    vpsubq       zmm13, zmm5, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm14, zmm6, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm13
-    vpminuq      zmm6, zmm6, zmm14
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
     vpsrlq       zmm13, zmm19, 32
     vpsrlq       zmm14, zmm20, 32
     vpmuludq     zmm21, zmm19, zmm26
@@ -12111,74 +12153,16 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpsubq       zmm20, zmm14, zmm25                 ; short quotient: below 2q
     vpminuq      zmm13, zmm13, zmm19
     vpminuq      zmm14, zmm14, zmm20
-    vpaddq       zmm19, zmm15, zmm7                  ; layer 9
-    vpaddq       zmm20, zmm16, zmm8                  ; layer 9
+    vpaddq       zmm19, zmm15, zmm17                 ; layer 9
+    vpaddq       zmm20, zmm16, zmm18                 ; layer 9
     vpaddq       zmm15, zmm15, zmm25
     vpaddq       zmm16, zmm16, zmm25
-    vpsubq       zmm7, zmm15, zmm7
-    vpsubq       zmm8, zmm16, zmm8
-    vpsrlq       zmm15, zmm7, 32
-    vpsrlq       zmm16, zmm8, 32
-    vpmuludq     zmm21, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51584]
-    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55232]
-    vpmuludq     zmm23, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51520]
-    vpmuludq     zmm24, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55168]
-    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51584]
-    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55232]
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpsrlq       zmm23, zmm23, 32
-    vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm15, zmm15, zmm21
-    vpaddq       zmm16, zmm16, zmm22
-    vpaddq       zmm15, zmm15, zmm23
-    vpaddq       zmm16, zmm16, zmm24
-    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51456]
-    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55104]
-    vpmullq      zmm15, zmm15, zmm2
-    vpmullq      zmm16, zmm16, zmm2
-    vpsubq       zmm7, zmm7, zmm15
-    vpsubq       zmm8, zmm8, zmm16
-    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm15
-    vpminuq      zmm8, zmm8, zmm16
-    vpsrlq       zmm15, zmm19, 32
-    vpsrlq       zmm16, zmm20, 32
-    vpmuludq     zmm21, zmm19, zmm26
-    vpmuludq     zmm22, zmm20, zmm26
-    vpmuludq     zmm23, zmm15, zmm28
-    vpmuludq     zmm24, zmm16, zmm28
-    vpmuludq     zmm15, zmm15, zmm26
-    vpmuludq     zmm16, zmm16, zmm26
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpsrlq       zmm23, zmm23, 32
-    vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm15, zmm15, zmm21
-    vpaddq       zmm16, zmm16, zmm22
-    vpaddq       zmm15, zmm15, zmm23
-    vpaddq       zmm16, zmm16, zmm24
-    vpmullq      zmm19, zmm19, zmm29
-    vpmullq      zmm20, zmm20, zmm29
-    vpmullq      zmm15, zmm15, zmm2
-    vpmullq      zmm16, zmm16, zmm2
-    vpsubq       zmm15, zmm19, zmm15
-    vpsubq       zmm16, zmm20, zmm16
-    vpsubq       zmm19, zmm15, zmm25                 ; short quotient: below 2q
-    vpsubq       zmm20, zmm16, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm15, zmm15, zmm19
-    vpminuq      zmm16, zmm16, zmm20
-    vpaddq       zmm19, zmm17, zmm9                  ; layer 9
-    vpaddq       zmm20, zmm18, zmm10                 ; layer 9
-    vpaddq       zmm17, zmm17, zmm25
-    vpaddq       zmm18, zmm18, zmm25
-    vpsubq       zmm9, zmm17, zmm9
-    vpsubq       zmm10, zmm18, zmm10
-    vpsrlq       zmm17, zmm9, 32
-    vpsrlq       zmm18, zmm10, 32
-    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51776]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55424]
+    vpsubq       zmm15, zmm15, zmm17
+    vpsubq       zmm16, zmm16, zmm18
+    vpsrlq       zmm17, zmm15, 32
+    vpsrlq       zmm18, zmm16, 32
+    vpmuludq     zmm21, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51776]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55424]
     vpmuludq     zmm23, zmm17, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51712]
     vpmuludq     zmm24, zmm18, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55360]
     vpmuludq     zmm17, zmm17, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51776]
@@ -12191,16 +12175,16 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm18, zmm18, zmm22
     vpaddq       zmm17, zmm17, zmm23
     vpaddq       zmm18, zmm18, zmm24
-    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51648]
-    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55296]
+    vpmullq      zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 51648]
+    vpmullq      zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55296]
     vpmullq      zmm17, zmm17, zmm2
     vpmullq      zmm18, zmm18, zmm2
-    vpsubq       zmm9, zmm9, zmm17
-    vpsubq       zmm10, zmm10, zmm18
-    vpsubq       zmm17, zmm9, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm18, zmm10, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm17
-    vpminuq      zmm10, zmm10, zmm18
+    vpsubq       zmm15, zmm15, zmm17
+    vpsubq       zmm16, zmm16, zmm18
+    vpsubq       zmm17, zmm15, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm16, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm15, zmm15, zmm17
+    vpminuq      zmm16, zmm16, zmm18
     vpsrlq       zmm17, zmm19, 32
     vpsrlq       zmm18, zmm20, 32
     vpmuludq     zmm21, zmm19, zmm26
@@ -12227,22 +12211,22 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpsubq       zmm20, zmm18, zmm25                 ; short quotient: below 2q
     vpminuq      zmm17, zmm17, zmm19
     vpminuq      zmm18, zmm18, zmm20
-    vpunpcklqdq  zmm19, zmm11, zmm3
-    vpunpcklqdq  zmm20, zmm12, zmm4
-    vpunpckhqdq  zmm3, zmm11, zmm3
-    vpunpckhqdq  zmm4, zmm12, zmm4
-    vpunpcklqdq  zmm11, zmm13, zmm5
-    vpunpcklqdq  zmm12, zmm14, zmm6
-    vpunpckhqdq  zmm5, zmm13, zmm5
-    vpunpckhqdq  zmm6, zmm14, zmm6
-    vpunpcklqdq  zmm13, zmm15, zmm7
-    vpunpcklqdq  zmm14, zmm16, zmm8
-    vpunpckhqdq  zmm7, zmm15, zmm7
-    vpunpckhqdq  zmm8, zmm16, zmm8
-    vpunpcklqdq  zmm15, zmm17, zmm9
-    vpunpcklqdq  zmm16, zmm18, zmm10
-    vpunpckhqdq  zmm9, zmm17, zmm9
-    vpunpckhqdq  zmm10, zmm18, zmm10
+    vpunpcklqdq  zmm19, zmm5, zmm3
+    vpunpcklqdq  zmm20, zmm6, zmm4
+    vpunpckhqdq  zmm3, zmm5, zmm3
+    vpunpckhqdq  zmm4, zmm6, zmm4
+    vpunpcklqdq  zmm5, zmm9, zmm7
+    vpunpcklqdq  zmm6, zmm10, zmm8
+    vpunpckhqdq  zmm7, zmm9, zmm7
+    vpunpckhqdq  zmm8, zmm10, zmm8
+    vpunpcklqdq  zmm9, zmm13, zmm11
+    vpunpcklqdq  zmm10, zmm14, zmm12
+    vpunpckhqdq  zmm11, zmm13, zmm11
+    vpunpckhqdq  zmm12, zmm14, zmm12
+    vpunpcklqdq  zmm13, zmm17, zmm15
+    vpunpcklqdq  zmm14, zmm18, zmm16
+    vpunpckhqdq  zmm15, zmm17, zmm15
+    vpunpckhqdq  zmm16, zmm18, zmm16
     vpaddq       zmm17, zmm19, zmm3                  ; layer 8
     vpaddq       zmm18, zmm20, zmm4                  ; layer 8
     vpaddq       zmm19, zmm19, zmm25
@@ -12275,20 +12259,60 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpsubq       zmm20, zmm4, zmm25                  ; short quotient: below 2q
     vpminuq      zmm3, zmm3, zmm19
     vpminuq      zmm4, zmm4, zmm20
-    vpaddq       zmm19, zmm11, zmm5                  ; layer 8
-    vpaddq       zmm20, zmm12, zmm6                  ; layer 8
-    vpaddq       zmm11, zmm11, zmm25
-    vpaddq       zmm12, zmm12, zmm25
-    vpsubq       zmm5, zmm11, zmm5
-    vpsubq       zmm6, zmm12, zmm6
-    vpsrlq       zmm11, zmm5, 32
-    vpsrlq       zmm12, zmm6, 32
+    vpsubq       zmm19, zmm17, zmm25                 ; csub: after layer 8
+    vpsubq       zmm20, zmm18, zmm25                 ; csub: after layer 8
+    vpminuq      zmm17, zmm17, zmm19
+    vpminuq      zmm18, zmm18, zmm20
+    vpaddq       zmm19, zmm5, zmm7                   ; layer 8
+    vpaddq       zmm20, zmm6, zmm8                   ; layer 8
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsrlq       zmm7, zmm5, 32
+    vpsrlq       zmm8, zmm6, 32
     vpmuludq     zmm21, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52160]
     vpmuludq     zmm22, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55808]
-    vpmuludq     zmm23, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52096]
-    vpmuludq     zmm24, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55744]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52160]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55808]
+    vpmuludq     zmm23, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52096]
+    vpmuludq     zmm24, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55744]
+    vpmuludq     zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52160]
+    vpmuludq     zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55808]
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpsrlq       zmm23, zmm23, 32
+    vpsrlq       zmm24, zmm24, 32
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpaddq       zmm7, zmm7, zmm23
+    vpaddq       zmm8, zmm8, zmm24
+    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52032]
+    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55680]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm19, zmm25                  ; csub: after layer 8
+    vpsubq       zmm8, zmm20, zmm25                  ; csub: after layer 8
+    vpminuq      zmm7, zmm19, zmm7
+    vpminuq      zmm8, zmm20, zmm8
+    vpaddq       zmm19, zmm9, zmm11                  ; layer 8
+    vpaddq       zmm20, zmm10, zmm12                 ; layer 8
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsrlq       zmm11, zmm9, 32
+    vpsrlq       zmm12, zmm10, 32
+    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52352]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56000]
+    vpmuludq     zmm23, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52288]
+    vpmuludq     zmm24, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55936]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52352]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56000]
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpsrlq       zmm23, zmm23, 32
@@ -12297,58 +12321,30 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm12, zmm12, zmm22
     vpaddq       zmm11, zmm11, zmm23
     vpaddq       zmm12, zmm12, zmm24
-    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52032]
-    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55680]
+    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52224]
+    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55872]
     vpmullq      zmm11, zmm11, zmm2
     vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm5, zmm5, zmm11
-    vpsubq       zmm6, zmm6, zmm12
-    vpsubq       zmm11, zmm5, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm6, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm11
-    vpminuq      zmm6, zmm6, zmm12
-    vpaddq       zmm11, zmm13, zmm7                  ; layer 8
-    vpaddq       zmm12, zmm14, zmm8                  ; layer 8
+    vpsubq       zmm9, zmm9, zmm11
+    vpsubq       zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm11
+    vpminuq      zmm10, zmm10, zmm12
+    vpsubq       zmm11, zmm19, zmm25                 ; csub: after layer 8
+    vpsubq       zmm12, zmm20, zmm25                 ; csub: after layer 8
+    vpminuq      zmm11, zmm19, zmm11
+    vpminuq      zmm12, zmm20, zmm12
+    vpaddq       zmm19, zmm13, zmm15                 ; layer 8
+    vpaddq       zmm20, zmm14, zmm16                 ; layer 8
     vpaddq       zmm13, zmm13, zmm25
     vpaddq       zmm14, zmm14, zmm25
-    vpsubq       zmm7, zmm13, zmm7
-    vpsubq       zmm8, zmm14, zmm8
-    vpsrlq       zmm13, zmm7, 32
-    vpsrlq       zmm14, zmm8, 32
-    vpmuludq     zmm21, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52352]
-    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56000]
-    vpmuludq     zmm23, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52288]
-    vpmuludq     zmm24, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55936]
-    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52352]
-    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56000]
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpsrlq       zmm23, zmm23, 32
-    vpsrlq       zmm24, zmm24, 32
-    vpaddq       zmm13, zmm13, zmm21
-    vpaddq       zmm14, zmm14, zmm22
-    vpaddq       zmm13, zmm13, zmm23
-    vpaddq       zmm14, zmm14, zmm24
-    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52224]
-    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 55872]
-    vpmullq      zmm13, zmm13, zmm2
-    vpmullq      zmm14, zmm14, zmm2
-    vpsubq       zmm7, zmm7, zmm13
-    vpsubq       zmm8, zmm8, zmm14
-    vpsubq       zmm13, zmm7, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm14, zmm8, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm13
-    vpminuq      zmm8, zmm8, zmm14
-    vpaddq       zmm13, zmm15, zmm9                  ; layer 8
-    vpaddq       zmm14, zmm16, zmm10                 ; layer 8
-    vpaddq       zmm15, zmm15, zmm25
-    vpaddq       zmm16, zmm16, zmm25
-    vpsubq       zmm9, zmm15, zmm9
-    vpsubq       zmm10, zmm16, zmm10
-    vpsrlq       zmm15, zmm9, 32
-    vpsrlq       zmm16, zmm10, 32
-    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52544]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56192]
+    vpsubq       zmm13, zmm13, zmm15
+    vpsubq       zmm14, zmm14, zmm16
+    vpsrlq       zmm15, zmm13, 32
+    vpsrlq       zmm16, zmm14, 32
+    vpmuludq     zmm21, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52544]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56192]
     vpmuludq     zmm23, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52480]
     vpmuludq     zmm24, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56128]
     vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52544]
@@ -12361,246 +12357,362 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm16, zmm16, zmm22
     vpaddq       zmm15, zmm15, zmm23
     vpaddq       zmm16, zmm16, zmm24
-    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52416]
-    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56064]
+    vpmullq      zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52416]
+    vpmullq      zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56064]
     vpmullq      zmm15, zmm15, zmm2
     vpmullq      zmm16, zmm16, zmm2
-    vpsubq       zmm9, zmm9, zmm15
-    vpsubq       zmm10, zmm10, zmm16
-    vpsubq       zmm15, zmm9, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm16, zmm10, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm15
-    vpminuq      zmm10, zmm10, zmm16
-    vmovdqa64    zmm15, zmm0
-    vmovdqa64    zmm16, zmm0
-    vpermi2q     zmm15, zmm17, zmm3
-    vpermi2q     zmm16, zmm18, zmm4
+    vpsubq       zmm13, zmm13, zmm15
+    vpsubq       zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm16, zmm14, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm19, zmm25                 ; csub: after layer 8
+    vpsubq       zmm16, zmm20, zmm25                 ; csub: after layer 8
+    vpminuq      zmm15, zmm19, zmm15
+    vpminuq      zmm16, zmm20, zmm16
+    vmovdqa64    zmm19, zmm0
+    vmovdqa64    zmm20, zmm0
+    vpermi2q     zmm19, zmm17, zmm3
+    vpermi2q     zmm20, zmm18, zmm4
     vmovdqa64    zmm21, zmm1
     vmovdqa64    zmm22, zmm1
     vpermi2q     zmm21, zmm17, zmm3
     vpermi2q     zmm22, zmm18, zmm4
     vmovdqa64    zmm3, zmm0
     vmovdqa64    zmm4, zmm0
-    vpermi2q     zmm3, zmm19, zmm5
-    vpermi2q     zmm4, zmm20, zmm6
+    vpermi2q     zmm3, zmm7, zmm5
+    vpermi2q     zmm4, zmm8, zmm6
     vmovdqa64    zmm17, zmm1
     vmovdqa64    zmm18, zmm1
-    vpermi2q     zmm17, zmm19, zmm5
-    vpermi2q     zmm18, zmm20, zmm6
+    vpermi2q     zmm17, zmm7, zmm5
+    vpermi2q     zmm18, zmm8, zmm6
     vmovdqa64    zmm5, zmm0
     vmovdqa64    zmm6, zmm0
-    vpermi2q     zmm5, zmm11, zmm7
-    vpermi2q     zmm6, zmm12, zmm8
-    vmovdqa64    zmm19, zmm1
-    vmovdqa64    zmm20, zmm1
-    vpermi2q     zmm19, zmm11, zmm7
-    vpermi2q     zmm20, zmm12, zmm8
-    vmovdqa64    zmm7, zmm0
-    vmovdqa64    zmm0, zmm0
-    vpermi2q     zmm7, zmm13, zmm9
-    vpermi2q     zmm0, zmm14, zmm10
+    vpermi2q     zmm5, zmm11, zmm9
+    vpermi2q     zmm6, zmm12, zmm10
+    vmovdqa64    zmm7, zmm1
     vmovdqa64    zmm8, zmm1
+    vpermi2q     zmm7, zmm11, zmm9
+    vpermi2q     zmm8, zmm12, zmm10
+    vmovdqa64    zmm9, zmm0
+    vmovdqa64    zmm0, zmm0
+    vpermi2q     zmm9, zmm15, zmm13
+    vpermi2q     zmm0, zmm16, zmm14
+    vmovdqa64    zmm10, zmm1
     vmovdqa64    zmm1, zmm1
-    vpermi2q     zmm8, zmm13, zmm9
-    vpermi2q     zmm1, zmm14, zmm10
-    vpsubq       zmm9, zmm15, zmm25                  ; csub: before layer 7
-    vpsubq       zmm10, zmm16, zmm25                 ; csub: before layer 7
-    vpminuq      zmm9, zmm15, zmm9
-    vpminuq      zmm10, zmm16, zmm10
-    vpsubq       zmm11, zmm21, zmm25                 ; csub: before layer 7
-    vpsubq       zmm12, zmm22, zmm25                 ; csub: before layer 7
-    vpminuq      zmm11, zmm21, zmm11
-    vpminuq      zmm12, zmm22, zmm12
-    vpaddq       zmm13, zmm9, zmm11                  ; layer 7
-    vpaddq       zmm14, zmm10, zmm12                 ; layer 7
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm10, zmm10, zmm25
-    vpsubq       zmm9, zmm9, zmm11
-    vpsubq       zmm10, zmm10, zmm12
-    vpsrlq       zmm11, zmm9, 32
-    vpsrlq       zmm12, zmm10, 32
-    vpmuludq     zmm15, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52736]
-    vpmuludq     zmm16, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56384]
-    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52672]
-    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56320]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52736]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56384]
-    vpsrlq       zmm15, zmm15, 32
-    vpsrlq       zmm16, zmm16, 32
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpaddq       zmm11, zmm11, zmm15
-    vpaddq       zmm12, zmm12, zmm16
-    vpaddq       zmm11, zmm11, zmm21
-    vpaddq       zmm12, zmm12, zmm22
-    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52608]
-    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56256]
-    vpmullq      zmm11, zmm11, zmm2
-    vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm9, zmm9, zmm11
-    vpsubq       zmm10, zmm10, zmm12
-    vpsubq       zmm11, zmm9, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm11
-    vpminuq      zmm10, zmm10, zmm12
-    vpsubq       zmm11, zmm3, zmm25                  ; csub: before layer 7
-    vpsubq       zmm12, zmm4, zmm25                  ; csub: before layer 7
-    vpminuq      zmm3, zmm3, zmm11
-    vpminuq      zmm4, zmm4, zmm12
-    vpsubq       zmm11, zmm17, zmm25                 ; csub: before layer 7
-    vpsubq       zmm12, zmm18, zmm25                 ; csub: before layer 7
-    vpminuq      zmm11, zmm17, zmm11
-    vpminuq      zmm12, zmm18, zmm12
-    vpaddq       zmm15, zmm3, zmm11                  ; layer 7
-    vpaddq       zmm16, zmm4, zmm12                  ; layer 7
-    vpaddq       zmm3, zmm3, zmm25
-    vpaddq       zmm4, zmm4, zmm25
-    vpsubq       zmm3, zmm3, zmm11
-    vpsubq       zmm4, zmm4, zmm12
-    vpsrlq       zmm11, zmm3, 32
-    vpsrlq       zmm12, zmm4, 32
-    vpmuludq     zmm17, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52928]
-    vpmuludq     zmm18, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56576]
-    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52864]
-    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56512]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52928]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56576]
-    vpsrlq       zmm17, zmm17, 32
-    vpsrlq       zmm18, zmm18, 32
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpaddq       zmm11, zmm11, zmm17
-    vpaddq       zmm12, zmm12, zmm18
-    vpaddq       zmm11, zmm11, zmm21
-    vpaddq       zmm12, zmm12, zmm22
-    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52800]
-    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56448]
-    vpmullq      zmm11, zmm11, zmm2
-    vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm3, zmm3, zmm11
-    vpsubq       zmm4, zmm4, zmm12
-    vpsubq       zmm11, zmm3, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm4, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm11
-    vpminuq      zmm4, zmm4, zmm12
-    vpsubq       zmm11, zmm5, zmm25                  ; csub: before layer 7
-    vpsubq       zmm12, zmm6, zmm25                  ; csub: before layer 7
-    vpminuq      zmm5, zmm5, zmm11
-    vpminuq      zmm6, zmm6, zmm12
-    vpsubq       zmm11, zmm19, zmm25                 ; csub: before layer 7
-    vpsubq       zmm12, zmm20, zmm25                 ; csub: before layer 7
-    vpminuq      zmm11, zmm19, zmm11
-    vpminuq      zmm12, zmm20, zmm12
-    vpaddq       zmm17, zmm5, zmm11                  ; layer 7
-    vpaddq       zmm18, zmm6, zmm12                  ; layer 7
-    vpaddq       zmm5, zmm5, zmm25
-    vpaddq       zmm6, zmm6, zmm25
-    vpsubq       zmm5, zmm5, zmm11
-    vpsubq       zmm6, zmm6, zmm12
-    vpsrlq       zmm11, zmm5, 32
-    vpsrlq       zmm12, zmm6, 32
-    vpmuludq     zmm19, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53120]
-    vpmuludq     zmm20, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56768]
-    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53056]
-    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56704]
-    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53120]
-    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56768]
+    vpermi2q     zmm10, zmm15, zmm13
+    vpermi2q     zmm1, zmm16, zmm14
+    vpaddq       zmm11, zmm19, zmm21                 ; layer 7
+    vpaddq       zmm12, zmm20, zmm22                 ; layer 7
+    vpaddq       zmm13, zmm19, zmm25
+    vpaddq       zmm14, zmm20, zmm25
+    vpsubq       zmm13, zmm13, zmm21
+    vpsubq       zmm14, zmm14, zmm22
+    vpsrlq       zmm15, zmm13, 32
+    vpsrlq       zmm16, zmm14, 32
+    vpmuludq     zmm19, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52736]
+    vpmuludq     zmm20, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56384]
+    vpmuludq     zmm21, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52672]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56320]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52736]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56384]
     vpsrlq       zmm19, zmm19, 32
     vpsrlq       zmm20, zmm20, 32
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
-    vpaddq       zmm11, zmm11, zmm19
-    vpaddq       zmm12, zmm12, zmm20
-    vpaddq       zmm11, zmm11, zmm21
-    vpaddq       zmm12, zmm12, zmm22
+    vpaddq       zmm15, zmm15, zmm19
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpmullq      zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52608]
+    vpmullq      zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56256]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm13, zmm13, zmm15
+    vpsubq       zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm16, zmm14, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpsubq       zmm15, zmm11, zmm25                 ; csub: after layer 7
+    vpsubq       zmm16, zmm12, zmm25                 ; csub: after layer 7
+    vpminuq      zmm11, zmm11, zmm15
+    vpminuq      zmm12, zmm12, zmm16
+    vpaddq       zmm15, zmm3, zmm17                  ; layer 7
+    vpaddq       zmm16, zmm4, zmm18                  ; layer 7
+    vpaddq       zmm3, zmm3, zmm25
+    vpaddq       zmm4, zmm4, zmm25
+    vpsubq       zmm3, zmm3, zmm17
+    vpsubq       zmm4, zmm4, zmm18
+    vpsrlq       zmm17, zmm3, 32
+    vpsrlq       zmm18, zmm4, 32
+    vpmuludq     zmm19, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52928]
+    vpmuludq     zmm20, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56576]
+    vpmuludq     zmm21, zmm17, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52864]
+    vpmuludq     zmm22, zmm18, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56512]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52928]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56576]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm17, zmm17, zmm19
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52800]
+    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56448]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm3, zmm3, zmm17
+    vpsubq       zmm4, zmm4, zmm18
+    vpsubq       zmm17, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm18, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm17
+    vpminuq      zmm4, zmm4, zmm18
+    vpsubq       zmm17, zmm15, zmm25                 ; csub: after layer 7
+    vpsubq       zmm18, zmm16, zmm25                 ; csub: after layer 7
+    vpminuq      zmm15, zmm15, zmm17
+    vpminuq      zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm5, zmm7                   ; layer 7
+    vpaddq       zmm18, zmm6, zmm8                   ; layer 7
+    vpaddq       zmm5, zmm5, zmm25
+    vpaddq       zmm6, zmm6, zmm25
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsrlq       zmm7, zmm5, 32
+    vpsrlq       zmm8, zmm6, 32
+    vpmuludq     zmm19, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53120]
+    vpmuludq     zmm20, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56768]
+    vpmuludq     zmm21, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53056]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56704]
+    vpmuludq     zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53120]
+    vpmuludq     zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56768]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm7, zmm7, zmm19
+    vpaddq       zmm8, zmm8, zmm20
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
     vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 52992]
     vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56640]
-    vpmullq      zmm11, zmm11, zmm2
-    vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm5, zmm5, zmm11
-    vpsubq       zmm6, zmm6, zmm12
-    vpsubq       zmm11, zmm5, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm6, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm11
-    vpminuq      zmm6, zmm6, zmm12
-    vpsubq       zmm11, zmm7, zmm25                  ; csub: before layer 7
-    vpsubq       zmm12, zmm0, zmm25                  ; csub: before layer 7
-    vpminuq      zmm7, zmm7, zmm11
-    vpminuq      zmm0, zmm0, zmm12
-    vpsubq       zmm11, zmm8, zmm25                  ; csub: before layer 7
-    vpsubq       zmm12, zmm1, zmm25                  ; csub: before layer 7
-    vpminuq      zmm8, zmm8, zmm11
-    vpminuq      zmm1, zmm1, zmm12
-    vpaddq       zmm11, zmm7, zmm8                   ; layer 7
-    vpaddq       zmm12, zmm0, zmm1                   ; layer 7
-    vpaddq       zmm7, zmm7, zmm25
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm5, zmm5, zmm7
+    vpsubq       zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm5, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm8, zmm6, zmm25                   ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm7
+    vpminuq      zmm6, zmm6, zmm8
+    vpsubq       zmm7, zmm17, zmm25                  ; csub: after layer 7
+    vpsubq       zmm8, zmm18, zmm25                  ; csub: after layer 7
+    vpminuq      zmm7, zmm17, zmm7
+    vpminuq      zmm8, zmm18, zmm8
+    vpaddq       zmm17, zmm9, zmm10                  ; layer 7
+    vpaddq       zmm18, zmm0, zmm1                   ; layer 7
+    vpaddq       zmm9, zmm9, zmm25
     vpaddq       zmm0, zmm0, zmm25
-    vpsubq       zmm7, zmm7, zmm8
+    vpsubq       zmm9, zmm9, zmm10
     vpsubq       zmm0, zmm0, zmm1
-    vpsrlq       zmm1, zmm7, 32
-    vpsrlq       zmm8, zmm0, 32
-    vpmuludq     zmm19, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53312]
+    vpsrlq       zmm1, zmm9, 32
+    vpsrlq       zmm10, zmm0, 32
+    vpmuludq     zmm19, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53312]
     vpmuludq     zmm20, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56960]
     vpmuludq     zmm21, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53248]
-    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56896]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56896]
     vpmuludq     zmm1, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53312]
-    vpmuludq     zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56960]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56960]
     vpsrlq       zmm19, zmm19, 32
     vpsrlq       zmm20, zmm20, 32
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
     vpaddq       zmm1, zmm1, zmm19
-    vpaddq       zmm8, zmm8, zmm20
+    vpaddq       zmm10, zmm10, zmm20
     vpaddq       zmm1, zmm1, zmm21
-    vpaddq       zmm8, zmm8, zmm22
-    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53184]
+    vpaddq       zmm10, zmm10, zmm22
+    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53184]
     vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 56832]
     vpmullq      zmm1, zmm1, zmm2
-    vpmullq      zmm8, zmm8, zmm2
+    vpmullq      zmm10, zmm10, zmm2
+    vpsubq       zmm1, zmm9, zmm1
+    vpsubq       zmm0, zmm0, zmm10
+    vpsubq       zmm9, zmm1, zmm25                   ; short quotient: below 2q
+    vpsubq       zmm10, zmm0, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm1, zmm1, zmm9
+    vpminuq      zmm0, zmm0, zmm10
+    vpsubq       zmm9, zmm17, zmm25                  ; csub: after layer 7
+    vpsubq       zmm10, zmm18, zmm25                 ; csub: after layer 7
+    vpminuq      zmm9, zmm17, zmm9
+    vpminuq      zmm10, zmm18, zmm10
+    vshufi64x2   zmm17, zmm11, zmm13, 68
+    vshufi64x2   zmm18, zmm12, zmm14, 68
+    vshufi64x2   zmm11, zmm11, zmm13, 238
+    vshufi64x2   zmm12, zmm12, zmm14, 238
+    vshufi64x2   zmm13, zmm15, zmm3, 68
+    vshufi64x2   zmm14, zmm16, zmm4, 68
+    vshufi64x2   zmm3, zmm15, zmm3, 238
+    vshufi64x2   zmm4, zmm16, zmm4, 238
+    vshufi64x2   zmm15, zmm7, zmm5, 68
+    vshufi64x2   zmm16, zmm8, zmm6, 68
+    vshufi64x2   zmm5, zmm7, zmm5, 238
+    vshufi64x2   zmm6, zmm8, zmm6, 238
+    vshufi64x2   zmm7, zmm9, zmm1, 68
+    vshufi64x2   zmm8, zmm10, zmm0, 68
+    vshufi64x2   zmm1, zmm9, zmm1, 238
+    vshufi64x2   zmm0, zmm10, zmm0, 238
+    vpaddq       zmm9, zmm17, zmm11                  ; layer 6
+    vpaddq       zmm10, zmm18, zmm12                 ; layer 6
+    vpaddq       zmm17, zmm17, zmm25
+    vpaddq       zmm18, zmm18, zmm25
+    vpsubq       zmm11, zmm17, zmm11
+    vpsubq       zmm12, zmm18, zmm12
+    vpsrlq       zmm17, zmm11, 32
+    vpsrlq       zmm18, zmm12, 32
+    vpmuludq     zmm19, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53504]
+    vpmuludq     zmm20, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57152]
+    vpmuludq     zmm21, zmm17, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53440]
+    vpmuludq     zmm22, zmm18, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57088]
+    vpmuludq     zmm17, zmm17, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53504]
+    vpmuludq     zmm18, zmm18, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57152]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm17, zmm17, zmm19
+    vpaddq       zmm18, zmm18, zmm20
+    vpaddq       zmm17, zmm17, zmm21
+    vpaddq       zmm18, zmm18, zmm22
+    vpmullq      zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53376]
+    vpmullq      zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57024]
+    vpmullq      zmm17, zmm17, zmm2
+    vpmullq      zmm18, zmm18, zmm2
+    vpsubq       zmm11, zmm11, zmm17
+    vpsubq       zmm12, zmm12, zmm18
+    vpsubq       zmm17, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm18, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm17
+    vpminuq      zmm12, zmm12, zmm18
+    vpaddq       zmm17, zmm13, zmm3                  ; layer 6
+    vpaddq       zmm18, zmm14, zmm4                  ; layer 6
+    vpaddq       zmm13, zmm13, zmm25
+    vpaddq       zmm14, zmm14, zmm25
+    vpsubq       zmm3, zmm13, zmm3
+    vpsubq       zmm4, zmm14, zmm4
+    vpsrlq       zmm13, zmm3, 32
+    vpsrlq       zmm14, zmm4, 32
+    vpmuludq     zmm19, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53696]
+    vpmuludq     zmm20, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57344]
+    vpmuludq     zmm21, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53632]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57280]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53696]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57344]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm13, zmm13, zmm19
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53568]
+    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57216]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm3, zmm3, zmm13
+    vpsubq       zmm4, zmm4, zmm14
+    vpsubq       zmm13, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm13
+    vpminuq      zmm4, zmm4, zmm14
+    vpaddq       zmm13, zmm15, zmm5                  ; layer 6
+    vpaddq       zmm14, zmm16, zmm6                  ; layer 6
+    vpaddq       zmm15, zmm15, zmm25
+    vpaddq       zmm16, zmm16, zmm25
+    vpsubq       zmm5, zmm15, zmm5
+    vpsubq       zmm6, zmm16, zmm6
+    vpsrlq       zmm15, zmm5, 32
+    vpsrlq       zmm16, zmm6, 32
+    vpmuludq     zmm19, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53888]
+    vpmuludq     zmm20, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57536]
+    vpmuludq     zmm21, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53824]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57472]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53888]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57536]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm15, zmm15, zmm19
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
+    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53760]
+    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57408]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm5, zmm5, zmm15
+    vpsubq       zmm6, zmm6, zmm16
+    vpsubq       zmm15, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm15
+    vpminuq      zmm6, zmm6, zmm16
+    vpaddq       zmm15, zmm7, zmm1                   ; layer 6
+    vpaddq       zmm16, zmm8, zmm0                   ; layer 6
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
     vpsubq       zmm1, zmm7, zmm1
+    vpsubq       zmm0, zmm8, zmm0
+    vpsrlq       zmm7, zmm1, 32
+    vpsrlq       zmm8, zmm0, 32
+    vpmuludq     zmm19, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54080]
+    vpmuludq     zmm20, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57728]
+    vpmuludq     zmm21, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54016]
+    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57664]
+    vpmuludq     zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54080]
+    vpmuludq     zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57728]
+    vpsrlq       zmm19, zmm19, 32
+    vpsrlq       zmm20, zmm20, 32
+    vpsrlq       zmm21, zmm21, 32
+    vpsrlq       zmm22, zmm22, 32
+    vpaddq       zmm7, zmm7, zmm19
+    vpaddq       zmm8, zmm8, zmm20
+    vpaddq       zmm7, zmm7, zmm21
+    vpaddq       zmm8, zmm8, zmm22
+    vpmullq      zmm1, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53952]
+    vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57600]
+    vpmullq      zmm7, zmm7, zmm2
+    vpmullq      zmm8, zmm8, zmm2
+    vpsubq       zmm1, zmm1, zmm7
     vpsubq       zmm0, zmm0, zmm8
     vpsubq       zmm7, zmm1, zmm25                   ; short quotient: below 2q
     vpsubq       zmm8, zmm0, zmm25                   ; short quotient: below 2q
     vpminuq      zmm1, zmm1, zmm7
     vpminuq      zmm0, zmm0, zmm8
-    vshufi64x2   zmm7, zmm13, zmm9, 68
-    vshufi64x2   zmm8, zmm14, zmm10, 68
-    vshufi64x2   zmm9, zmm13, zmm9, 238
-    vshufi64x2   zmm10, zmm14, zmm10, 238
-    vshufi64x2   zmm13, zmm15, zmm3, 68
-    vshufi64x2   zmm14, zmm16, zmm4, 68
-    vshufi64x2   zmm3, zmm15, zmm3, 238
-    vshufi64x2   zmm4, zmm16, zmm4, 238
-    vshufi64x2   zmm15, zmm17, zmm5, 68
-    vshufi64x2   zmm16, zmm18, zmm6, 68
-    vshufi64x2   zmm5, zmm17, zmm5, 238
-    vshufi64x2   zmm6, zmm18, zmm6, 238
-    vshufi64x2   zmm17, zmm11, zmm1, 68
-    vshufi64x2   zmm18, zmm12, zmm0, 68
-    vshufi64x2   zmm1, zmm11, zmm1, 238
-    vshufi64x2   zmm0, zmm12, zmm0, 238
-    vpsubq       zmm11, zmm7, zmm25                  ; csub: before layer 6
-    vpsubq       zmm12, zmm8, zmm25                  ; csub: before layer 6
-    vpminuq      zmm7, zmm7, zmm11
-    vpminuq      zmm8, zmm8, zmm12
-    vpsubq       zmm11, zmm9, zmm25                  ; csub: before layer 6
-    vpsubq       zmm12, zmm10, zmm25                 ; csub: before layer 6
-    vpminuq      zmm9, zmm9, zmm11
-    vpminuq      zmm10, zmm10, zmm12
-    vpaddq       zmm11, zmm7, zmm9                   ; layer 6
-    vpaddq       zmm12, zmm8, zmm10                  ; layer 6
+    vpsubq       zmm7, zmm9, zmm25                   ; csub: before layer 5
+    vpsubq       zmm8, zmm10, zmm25                  ; csub: before layer 5
+    vpminuq      zmm7, zmm9, zmm7
+    vpminuq      zmm8, zmm10, zmm8
+    vpsubq       zmm9, zmm17, zmm25                  ; csub: before layer 5
+    vpsubq       zmm10, zmm18, zmm25                 ; csub: before layer 5
+    vpminuq      zmm9, zmm17, zmm9
+    vpminuq      zmm10, zmm18, zmm10
+    vpaddq       zmm17, zmm7, zmm9                   ; layer 5
+    vpaddq       zmm18, zmm8, zmm10                  ; layer 5
     vpaddq       zmm7, zmm7, zmm25
     vpaddq       zmm8, zmm8, zmm25
     vpsubq       zmm7, zmm7, zmm9
     vpsubq       zmm8, zmm8, zmm10
     vpsrlq       zmm9, zmm7, 32
     vpsrlq       zmm10, zmm8, 32
-    vpmuludq     zmm19, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53504]
-    vpmuludq     zmm20, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57152]
-    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53440]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57088]
-    vpmuludq     zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53504]
-    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57152]
+    vpmuludq     zmm19, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54272]
+    vpmuludq     zmm20, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57920]
+    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54208]
+    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57856]
+    vpmuludq     zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54272]
+    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57920]
     vpsrlq       zmm19, zmm19, 32
     vpsrlq       zmm20, zmm20, 32
     vpsrlq       zmm21, zmm21, 32
@@ -12609,8 +12721,8 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm10, zmm10, zmm20
     vpaddq       zmm9, zmm9, zmm21
     vpaddq       zmm10, zmm10, zmm22
-    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53376]
-    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57024]
+    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54144]
+    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57792]
     vpmullq      zmm9, zmm9, zmm2
     vpmullq      zmm10, zmm10, zmm2
     vpsubq       zmm7, zmm7, zmm9
@@ -12619,144 +12731,16 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpsubq       zmm10, zmm8, zmm25                  ; short quotient: below 2q
     vpminuq      zmm7, zmm7, zmm9
     vpminuq      zmm8, zmm8, zmm10
-    vpsubq       zmm9, zmm13, zmm25                  ; csub: before layer 6
-    vpsubq       zmm10, zmm14, zmm25                 ; csub: before layer 6
-    vpminuq      zmm9, zmm13, zmm9
-    vpminuq      zmm10, zmm14, zmm10
-    vpsubq       zmm13, zmm3, zmm25                  ; csub: before layer 6
-    vpsubq       zmm14, zmm4, zmm25                  ; csub: before layer 6
-    vpminuq      zmm3, zmm3, zmm13
-    vpminuq      zmm4, zmm4, zmm14
-    vpaddq       zmm13, zmm9, zmm3                   ; layer 6
-    vpaddq       zmm14, zmm10, zmm4                  ; layer 6
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm10, zmm10, zmm25
-    vpsubq       zmm3, zmm9, zmm3
-    vpsubq       zmm4, zmm10, zmm4
-    vpsrlq       zmm9, zmm3, 32
-    vpsrlq       zmm10, zmm4, 32
-    vpmuludq     zmm19, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53696]
-    vpmuludq     zmm20, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57344]
-    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53632]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57280]
-    vpmuludq     zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53696]
-    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57344]
-    vpsrlq       zmm19, zmm19, 32
-    vpsrlq       zmm20, zmm20, 32
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpaddq       zmm9, zmm9, zmm19
-    vpaddq       zmm10, zmm10, zmm20
-    vpaddq       zmm9, zmm9, zmm21
-    vpaddq       zmm10, zmm10, zmm22
-    vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53568]
-    vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57216]
-    vpmullq      zmm9, zmm9, zmm2
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm3, zmm3, zmm9
-    vpsubq       zmm4, zmm4, zmm10
-    vpsubq       zmm9, zmm3, zmm25                   ; short quotient: below 2q
-    vpsubq       zmm10, zmm4, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm9
-    vpminuq      zmm4, zmm4, zmm10
-    vpsubq       zmm9, zmm15, zmm25                  ; csub: before layer 6
-    vpsubq       zmm10, zmm16, zmm25                 ; csub: before layer 6
-    vpminuq      zmm9, zmm15, zmm9
-    vpminuq      zmm10, zmm16, zmm10
-    vpsubq       zmm15, zmm5, zmm25                  ; csub: before layer 6
-    vpsubq       zmm16, zmm6, zmm25                  ; csub: before layer 6
-    vpminuq      zmm5, zmm5, zmm15
-    vpminuq      zmm6, zmm6, zmm16
-    vpaddq       zmm15, zmm9, zmm5                   ; layer 6
-    vpaddq       zmm16, zmm10, zmm6                  ; layer 6
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm10, zmm10, zmm25
-    vpsubq       zmm5, zmm9, zmm5
-    vpsubq       zmm6, zmm10, zmm6
-    vpsrlq       zmm9, zmm5, 32
-    vpsrlq       zmm10, zmm6, 32
-    vpmuludq     zmm19, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53888]
-    vpmuludq     zmm20, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57536]
-    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53824]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57472]
-    vpmuludq     zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53888]
-    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57536]
-    vpsrlq       zmm19, zmm19, 32
-    vpsrlq       zmm20, zmm20, 32
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpaddq       zmm9, zmm9, zmm19
-    vpaddq       zmm10, zmm10, zmm20
-    vpaddq       zmm9, zmm9, zmm21
-    vpaddq       zmm10, zmm10, zmm22
-    vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53760]
-    vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57408]
-    vpmullq      zmm9, zmm9, zmm2
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm5, zmm5, zmm9
-    vpsubq       zmm6, zmm6, zmm10
-    vpsubq       zmm9, zmm5, zmm25                   ; short quotient: below 2q
-    vpsubq       zmm10, zmm6, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm9
-    vpminuq      zmm6, zmm6, zmm10
-    vpsubq       zmm9, zmm17, zmm25                  ; csub: before layer 6
-    vpsubq       zmm10, zmm18, zmm25                 ; csub: before layer 6
-    vpminuq      zmm9, zmm17, zmm9
-    vpminuq      zmm10, zmm18, zmm10
-    vpsubq       zmm17, zmm1, zmm25                  ; csub: before layer 6
-    vpsubq       zmm18, zmm0, zmm25                  ; csub: before layer 6
-    vpminuq      zmm1, zmm1, zmm17
-    vpminuq      zmm0, zmm0, zmm18
-    vpaddq       zmm17, zmm9, zmm1                   ; layer 6
-    vpaddq       zmm18, zmm10, zmm0                  ; layer 6
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm10, zmm10, zmm25
-    vpsubq       zmm1, zmm9, zmm1
-    vpsubq       zmm0, zmm10, zmm0
-    vpsrlq       zmm9, zmm1, 32
-    vpsrlq       zmm10, zmm0, 32
-    vpmuludq     zmm19, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54080]
-    vpmuludq     zmm20, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57728]
-    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54016]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57664]
-    vpmuludq     zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54080]
-    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57728]
-    vpsrlq       zmm19, zmm19, 32
-    vpsrlq       zmm20, zmm20, 32
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpaddq       zmm9, zmm9, zmm19
-    vpaddq       zmm10, zmm10, zmm20
-    vpaddq       zmm9, zmm9, zmm21
-    vpaddq       zmm10, zmm10, zmm22
-    vpmullq      zmm1, zmm1, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 53952]
-    vpmullq      zmm0, zmm0, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57600]
-    vpmullq      zmm9, zmm9, zmm2
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm1, zmm1, zmm9
-    vpsubq       zmm0, zmm0, zmm10
-    vpsubq       zmm9, zmm1, zmm25                   ; short quotient: below 2q
-    vpsubq       zmm10, zmm0, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm1, zmm1, zmm9
-    vpminuq      zmm0, zmm0, zmm10
-    vpsubq       zmm9, zmm11, zmm25                  ; csub: before layer 5
-    vpsubq       zmm10, zmm12, zmm25                 ; csub: before layer 5
-    vpminuq      zmm9, zmm11, zmm9
-    vpminuq      zmm10, zmm12, zmm10
-    vpsubq       zmm11, zmm13, zmm25                 ; csub: before layer 5
-    vpsubq       zmm12, zmm14, zmm25                 ; csub: before layer 5
-    vpminuq      zmm11, zmm13, zmm11
-    vpminuq      zmm12, zmm14, zmm12
-    vpaddq       zmm13, zmm9, zmm11                  ; layer 5
-    vpaddq       zmm14, zmm10, zmm12                 ; layer 5
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm10, zmm10, zmm25
-    vpsubq       zmm9, zmm9, zmm11
-    vpsubq       zmm10, zmm10, zmm12
-    vpsrlq       zmm11, zmm9, 32
-    vpsrlq       zmm12, zmm10, 32
-    vpmuludq     zmm19, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54272]
-    vpmuludq     zmm20, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57920]
+    vpaddq       zmm9, zmm11, zmm3                   ; layer 5
+    vpaddq       zmm10, zmm12, zmm4                  ; layer 5
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm3, zmm11, zmm3
+    vpsubq       zmm4, zmm12, zmm4
+    vpsrlq       zmm11, zmm3, 32
+    vpsrlq       zmm12, zmm4, 32
+    vpmuludq     zmm19, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54272]
+    vpmuludq     zmm20, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57920]
     vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54208]
     vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57856]
     vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54272]
@@ -12769,90 +12753,58 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm12, zmm12, zmm20
     vpaddq       zmm11, zmm11, zmm21
     vpaddq       zmm12, zmm12, zmm22
-    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54144]
-    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57792]
-    vpmullq      zmm11, zmm11, zmm2
-    vpmullq      zmm12, zmm12, zmm2
-    vpsubq       zmm9, zmm9, zmm11
-    vpsubq       zmm10, zmm10, zmm12
-    vpsubq       zmm11, zmm9, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm12, zmm10, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm9, zmm9, zmm11
-    vpminuq      zmm10, zmm10, zmm12
-    vpaddq       zmm11, zmm7, zmm3                   ; layer 5
-    vpaddq       zmm12, zmm8, zmm4                   ; layer 5
-    vpaddq       zmm7, zmm7, zmm25
-    vpaddq       zmm8, zmm8, zmm25
-    vpsubq       zmm3, zmm7, zmm3
-    vpsubq       zmm4, zmm8, zmm4
-    vpsrlq       zmm7, zmm3, 32
-    vpsrlq       zmm8, zmm4, 32
-    vpmuludq     zmm19, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54272]
-    vpmuludq     zmm20, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57920]
-    vpmuludq     zmm21, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54208]
-    vpmuludq     zmm22, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57856]
-    vpmuludq     zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54272]
-    vpmuludq     zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57920]
-    vpsrlq       zmm19, zmm19, 32
-    vpsrlq       zmm20, zmm20, 32
-    vpsrlq       zmm21, zmm21, 32
-    vpsrlq       zmm22, zmm22, 32
-    vpaddq       zmm7, zmm7, zmm19
-    vpaddq       zmm8, zmm8, zmm20
-    vpaddq       zmm7, zmm7, zmm21
-    vpaddq       zmm8, zmm8, zmm22
     vpmullq      zmm3, zmm3, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54144]
     vpmullq      zmm4, zmm4, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57792]
-    vpmullq      zmm7, zmm7, zmm2
-    vpmullq      zmm8, zmm8, zmm2
-    vpsubq       zmm3, zmm3, zmm7
-    vpsubq       zmm4, zmm4, zmm8
-    vpsubq       zmm7, zmm3, zmm25                   ; short quotient: below 2q
-    vpsubq       zmm8, zmm4, zmm25                   ; short quotient: below 2q
-    vpminuq      zmm3, zmm3, zmm7
-    vpminuq      zmm4, zmm4, zmm8
-    vpsubq       zmm7, zmm15, zmm25                  ; csub: before layer 5
-    vpsubq       zmm8, zmm16, zmm25                  ; csub: before layer 5
-    vpminuq      zmm7, zmm15, zmm7
-    vpminuq      zmm8, zmm16, zmm8
-    vpsubq       zmm15, zmm17, zmm25                 ; csub: before layer 5
-    vpsubq       zmm16, zmm18, zmm25                 ; csub: before layer 5
-    vpminuq      zmm15, zmm17, zmm15
-    vpminuq      zmm16, zmm18, zmm16
-    vpaddq       zmm17, zmm7, zmm15                  ; layer 5
-    vpaddq       zmm18, zmm8, zmm16                  ; layer 5
-    vpaddq       zmm7, zmm7, zmm25
-    vpaddq       zmm8, zmm8, zmm25
-    vpsubq       zmm7, zmm7, zmm15
-    vpsubq       zmm8, zmm8, zmm16
-    vpsrlq       zmm15, zmm7, 32
-    vpsrlq       zmm16, zmm8, 32
-    vpmuludq     zmm19, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54464]
-    vpmuludq     zmm20, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58112]
-    vpmuludq     zmm21, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54400]
-    vpmuludq     zmm22, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58048]
-    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54464]
-    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58112]
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm3, zmm3, zmm11
+    vpsubq       zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm3, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm4, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm3, zmm3, zmm11
+    vpminuq      zmm4, zmm4, zmm12
+    vpsubq       zmm11, zmm13, zmm25                 ; csub: before layer 5
+    vpsubq       zmm12, zmm14, zmm25                 ; csub: before layer 5
+    vpminuq      zmm11, zmm13, zmm11
+    vpminuq      zmm12, zmm14, zmm12
+    vpsubq       zmm13, zmm15, zmm25                 ; csub: before layer 5
+    vpsubq       zmm14, zmm16, zmm25                 ; csub: before layer 5
+    vpminuq      zmm13, zmm15, zmm13
+    vpminuq      zmm14, zmm16, zmm14
+    vpaddq       zmm15, zmm11, zmm13                 ; layer 5
+    vpaddq       zmm16, zmm12, zmm14                 ; layer 5
+    vpaddq       zmm11, zmm11, zmm25
+    vpaddq       zmm12, zmm12, zmm25
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsrlq       zmm13, zmm11, 32
+    vpsrlq       zmm14, zmm12, 32
+    vpmuludq     zmm19, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54464]
+    vpmuludq     zmm20, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58112]
+    vpmuludq     zmm21, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54400]
+    vpmuludq     zmm22, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58048]
+    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54464]
+    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58112]
     vpsrlq       zmm19, zmm19, 32
     vpsrlq       zmm20, zmm20, 32
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
-    vpaddq       zmm15, zmm15, zmm19
-    vpaddq       zmm16, zmm16, zmm20
-    vpaddq       zmm15, zmm15, zmm21
-    vpaddq       zmm16, zmm16, zmm22
-    vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54336]
-    vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57984]
-    vpmullq      zmm15, zmm15, zmm2
-    vpmullq      zmm16, zmm16, zmm2
-    vpsubq       zmm7, zmm7, zmm15
-    vpsubq       zmm8, zmm8, zmm16
-    vpsubq       zmm15, zmm7, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm16, zmm8, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm15
-    vpminuq      zmm8, zmm8, zmm16
-    vpaddq       zmm15, zmm5, zmm1                   ; layer 5
-    vpaddq       zmm16, zmm6, zmm0                   ; layer 5
+    vpaddq       zmm13, zmm13, zmm19
+    vpaddq       zmm14, zmm14, zmm20
+    vpaddq       zmm13, zmm13, zmm21
+    vpaddq       zmm14, zmm14, zmm22
+    vpmullq      zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54336]
+    vpmullq      zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 57984]
+    vpmullq      zmm13, zmm13, zmm2
+    vpmullq      zmm14, zmm14, zmm2
+    vpsubq       zmm11, zmm11, zmm13
+    vpsubq       zmm12, zmm12, zmm14
+    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
+    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm11, zmm11, zmm13
+    vpminuq      zmm12, zmm12, zmm14
+    vpaddq       zmm13, zmm5, zmm1                   ; layer 5
+    vpaddq       zmm14, zmm6, zmm0                   ; layer 5
     vpaddq       zmm5, zmm5, zmm25
     vpaddq       zmm6, zmm6, zmm25
     vpsubq       zmm1, zmm5, zmm1
@@ -12883,64 +12835,64 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpsubq       zmm6, zmm0, zmm25                   ; short quotient: below 2q
     vpminuq      zmm1, zmm1, zmm5
     vpminuq      zmm0, zmm0, zmm6
-    vpsubq       zmm5, zmm13, zmm25                  ; csub: before layer 4
-    vpsubq       zmm6, zmm14, zmm25                  ; csub: before layer 4
-    vpminuq      zmm5, zmm13, zmm5
-    vpminuq      zmm6, zmm14, zmm6
-    vpsubq       zmm13, zmm17, zmm25                 ; csub: before layer 4
-    vpsubq       zmm14, zmm18, zmm25                 ; csub: before layer 4
-    vpminuq      zmm13, zmm17, zmm13
-    vpminuq      zmm14, zmm18, zmm14
-    vpaddq       zmm17, zmm5, zmm13                  ; layer 4
-    vpaddq       zmm18, zmm6, zmm14                  ; layer 4
+    vpsubq       zmm5, zmm17, zmm25                  ; csub: before layer 4
+    vpsubq       zmm6, zmm18, zmm25                  ; csub: before layer 4
+    vpminuq      zmm5, zmm17, zmm5
+    vpminuq      zmm6, zmm18, zmm6
+    vpsubq       zmm17, zmm15, zmm25                 ; csub: before layer 4
+    vpsubq       zmm18, zmm16, zmm25                 ; csub: before layer 4
+    vpminuq      zmm15, zmm15, zmm17
+    vpminuq      zmm16, zmm16, zmm18
+    vpaddq       zmm17, zmm5, zmm15                  ; layer 4
+    vpaddq       zmm18, zmm6, zmm16                  ; layer 4
     vpaddq       zmm5, zmm5, zmm25
     vpaddq       zmm6, zmm6, zmm25
-    vpsubq       zmm5, zmm5, zmm13
-    vpsubq       zmm6, zmm6, zmm14
-    vpsrlq       zmm13, zmm5, 32
-    vpsrlq       zmm14, zmm6, 32
+    vpsubq       zmm5, zmm5, zmm15
+    vpsubq       zmm6, zmm6, zmm16
+    vpsrlq       zmm15, zmm5, 32
+    vpsrlq       zmm16, zmm6, 32
     vpmuludq     zmm19, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
     vpmuludq     zmm20, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
-    vpmuludq     zmm21, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54592]
-    vpmuludq     zmm22, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58240]
-    vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
-    vpmuludq     zmm14, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
+    vpmuludq     zmm21, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54592]
+    vpmuludq     zmm22, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58240]
+    vpmuludq     zmm15, zmm15, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
+    vpmuludq     zmm16, zmm16, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
     vpsrlq       zmm19, zmm19, 32
     vpsrlq       zmm20, zmm20, 32
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
-    vpaddq       zmm13, zmm13, zmm19
-    vpaddq       zmm14, zmm14, zmm20
-    vpaddq       zmm13, zmm13, zmm21
-    vpaddq       zmm14, zmm14, zmm22
+    vpaddq       zmm15, zmm15, zmm19
+    vpaddq       zmm16, zmm16, zmm20
+    vpaddq       zmm15, zmm15, zmm21
+    vpaddq       zmm16, zmm16, zmm22
     vpmullq      zmm5, zmm5, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54528]
     vpmullq      zmm6, zmm6, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58176]
-    vpmullq      zmm13, zmm13, zmm2
-    vpmullq      zmm14, zmm14, zmm2
-    vpsubq       zmm5, zmm5, zmm13
-    vpsubq       zmm6, zmm6, zmm14
-    vpsubq       zmm13, zmm5, zmm25                  ; short quotient: below 2q
-    vpsubq       zmm14, zmm6, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm5, zmm5, zmm13
-    vpminuq      zmm6, zmm6, zmm14
-    vpsubq       zmm13, zmm11, zmm25                 ; csub: before layer 4
-    vpsubq       zmm14, zmm12, zmm25                 ; csub: before layer 4
-    vpminuq      zmm11, zmm11, zmm13
-    vpminuq      zmm12, zmm12, zmm14
-    vpsubq       zmm13, zmm15, zmm25                 ; csub: before layer 4
-    vpsubq       zmm14, zmm16, zmm25                 ; csub: before layer 4
-    vpminuq      zmm13, zmm15, zmm13
-    vpminuq      zmm14, zmm16, zmm14
-    vpaddq       zmm15, zmm11, zmm13                 ; layer 4
-    vpaddq       zmm16, zmm12, zmm14                 ; layer 4
-    vpaddq       zmm11, zmm11, zmm25
-    vpaddq       zmm12, zmm12, zmm25
-    vpsubq       zmm11, zmm11, zmm13
-    vpsubq       zmm12, zmm12, zmm14
-    vpsrlq       zmm13, zmm11, 32
-    vpsrlq       zmm14, zmm12, 32
-    vpmuludq     zmm19, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
-    vpmuludq     zmm20, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
+    vpmullq      zmm15, zmm15, zmm2
+    vpmullq      zmm16, zmm16, zmm2
+    vpsubq       zmm5, zmm5, zmm15
+    vpsubq       zmm6, zmm6, zmm16
+    vpsubq       zmm15, zmm5, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm16, zmm6, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm5, zmm5, zmm15
+    vpminuq      zmm6, zmm6, zmm16
+    vpsubq       zmm15, zmm9, zmm25                  ; csub: before layer 4
+    vpsubq       zmm16, zmm10, zmm25                 ; csub: before layer 4
+    vpminuq      zmm9, zmm9, zmm15
+    vpminuq      zmm10, zmm10, zmm16
+    vpsubq       zmm15, zmm13, zmm25                 ; csub: before layer 4
+    vpsubq       zmm16, zmm14, zmm25                 ; csub: before layer 4
+    vpminuq      zmm13, zmm13, zmm15
+    vpminuq      zmm14, zmm14, zmm16
+    vpaddq       zmm15, zmm9, zmm13                  ; layer 4
+    vpaddq       zmm16, zmm10, zmm14                 ; layer 4
+    vpaddq       zmm9, zmm9, zmm25
+    vpaddq       zmm10, zmm10, zmm25
+    vpsubq       zmm9, zmm9, zmm13
+    vpsubq       zmm10, zmm10, zmm14
+    vpsrlq       zmm13, zmm9, 32
+    vpsrlq       zmm14, zmm10, 32
+    vpmuludq     zmm19, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
+    vpmuludq     zmm20, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
     vpmuludq     zmm21, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54592]
     vpmuludq     zmm22, zmm14, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58240]
     vpmuludq     zmm13, zmm13, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
@@ -12953,50 +12905,50 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vpaddq       zmm14, zmm14, zmm20
     vpaddq       zmm13, zmm13, zmm21
     vpaddq       zmm14, zmm14, zmm22
-    vpmullq      zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54528]
-    vpmullq      zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58176]
+    vpmullq      zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54528]
+    vpmullq      zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58176]
     vpmullq      zmm13, zmm13, zmm2
     vpmullq      zmm14, zmm14, zmm2
-    vpsubq       zmm11, zmm11, zmm13
-    vpsubq       zmm12, zmm12, zmm14
-    vpsubq       zmm13, zmm11, zmm25                 ; short quotient: below 2q
-    vpsubq       zmm14, zmm12, zmm25                 ; short quotient: below 2q
-    vpminuq      zmm11, zmm11, zmm13
-    vpminuq      zmm12, zmm12, zmm14
-    vpaddq       zmm13, zmm9, zmm7                   ; layer 4
-    vpaddq       zmm14, zmm10, zmm8                  ; layer 4
-    vpaddq       zmm9, zmm9, zmm25
-    vpaddq       zmm10, zmm10, zmm25
-    vpsubq       zmm7, zmm9, zmm7
-    vpsubq       zmm8, zmm10, zmm8
-    vpsrlq       zmm9, zmm7, 32
-    vpsrlq       zmm10, zmm8, 32
+    vpsubq       zmm9, zmm9, zmm13
+    vpsubq       zmm10, zmm10, zmm14
+    vpsubq       zmm13, zmm9, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm14, zmm10, zmm25                 ; short quotient: below 2q
+    vpminuq      zmm9, zmm9, zmm13
+    vpminuq      zmm10, zmm10, zmm14
+    vpaddq       zmm13, zmm7, zmm11                  ; layer 4
+    vpaddq       zmm14, zmm8, zmm12                  ; layer 4
+    vpaddq       zmm7, zmm7, zmm25
+    vpaddq       zmm8, zmm8, zmm25
+    vpsubq       zmm7, zmm7, zmm11
+    vpsubq       zmm8, zmm8, zmm12
+    vpsrlq       zmm11, zmm7, 32
+    vpsrlq       zmm12, zmm8, 32
     vpmuludq     zmm19, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
     vpmuludq     zmm20, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
-    vpmuludq     zmm21, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54592]
-    vpmuludq     zmm22, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58240]
-    vpmuludq     zmm9, zmm9, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
-    vpmuludq     zmm10, zmm10, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
+    vpmuludq     zmm21, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54592]
+    vpmuludq     zmm22, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58240]
+    vpmuludq     zmm11, zmm11, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54656]
+    vpmuludq     zmm12, zmm12, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58304]
     vpsrlq       zmm19, zmm19, 32
     vpsrlq       zmm20, zmm20, 32
     vpsrlq       zmm21, zmm21, 32
     vpsrlq       zmm22, zmm22, 32
-    vpaddq       zmm9, zmm9, zmm19
-    vpaddq       zmm10, zmm10, zmm20
-    vpaddq       zmm9, zmm9, zmm21
-    vpaddq       zmm10, zmm10, zmm22
+    vpaddq       zmm11, zmm11, zmm19
+    vpaddq       zmm12, zmm12, zmm20
+    vpaddq       zmm11, zmm11, zmm21
+    vpaddq       zmm12, zmm12, zmm22
     vpmullq      zmm7, zmm7, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 54528]
     vpmullq      zmm8, zmm8, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 + 58176]
-    vpmullq      zmm9, zmm9, zmm2
-    vpmullq      zmm10, zmm10, zmm2
-    vpsubq       zmm7, zmm7, zmm9
-    vpsubq       zmm8, zmm8, zmm10
-    vpsubq       zmm9, zmm7, zmm25                   ; short quotient: below 2q
-    vpsubq       zmm10, zmm8, zmm25                  ; short quotient: below 2q
-    vpminuq      zmm7, zmm7, zmm9
-    vpminuq      zmm8, zmm8, zmm10
-    vpaddq       zmm9, zmm3, zmm1                    ; layer 4
-    vpaddq       zmm10, zmm4, zmm0                   ; layer 4
+    vpmullq      zmm11, zmm11, zmm2
+    vpmullq      zmm12, zmm12, zmm2
+    vpsubq       zmm7, zmm7, zmm11
+    vpsubq       zmm8, zmm8, zmm12
+    vpsubq       zmm11, zmm7, zmm25                  ; short quotient: below 2q
+    vpsubq       zmm12, zmm8, zmm25                  ; short quotient: below 2q
+    vpminuq      zmm7, zmm7, zmm11
+    vpminuq      zmm8, zmm8, zmm12
+    vpaddq       zmm11, zmm3, zmm1                   ; layer 4
+    vpaddq       zmm12, zmm4, zmm0                   ; layer 4
     vpaddq       zmm3, zmm3, zmm25
     vpaddq       zmm4, zmm4, zmm25
     vpsubq       zmm1, zmm3, zmm1
@@ -13033,12 +12985,12 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
     vmovdqu64    [rdi + 7744], zmm16
     vmovdqu64    [rdi + 7296], zmm13
     vmovdqu64    [rdi + 7808], zmm14
-    vmovdqu64    [rdi + 7360], zmm9
-    vmovdqu64    [rdi + 7872], zmm10
+    vmovdqu64    [rdi + 7360], zmm11
+    vmovdqu64    [rdi + 7872], zmm12
     vmovdqu64    [rdi + 7424], zmm5
     vmovdqu64    [rdi + 7936], zmm6
-    vmovdqu64    [rdi + 7488], zmm11
-    vmovdqu64    [rdi + 8000], zmm12
+    vmovdqu64    [rdi + 7488], zmm9
+    vmovdqu64    [rdi + 8000], zmm10
     vmovdqu64    [rdi + 7552], zmm7
     vmovdqu64    [rdi + 8064], zmm8
     vmovdqu64    [rdi + 7616], zmm1
@@ -25414,11 +25366,11 @@ kg_nfl4611686018326724609_basemul_avx2:
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rsi, rdi, flags
-;   loops: 32 x 771 and 8 x 281 (each holding 4 x 142 and 4 x 132) and 16 x 413 and 15 x 393 instructions (repeated groups rolled: 45955 instructions run, 2267 written)
+;   loops: 32 x 763 and 8 x 281 (each holding 4 x 142 and 4 x 132) and 16 x 413 and 15 x 393 instructions (repeated groups rolled: 45699 instructions run, 2259 written)
 ;
 ; reduction schedule:
-;   policy index, harvey reduction, 1152 vector reductions
-;   before layer 7: 256 register(s), smallest indices 0,4,8,12,16,20,24,28,32,36,40,44,48,52,56,60,64,68,72,76,80,84,88,92,96,100,104,108,112,116,120,124,128,132,136,140,144,148,152,156,160,164,168,172,176,180,184,188,192,196,200,204,208,212,216,220,224,228,232,236,240,244,248,252,256,260,264,268,272,276,280,284,288,292,296,300,304,308,312,316,320,324,328,332,336,340,344,348,352,356,360,364,368,372,376,380,384,388,392,396,400,404,408,412,416,420,424,428,432,436,440,444,448,452,456,460,464,468,472,476,480,484,488,492,496,500,504,508,512,516,520,524,528,532,536,540,544,548,552,556,560,564,568,572,576,580,584,588,592,596,600,604,608,612,616,620,624,628,632,636,640,644,648,652,656,660,664,668,672,676,680,684,688,692,696,700,704,708,712,716,720,724,728,732,736,740,744,748,752,756,760,764,768,772,776,780,784,788,792,796,800,804,808,812,816,820,824,828,832,836,840,844,848,852,856,860,864,868,872,876,880,884,888,892,896,900,904,908,912,916,920,924,928,932,936,940,944,948,952,956,960,964,968,972,976,980,984,988,992,996,1000,1004,1008,1012,1016,1020
+;   policy index, harvey reduction, 1024 vector reductions
+;   after layer 8 (its sums, for the next layer): 128 register(s), smallest indices 0,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120,128,136,144,152,160,168,176,184,192,200,208,216,224,232,240,248,256,264,272,280,288,296,304,312,320,328,336,344,352,360,368,376,384,392,400,408,416,424,432,440,448,456,464,472,480,488,496,504,512,520,528,536,544,552,560,568,576,584,592,600,608,616,624,632,640,648,656,664,672,680,688,696,704,712,720,728,736,744,752,760,768,776,784,792,800,808,816,824,832,840,848,856,864,872,880,888,896,904,912,920,928,936,944,952,960,968,976,984,992,1000,1008,1016
 ;   before layer 6: 128 register(s), smallest indices 0,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120,128,136,144,152,160,168,176,184,192,200,208,216,224,232,240,248,256,264,272,280,288,296,304,312,320,328,336,344,352,360,368,376,384,392,400,408,416,424,432,440,448,456,464,472,480,488,496,504,512,520,528,536,544,552,560,568,576,584,592,600,608,616,624,632,640,648,656,664,672,680,688,696,704,712,720,728,736,744,752,760,768,776,784,792,800,808,816,824,832,840,848,856,864,872,880,888,896,904,912,920,928,936,944,952,960,968,976,984,992,1000,1008,1016
 ;   before layer 5: 128 register(s), smallest indices 0,4,16,20,32,36,48,52,64,68,80,84,96,100,112,116,128,132,144,148,160,164,176,180,192,196,208,212,224,228,240,244,256,260,272,276,288,292,304,308,320,324,336,340,352,356,368,372,384,388,400,404,416,420,432,436,448,452,464,468,480,484,496,500,512,516,528,532,544,548,560,564,576,580,592,596,608,612,624,628,640,644,656,660,672,676,688,692,704,708,720,724,736,740,752,756,768,772,784,788,800,804,816,820,832,836,848,852,864,868,880,884,896,900,912,916,928,932,944,948,960,964,976,980,992,996,1008,1012
 ;   before layer 4: 128 register(s), smallest indices 0,4,8,12,32,36,40,44,64,68,72,76,96,100,104,108,128,132,136,140,160,164,168,172,192,196,200,204,224,228,232,236,256,260,264,268,288,292,296,300,320,324,328,332,352,356,360,364,384,388,392,396,416,420,424,428,448,452,456,460,480,484,488,492,512,516,520,524,544,548,552,556,576,580,584,588,608,612,616,620,640,644,648,652,672,676,680,684,704,708,712,716,736,740,744,748,768,772,776,780,800,804,808,812,832,836,840,844,864,868,872,876,896,900,904,908,928,932,936,940,960,964,968,972,992,996,1000,1004
@@ -25432,7 +25384,7 @@ global kg_nfl4611686018326724609_ntt_inverse_avx2:function KERNGEN_VISIBILITY (k
 align 32
 kg_nfl4611686018326724609_ntt_inverse_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm14, [rel pq_9223372036653449218] ; held in a register: read 2432 times
+    vmovdqu      ymm14, [rel pq_9223372036653449218] ; held in a register: read 2304 times
     vmovdqu      ymm15, [rel pq_4294967295]          ; held in a register: read 1408 times
     vmovdqu      ymm0, [rel pq_4611686018326724609]  ; q = 4611686018326724609
     lea          rcx, [rel kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2] ; the loop's table pointer
@@ -25709,6 +25661,8 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsllq       ymm9, ymm9, 32
     vpaddq       ymm9, ymm11, ymm9
     vpsubq       ymm1, ymm1, ymm9
+    vpsubq       ymm9, ymm8, ymm14                   ; csub: after layer 8
+    vblendvpd    ymm8, ymm9, ymm8, ymm9
     vpaddq       ymm9, ymm5, ymm2                    ; layer 8
     vpaddq       ymm5, ymm14, ymm5
     vpsubq       ymm2, ymm5, ymm2
@@ -25739,7 +25693,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsllq       ymm5, ymm5, 32
     vpaddq       ymm5, ymm11, ymm5
     vpsubq       ymm2, ymm2, ymm5
-    vpaddq       ymm5, ymm6, ymm3                    ; layer 8
+    vpsubq       ymm5, ymm9, ymm14                   ; csub: after layer 8
+    vblendvpd    ymm5, ymm5, ymm9, ymm5
+    vpaddq       ymm9, ymm6, ymm3                    ; layer 8
     vpaddq       ymm6, ymm14, ymm6
     vpsubq       ymm3, ymm6, ymm3
     vpsrlq       ymm6, ymm3, 32
@@ -25769,7 +25725,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsllq       ymm6, ymm6, 32
     vpaddq       ymm6, ymm11, ymm6
     vpsubq       ymm3, ymm3, ymm6
-    vpaddq       ymm6, ymm7, ymm4                    ; layer 8
+    vpsubq       ymm6, ymm9, ymm14                   ; csub: after layer 8
+    vblendvpd    ymm6, ymm6, ymm9, ymm6
+    vpaddq       ymm9, ymm7, ymm4                    ; layer 8
     vpaddq       ymm7, ymm14, ymm7
     vpsubq       ymm4, ymm7, ymm4
     vpsrlq       ymm7, ymm4, 32
@@ -25799,26 +25757,24 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm11, ymm7
     vpsubq       ymm4, ymm4, ymm7
-    vperm2i128   ymm7, ymm8, ymm1, 32
+    vpsubq       ymm7, ymm9, ymm14                   ; csub: after layer 8
+    vblendvpd    ymm7, ymm7, ymm9, ymm7
+    vperm2i128   ymm9, ymm8, ymm1, 32
     vperm2i128   ymm1, ymm8, ymm1, 49
-    vperm2i128   ymm8, ymm9, ymm2, 32
-    vperm2i128   ymm2, ymm9, ymm2, 49
-    vperm2i128   ymm9, ymm5, ymm3, 32
-    vperm2i128   ymm3, ymm5, ymm3, 49
-    vperm2i128   ymm5, ymm6, ymm4, 32
-    vperm2i128   ymm4, ymm6, ymm4, 49
-    vpsubq       ymm6, ymm7, ymm14                   ; csub: before layer 7
-    vblendvpd    ymm6, ymm6, ymm7, ymm6
-    vpsubq       ymm7, ymm1, ymm14                   ; csub: before layer 7
-    vblendvpd    ymm1, ymm7, ymm1, ymm7
-    vpaddq       ymm7, ymm6, ymm1                    ; layer 7
-    vpaddq       ymm6, ymm14, ymm6
-    vpsubq       ymm1, ymm6, ymm1
-    vpsrlq       ymm6, ymm1, 32
+    vperm2i128   ymm8, ymm5, ymm2, 32
+    vperm2i128   ymm2, ymm5, ymm2, 49
+    vperm2i128   ymm5, ymm6, ymm3, 32
+    vperm2i128   ymm3, ymm6, ymm3, 49
+    vperm2i128   ymm6, ymm7, ymm4, 32
+    vperm2i128   ymm4, ymm7, ymm4, 49
+    vpaddq       ymm7, ymm9, ymm1                    ; layer 7
+    vpaddq       ymm9, ymm9, ymm14
+    vpsubq       ymm1, ymm9, ymm1
+    vpsrlq       ymm9, ymm1, 32
     vpmuludq     ymm10, ymm1, [rcx + 1056]
     vpmuludq     ymm11, ymm1, [rcx + 1120]
-    vpmuludq     ymm12, ymm6, [rcx + 1056]
-    vpmuludq     ymm13, ymm6, [rcx + 1120]
+    vpmuludq     ymm12, ymm9, [rcx + 1056]
+    vpmuludq     ymm13, ymm9, [rcx + 1120]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -25829,30 +25785,26 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm10, ymm10, ymm11
     vpmuludq     ymm11, ymm1, [rcx + 1024]
     vpmuludq     ymm1, ymm1, [rcx + 1088]
-    vpmuludq     ymm6, ymm6, [rcx + 1024]
-    vpaddq       ymm1, ymm1, ymm6
+    vpmuludq     ymm9, ymm9, [rcx + 1024]
+    vpaddq       ymm1, ymm9, ymm1
     vpsllq       ymm1, ymm1, 32
     vpaddq       ymm1, ymm11, ymm1
-    vpsrlq       ymm6, ymm10, 32
+    vpsrlq       ymm9, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
     vpmuludq     ymm10, ymm10, [rsi - 128]
-    vpmuludq     ymm6, ymm6, ymm0
-    vpaddq       ymm6, ymm10, ymm6
-    vpsllq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm11, ymm6
-    vpsubq       ymm1, ymm1, ymm6
-    vpsubq       ymm6, ymm8, ymm14                   ; csub: before layer 7
-    vblendvpd    ymm6, ymm6, ymm8, ymm6
-    vpsubq       ymm8, ymm2, ymm14                   ; csub: before layer 7
-    vblendvpd    ymm2, ymm8, ymm2, ymm8
-    vpaddq       ymm8, ymm6, ymm2                    ; layer 7
-    vpaddq       ymm6, ymm14, ymm6
-    vpsubq       ymm2, ymm6, ymm2
-    vpsrlq       ymm6, ymm2, 32
+    vpmuludq     ymm9, ymm9, ymm0
+    vpaddq       ymm9, ymm10, ymm9
+    vpsllq       ymm9, ymm9, 32
+    vpaddq       ymm9, ymm11, ymm9
+    vpsubq       ymm1, ymm1, ymm9
+    vpaddq       ymm9, ymm8, ymm2                    ; layer 7
+    vpaddq       ymm8, ymm8, ymm14
+    vpsubq       ymm2, ymm8, ymm2
+    vpsrlq       ymm8, ymm2, 32
     vpmuludq     ymm10, ymm2, [rcx + 1184]
     vpmuludq     ymm11, ymm2, [rcx + 1248]
-    vpmuludq     ymm12, ymm6, [rcx + 1184]
-    vpmuludq     ymm13, ymm6, [rcx + 1248]
+    vpmuludq     ymm12, ymm8, [rcx + 1184]
+    vpmuludq     ymm13, ymm8, [rcx + 1248]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -25863,30 +25815,26 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm10, ymm10, ymm11
     vpmuludq     ymm11, ymm2, [rcx + 1152]
     vpmuludq     ymm2, ymm2, [rcx + 1216]
-    vpmuludq     ymm6, ymm6, [rcx + 1152]
-    vpaddq       ymm2, ymm2, ymm6
+    vpmuludq     ymm8, ymm8, [rcx + 1152]
+    vpaddq       ymm2, ymm8, ymm2
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
-    vpsrlq       ymm6, ymm10, 32
+    vpsrlq       ymm8, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
     vpmuludq     ymm10, ymm10, [rsi - 128]
-    vpmuludq     ymm6, ymm6, ymm0
-    vpaddq       ymm6, ymm10, ymm6
-    vpsllq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm11, ymm6
-    vpsubq       ymm2, ymm2, ymm6
-    vpsubq       ymm6, ymm9, ymm14                   ; csub: before layer 7
-    vblendvpd    ymm6, ymm6, ymm9, ymm6
-    vpsubq       ymm9, ymm3, ymm14                   ; csub: before layer 7
-    vblendvpd    ymm3, ymm9, ymm3, ymm9
-    vpaddq       ymm9, ymm6, ymm3                    ; layer 7
-    vpaddq       ymm6, ymm14, ymm6
-    vpsubq       ymm3, ymm6, ymm3
-    vpsrlq       ymm6, ymm3, 32
+    vpmuludq     ymm8, ymm8, ymm0
+    vpaddq       ymm8, ymm10, ymm8
+    vpsllq       ymm8, ymm8, 32
+    vpaddq       ymm8, ymm11, ymm8
+    vpsubq       ymm2, ymm2, ymm8
+    vpaddq       ymm8, ymm5, ymm3                    ; layer 7
+    vpaddq       ymm5, ymm14, ymm5
+    vpsubq       ymm3, ymm5, ymm3
+    vpsrlq       ymm5, ymm3, 32
     vpmuludq     ymm10, ymm3, [rcx + 1312]
     vpmuludq     ymm11, ymm3, [rcx + 1376]
-    vpmuludq     ymm12, ymm6, [rcx + 1312]
-    vpmuludq     ymm13, ymm6, [rcx + 1376]
+    vpmuludq     ymm12, ymm5, [rcx + 1312]
+    vpmuludq     ymm13, ymm5, [rcx + 1376]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -25897,30 +25845,26 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm10, ymm10, ymm11
     vpmuludq     ymm11, ymm3, [rcx + 1280]
     vpmuludq     ymm3, ymm3, [rcx + 1344]
-    vpmuludq     ymm6, ymm6, [rcx + 1280]
-    vpaddq       ymm3, ymm3, ymm6
+    vpmuludq     ymm5, ymm5, [rcx + 1280]
+    vpaddq       ymm3, ymm3, ymm5
     vpsllq       ymm3, ymm3, 32
     vpaddq       ymm3, ymm11, ymm3
-    vpsrlq       ymm6, ymm10, 32
+    vpsrlq       ymm5, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
     vpmuludq     ymm10, ymm10, [rsi - 128]
-    vpmuludq     ymm6, ymm6, ymm0
-    vpaddq       ymm6, ymm10, ymm6
-    vpsllq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm11, ymm6
-    vpsubq       ymm3, ymm3, ymm6
-    vpsubq       ymm6, ymm5, ymm14                   ; csub: before layer 7
-    vblendvpd    ymm5, ymm6, ymm5, ymm6
-    vpsubq       ymm6, ymm4, ymm14                   ; csub: before layer 7
-    vblendvpd    ymm4, ymm6, ymm4, ymm6
-    vpaddq       ymm6, ymm5, ymm4                    ; layer 7
-    vpaddq       ymm5, ymm14, ymm5
-    vpsubq       ymm4, ymm5, ymm4
-    vpsrlq       ymm5, ymm4, 32
+    vpmuludq     ymm5, ymm5, ymm0
+    vpaddq       ymm5, ymm10, ymm5
+    vpsllq       ymm5, ymm5, 32
+    vpaddq       ymm5, ymm11, ymm5
+    vpsubq       ymm3, ymm3, ymm5
+    vpaddq       ymm5, ymm6, ymm4                    ; layer 7
+    vpaddq       ymm6, ymm14, ymm6
+    vpsubq       ymm4, ymm6, ymm4
+    vpsrlq       ymm6, ymm4, 32
     vpmuludq     ymm10, ymm4, [rcx + 1440]
     vpmuludq     ymm11, ymm4, [rcx + 1504]
-    vpmuludq     ymm12, ymm5, [rcx + 1440]
-    vpmuludq     ymm13, ymm5, [rcx + 1504]
+    vpmuludq     ymm12, ymm6, [rcx + 1440]
+    vpmuludq     ymm13, ymm6, [rcx + 1504]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -25931,28 +25875,28 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm10, ymm10, ymm11
     vpmuludq     ymm11, ymm4, [rcx + 1408]
     vpmuludq     ymm4, ymm4, [rcx + 1472]
-    vpmuludq     ymm5, ymm5, [rcx + 1408]
-    vpaddq       ymm4, ymm4, ymm5
+    vpmuludq     ymm6, ymm6, [rcx + 1408]
+    vpaddq       ymm4, ymm4, ymm6
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
-    vpsrlq       ymm5, ymm10, 32
+    vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
     vpmuludq     ymm10, ymm10, [rsi - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm10, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm11, ymm5
-    vpsubq       ymm4, ymm4, ymm5
-    vpsubq       ymm5, ymm7, ymm14                   ; csub: before layer 6
-    vblendvpd    ymm5, ymm5, ymm7, ymm5
-    vpsubq       ymm7, ymm8, ymm14                   ; csub: before layer 6
-    vblendvpd    ymm7, ymm7, ymm8, ymm7
-    vpaddq       ymm8, ymm5, ymm7                    ; layer 6
-    vpaddq       ymm5, ymm14, ymm5
-    vpsubq       ymm5, ymm5, ymm7
-    vpsrlq       ymm7, ymm5, 32
-    vpmuludq     ymm10, ymm5, [rcx + 1568]
-    vpmuludq     ymm11, ymm5, [rcx + 1632]
+    vpmuludq     ymm6, ymm6, ymm0
+    vpaddq       ymm6, ymm10, ymm6
+    vpsllq       ymm6, ymm6, 32
+    vpaddq       ymm6, ymm11, ymm6
+    vpsubq       ymm4, ymm4, ymm6
+    vpsubq       ymm6, ymm7, ymm14                   ; csub: before layer 6
+    vblendvpd    ymm6, ymm6, ymm7, ymm6
+    vpsubq       ymm7, ymm9, ymm14                   ; csub: before layer 6
+    vblendvpd    ymm7, ymm7, ymm9, ymm7
+    vpaddq       ymm9, ymm6, ymm7                    ; layer 6
+    vpaddq       ymm6, ymm14, ymm6
+    vpsubq       ymm6, ymm6, ymm7
+    vpsrlq       ymm7, ymm6, 32
+    vpmuludq     ymm10, ymm6, [rcx + 1568]
+    vpmuludq     ymm11, ymm6, [rcx + 1632]
     vpmuludq     ymm12, ymm7, [rcx + 1568]
     vpmuludq     ymm13, ymm7, [rcx + 1632]
     vpsrlq       ymm10, ymm10, 32
@@ -25963,12 +25907,12 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm5, [rcx + 1536]
-    vpmuludq     ymm5, ymm5, [rcx + 1600]
+    vpmuludq     ymm11, ymm6, [rcx + 1536]
+    vpmuludq     ymm6, ymm6, [rcx + 1600]
     vpmuludq     ymm7, ymm7, [rcx + 1536]
-    vpaddq       ymm5, ymm5, ymm7
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm11, ymm5
+    vpaddq       ymm6, ymm6, ymm7
+    vpsllq       ymm6, ymm6, 32
+    vpaddq       ymm6, ymm11, ymm6
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
     vpmuludq     ymm10, ymm10, [rsi - 128]
@@ -25976,7 +25920,7 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm11, ymm7
-    vpsubq       ymm5, ymm5, ymm7
+    vpsubq       ymm6, ymm6, ymm7
     vpaddq       ymm7, ymm1, ymm2                    ; layer 6
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm2
@@ -26007,18 +25951,18 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
     vpsubq       ymm1, ymm1, ymm2
-    vpsubq       ymm2, ymm9, ymm14                   ; csub: before layer 6
-    vblendvpd    ymm2, ymm2, ymm9, ymm2
-    vpsubq       ymm9, ymm6, ymm14                   ; csub: before layer 6
-    vblendvpd    ymm6, ymm9, ymm6, ymm9
-    vpaddq       ymm9, ymm2, ymm6                    ; layer 6
+    vpsubq       ymm2, ymm8, ymm14                   ; csub: before layer 6
+    vblendvpd    ymm2, ymm2, ymm8, ymm2
+    vpsubq       ymm8, ymm5, ymm14                   ; csub: before layer 6
+    vblendvpd    ymm5, ymm8, ymm5, ymm8
+    vpaddq       ymm8, ymm2, ymm5                    ; layer 6
     vpaddq       ymm2, ymm14, ymm2
-    vpsubq       ymm2, ymm2, ymm6
-    vpsrlq       ymm6, ymm2, 32
+    vpsubq       ymm2, ymm2, ymm5
+    vpsrlq       ymm5, ymm2, 32
     vpmuludq     ymm10, ymm2, [rcx + 1696]
     vpmuludq     ymm11, ymm2, [rcx + 1760]
-    vpmuludq     ymm12, ymm6, [rcx + 1696]
-    vpmuludq     ymm13, ymm6, [rcx + 1760]
+    vpmuludq     ymm12, ymm5, [rcx + 1696]
+    vpmuludq     ymm13, ymm5, [rcx + 1760]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26029,19 +25973,19 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm10, ymm10, ymm11
     vpmuludq     ymm11, ymm2, [rcx + 1664]
     vpmuludq     ymm2, ymm2, [rcx + 1728]
-    vpmuludq     ymm6, ymm6, [rcx + 1664]
-    vpaddq       ymm2, ymm2, ymm6
+    vpmuludq     ymm5, ymm5, [rcx + 1664]
+    vpaddq       ymm2, ymm2, ymm5
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
-    vpsrlq       ymm6, ymm10, 32
+    vpsrlq       ymm5, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
     vpmuludq     ymm10, ymm10, [rsi - 128]
-    vpmuludq     ymm6, ymm6, ymm0
-    vpaddq       ymm6, ymm10, ymm6
-    vpsllq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm11, ymm6
-    vpsubq       ymm2, ymm2, ymm6
-    vpaddq       ymm6, ymm3, ymm4                    ; layer 6
+    vpmuludq     ymm5, ymm5, ymm0
+    vpaddq       ymm5, ymm10, ymm5
+    vpsllq       ymm5, ymm5, 32
+    vpaddq       ymm5, ymm11, ymm5
+    vpsubq       ymm2, ymm2, ymm5
+    vpaddq       ymm5, ymm3, ymm4                    ; layer 6
     vpaddq       ymm3, ymm14, ymm3
     vpsubq       ymm3, ymm3, ymm4
     vpsrlq       ymm4, ymm3, 32
@@ -26071,10 +26015,10 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsllq       ymm4, ymm4, 32
     vpaddq       ymm4, ymm11, ymm4
     vpsubq       ymm3, ymm3, ymm4
-    vpsubq       ymm4, ymm8, ymm14                   ; csub: before layer 5
-    vblendvpd    ymm4, ymm4, ymm8, ymm4
-    vpsubq       ymm8, ymm9, ymm14                   ; csub: before layer 5
-    vblendvpd    ymm8, ymm8, ymm9, ymm8
+    vpsubq       ymm4, ymm9, ymm14                   ; csub: before layer 5
+    vblendvpd    ymm4, ymm4, ymm9, ymm4
+    vpsubq       ymm9, ymm8, ymm14                   ; csub: before layer 5
+    vblendvpd    ymm8, ymm9, ymm8, ymm9
     vpaddq       ymm9, ymm8, ymm4                    ; layer 5
     vpaddq       ymm4, ymm14, ymm4
     vpsubq       ymm4, ymm4, ymm8
@@ -26107,14 +26051,14 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsubq       ymm4, ymm4, ymm8
     vpsubq       ymm8, ymm7, ymm14                   ; csub: before layer 5
     vblendvpd    ymm7, ymm8, ymm7, ymm8
-    vpsubq       ymm8, ymm6, ymm14                   ; csub: before layer 5
-    vblendvpd    ymm6, ymm8, ymm6, ymm8
-    vpaddq       ymm8, ymm7, ymm6                    ; layer 5
+    vpsubq       ymm8, ymm5, ymm14                   ; csub: before layer 5
+    vblendvpd    ymm5, ymm8, ymm5, ymm8
+    vpaddq       ymm8, ymm7, ymm5                    ; layer 5
     vpaddq       ymm7, ymm14, ymm7
-    vpsubq       ymm6, ymm7, ymm6
-    vpsrlq       ymm7, ymm6, 32
-    vpmuludq     ymm10, ymm6, [rcx + 1824]
-    vpmuludq     ymm11, ymm6, [rcx + 1888]
+    vpsubq       ymm5, ymm7, ymm5
+    vpsrlq       ymm7, ymm5, 32
+    vpmuludq     ymm10, ymm5, [rcx + 1824]
+    vpmuludq     ymm11, ymm5, [rcx + 1888]
     vpmuludq     ymm12, ymm7, [rcx + 1824]
     vpmuludq     ymm13, ymm7, [rcx + 1888]
     vpsrlq       ymm10, ymm10, 32
@@ -26125,12 +26069,12 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpsrlq       ymm11, ymm11, 32
     vpaddq       ymm10, ymm13, ymm10
     vpaddq       ymm10, ymm10, ymm11
-    vpmuludq     ymm11, ymm6, [rcx + 1792]
-    vpmuludq     ymm6, ymm6, [rcx + 1856]
+    vpmuludq     ymm11, ymm5, [rcx + 1792]
+    vpmuludq     ymm5, ymm5, [rcx + 1856]
     vpmuludq     ymm7, ymm7, [rcx + 1792]
-    vpaddq       ymm6, ymm6, ymm7
-    vpsllq       ymm6, ymm6, 32
-    vpaddq       ymm6, ymm11, ymm6
+    vpaddq       ymm5, ymm5, ymm7
+    vpsllq       ymm5, ymm5, 32
+    vpaddq       ymm5, ymm11, ymm5
     vpsrlq       ymm7, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
     vpmuludq     ymm10, ymm10, [rsi - 128]
@@ -26138,15 +26082,15 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm7, ymm10, ymm7
     vpsllq       ymm7, ymm7, 32
     vpaddq       ymm7, ymm11, ymm7
-    vpsubq       ymm6, ymm6, ymm7
-    vpaddq       ymm7, ymm5, ymm2                    ; layer 5
-    vpaddq       ymm5, ymm14, ymm5
-    vpsubq       ymm2, ymm5, ymm2
-    vpsrlq       ymm5, ymm2, 32
+    vpsubq       ymm5, ymm5, ymm7
+    vpaddq       ymm7, ymm6, ymm2                    ; layer 5
+    vpaddq       ymm6, ymm14, ymm6
+    vpsubq       ymm2, ymm6, ymm2
+    vpsrlq       ymm6, ymm2, 32
     vpmuludq     ymm10, ymm2, [rcx + 1824]
     vpmuludq     ymm11, ymm2, [rcx + 1888]
-    vpmuludq     ymm12, ymm5, [rcx + 1824]
-    vpmuludq     ymm13, ymm5, [rcx + 1888]
+    vpmuludq     ymm12, ymm6, [rcx + 1824]
+    vpmuludq     ymm13, ymm6, [rcx + 1888]
     vpsrlq       ymm10, ymm10, 32
     vpaddq       ymm10, ymm11, ymm10
     vpand        ymm11, ymm10, ymm15
@@ -26157,19 +26101,19 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vpaddq       ymm10, ymm10, ymm11
     vpmuludq     ymm11, ymm2, [rcx + 1792]
     vpmuludq     ymm2, ymm2, [rcx + 1856]
-    vpmuludq     ymm5, ymm5, [rcx + 1792]
-    vpaddq       ymm2, ymm2, ymm5
+    vpmuludq     ymm6, ymm6, [rcx + 1792]
+    vpaddq       ymm2, ymm2, ymm6
     vpsllq       ymm2, ymm2, 32
     vpaddq       ymm2, ymm11, ymm2
-    vpsrlq       ymm5, ymm10, 32
+    vpsrlq       ymm6, ymm10, 32
     vpmuludq     ymm11, ymm10, ymm0
     vpmuludq     ymm10, ymm10, [rsi - 128]
-    vpmuludq     ymm5, ymm5, ymm0
-    vpaddq       ymm5, ymm10, ymm5
-    vpsllq       ymm5, ymm5, 32
-    vpaddq       ymm5, ymm11, ymm5
-    vpsubq       ymm2, ymm2, ymm5
-    vpaddq       ymm5, ymm1, ymm3                    ; layer 5
+    vpmuludq     ymm6, ymm6, ymm0
+    vpaddq       ymm6, ymm10, ymm6
+    vpsllq       ymm6, ymm6, 32
+    vpaddq       ymm6, ymm11, ymm6
+    vpsubq       ymm2, ymm2, ymm6
+    vpaddq       ymm6, ymm1, ymm3                    ; layer 5
     vpaddq       ymm1, ymm14, ymm1
     vpsubq       ymm1, ymm1, ymm3
     vpsrlq       ymm3, ymm1, 32
@@ -26202,9 +26146,9 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
     vmovdqu      [rdi], ymm9
     vmovdqu      [rdi + 32], ymm8
     vmovdqu      [rdi + 64], ymm7
-    vmovdqu      [rdi + 96], ymm5
+    vmovdqu      [rdi + 96], ymm6
     vmovdqu      [rdi + 128], ymm4
-    vmovdqu      [rdi + 160], ymm6
+    vmovdqu      [rdi + 160], ymm5
     vmovdqu      [rdi + 192], ymm2
     vmovdqu      [rdi + 224], ymm1
     add          rdi, 0x100

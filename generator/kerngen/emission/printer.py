@@ -10,6 +10,7 @@ destination is its first source, is printed with two operands.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ..ir.instr import ArgBase, Imm, Instr, Mem, PhysReg, StackBase, TableBase
@@ -73,8 +74,11 @@ def _control_text(ins: Instr, target: Target) -> str:
 def _spelt_lines(ins: Instr, target: Target, dialect: Dialect) -> list[str]:
     """The lines of an operation its row spells as several instructions."""
     texts = [operand_text(o, target, isinstance(o, Mem), dialect) for o in ins.operands]
+    # half{k}: vector operand k spelt at half its width (a zmm register's ymm name)
+    halves = {f"half{k}": register_text(dataclasses.replace(o, bits=o.bits // 2), target)
+              for k, o in enumerate(ins.operands) if isinstance(o, PhysReg) and o.kind == VECTOR}
     return [f"{first:<12} {rest}" for first, _, rest in
-            (line.format(*texts).partition(" ") for line in spec(ins.op).lines)]
+            (line.format(*texts, **halves).partition(" ") for line in spec(ins.op).lines)]
 
 
 def _broadcast_text(op, dst, form: Form) -> str:

@@ -522,6 +522,11 @@ def _extract(n, srcs, imm, u):
     return ((0, imm % srcs[0]),) + (None,) * (n - 1)
 
 
+def _one_from_each(n, srcs, imm, u):
+    """Unit k of the destination the first unit of source k."""
+    return tuple((k, 0) if k < len(srcs) else None for k in range(n))
+
+
 def _insert128(n, srcs, imm, u):
     """The second source into the half the immediate's low bits name (the CPU ignores the others)."""
     return tuple((1, 0) if k == imm % n else (0, k) for k in range(n))
@@ -1033,6 +1038,11 @@ _row("vbroadcasti64x4", "w:v,r:m", "load", _evex("vbroadcasti64x4", widths=(512,
 _row("vbroadcasti128", "w:v,r:m", "load", _vex("vbroadcasti128", "AVX2", widths=_YMM)
      + _evex("vbroadcasti64x2", "AVX512DQ", widths=_YMM), move=Move(128, _broadcast))
 _row("vextracti64x4", _SHIFT, "shuffle", _evex("vextracti64x4", widths=(512,)), move=Move(256, _extract))
+# a zmm register's halves from two 256-bit memory operands: a ymm load (which clears the upper half) and
+# vinserti64x4 from memory, in place of two zmm loads and a lane move of their halves (`passes.halves`)
+LOAD_HALVES = "load_halves"
+_row(LOAD_HALVES, "w:v,r:m,r:m", "load", _evex("vinserti64x4", widths=(512,)), move=Move(256, _one_from_each),
+     lines=("vmovdqu64 {half0}, {1}", "vinserti64x4 {0}, {0}, {2}, 1"))
 _row("valignq", _VEX3I, "shuffle", _evex("valignq"), elem=64, move=Move(64, _align64))
 
 

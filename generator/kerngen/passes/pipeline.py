@@ -1,6 +1,6 @@
 """The pass pipeline from a builder's instruction list to a verified kernel.
 
-    check -> legalise -> fold loads -> fold broadcasts -> fuse bitwise -> allocate -> promote constants
+    check -> legalise -> load halves -> fold loads -> fold broadcasts -> fuse bitwise -> allocate -> promote constants
           -> check allocated -> required ISA -> verify -> roll -> point tables -> check encoding -> constant time
 
 Roll, point tables and check encoding write the verified stream shorter
@@ -32,6 +32,7 @@ from .check import check_encoding, check_memory, check_operands
 from .encoding import fold_broadcasts, fold_loads, point_tables, promote_constants
 from .constant_time import prove_constant_time
 from .fuse import fuse_bitwise
+from .halves import load_halves
 from .roll import roll
 from .legalise import legalise
 from .verify import Proof, Verification, verify_kernel
@@ -60,6 +61,10 @@ def _check(u: Unit) -> None:
 
 def _legalise(u: Unit) -> None:
     u.body = legalise(u.body, u.target, u.builder)
+
+
+def _load_halves(u: Unit) -> None:
+    u.body = load_halves(u.body, u.target.isa.encoding)
 
 
 def _fuse_bitwise(u: Unit) -> None:
@@ -140,6 +145,7 @@ def _constant_time(u: Unit) -> None:
 PASSES = (
     ("check", _check),
     ("legalise", _legalise),
+    ("load halves", _load_halves),
     ("fold loads", _fold_loads),
     ("fold broadcasts", _fold_broadcasts),
     ("fuse bitwise", _fuse_bitwise),

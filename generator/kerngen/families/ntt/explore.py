@@ -258,10 +258,15 @@ def panel_data(s: ReductionSchedule, members: dict[int, dict[int, tuple[int, ...
     reduced[i][c] says index i was reduced right after column c, before the next layer."""
     bounds = [[s.input_bound] * n] + [list(b) for b in s.per_index]
     reduced = [[False] * n for _ in bounds]
+    steps = {layer: step for step, (layer, _) in enumerate(s.before)}
     for step, (layer, regs) in enumerate(s.before):
         for key in regs:
             for i in members[layer][key]:
                 reduced[step][i] = True
+    for layer, regs in s.after:  # reduced in that layer's registers: after its column, before the next layer
+        for key in regs:
+            for i in members[layer][key]:
+                reduced[steps[layer] + 1][i] = True
     if s.at_end:
         reduced[-1] = [True] * n
     labels = ["in"] + [f"L{layer}" for layer, _ in s.before]

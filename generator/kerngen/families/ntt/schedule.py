@@ -11,6 +11,13 @@ whole layer when any index could overflow; `index` reduces only the registers
 whose lanes could overflow (for the inverse, the larger of the pair first);
 `minimal` searches the per-layer choices for the fewest reductions.
 
+An inverse's sums may instead be reduced right after the layer that made
+them, in that layer's registers (`ReductionSchedule.after`), where that
+keeps the next layer safe with no more reductions: the reduction then runs
+beside the same layer's multiplications of the differences, where before
+the next layer it waits for them and for the lane moves between the layers
+(`index` and `minimal` take it on a tie).
+
 A schedule is a pure function of its arithmetic, policy, direction and
 input bound, asked by the cost model, the build and the tables' check: a
 registered memo (`core.compile_cache.memo`), bounded.
@@ -57,26 +64,40 @@ class ReductionSchedule:
     per_index: tuple[tuple[int, ...], ...]  # |value| bound of every index after each executed layer
     registers: int  # vectors the array occupies
     scale_last: bool = False  # the inverse's scaling rides on its last layer, not its first
+    # (layer, register keys in that layer's registers) reduced right after the layer's butterflies
+    after: tuple[tuple[int, frozenset[int]], ...] = ()
+    # the bound of every index as each executed layer starts (after the previous layer's `after` reductions)
+    entering: tuple[tuple[int, ...], ...] = ()
 
     def reduced_before(self, layer: int) -> frozenset[int]:
         return dict(self.before).get(layer, frozenset())
 
+    def reduced_after(self, layer: int) -> frozenset[int]:
+        return dict(self.after).get(layer, frozenset())
+
     def bounds_before(self, layer: int) -> tuple[int, ...]:
         """The bound of every index as `layer` starts, before its reductions."""
-        step = [l for l, _ in self.before].index(layer)
-        return self.per_index[step - 1] if step else (self.input_bound,) * len(self.per_index[0])
+        return self.entering[[l for l, _ in self.before].index(layer)]
+
+    def bounds_after(self, layer: int) -> tuple[int, ...]:
+        """The bound of every index after `layer`'s butterflies, before its `after` reductions."""
+        return self.per_index[[l for l, _ in self.before].index(layer)]
 
     @property
     def count(self) -> int:
         """Vector reductions inserted (one per register and occasion)."""
-        return sum(len(s) for _, s in self.before) + (self.registers if self.at_end else 0)
+        return sum(len(s) for _, s in self.before + self.after) + (self.registers if self.at_end else 0)
 
     def describe(self) -> tuple[str, ...]:
         lines = [f"policy {self.policy}, {self.reduction} reduction, {self.count} vector reductions"]
+        after = dict(self.after)
         for (layer, regs) in self.before:
             if regs:
                 lines.append(f"before layer {layer}: {len(regs)} register(s), smallest indices "
                              + ",".join(str(r) for r in sorted(regs)))
+            if after.get(layer):
+                lines.append(f"after layer {layer} (its sums, for the next layer): {len(after[layer])} register(s), "
+                             "smallest indices " + ",".join(str(r) for r in sorted(after[layer])))
         if self.at_end:
             lines.append("after the last layer: every register")
         lines.append("worst |value| after each layer: " + ", ".join(str(b) for b in self.max_bound))
@@ -86,6 +107,7 @@ class ReductionSchedule:
         return {"policy": self.policy, "reduction": self.reduction, "reductions": self.count,
                 "max_bound": list(self.max_bound),
                 "before_layer": [{"layer": l, "registers": sorted(r)} for l, r in self.before if r],
+                "after_layer": [{"layer": l, "registers": sorted(r)} for l, r in self.after if r],
                 "after_last_layer": self.at_end, "scale_on_last_layer": self.scale_last}
 
 
@@ -144,26 +166,29 @@ def schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int, scal
     if policy in ("index", "minimal"):
         options = [_schedule(ar, steps, "larger", direction, input_bound),
                    _schedule(ar, steps, "layer", direction, input_bound)]
+        if direction == "inverse":  # first: a tie takes it
+            options.insert(0, _schedule(ar, steps, "sums", direction, input_bound))
         if policy == "minimal":  # the search, never worse than what index would do
             options.insert(0, _schedule(ar, steps, "minimal", direction, input_bound))
         best = min(options, key=lambda s: s.count)
         return dataclasses.replace(best, policy=policy, scale_last=scale_last)
     return dataclasses.replace(_schedule(ar, steps, policy, direction, input_bound), scale_last=scale_last)
 
-_STRATEGIES = ("larger", "lo", "hi", "both")
+_STRATEGIES = ("larger", "lo", "hi", "both", "sums")
 _BEAM = 16
 
 
 def _schedule(ar: Arithmetic, steps: tuple[_Step, ...], policy: str, direction: str,
               input_bound: int) -> ReductionSchedule:
-    start = _State(0, tuple([input_bound] * ar.math.n), (), (), ())
+    start = _State(0, tuple([input_bound] * ar.math.n), (), (), (), (), ())
+    previous = (None,) + steps[:-1]
     if policy == "minimal":
         beam = [start]
-        for step in steps:
+        for step, prev in zip(steps, previous):
             grown: dict[tuple[int, ...], _State] = {}
             for state in beam:
                 for strategy in _STRATEGIES:
-                    nxt = _layer(ar, direction, step, state, strategy)
+                    nxt = _layer(ar, direction, step, state, strategy, prev)
                     if nxt is not None and (nxt.bounds not in grown or nxt.count < grown[nxt.bounds].count):
                         grown[nxt.bounds] = nxt
             if not grown:
@@ -172,15 +197,16 @@ def _schedule(ar: Arithmetic, steps: tuple[_Step, ...], policy: str, direction: 
         final = beam[0]
     else:
         final = start
-        for step in steps:
-            nxt = _layer(ar, direction, step, final, policy)
+        for step, prev in zip(steps, previous):
+            nxt = _layer(ar, direction, step, final, policy, prev)
             if nxt is None:
                 raise ScheduleError(direction, step.pairs.layer, ar.layout.lane_bits)
             final = nxt
     at_end = policy == "eager"
     out = [ar.reducer.reduced_bound(x) for x in final.bounds] if at_end else final.bounds
     return ReductionSchedule(policy, ar.reducer.kind, direction, final.before, at_end, final.max_bound,
-                             input_bound, max(out), final.per_index, ar.layout.vectors)
+                             input_bound, max(out), final.per_index, ar.layout.vectors,
+                             after=tuple(a for a in final.after if a[1]), entering=final.entering)
 
 
 @dataclass(frozen=True)
@@ -190,15 +216,21 @@ class _State:
     before: tuple[tuple[int, frozenset[int]], ...]
     max_bound: tuple[int, ...]
     per_index: tuple[tuple[int, ...], ...]
+    after: tuple[tuple[int, frozenset[int]], ...]
+    entering: tuple[tuple[int, ...], ...]
 
 
-def _layer(ar: Arithmetic, direction: str, step: _Step, state: _State, strategy: str) -> _State | None:
+def _layer(ar: Arithmetic, direction: str, step: _Step, state: _State, strategy: str,
+           prev: _Step | None = None) -> _State | None:
     """One layer under `strategy` ("eager", "layer", or how to pick within an
-    overflowing pair: "larger", "lo", "hi", "both"); None if it cannot be kept safe."""
+    overflowing pair: "larger", "lo", "hi", "both"; "sums": the previous
+    layer's sums reduced after it where that keeps this layer safe at no
+    more reductions than "larger", else "larger"); None if it cannot be kept safe."""
     b = list(state.bounds)
     lp, w, scale_w = step.pairs, step.twiddles, step.scale
     reduced: set[int] = set()
     mul = ar.mul
+    hoisted = state.after
 
     def transfer(lo, hi, row) -> list[tuple[int, int]] | None:
         """The pair's bounds after the butterflies, or None where a lane could overflow."""
@@ -215,11 +247,30 @@ def _layer(ar: Arithmetic, direction: str, step: _Step, state: _State, strategy:
     def overflow(lo, hi, row) -> bool:
         return transfer(lo, hi, row) is None
 
-    def reduce_reg(reg) -> None:
-        reduced.add(register_key(reg))
+    def reduce_reg(reg, into: set[int] | None = None) -> None:
+        (reduced if into is None else into).add(register_key(reg))
         r = ar.reducer.choose(max(b[i] for i in reg))
         for i in reg:
             b[i] = r.reduced_bound(b[i])
+
+    if strategy == "sums" and prev is not None and direction == "inverse":
+        overflowing = [(lo, hi) for (lo, hi), row in zip(lp.pairs, w) if overflow(lo, hi, row)]
+        lanes = {i for lo, hi in overflowing for i in lo + hi}
+        sums = [lo for lo, _ in prev.pairs.pairs if lanes.intersection(lo)]
+        kept = list(b)
+        keys: set[int] = set()
+        for reg in sums:
+            reduce_reg(reg, keys)
+        if overflowing and len(keys) <= len(overflowing) and \
+                not any(overflow(lo, hi, row) for (lo, hi), row in zip(lp.pairs, w)):
+            hoisted = state.after[:-1] + ((prev.pairs.layer, frozenset(keys)),)
+        else:
+            b[:] = kept
+            keys.clear()
+        strategy = "larger"
+    else:
+        keys = set()
+    entering = tuple(b)
 
     if strategy == "eager":  # after every layer; before the first only where inputs could overflow (as `layer`)
         if step.index > 0 or any(overflow(lo, hi, row) for (lo, hi), row in zip(lp.pairs, w)):
@@ -252,8 +303,9 @@ def _layer(ar: Arithmetic, direction: str, step: _Step, state: _State, strategy:
             return None
         for x, y, (bx, by) in zip(lo, hi, got):
             b[x], b[y] = bx, by
-    return _State(state.count + len(reduced), tuple(b), state.before + ((lp.layer, frozenset(reduced)),),
-                  state.max_bound + (max(b),), state.per_index + (tuple(b),))
+    return _State(state.count + len(keys) + len(reduced), tuple(b), state.before + ((lp.layer, frozenset(reduced)),),
+                  state.max_bound + (max(b),), state.per_index + (tuple(b),), hoisted + ((lp.layer, frozenset()),),
+                  state.entering + (entering,))
 
 
 DIRECTIONS = ("forward", "inverse")
