@@ -281,13 +281,13 @@ def test_the_evex_rows_are_only_the_evex_isas_choice():
                          "vpxorq_evex", "vpxorq_evex_merge", "vpxorq_evex_zero",
                          "vshufi64x2", "valignq", "vbroadcasti64x4", "vextracti64x4", "vpshrdq", "vpsraq", "mullo64",
                          "minu64", "vpblendmw_imm", "vpblendmd_imm", "zero", "vptestmd_k", "vmovshdup_merge",
-                         "vpermi2q", "vpermt2q", "vpermi2d", "vpermt2d"}
+                         "vpermi2q", "vpermt2q", "vpermi2d", "vpermt2d", "vgf2p8affineqb", "load_halves"}
     generics = {(op.generic, op.elem or 0) for op in OPS.values() if op.generic}
     for isa in ISAS.values():
         chosen = {name for generic, bits in generics for name in isa.candidates(generic, bits)} & evex_only
         if isa.encoding is EVEX:
             assert {"minu64", "mullo64", "vpblendmw_imm", "vpblendmd_imm", "vpternlogq", "vpcmpuq_k",
-                    "vpaddq_evex_merge"} <= chosen
+                    "vpaddq_evex_merge", "vgf2p8affineqb"} <= chosen
         elif isa.register_use.lanes == GENERAL:  # 64-bit rows lowered onto general registers, not their EVEX form
             assert chosen <= {"minu64", "mullo64"}, isa.name
         else:
