@@ -329,16 +329,6 @@ def _widen_model(case: Case, table: InstructionTable, buf: np.ndarray) -> np.nda
     return _lane_bytes(result, half)
 
 
-def _blocks_model(case: Case, buf: np.ndarray) -> np.ndarray:
-    """The destination's bytes as the row's block semantics compute them, block by block."""
-    blocks = case.op.blocks
-    part = np.dtype(f"<u{blocks.part // 8}")
-    shape = (len(buf), case.bits // blocks.block, blocks.block // blocks.part)
-    sources = tuple(buf[:, i, :case.bits // 8].copy().view(part).reshape(shape)
-                    for i in case.op.read if case.op.slots[i].kind != "i")
-    return np.asarray(blocks.value(sources, case.imm)).astype(part).reshape(len(buf), -1).view(np.uint8)
-
-
 def models(case: Case, table: InstructionTable, buf: np.ndarray) -> list[tuple[str, np.ndarray]]:
     """(which semantics, the destination's expected bytes) for each semantics the row has."""
     op, out = case.op, []
@@ -351,7 +341,8 @@ def models(case: Case, table: InstructionTable, buf: np.ndarray) -> list[tuple[s
     if op.widen is not None:
         out.append(("widen", _widen_model(case, table, buf)))
     if op.blocks is not None:
-        out.append(("blocks", _blocks_model(case, buf)))
+        sources = [buf[:, i, :case.bits // 8] for i in op.read if op.slots[i].kind != "i"]
+        out.append(("blocks", op.blocks.on_bytes(sources, case.imm, case.bits // 8)))
     return out
 
 

@@ -335,6 +335,15 @@ class Blocks:
     part: int
     value: Callable
 
+    def on_bytes(self, sources, imm: int | None, size: int):
+        """The destination's `size` bytes from the sources' (numpy uint8 arrays of shape (rows, size))."""
+        import numpy as np
+
+        part = np.dtype(f"<u{self.part // 8}")
+        shape = (-1, size * 8 // self.block, self.block // self.part)
+        out = np.asarray(self.value(tuple(np.ascontiguousarray(x).view(part).reshape(shape) for x in sources), imm))
+        return out.astype(part).reshape(out.shape[0], -1).view(np.uint8)
+
 
 def _sum_of_products(sources, imm):
     """vpmaddwd: the 32-bit sum of the products of the signed 16-bit halves (wrapping as the CPU does

@@ -286,15 +286,8 @@ class _Compiler:
         return compute
 
     def blockwise(self, s: Op, sources: list, imm: int | None, size: int) -> Read:
-        blocks, part = s.blocks, np.dtype(f"<u{s.blocks.part // 8}")
-        shape = (-1, size * 8 // blocks.block, blocks.block // blocks.part)
         reads = [self.reader(op, size)[0] for op in sources]
-
-        def compute(state: _State) -> np.ndarray:
-            parts = tuple(np.ascontiguousarray(r(state)).view(part).reshape(shape) for r in reads)
-            out = np.asarray(blocks.value(parts, imm)).astype(part)
-            return out.reshape(out.shape[0], -1).view(np.uint8)
-        return compute
+        return lambda state: s.blocks.on_bytes([r(state) for r in reads], imm, size)
 
     def masked_move(self, s: Op, sources: list, size: int) -> Read:
         """A movement under an opmask (sources: the old destination, the mask, the moved ones): the route
