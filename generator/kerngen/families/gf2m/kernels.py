@@ -40,11 +40,11 @@ class Field:
         self.one_pass = target.isa.has("shift_right_pair", 64)
         # whole 256-bit registers of limbs with EVEX (`valignq`, `vpshrdq`): the operations measured to pay
         # on one element in one register (`quad.WHOLE`)
+        self.whole = (QUAD_WHOLE if self.one_pass and target.isa.vector_bits >= QUAD_BITS and quad_fits(self.plan)
+                      else frozenset())
         # squares by spreading bits (GFNI), not carry-less products: on AMD Zen 5 a vpclmulqdq issues every
         # other cycle and four of them bounded a squaring (README, "Squares without carry-less products")
         self.spread = target.isa.has("affine_bytes", 8)
-        self.whole = (QUAD_WHOLE if self.one_pass and target.isa.vector_bits >= QUAD_BITS and quad_fits(self.plan)
-                      else frozenset())
 
     def new(self) -> Pairs:
         return Pairs(Builder(vector_bits=128))

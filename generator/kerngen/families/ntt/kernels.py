@@ -124,10 +124,9 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                 by_scale = broadcast_operands(mul, b, scale, bits) if scaled else None
                 regs[lo], regs[hi] = mul.butterfly(b, regs[lo], regs[hi], factor, qv, inverse, by_scale,
                                                    bounds[1], f"layer {st.layer}")
-                due_after = sched.reduced_after(st.layer)
+                due, after = sched.reduced_after(st.layer), sched.bounds_after(st.layer)
                 for s in (lo, hi):
-                    if register_key(idx[s]) in due_after:
-                        after = sched.bounds_after(st.layer)
+                    if register_key(idx[s]) in due:
                         regs[s], _ = _reduce_bounded(b, regs[s], ar.reducer, max(after[i] for i in idx[s]),
                                                      f"after layer {st.layer}")
         last = pass_no == len(passes) - 1

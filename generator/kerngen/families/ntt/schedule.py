@@ -174,7 +174,8 @@ def schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int, scal
         return dataclasses.replace(best, policy=policy, scale_last=scale_last)
     return dataclasses.replace(_schedule(ar, steps, policy, direction, input_bound), scale_last=scale_last)
 
-_STRATEGIES = ("larger", "lo", "hi", "both", "sums")
+_STRATEGIES = ("larger", "lo", "hi", "both")
+_INVERSE_STRATEGIES = _STRATEGIES + ("sums",)  # "sums" is "larger" in a forward NTT
 _BEAM = 16
 
 
@@ -187,7 +188,7 @@ def _schedule(ar: Arithmetic, steps: tuple[_Step, ...], policy: str, direction: 
         for step, prev in zip(steps, previous):
             grown: dict[tuple[int, ...], _State] = {}
             for state in beam:
-                for strategy in _STRATEGIES:
+                for strategy in _INVERSE_STRATEGIES if direction == "inverse" else _STRATEGIES:
                     nxt = _layer(ar, direction, step, state, strategy, prev)
                     if nxt is not None and (nxt.bounds not in grown or nxt.count < grown[nxt.bounds].count):
                         grown[nxt.bounds] = nxt
@@ -206,7 +207,7 @@ def _schedule(ar: Arithmetic, steps: tuple[_Step, ...], policy: str, direction: 
     out = [ar.reducer.reduced_bound(x) for x in final.bounds] if at_end else final.bounds
     return ReductionSchedule(policy, ar.reducer.kind, direction, final.before, at_end, final.max_bound,
                              input_bound, max(out), final.per_index, ar.layout.vectors,
-                             after=tuple(a for a in final.after if a[1]), entering=final.entering)
+                             after=final.after, entering=final.entering)
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,7 @@ class _State:
     before: tuple[tuple[int, frozenset[int]], ...]
     max_bound: tuple[int, ...]
     per_index: tuple[tuple[int, ...], ...]
-    after: tuple[tuple[int, frozenset[int]], ...]
+    after: tuple[tuple[int, frozenset[int]], ...]  # (layer, keys) of the layers whose sums were reduced
     entering: tuple[tuple[int, ...], ...]
 
 
@@ -230,7 +231,6 @@ def _layer(ar: Arithmetic, direction: str, step: _Step, state: _State, strategy:
     lp, w, scale_w = step.pairs, step.twiddles, step.scale
     reduced: set[int] = set()
     mul = ar.mul
-    hoisted = state.after
 
     def transfer(lo, hi, row) -> list[tuple[int, int]] | None:
         """The pair's bounds after the butterflies, or None where a lane could overflow."""
@@ -253,23 +253,16 @@ def _layer(ar: Arithmetic, direction: str, step: _Step, state: _State, strategy:
         for i in reg:
             b[i] = r.reduced_bound(b[i])
 
+    keys: set[int] = set()  # the previous layer's sum registers reduced after it
     if strategy == "sums" and prev is not None and direction == "inverse":
         overflowing = [(lo, hi) for (lo, hi), row in zip(lp.pairs, w) if overflow(lo, hi, row)]
         lanes = {i for lo, hi in overflowing for i in lo + hi}
-        sums = [lo for lo, _ in prev.pairs.pairs if lanes.intersection(lo)]
         kept = list(b)
-        keys: set[int] = set()
-        for reg in sums:
+        for reg in (lo for lo, _ in prev.pairs.pairs if lanes.intersection(lo)):
             reduce_reg(reg, keys)
-        if overflowing and len(keys) <= len(overflowing) and \
-                not any(overflow(lo, hi, row) for (lo, hi), row in zip(lp.pairs, w)):
-            hoisted = state.after[:-1] + ((prev.pairs.layer, frozenset(keys)),)
-        else:
-            b[:] = kept
-            keys.clear()
-        strategy = "larger"
-    else:
-        keys = set()
+        if not overflowing or len(keys) > len(overflowing) or \
+                any(overflow(lo, hi, row) for (lo, hi), row in zip(lp.pairs, w)):
+            b[:], keys = kept, set()
     entering = tuple(b)
 
     if strategy == "eager":  # after every layer; before the first only where inputs could overflow (as `layer`)
@@ -303,9 +296,9 @@ def _layer(ar: Arithmetic, direction: str, step: _Step, state: _State, strategy:
             return None
         for x, y, (bx, by) in zip(lo, hi, got):
             b[x], b[y] = bx, by
+    after = state.after + (((prev.pairs.layer, frozenset(keys)),) if keys else ())
     return _State(state.count + len(keys) + len(reduced), tuple(b), state.before + ((lp.layer, frozenset(reduced)),),
-                  state.max_bound + (max(b),), state.per_index + (tuple(b),), hoisted + ((lp.layer, frozenset()),),
-                  state.entering + (entering,))
+                  state.max_bound + (max(b),), state.per_index + (tuple(b),), after, state.entering + (entering,))
 
 
 DIRECTIONS = ("forward", "inverse")
