@@ -5,6 +5,9 @@
  * Built once per curve with
  *   gcc -O2 -fPIC -shared -DKG_PREFIX=kg_gf2m233 -DKG_ISA=avx2 -DKG_LIMBS=4 \
  *       -DKG_CURVE=NID_sect233r1 ladder.c /path/to/gf2m-233.so -lcrypto
+ * with KG_ISA the first of the bundle's ISAs this CPU runs and KG_HAVE_STEP2
+ * defined where it runs the two-lane step too (kerngen chooses both, as the
+ * CPU mask KERNGEN_CPU leaves the CPU).
  * OpenSSL is used only to read the curve's b, its order and generator once,
  * and for the comparison functions; the ladder itself calls only kernels:
  * one fused gf2m_ladder_step per scalar bit (conditional swap by mask,
@@ -41,10 +44,12 @@ void KG_K(inv)(uint64_t *out, const uint64_t *a);
 typedef void kg_step_fn(uint64_t *out, const uint64_t *st, const uint64_t *x, const uint64_t *c,
                         const uint64_t *swap);
 kg_step_fn KG_K(ladder_step);
-#ifdef KG_HAVE_STEP2
+#ifdef KG_HAVE_STEP2 /* defined where this CPU runs it */
 kg_step_fn KG_K(ladder_step2); /* two field operations per ymm; needs VPCLMULQDQ */
+static kg_step_fn *const ladder_step = KG_K(ladder_step2);
+#else
+static kg_step_fn *const ladder_step = KG_K(ladder_step);
 #endif
-static kg_step_fn *ladder_step = KG_K(ladder_step);
 
 static EC_GROUP *grp;
 static BN_CTX *ctx;
@@ -60,11 +65,6 @@ static void init(void)
     grp = EC_GROUP_new_by_curve_name(KG_CURVE);
     if (!p || !a || !b || !ctx || !grp || !EC_GROUP_get_curve(grp, p, a, b, ctx))
         abort();
-#ifdef KG_HAVE_STEP2
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("vpclmulqdq"))
-        ladder_step = KG_K(ladder_step2);
-#endif
     kg_bn_to_limbs(curve_b, N, b);
     order_bits = EC_GROUP_order_bits(grp);
     /* sqrt(b) = b^(2^(m-1)): the step computes X0^4 + b Z0^4 as

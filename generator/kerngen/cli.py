@@ -17,6 +17,7 @@ from .core.manifest import is_bundle
 from .emission.files import check_new_file
 from .core.params import ABIS, Overrides
 from .families import FAMILIES, OPTIONS, family_of, load
+from .harness.cpu import cpu_mask
 from .commands import shipped
 from .machine.isa import ISAS
 from .machine.target import PLATFORMS, VISIBILITIES
@@ -90,12 +91,16 @@ def cmd_test(args) -> int:
 def cmd_bench(args) -> int:
     from .commands.bench import bench_bundle, format_table
     from .commands.test import bundle_library
+    from .harness.cpu import left_out
     sections = []
     with tempfile.TemporaryDirectory(prefix="kerngen-bench-") as tmp:
         work = Path(tmp)
         for p, _ in _load_all(args):
             family = family_of(p)
             bundle, lib = bundle_library(p, work)
+            skipped = left_out(bundle.functions)
+            if skipped:
+                _say(f"{p.name}: {skipped}: not timed")
             items = family.bench_items(bundle, lib, work)
             _say(f"{p.name}: timing {len(items)} kernels ({args.batches} batches each, interleaved)")
             rows = bench_bundle(bundle, lib, items, work, args.batches)
@@ -290,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     _report_progress()
     try:
+        cpu_mask()  # a mask that cannot be read is refused before any work
         return args.func(args)
     except KerngenError as e:
         print(f"kerngen: error: {e}", file=sys.stderr)

@@ -5,7 +5,9 @@ call picks the preferred ISA (`Isa.preference`: AVX-512, AVX2, then scalar,
 then SSE) whose kernels the CPU can run, from the CPU features the
 required-ISA pass found in those kernels (CPUID) and the register state they
 need the OS to save (XGETBV; on macOS, which enables the AVX-512 state on
-first use, sysctl), and every call goes there. The unit branches only on
+first use, sysctl), less what the CPU mask in the environment hides
+(KERNGEN_CPU, read as `harness.cpu` reads it: a program runs as on a CPU
+without those extensions), and every call goes there. The unit branches only on
 that choice (the CPU's features, or the ISA asked for), never on the data
 (the kernels' own branches are proven by `passes.constant_time`). The C text
 is templates/dispatch.j2; this module derives what it
@@ -17,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.bundle import Bundle, Function
-from ..machine.isa import AVX512_STATE, CPUID, ISAS, XCR0_STATES
+from ..machine.isa import AVX512_STATE, CPUID, ISAS, LEVELS, XCR0_STATES, cpuinfo_name
 
 _REGISTERS = ("eax", "ebx", "ecx", "edx")
 
@@ -57,6 +59,24 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class CpuMaskTable:
+    """What the unit needs to honour the CPU mask (KERNGEN_CPU, `harness.cpu`): the extensions it tests, as
+    the mask names them; each ISA's as bits of that list (in `Dispatch.isas` order); each level's likewise."""
+
+    extensions: tuple[str, ...]
+    needs: tuple[int, ...]
+    levels: tuple[tuple[str, int], ...]
+
+    @staticmethod
+    def of(tests: tuple[IsaTest, ...]) -> CpuMaskTable:
+        names = tuple(dict.fromkeys(e for t in tests for *_, e in t.bits))
+        bits = {e: 1 << k for k, e in enumerate(names)}
+        return CpuMaskTable(tuple(cpuinfo_name(e) for e in names),
+                            tuple(sum(bits[e] for *_, e in t.bits) for t in tests),
+                            tuple((level, sum(bits[e] for e in names if e in keeps)) for level, keeps in LEVELS.items()))
+
+
+@dataclass(frozen=True)
 class Dispatch:
     prefix: str
     isas: tuple[IsaTest, ...]  # in the order of preference (`Isa.preference`)
@@ -64,6 +84,10 @@ class Dispatch:
     entries: tuple[Entry, ...]
     not_dispatched: tuple[str, ...]  # functions some ISA has no kernel for: call their suffixed names
     lazy_state: int = AVX512_STATE  # XCR0 bits macOS enables only on first use (the unit asks sysctl there)
+
+    @property
+    def mask(self) -> CpuMaskTable:
+        return CpuMaskTable.of(self.isas)
 
     @property
     def asks_os(self) -> bool:
@@ -79,7 +103,7 @@ def _isa_test(name: str, fns: list[Function]) -> IsaTest:
     needed = sorted(set().union(*(f.kernel.extensions for f in fns)))
     unknown = [e for e in needed if e not in CPUID]
     if unknown:
-        raise ValueError(f"no CPUID row for {', '.join(unknown)} (target/isa.py CPUID)")
+        raise ValueError(f"no CPUID row for {', '.join(unknown)} (machine/isa.py CPUID)")
     bits = tuple((_leaf_var(CPUID[e].leaf, CPUID[e].subleaf), _REGISTERS.index(CPUID[e].register), CPUID[e].bit, e)
                  for e in needed)
     xcr0 = 0

@@ -1,7 +1,8 @@
 """What the README's C, C++ and Rust examples need beyond the function data,
-whatever the family: each lane type as the three languages spell it, and the
+whatever the family: each lane type as the three languages spell it, the
 header's macro for each argument's element count (the prototypes take plain
-pointers). The families add their own examples' inputs (`Family.vendoring`).
+pointers), and the names the examples call (`ExampleCalls`). The families
+add their own examples' inputs (`Family.vendoring`).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .dispatch import dispatch
 
 
 def length_macro(fn, arg_name: str) -> str:
@@ -61,3 +63,32 @@ def lanes_by_type(functions) -> list[dict]:
             if f.kind not in e["kinds"]:
                 e["kinds"].append(f.kind)
     return list(out.values())
+
+
+@dataclass(frozen=True)
+class ExampleCalls:
+    """How the examples call a bundle's functions: through the dispatch unit where it dispatches every one of
+    them (the ISA chosen at run time, so the example runs on any CPU that has one of the bundle's ISAs), else
+    by the preferred ISA's own names after testing the CPU features they need."""
+
+    names: tuple[tuple[str, str], ...]  # (kernel symbol, the name the example calls)
+    cpu: tuple[str, ...]  # the features the example tests first (none where the unit chooses)
+    isa_function: str | None  # the unit's function naming the ISA it chose (None: no unit)
+    isas: tuple[str, ...]  # the ISAs the unit chooses among
+
+    def name(self, symbol: str) -> str:
+        return dict(self.names)[symbol]
+
+    def context(self) -> dict:
+        return {"cpu": list(self.cpu), "isa_function": self.isa_function, "isas": list(self.isas)}
+
+
+def example_calls(bundle, functions) -> ExampleCalls:
+    """The calls of `functions` (the preferred ISA's `Function`s an example uses) in `bundle`."""
+    unit = dispatch(bundle)
+    dispatched = {e.symbol for e in unit.entries} if unit is not None else set()
+    bases = {f.symbol: f.symbol.removesuffix("_" + f.isa) for f in functions}
+    if unit is not None and set(bases.values()) <= dispatched:
+        return ExampleCalls(tuple(bases.items()), (), f"{unit.prefix}_isa", tuple(t.name for t in unit.isas))
+    return ExampleCalls(tuple((f.symbol, f.symbol) for f in functions),
+                        tuple(sorted({c for f in functions for c in f.cpu})), None, ())

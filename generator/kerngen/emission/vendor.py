@@ -217,12 +217,15 @@ def _unit(bundle: Bundle, files: Mapping[str, str]) -> dict | None:
     declared = [f"const char *{d.prefix}_isa(void);", f"int {d.prefix}_use_isa(const char *isa);"]
     declared += [f"void {e.symbol}({e.c_args});" for e in d.entries]
     names = {e.symbol for e in d.entries}
+    first = {f.symbol.removesuffix("_" + f.isa): f for f in reversed(bundle.functions)}
+    rust = [{"symbol": e.symbol, "args": _function(first[e.symbol])["args"]} for e in d.entries]
     chain = {}  # kind -> the name that dispatches it (the kernel's name without its ISA suffix)
     for f in bundle.functions:
         base = f.symbol.removesuffix("_" + f.isa)
         if base in names:
             chain.setdefault(f.kind, base)
-    return {"sources": sorted(n for n in files if n.endswith(".c")), "declared": declared, "by_kind": chain}
+    return {"sources": sorted(n for n in files if n.endswith(".c")), "declared": declared, "by_kind": chain,
+            "prefix": d.prefix, "rust": rust, "isas": [t.name for t in d.isas]}
 
 
 def _one(files: Mapping[str, str], suffix: str) -> str:

@@ -28,6 +28,9 @@ X86_64_V2 = frozenset({"SSE2", "SSE3", "SSSE3", "SSE4.1", "SSE4.2", "POPCNT"})
 # every AVX2 processor also has PCLMULQDQ
 X86_64_V3 = X86_64_V2 | frozenset({"AVX", "AVX2", "BMI1", "BMI2", "FMA", "LZCNT", "MOVBE", "PCLMULQDQ"})
 X86_64_V4 = X86_64_V3 | frozenset({"AVX512F", "AVX512BW", "AVX512DQ", "AVX512CD", "AVX512VL"})
+# the x86-64 micro-architecture levels by name: what a CPU mask (`harness.cpu`, KERNGEN_CPU) may name
+LEVELS: dict[str, frozenset[str]] = {"x86-64": frozenset({"SSE2"}), "x86-64-v2": X86_64_V2, "x86-64-v3": X86_64_V3,
+                                     "x86-64-v4": X86_64_V4}
 
 
 @dataclass(frozen=True)

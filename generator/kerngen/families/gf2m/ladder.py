@@ -12,6 +12,7 @@ from pathlib import Path
 from ...core.bundle import BenchItem, Bundle, Comparison
 from ...errors import HarnessError
 from ...harness import protocol, toolchain
+from ...harness.cpu import lacks, left_out, runnable_isas
 from ...harness.protocol import Arg, Case
 from .checks import limbs_of, value_of
 
@@ -37,14 +38,23 @@ def curves_for(bundle: Bundle) -> list[Curve]:
     return [c for c in CURVES if c.m == p.m and c.poly == tuple(p.poly)]
 
 
+def ladder_isa(bundle: Bundle) -> str:
+    """The first of the bundle's ISAs whose kernels the ladder calls (all but the two-lane step) this CPU runs."""
+    called = [f for f in bundle.functions if "_ladder_step2_" not in f.symbol]
+    runs = runnable_isas(called)
+    if not runs:
+        raise HarnessError(f"{bundle.name}: the ladder needs kernels this CPU runs; " + left_out(called))
+    return runs[0]
+
+
 def build_ladder(curve: Curve, bundle: Bundle, kernel_lib: Path, workdir: Path) -> Path:
     """ladder.c for `curve`, linked against the assembled bundle (cached)."""
     p = bundle.params
     kernel_lib = Path(kernel_lib).resolve()
-    isa = p.target.isa.name  # the first ISA's kernels
+    isa = ladder_isa(bundle)
     flags = ["-O2", f"-DKG_PREFIX={p.prefix}", f"-DKG_ISA={isa}",
              f"-DKG_LIMBS={p.limbs}", f"-DKG_CURVE={curve.nid}"]
-    if any(f.symbol.endswith(f"_ladder_step2_{isa}") for f in bundle.functions):
+    if any(f.symbol.endswith(f"_ladder_step2_{isa}") and not lacks(f.cpu) for f in bundle.functions):
         flags.append("-DKG_HAVE_STEP2=1")
     return toolchain.build_shared_c("ladder.c", f"ladder-{curve.name}", flags, workdir,
                                   f"building the ladder for {curve.name} (it needs libssl-dev)",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.bundle import Bundle
+from ...emission.examples import example_calls
 
 
 def context(bundle: Bundle) -> dict[str, Any]:
@@ -17,6 +18,7 @@ def context(bundle: Bundle) -> dict[str, Any]:
         return {}
     m, poly = bundle.params_manifest["m"], bundle.params_manifest["poly"]
     limbs = mul.manifest()["input"]["limbs"]
+    calls = example_calls(bundle, [mul])
     terms = ["1" if e == 0 else "x" if e == 1 else f"x^{e}" for e in poly]
     return {"gf2m": {
         "m": m,
@@ -25,6 +27,6 @@ def context(bundle: Bundle) -> dict[str, Any]:
         "rest_text": " + ".join(terms[1:]),  # f - x^m
         "limbs": limbs,
         "top_bits": m - 64 * (limbs - 1),
-        "mul": mul.symbol,
-        "cpu": list(mul.cpu),
+        "mul": calls.name(mul.symbol),
+        "calls": calls.context(),
     }}

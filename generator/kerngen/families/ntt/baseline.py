@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...harness import toolchain
+from ...harness.cpu import march_flags
 
 FLAGS = ("-O3", "-std=c11", "-Wall")
 
@@ -194,5 +195,5 @@ def constants_sympy(n: int, q: int, layers: int, width: int = 16) -> BaselineCon
 def build(c: BaselineConstants, workdir: Path, march: str = "native") -> Path:
     """The baseline for `c` (the C file of its width) compiled for the CPU
     level `march` into a shared object (cached)."""
-    return toolchain.build_shared_c(SOURCE, "kg-baseline", (*FLAGS, f"-march={march}"), workdir,
+    return toolchain.build_shared_c(SOURCE, "kg-baseline", (*FLAGS, *march_flags(march)), workdir,
                                  "building the C baseline", headers={"kg_params.h": header(c)})

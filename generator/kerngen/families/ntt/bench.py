@@ -15,6 +15,7 @@ from ...core.bundle import BenchItem, Bundle, Comparison, Function
 from ...core.family import native
 from ...errors import ParamError
 from ...harness import toolchain
+from ...harness.cpu import march_flags, runnable_isas
 from ...harness.protocol import Case
 from .baseline import FLAGS, build as build_baseline, constants_sympy
 from .build import build
@@ -31,7 +32,8 @@ def bench_items(bundle: Bundle, library: Path, workdir: Path) -> list[BenchItem]
     order than the fastest is timed beside its fastest-order twin, one with
     output ranges beside its lazy twin (the cost of each choice); a fused
     basemul_acc beside k base multiplications and k - 1 additions.
-    Standalone reductions are timed beside Barrett."""
+    Standalone reductions are timed beside Barrett. Only the ISAs this CPU
+    (as masked: `harness.cpu`) runs are timed, "widest" among them."""
     p = bundle.params
     consts, bases = None, {}
     try:
@@ -43,8 +45,10 @@ def bench_items(bundle: Bundle, library: Path, workdir: Path) -> list[BenchItem]
     twins = _twins(p, workdir)
     rng = random.Random(7)
     items = []
-    widest = max(p.targets, key=lambda t: t.isa.vector_bits).isa.name
-    for t in p.targets:
+    runs = runnable_isas(bundle.functions)
+    targets = [t for t in p.targets if t.isa.name in runs]
+    widest = max(targets, key=lambda t: t.isa.vector_bits).isa.name if targets else None
+    for t in targets:
         isa, march = t.isa.name, t.isa.c_march
         if consts is not None and march not in bases:
             bases[march] = build_baseline(consts, workdir, march)
@@ -105,6 +109,6 @@ def _calls_library(bundle: Bundle, acc: Function, library: Path, workdir: Path) 
     the same ISA and k - 1 additions (harness/basemul_calls.c), linked with it."""
     bm = bundle.function("basemul", isa=acc.isa)
     header = f"#define KG_BASEMUL {bm.symbol}\n#define KG_N {bundle.params.n}\n#define KG_K {acc.fact('k')}\n"
-    return toolchain.build_shared_c("basemul_calls.c", f"basemul-calls-{acc.symbol}", (*FLAGS, "-march=native"),
+    return toolchain.build_shared_c("basemul_calls.c", f"basemul-calls-{acc.symbol}", (*FLAGS, *march_flags()),
                                  workdir, f"the {acc.fact('k')} base multiplications timed beside {acc.symbol}",
                                  link=(library, f"-Wl,-rpath,{Path(library).parent}"), headers={"kg_acc.h": header})

@@ -24,7 +24,9 @@ from typing import Callable
 from ...core.bundle import Bundle, Function
 from ...core.compile_cache import CompileCache
 from ...errors import KerngenError, ParamError
+from ...harness.cpu import lacks, left_out
 from ...harness.protocol import Arg, Case, run_bench
+from ...machine.isa import cpuinfo_name
 from ...harness.toolchain import bundle_library
 from ...emission.figures import mca_throughput, static_figures
 from .build import build, schedules
@@ -169,10 +171,13 @@ def explore(p: NttParams, batches: int, png: Path | None, say: Say, tester=None,
     run on every variant (`--check`; none without a tester)."""
     if batches < 1:
         raise KerngenError(f"--batches must be at least 1, got {batches}")
-    if len(p.isas) > 1:  # schedules are compared on one ISA; the file's first unless --isa names one
-        say(f"{p.name}: exploring on {p.isas[0]} (the set lists {', '.join(p.isas)}; --isa picks one)")
-        p = dataclasses.replace(p, isas=p.isas[:1], targets=p.targets[:1])
+    if len(p.isas) > 1:  # schedules are compared on one ISA: the file's first this CPU runs unless --isa names one
+        runs = [k for k, t in enumerate(p.targets) if not lacks([cpuinfo_name(e) for e in t.isa.extensions])]
+        k = runs[0] if runs else 0
+        say(f"{p.name}: exploring on {p.isas[k]} (the set lists {', '.join(p.isas)}; --isa picks one)")
+        p = dataclasses.replace(p, isas=p.isas[k:k + 1], targets=p.targets[k:k + 1])
     variants = build_variants(p, say)
+    missing = lacks(set().union(*(v.function(d).cpu for v in variants for d in DIRECTIONS)))
     picked = auto_label(p)
     failures: list[str] = []
     checked: dict[str, str] = {}
@@ -182,8 +187,12 @@ def explore(p: NttParams, batches: int, png: Path | None, say: Say, tester=None,
             outcome = tester(v.params, seed, say)
             failures += [f"{v.label}: {f}" for f in outcome.failures]
             checked[v.label] = f"{outcome.passed} passed, {outcome.failed} failed"
-    with tempfile.TemporaryDirectory(prefix="kerngen-explore-") as tmp:
-        ticks = time_variants(variants, Path(tmp), batches, say)
+    ticks = None
+    if missing:
+        say(f"{p.name}: not timed: {left_out([v.function(d) for v in variants for d in DIRECTIONS])}")
+    else:
+        with tempfile.TemporaryDirectory(prefix="kerngen-explore-") as tmp:
+            ticks = time_variants(variants, Path(tmp), batches, say)
     say(f"{variants[0].params.name}: static figures and llvm-mca (-mcpu={MCA_CPU})")
     rows = rows_for(variants, ticks, picked)
     for v, row in zip(variants, rows):

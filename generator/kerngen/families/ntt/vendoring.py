@@ -19,7 +19,7 @@ from typing import Any
 
 from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...core.compile_cache import memo
-from ...emission.examples import Lane
+from ...emission.examples import Lane, example_calls
 from .maths import ORDER_EXPONENTS, RING_CONSTANT, RINGS, ROOT_NAMES, modulus_text
 
 _CHAIN = ("ntt_forward", "basemul", "ntt_inverse")  # the kernels of a product in the NTT domain
@@ -51,22 +51,29 @@ def context(bundle: Bundle) -> dict[str, Any]:
     (mul_lo, mul_hi), (inv_lo, inv_hi) = mul["output"]["bound"], inv["input"]["bound"]
     sums = min(inv_hi // mul_hi if mul_hi > 0 else inv_hi, inv_lo // mul_lo if mul_lo < 0 else -inv_lo)
     n, q = bundle.params_manifest["n"], bundle.params_manifest["q"]
+    shoup = first.get("mulmod_shoup")
+    shown = example(fwd, shoup, q)
+    called = [first[k] for k in (*_CHAIN, "freeze") if k in first] + ([shoup] if shown["shoup"] else [])
+    calls = example_calls(bundle, called)
+    if shown["shoup"]:
+        shown["shoup"]["symbol"] = calls.name(shoup.symbol)
     return {"ntt": {
         **names,
         **ring_context(bundle.params_manifest, layout),
         "permutation": permutation if None not in permutation.values() else None,
         "twins": standard_twins(bundle.name, bundle.params_manifest),
-        "example": example(fwd, first.get("mulmod_shoup"), q),
+        "example": shown,
+        "calls": calls.context(),
         "n_value": n,
         "q_value": q,
         "d_value": layout["d"],
         "blocks_value": len(layout["blocks"]),
         "first_block": layout["blocks"][0],
         "one_layout": all(x == layout for x in layouts),
-        "forward": first["ntt_forward"].symbol,
-        "basemul": first["basemul"].symbol,
-        "inverse": first["ntt_inverse"].symbol,
-        "freeze": first["freeze"].symbol if "freeze" in first else None,
+        "forward": calls.name(first["ntt_forward"].symbol),
+        "basemul": calls.name(first["basemul"].symbol),
+        "inverse": calls.name(first["ntt_inverse"].symbol),
+        "freeze": calls.name(first["freeze"].symbol) if "freeze" in first else None,
         "align": max(a.preferred_align or a.align for a in first["ntt_forward"].kernel.args),
         "reducers": [{"symbol": f.symbol, "bound": f.manifest()["output"]["bound"]}
                      for f in preferred if f.kind == "reduce"],
@@ -82,7 +89,6 @@ def context(bundle: Bundle) -> dict[str, Any]:
         "inverse_scale_value": inv["output"]["scale"],
         "sums": max(sums, 1),
         "scales_cancel": mul["output"]["scale"] * inv["output"]["scale"] % q == 1,
-        "cpu": sorted({c for k in (*_CHAIN, "freeze") if k in first for c in first[k].cpu}),
     }}
 
 
