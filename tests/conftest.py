@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kerngen.cli import main as kerngen_main
+from kerngen.harness import protocol as harness_protocol
 from kerngen.ir.instr import ArgBase, Builder, Mem
 from kerngen.store import Store
 
@@ -116,3 +117,21 @@ def register_pressure(count: int, bits: int = 256, add: str = "vpaddw") -> Build
     for i, v in enumerate(vs):  # keep every value alive to the end
         b.emit("store", Mem(ArgBase(1), size * (i + 1), size), v)
     return b
+
+
+def under_valgrind(monkeypatch) -> list[str]:
+    """Runs the harness's programs under valgrind (its tool none: no checks, only its decoder), which stops at
+    any AVX-512 instruction (it decodes none):
+    a program that executed one would fail. Returns the programs run, as they are run."""
+    ran = []
+    real = subprocess.run
+
+    def run(argv, *args, **kwargs):
+        name = Path(str(argv[0])).name
+        if name in ("kg_runner", "kg_bench", "kg_batch"):
+            ran.append(name)
+            argv = ["valgrind", "--tool=none", "-q", *map(str, argv)]
+            kwargs["timeout"] = None
+        return real(argv, *args, **kwargs)
+    monkeypatch.setattr(harness_protocol.subprocess, "run", run)
+    return ran

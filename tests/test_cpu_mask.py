@@ -19,11 +19,10 @@ from kerngen.emission.files import write
 from kerngen.emission.render import render
 from kerngen.errors import UsageError
 from kerngen.families import load
-from kerngen.harness import cpu, protocol
 from kerngen.harness.cpu import MASK_VARIABLE, CpuMask, cpu_flags, host_flags, left_out, march_flags, runnable_isas
 from kerngen.machine.isa import ISAS
 
-from conftest import REPO, STORE
+from conftest import REPO, STORE, under_valgrind
 
 # an AMD Zen 3 (AVX2, VPCLMULQDQ, no AVX-512, no GFNI)
 ZEN3 = "x86-64-v3,+vpclmulqdq"
@@ -89,23 +88,6 @@ def test_the_dispatch_unit_chooses_as_kerngen_does(tmp_path, monkeypatch):
         assert got == want, text
 
 
-def _under_valgrind(monkeypatch) -> list[str]:
-    """Runs the harness's programs under valgrind, which stops at any AVX-512 instruction (it decodes none):
-    a program that executed one would fail. Returns the programs run, as they are run."""
-    ran = []
-    real = subprocess.run
-
-    def run(argv, *args, **kwargs):
-        name = Path(str(argv[0])).name
-        if name in ("kg_runner", "kg_bench", "kg_batch"):
-            ran.append(name)
-            argv = ["valgrind", "-q", "--error-exitcode=99", *map(str, argv)]
-            kwargs["timeout"] = None
-        return real(argv, *args, **kwargs)
-    monkeypatch.setattr(protocol.subprocess, "run", run)
-    return ran
-
-
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
 # a small set whose first ISA is avx512
 TINY = {"name": "tiny-257", "family": "ntt", "n": 64, "q": 257, "width": 16, "isa": ["avx512", "avx2", "sse"]}
@@ -115,7 +97,7 @@ TINY = {"name": "tiny-257", "family": "ntt", "n": 64, "q": 257, "width": 16, "is
 @needs_valgrind
 def test_bench_under_the_mask_times_what_the_cpu_runs_and_names_the_rest(kerngen_cli, monkeypatch, write_params):
     monkeypatch.setenv(MASK_VARIABLE, ZEN3)
-    ran = _under_valgrind(monkeypatch)
+    ran = under_valgrind(monkeypatch)
     r = kerngen_cli("bench", write_params(TINY), "--batches", "2", "--json")
     assert r.returncode == 0, r.stderr
     assert f"left out avx512 ({MASK_VARIABLE}={ZEN3} hides avx512bw, avx512f): not timed" in r.stderr
@@ -129,7 +111,7 @@ def test_bench_under_the_mask_times_what_the_cpu_runs_and_names_the_rest(kerngen
 @needs_valgrind
 def test_test_under_the_mask_runs_the_rest_on_the_model(kerngen_cli, monkeypatch, write_params):
     monkeypatch.setenv(MASK_VARIABLE, ZEN3)
-    ran = _under_valgrind(monkeypatch)
+    ran = under_valgrind(monkeypatch)
     r = kerngen_cli("test", write_params(TINY))
     assert r.returncode == 0 and r.stdout.endswith(" failed\n") and "FAIL" not in r.stdout, r.stdout + r.stderr
     assert "kg_runner" in ran
@@ -142,6 +124,6 @@ def test_test_under_the_mask_runs_the_rest_on_the_model(kerngen_cli, monkeypatch
 def test_without_the_mask_valgrind_stops_the_avx512_kernels(kerngen_cli, monkeypatch, write_params):
     """The control of the two tests above: valgrind does stop a harness program at an AVX-512 kernel."""
     monkeypatch.delenv(MASK_VARIABLE, raising=False)
-    _under_valgrind(monkeypatch)
+    under_valgrind(monkeypatch)
     r = kerngen_cli("bench", write_params(TINY), "--batches", "2", "--json")
     assert r.returncode == 2 and "kg_bench" in r.stderr, r.stderr

@@ -22,10 +22,11 @@ from kerngen.families.gf2m import checks as gf2m_checks, ladder as gf2m_ladder, 
 from kerngen.families.gf2m.build import build as gf2m_build
 from kerngen.families.gf2m.gf2x import is_irreducible
 from kerngen.harness import protocol, toolchain
+from kerngen.harness.cpu import MASK_VARIABLE
 from kerngen.emission.files import write
 from kerngen.emission.render import render
 
-from conftest import STORE
+from conftest import STORE, under_valgrind
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(ROOT.glob("params/gf2m-*.toml"))
@@ -271,10 +272,19 @@ def test_openssl_comparisons_agree_with_kernels(work):
 
 
 @needs_tools
-@pytest.mark.parametrize("field", ["233", "409"])
-def test_ladder_matches_openssl(field, work):
+@pytest.mark.parametrize("field, mask", [("233", None), ("409", None), ("233", "x86-64-v3,+vpclmulqdq"),
+                                         ("233", "x86-64-v3")], ids=["233", "409", "233-zen3", "233-avx2"])
+def test_ladder_matches_openssl(field, mask, work, monkeypatch):
+    """On this CPU, and as on CPUs without AVX-512 (an AMD Zen 3; one without VPCLMULQDQ, where the
+    ladder takes the one-lane step): the ladder calls the kernels of the first ISA the CPU runs."""
+    if mask:
+        monkeypatch.setenv(MASK_VARIABLE, mask)
     p = load(ROOT / f"params/gf2m-{field}.toml")
     bundle = STORE.bundle(p)
+    if mask:
+        assert gf2m_ladder.ladder_isa(bundle) == "avx2"
+    if mask == "x86-64-v3" and shutil.which("valgrind"):  # valgrind stops at any AVX-512 or 256-bit VPCLMULQDQ
+        under_valgrind(monkeypatch)
     out = work / f"ladder-{field}"
     write(render(bundle, "test"), out)
     lib = toolchain.assemble_shared(out / f"gf2m-{field}.asm", work)

@@ -51,6 +51,19 @@ class Outcome:
     passed: int
     failed: int
     failures: tuple[str, ...]
+    # the checks passed where each ran: "cpu" (the ELF object here), "wine" (the COFF object), "model" (the
+    # machine model), "macho" (the Mach-O object read back), "parameters" (the comparison with a fresh emission)
+    passed_on: tuple[tuple[str, int], ...] = ()
+
+    def passed_at(self, place: str) -> int:
+        return dict(self.passed_on).get(place, 0)
+
+
+def split_by_cpu(manifest: Manifest, on_model: bool = False) -> tuple[tuple, tuple]:
+    """(the functions this CPU, as masked, runs; those it leaves to the machine model): the one selection
+    `kerngen test` makes, for whoever counts what ran where."""
+    runnable = () if on_model else tuple(f for f in manifest.functions if not lacks(f.cpu))
+    return runnable, tuple(f for f in manifest.functions if f not in runnable)
 
 
 def bundle_library(p: Any, workdir: Path) -> tuple[Bundle, Path]:
@@ -166,12 +179,15 @@ class _Tally:
     name: str
     passed: int = 0
     failures: list[str] = field(default_factory=list)
+    place: str = "parameters"  # where the checks judged now ran (`Outcome.passed_on`)
+    passed_on: dict[str, int] = field(default_factory=dict)
 
     def judge(self, check: str, msg: str | None) -> None:
         if msg:
             self.failures.append(f"{self.name}: {check}: {msg}")
         else:
             self.passed += 1
+            self.passed_on[self.place] = self.passed_on.get(self.place, 0) + 1
 
     def judge_results(self, checks: list, results: list, say: Say) -> None:
         start = time.monotonic()
@@ -257,8 +273,9 @@ def _test_on_model(directory: Path, whole: Manifest, manifest: Manifest, family:
         tally.judge("machine model", str(e))
 
 
-# how each object format is tested here
+# how each object format is tested here, and what `Outcome.passed_on` calls the place
 _BY_FORMAT = {ELF64.name: _test_native, COFF64.name: _test_win64, MACHO64.name: _test_macho}
+_PLACES = {ELF64.name: "cpu", COFF64.name: "wine", MACHO64.name: "macho"}
 
 
 def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, reemit: bool = True,
@@ -273,8 +290,7 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
     directory, whole = read_bundle(path)
     name = whole.name
     family = FAMILIES[whole.family]
-    runnable = () if on_model else tuple(f for f in whole.functions if not lacks(f.cpu))
-    modelled = tuple(f for f in whole.functions if f not in runnable)
+    runnable, modelled = split_by_cpu(whole, on_model)
     if modelled and not on_model:
         say(f"{name}: running {', '.join(dict.fromkeys(f.isa for f in modelled))} on the machine model: "
             + left_out(modelled))
@@ -297,6 +313,7 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
                 tested = whole if obj.format == MACHO64.name else manifest
                 if not tested.functions:
                     continue
+                tally.place = _PLACES[obj.format]
                 try:
                     _BY_FORMAT[obj.format](directory / obj.file, obj, tested, family, work, seed, say, tally)
                 except protocol.KernelFault as e:  # a failed check, counted; the other objects are still tested
@@ -305,6 +322,7 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
             if workdir is None:
                 wine.stop_wineserver(work)
     if modelled:
+        tally.place = "model"
         _test_on_model(directory, whole, whole.only(modelled), family, seed, say, tally, built, on_model)
     say(f"{name}: {tally.passed} passed, {len(tally.failures)} failed")
-    return Outcome(name, tally.passed, len(tally.failures), tuple(tally.failures))
+    return Outcome(name, tally.passed, len(tally.failures), tuple(tally.failures), tuple(tally.passed_on.items()))
