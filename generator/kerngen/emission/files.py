@@ -69,8 +69,8 @@ def exclusive(outs: Iterable[Path], option: str = "--out") -> Iterator[None]:
     writer holds it from its last check of what they hold to its last
     `write`, so two writers never both check one directory empty and both
     write it; the second waits, and checks again what the first wrote. The
-    lock is on each directory the bundles go into (created if need be), not
-    on a lock file that would be left beside them."""
+    lock is on the directory that holds each of `outs` (created if need be),
+    not on a lock file that would be left beside the bundles."""
     with ExitStack() as held:
         for parent in sorted({Path(out).absolute().parent for out in outs}):  # one order: no two wait on each other
             try:
