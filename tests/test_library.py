@@ -171,6 +171,10 @@ def test_load_and_build_say_what_they_take(cache, tmp_path, monkeypatch):
     with pytest.raises(kerngen.errors.BundleError, match=r"cannot be read: .*; 'kyber-3329' names a shipped parameter "
                                                          r"set, not a bundle: kerngen.build\('kyber-3329'\)"):
         kerngen.load("kyber-3329")
+    (tmp_path / "mine.toml").write_text((REPO / "params/tiny-257.toml").read_text())
+    with pytest.raises(kerngen.errors.BundleError, match=r"'mine.toml' is a parameter file, not a bundle: "
+                                                         r"kerngen.build\('mine.toml'\)"):
+        kerngen.load("mine.toml")
     with pytest.raises(kerngen.errors.BundleError) as e:
         kerngen.load("no-such-set")
     assert "kerngen.build" not in str(e.value)

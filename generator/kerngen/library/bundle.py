@@ -129,10 +129,15 @@ def load_bundle(path: str | os.PathLike, isa: str | None = None) -> LoadedBundle
     try:
         directory, manifest = read_bundle(Path(path))
     except BundleError as e:
-        if Path(path).exists() or shipped_params(path) is None:
+        given = Path(path)
+        if given.suffix == ".toml" and given.is_file():
+            what = "is a parameter file"
+        elif not given.exists() and shipped_params(path) is not None:
+            what = "names a shipped parameter set"
+        else:
             raise
-        raise BundleError(f"{e}; {os.fspath(path)!r} names a shipped parameter set, not a bundle: "
-                          f"kerngen.build({os.fspath(path)!r}) emits its bundle and loads it") from None
+        raise BundleError(f"{e}; {os.fspath(path)!r} {what}, not a bundle: kerngen.build({os.fspath(path)!r}) "
+                          "emits its bundle and loads it") from None
     runs = runnable_isas(manifest)
     has = sorted({fn.isa for fn in manifest.functions})
     if isa is None:
