@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,30 @@ class _Fields:
         return tuple(values)
 
 
+_COMPANION = re.compile(r"floor\((\w+)\*2\^(\d+)/q\)")
+
+
+@dataclass(frozen=True)
+class Companion:
+    """An argument whose every element the contract derives from the element
+    of another at its index: Shoup's w' = floor(w*2^bits/q), the
+    `representation` the manifest gives w'."""
+
+    of: str  # the argument it is derived from
+    bits: int
+
+    def spelled(self) -> str:
+        return f"floor({self.of}*2^{self.bits}/q)"
+
+    def value(self, w: int, q: int) -> int:
+        return (w << self.bits) // q
+
+    @staticmethod
+    def read(representation: str | None) -> Companion | None:
+        found = _COMPANION.fullmatch(representation or "")
+        return Companion(found[1], int(found[2])) if found else None
+
+
 @dataclass(frozen=True)
 class Values:
     """What a function requires of its inputs or ensures of its outputs."""
@@ -85,6 +110,10 @@ class Values:
         return Values(tuple(bound), f.get("representation", str, "a string", True), f.get("scale", int, "an integer", True),
                       f.get("bits", int, "an integer", True), f.get("limbs", int, "an integer", True),
                       f.get("layout", (dict, str), "an object or a name", True))
+
+    @property
+    def companion(self) -> Companion | None:
+        return Companion.read(self.representation)
 
 
 @dataclass(frozen=True)

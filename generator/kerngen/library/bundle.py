@@ -4,13 +4,15 @@ Python callables on numpy arrays."""
 from __future__ import annotations
 
 import ctypes
+import os
 from dataclasses import dataclass
+from importlib.resources import as_file, files
 from pathlib import Path
 
 import numpy as np
 
 from ..core.manifest import FunctionEntry, Manifest, read_bundle
-from ..errors import HarnessError
+from ..errors import BundleError, HarnessError
 from ..harness.cpu import cpu_flags
 from ..machine.formats import ELF64  # the harness links kernels on this (Linux) machine
 from ..machine.isa import ISAS
@@ -32,9 +34,10 @@ class NttDomain:
 
 class Kernel:
     """One function of the bundle. Call it as C does, with one array per
-    argument in the manifest's order (`args`); arrays with leading axes run
-    one call per row in one C loop, the GIL released. `check=False` skips the
-    input-bound check (the rest is always checked)."""
+    argument in the manifest's order (`args`), or by the argument names of
+    the manifest; arrays with leading axes run one call per row in one C
+    loop, the GIL released. `check=False` skips the check of the input
+    contract (bounds, Shoup's w'); the rest is always checked."""
 
     def __init__(self, entry: FunctionEntry, address: int, loop: ctypes._CFuncPtr):
         self.entry, self._address, self._loop = entry, address, loop
@@ -45,8 +48,8 @@ class Kernel:
     def args(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.entry.args)
 
-    def __call__(self, *arrays: np.ndarray, check: bool = True) -> None:
-        call = prepare(self.entry, arrays, check)
+    def __call__(self, *arrays: np.ndarray, check: bool = True, **named: np.ndarray) -> None:
+        call = prepare(self.entry, arrays, named, check)
         n = len(call.pointers)
         status = self._loop(ctypes.c_void_p(self._address), n, (ctypes.c_void_p * n)(*call.pointers),
                             (ctypes.c_ssize_t * n)(*call.strides), call.count)
@@ -110,8 +113,31 @@ def runnable_isas(manifest: Manifest) -> list[str]:
     return sorted(ok, key=lambda isa: ISAS[isa].preference)
 
 
-def load_bundle(path: str | Path, isa: str | None = None) -> LoadedBundle:
-    directory, manifest = read_bundle(Path(path))
+def shipped_params(given: str | os.PathLike) -> Path | None:
+    """The shipped parameter file `given` names (kyber-3329, or kyber-3329.toml), if it names one."""
+    name = Path(given)
+    if name.parent != Path("."):
+        return None
+    with as_file(files("kerngen") / "params" / f"{name.name.removesuffix('.toml')}.toml") as shipped:
+        return shipped if shipped.is_file() else None
+
+
+def load_bundle(path: str | os.PathLike, isa: str | None = None) -> LoadedBundle:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"kerngen.load: takes a bundle directory or its manifest.json (a str or a path), got "
+                        f"{type(path).__name__} {path!r}")
+    try:
+        directory, manifest = read_bundle(Path(path))
+    except BundleError as e:
+        given = Path(path)
+        if given.suffix == ".toml" and given.is_file():
+            what = "is a parameter file"
+        elif not given.exists() and shipped_params(path) is not None:
+            what = "names a shipped parameter set"
+        else:
+            raise
+        raise BundleError(f"{e}; {os.fspath(path)!r} {what}, not a bundle: kerngen.build({os.fspath(path)!r}) "
+                          "emits its bundle and loads it") from None
     runs = runnable_isas(manifest)
     has = sorted({fn.isa for fn in manifest.functions})
     if isa is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
+from ...core.manifest import Companion
 from ...core.proof import MapProof, monomials
 from ...errors import VerifyError
 from ...ir.instr import ArgSpec
@@ -127,7 +128,7 @@ def shoup_contract(p: NttParams, t: Target, kind: str) -> Contract:
             ArgContract(array_arg(p, t, "a", "in", unsigned=True), Values(Bound(0, top))),
             ArgContract(array_arg(p, t, "w", "in", unsigned=True), Values(Bound(0, q - 1))),
             ArgContract(array_arg(p, t, "wp", "in", unsigned=True),
-                        Values(Bound(0, top), representation=f"floor(w*2^{bits}/q)"))]
+                        Values(Bound(0, top), representation=Companion("w", bits).spelled()))]
     if accumulate:
         args.append(ArgContract(array_arg(p, t, "b", "in", unsigned=True), Values(Bound(0, q - 1))))
     return Contract(tuple(args), (
