@@ -178,13 +178,13 @@ def _compile_key(builder: Builder, symbol: str, contract: Contract, target: Targ
 
 def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Target, modulus: int | None = None,
                    gf2: bool = False, callee_saved: bool = False, signed: bool = True,
-                   shoup_pairs: tuple[tuple[int, int], ...] = (), cache: CompileCache | None = None) -> Compiled:
+                   shoup_pairs: tuple[tuple[int, int, int], ...] = (), cache: CompileCache | None = None) -> Compiled:
     """Run the passes. With a `modulus` (lanes mod q), the verifier proves the
     kernel for every input its contract requires and fills in what it
     ensures; with `gf2` (bit-vector lanes, nothing to overflow) it derives the
     forms and dependences only, and the contract's ensures must be given.
     `signed`: how the lanes' values are read (the contract's bounds too);
-    `shoup_pairs`: (w, w') arguments the contract relates (Shoup's products).
+    `shoup_pairs`: (w, w', W) arguments the contract relates as w' = floor(w*2^W/q) (Shoup's products).
     A kernel the `cache` holds for a target differing only in object format
     or visibility is taken from there, on this target; without a cache the
     passes always run."""
@@ -201,7 +201,7 @@ def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Ta
 
 
 def _run_passes(builder: Builder, symbol: str, contract: Contract, target: Target, modulus: int | None, gf2: bool,
-                callee_saved: bool, signed: bool, shoup_pairs: tuple[tuple[int, int], ...]) -> Compiled:
+                callee_saved: bool, signed: bool, shoup_pairs: tuple[tuple[int, int, int], ...]) -> Compiled:
     verification = None
     if modulus is not None or gf2:
         verification = Verification({i: (b.lo, b.hi) for i, b in contract.inputs().items()} if modulus else {},

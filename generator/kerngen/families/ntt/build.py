@@ -86,7 +86,7 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
 
 
 def _compile(b, symbol: str, contract, p: NttParams, t: Target, cache: CompileCache, signed: bool = True,
-             shoup_pairs: tuple[tuple[int, int], ...] = ()) -> Compiled:
+             shoup_pairs: tuple[tuple[int, int, int], ...] = ()) -> Compiled:
     return compile_kernel(b, symbol, contract, t, modulus=p.q, signed=signed, shoup_pairs=shoup_pairs, cache=cache)
 
 
@@ -275,7 +275,7 @@ def _shoup_kernels(p: NttParams, t: Target, layout, freeze: UnsignedFreeze, cach
         b = kernel_builder(layout)
         build_mulmod_shoup(b, layout, Shoup(p.q, p.width, t.isa), freeze, accumulate)
         c = _compile(b, f"{p.prefix}_{kind}_{t.isa.name}", shoup_contract(p, t, kind), p, t, cache, signed=False,
-                     shoup_pairs=((2, 3),))
+                     shoup_pairs=((2, 3, p.width),))
         expect = (("a", "w"), ("b",)) if accumulate else (("a", "w"),)
         fns.append(Function(c.kernel, kind, c.contract, f"{what} by Shoup's multiplication, element-wise",
                             (("n", p.n), ("q", p.q)),

@@ -38,23 +38,30 @@ A_REQUIRES, A_ENSURES = BoundOf("a", "requires"), BoundOf("a", "ensures")
 @dataclass(frozen=True)
 class TwiddleArgs:
     """How a codelet reads its twiddles: argument 1 holds w, and where the strategy's product needs its
-    companion stored (Shoup's w'), argument 2 holds it, entry for entry."""
+    companion stored (Shoup's w' = floor(w*2^W/q)), argument 2 holds it, entry for entry."""
 
-    paired: bool  # Shoup's w' in argument 2
+    signed: bool  # how w is read (Montgomery's centred w)
+    companion_bits: int | None = None  # W of Shoup's w' in argument 2 (None: the product makes what it needs)
+
+    @property
+    def paired(self) -> bool:
+        return self.companion_bits is not None
+
+    @property
+    def shoup_pairs(self) -> tuple[tuple[int, int, int], ...]:
+        """What the verifier is told of the arguments (`passes.verify.Verification`)."""
+        return ((1, 2, self.companion_bits),) if self.paired else ()
 
     def specs(self, t: Target, count: int) -> tuple[ArgSpec, ...]:
-        ctype = f"{'' if self.signed_lanes else 'u'}int{t.lane_bits}_t"
+        ctype = f"{'' if self.signed else 'u'}int{t.lane_bits}_t"
         names = ("w", "wp") if self.paired else ("w",)
         return tuple(ArgSpec(name, "in", ctype, t.lane_bytes, count, t.lane_bytes) for name in names)
 
-    @property
-    def signed_lanes(self) -> bool:
-        return not self.paired
-
 
 def twiddle_args(ar: Arithmetic) -> TwiddleArgs:
-    """Montgomery's products make w' from w (signed lanes, w centred); Shoup's read it (unsigned lanes)."""
-    return TwiddleArgs(paired=not ar.mul.signed)
+    """Montgomery's products make w' from w (signed lanes, w centred), the special form's take w alone;
+    Shoup's read w' (unsigned lanes), of the product's width (52 bits for multiply-adds)."""
+    return TwiddleArgs(ar.mul.signed, ar.mul.companion_bits)
 
 
 def twiddle_bound(ar: Arithmetic) -> Bound:
@@ -71,10 +78,6 @@ def _twiddle(b: Builder, ar: Arithmetic, args: TwiddleArgs, entry: int, qinv: VR
     if not args.paired:
         return ar.mul.variable(b, w, qinv)
     return w, b.op(broadcast, Mem(ArgBase(2), entry * bits // 8, bits // 8))
-
-
-def _limit(ar: Arithmetic) -> int:
-    return lane_range(ar.layout.lane_bits, ar.mul.signed)[1]
 
 
 def build_rows(b: Builder, ar: Arithmetic, codelet: Rows, lanes: int, inverse: bool, in_bound: int,
@@ -144,3 +147,52 @@ def rows_contract(t: Target, ar: Arithmetic, codelet: Rows, in_bound: Bound) -> 
            for s in tw)),
         (("requires: every a[i] of the rows in ", A_REQUIRES),
          ("ensures:  every a[i] of the rows in ", A_ENSURES)))
+
+
+class ArgumentTwiddles:
+    """A leaf's twiddles, read from its arguments (`kernels.build_ntt`'s twiddle source): each row of lanes
+    the kernel multiplies by is stored once, in first-use order, as one entry where every lane shares it
+    (broadcast) or an entry per lane; `entries` names each by (layer, block) inside the leaf, which the
+    table builder evaluates for every leaf of the plan (`tables`)."""
+
+    def __init__(self, b: Builder, ar: Arithmetic):
+        self.b, self.ar, self.args = b, ar, twiddle_args(ar)
+        self.bits = ar.layout.lane_bits
+        self.entries: list[tuple[int, int]] = []
+        self._rows: dict[tuple[tuple[int, int], ...], int] = {}
+        self._qinv: VReg | None = None
+
+    def factor(self, layer: int, bit: int, indices, inverse: bool, scale: int) -> tuple:
+        if scale != 1:
+            raise ValueError("a leaf of a planned transform does not hold the inverse's first layer")
+        ids = tuple((layer, i >> (bit + 1)) for i in indices)
+        key = ids[:1] if len(set(ids)) == 1 else ids
+        if key not in self._rows:
+            self._rows[key] = len(self.entries)
+            self.entries.extend(key)
+        at, size = self._rows[key] * self.bits // 8, len(key) * self.bits // 8
+
+        def read(arg: int) -> VReg:
+            m = Mem(ArgBase(arg), at, size)
+            return self.b.op(by_width("broadcast", self.bits), m) if len(key) == 1 else _load(self.b, m)
+        if self.args.paired:
+            return read(1), read(2)
+        if self.ar.mul.signed and self._qinv is None:
+            self._qinv = self.ar.mul.qinv_register(self.b)
+        return self.ar.mul.variable(self.b, read(1), self._qinv)
+
+    def finish(self, direction: str) -> None:
+        """Nothing to write: the tables are the plan's (`tables`)."""
+
+
+def leaf_contract(t: Target, ar: Arithmetic, size: int, twiddles: int, in_bound: Bound, output_bound=None) -> Contract:
+    signed = ar.mul.signed
+    a = ArgSpec("a", "inout", f"{'' if signed else 'u'}int{t.lane_bits}_t", t.lane_bytes, size, t.lane_bytes,
+                t.isa.vector_bits // 8)
+    w_values = Values(twiddle_bound(ar), representation="signed" if signed else "unsigned")
+    return Contract(
+        (ArgContract(a, Values(in_bound), Values(None)),
+         *(ArgContract(s, w_values if s.name == "w" else Values(Bound(0, lane_range(t.lane_bits, False)[1])))
+           for s in twiddle_args(ar).specs(t, twiddles))),
+        (("requires: every a[i] in ", A_REQUIRES),
+         ("ensures:  every a[i] in ", A_ENSURES)))

@@ -78,21 +78,46 @@ def _reduce_bounded(b: Builder, x: VReg, reducer, bound: int, why: str) -> tuple
     return _reduce(b, x, r, why), r.reduced_bound(bound)
 
 
+class ConstantTwiddles:
+    """An NTT's twiddles as constants: the strategy's stored forms in the kernel's own table
+    (`TwiddleTable`, label `label`), read by the products as memory operands."""
+
+    def __init__(self, b: Builder, ar: Arithmetic, label: str):
+        self.ar, bits = ar, ar.layout.lane_bits
+        per_twiddle = len(ar.mul.operands([1], lambda row: row))  # w, and w' or w q^-1 where the product needs it
+        self.table = TwiddleTable(b, label, bits, shared_once=ar.layout.n * bits // 8 * per_twiddle > L1_BYTES)
+
+    def factor(self, layer: int, bit: int, indices, inverse: bool, scale: int) -> tuple:
+        """The product's factor for the butterflies of `layer` (partner distance 2^bit) whose lower halves are
+        coefficients `indices`, one per lane, times `scale`."""
+        values = self.ar.math.twiddles(layer, bit, indices, inverse, scale)
+        return tuple(map(self.table.operand, self.ar.mul.operands(values, self.table.vector)))
+
+    def finish(self, direction: str) -> None:
+        mul, bits = self.ar.mul, self.ar.layout.lane_bits
+        stored = "w" if mul.name == SPECIAL else "w, floor(w*2^W/q)" if not mul.signed else f"w, w*q^-1 mod 2^{bits}"
+        self.table.finish(f"{direction} NTT twiddles ({stored}) in consumption order")
+
+
 def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label: str,
-              finish: Reducer | None = None, interleave: int = 1) -> None:
+              finish: Reducer | None = None, interleave: int = 1, twiddles=None, scaled: bool = True) -> None:
     """Forward (sched.direction == "forward") or inverse NTT on argument 0, in
     place; `finish` reduces every output (the range the caller asked for), or,
     given as `WhereAbove`, the outputs the schedule bounds at its limit or above.
     `interleave` groups of a pass at a time have their instructions merged
     (`_interleaved`): one group's layers are a chain of multiplications as
-    deep as the layers, which a second group's independent one fills."""
+    deep as the layers, which a second group's independent one fills.
+    `twiddles`: where the products' factors come from (default: constants in
+    the table `table_label`, `ConstantTwiddles`; a leaf of a planned
+    transform reads them from an argument, `codelets.ArgumentTwiddles`);
+    `scaled`: whether the inverse multiplies by its scale (a leaf's does not:
+    the plan's layer 0, in another codelet, does)."""
     finish, finish_limit = (finish.reducer, finish.limit) if isinstance(finish, WhereAbove) else (finish, 0)
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
     inverse = sched.direction == "inverse"
     q = math.q
-    per_twiddle = len(mul.operands([1], lambda row: row))  # w, and w' or w q^-1 where the product needs it
-    table = TwiddleTable(b, table_label, bits, shared_once=layout.n * bits // 8 * per_twiddle > L1_BYTES)
+    table = twiddles or ConstantTwiddles(b, ar, table_label)
     qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
     passes = layout.inverse_passes if inverse else layout.passes
     memory = layout.vector_indices(layout.output_order if inverse else range(layout.n))
@@ -101,7 +126,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
     scale = math.inverse_scale(mul.r)
     ends = passes[-1:] if sched.scale_last else passes[:1]
     scaled_layer = next(st.layer for p in ends for st in (reversed(p.steps) if sched.scale_last else p.steps)
-                        if isinstance(st, Butterflies)) if inverse else None
+                        if isinstance(st, Butterflies)) if inverse and scaled else None
 
     def run_group(pass_no: int, p: Pass, group: tuple[int, ...]) -> None:
         regs = [_load(b, _vector(layout, v)) for v in group]
@@ -119,8 +144,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                         regs[s], bounds[k] = _reduce_bounded(b, regs[s], ar.reducer, bounds[k],
                                                              f"before layer {st.layer}")
                 scaled = st.layer == scaled_layer
-                factor = tuple(map(table.operand, mul.operands(
-                    math.twiddles(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1), table.vector)))
+                factor = table.factor(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1)
                 by_scale = broadcast_operands(mul, b, scale, bits) if scaled else None
                 regs[lo], regs[hi] = mul.butterfly(b, regs[lo], regs[hi], factor, qv, inverse, by_scale,
                                                    bounds[1], f"layer {st.layer}")
@@ -147,8 +171,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
     expect = list(range(layout.n)) if inverse else list(layout.output_order)
     if [i for reg in memory for i in reg] != expect:
         raise AssertionError("NTT builder left coefficients where the layout does not say")
-    stored = "w" if mul.name == SPECIAL else "w, floor(w*2^W/q)" if not mul.signed else f"w, w*q^-1 mod 2^{bits}"
-    table.finish(f"{sched.direction} NTT twiddles ({stored}) in consumption order")
+    table.finish(sched.direction)
 
 
 def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str, in_abs: int,

@@ -1,0 +1,183 @@
+"""A planned transform for one ISA: the plan (`plan`), its codelets built and
+verified in the order they run, each taking what the one before it proved
+it leaves (the composition check), and the twiddle tables they read.
+
+Every codelet's twiddles are named by (layer, block) of the whole transform
+(`TableRows`): a Rows sub-pass's table row k holds the 2^r - 1 twiddles of
+the block k at its first layer, by layer and block inside; a leaf's row c
+the entries its kernel reads (`codelets.ArgumentTwiddles`), for leaf c.
+`twiddle` gives each one's value from the transform's maths alone, and the
+multiplication strategy its stored form: the tables the C driver builds at
+load time, and the tests compare entry by entry (`table_values`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ...core.bundle import Function
+from ...core.compile_cache import CompileCache
+from ...core.contract import Bound
+from ...machine.registers import VECTOR
+from ...machine.target import Target
+from ...passes.pipeline import Compiled, compile_kernel
+from .codelets import ArgumentTwiddles, build_rows, leaf_contract, rows_contract, twiddle_args, twiddle_bound
+from .design import design
+from .kernels import build_ntt, kernel_builder
+from .layout import top_pass_layers
+from .maths import RING_CONSTANT, NttMath
+from .params import NttParams
+from .plan import Leaf, Plan, Stage, SubPass, plan_transform
+from .schedule import Arithmetic, TwiddleRange, forward_input, inverse_input, schedule
+
+# leaves of at most this many coefficients: each verified in seconds, their code rolled to a few KiB
+LEAF_BITS = 10
+
+
+def rows_radix(t: Target) -> int:
+    """Layers a Rows codelet does: 16 rows where 32 vector registers hold a vector each (AVX-512), else what
+    the unrolled kernels' top passes do (8 rows, or 2 where lanes live on general registers)."""
+    per_vector = t.isa.registers_per_vector(t.lanes, t.lane_bits)
+    return 4 if per_vector == 1 and len(t.pool(VECTOR)) >= 32 else top_pass_layers(per_vector)
+
+
+def leaf_params(p: NttParams, size: int) -> NttParams:
+    """The parameters of a leaf's unrolled kernel: `size` coefficients, every layer of the leaf."""
+    return dataclasses.replace(p, n=size, layers=size.bit_length() - 1 - (p.n.bit_length() - 1 - p.layers))
+
+
+def transform_plan(p: NttParams, t: Target) -> Plan:
+    return plan_transform(p.n, 1, t.lanes, t.lane_bytes, rows_radix(t), leaf_max=1 << LEAF_BITS)
+
+
+@dataclass(frozen=True)
+class Call:
+    """A sub-pass of a planned transform as it runs: its stage, its codelet, and what its table holds:
+    per row, the (layer, block) of each entry, rows `row_stride` blocks apart at the sub-pass's first layer
+    (Rows: entry (t, j) of row k is (first + t, k * 2^t + j); leaf: the kernel's entries, shifted to leaf k)."""
+
+    stage: Stage
+    sub: SubPass
+    function: Function
+    entries: tuple[tuple[int, int], ...]  # of row 0, (layer, block)
+    rows: int  # table rows: one per block at the sub-pass's first layer
+    scale_layer: int | None  # the layer whose twiddles carry the inverse's scale (None: none)
+
+    def entry(self, row: int, k: int) -> tuple[int, int]:
+        layer, block = self.entries[k]
+        return layer, block + (row << (layer - self.sub.first))
+
+
+@dataclass(frozen=True)
+class PlannedDirection:
+    direction: str
+    calls: tuple[Call, ...]  # in the order they run
+    input_bound: Bound
+    output_bound: Bound
+
+
+def _symbol(p: NttParams, t: Target, direction: str, name: str) -> str:
+    return f"{p.prefix}_ntt_{direction}_{name}_{t.isa.name}"
+
+
+def _compile(p: NttParams, t: Target, ar: Arithmetic, b, symbol: str, contract, cache: CompileCache) -> Compiled:
+    return compile_kernel(b, symbol, contract, t, modulus=p.q, signed=ar.mul.signed,
+                          shoup_pairs=twiddle_args(ar).shoup_pairs, cache=cache)
+
+
+def _rows_call(p: NttParams, t: Target, ar: Arithmetic, plan: Plan, stage: Stage, sub: SubPass, index: int,
+               direction: str, bound: Bound, scale: int | None, cache: CompileCache) -> Call:
+    c = sub.codelet
+    b = kernel_builder(ar.layout)
+    build_rows(b, ar, c, plan.lanes, direction == "inverse", bound.magnitude if ar.mul.signed else bound.hi, scale)
+    name = f"rows{index}"
+    compiled = _compile(p, t, ar, b, _symbol(p, t, direction, name), rows_contract(t, ar, c, bound), cache)
+    fn = Function(compiled.kernel, "codelet", compiled.contract,
+                  f"{direction} layers {sub.first}..{sub.first + c.radix_bits - 1} of {1 << c.radix_bits} rows "
+                  f"{c.stride} elements apart, {c.width} elements each, twiddles from w", (("n", p.n), ("q", p.q)))
+    entries = tuple((sub.first + s, j) for s in range(c.radix_bits) for j in range(1 << s))
+    return Call(stage, sub, fn, entries, sub.tile_blocks * stage.tiles // stage.low_groups,
+                sub.first if scale is not None else None)
+
+
+def _leaf_call(p: NttParams, t: Target, ar: Arithmetic, stage: Stage, sub: SubPass, direction: str, bound: Bound,
+               cache: CompileCache) -> Call:
+    leaf: Leaf = sub.codelet
+    b = kernel_builder(ar.layout)
+    twiddles = ArgumentTwiddles(b, ar)
+    top = bound.magnitude if ar.mul.signed else bound.hi
+    s = schedule(ar, p.policy, direction, top, twiddles=TwiddleRange(twiddle_bound(ar).magnitude))
+    build_ntt(b, ar, s, "", None, 1, twiddles=twiddles, scaled=False)
+    contract = leaf_contract(t, ar, leaf.size, len(twiddles.entries), bound)
+    compiled = _compile(p, t, ar, b, _symbol(p, t, direction, "leaf"), contract, cache)
+    fn = Function(compiled.kernel, "codelet", compiled.contract,
+                  f"{direction} layers {sub.first}..{p.layers - 1} of a block of {leaf.size} coefficients, "
+                  "twiddles from w", (("n", p.n), ("q", p.q)))
+    entries = tuple((sub.first + layer, block) for layer, block in twiddles.entries)
+    return Call(stage, sub, fn, entries, stage.tiles, None)
+
+
+def transform_math(p: NttParams) -> NttMath:
+    """The maths of the whole transform (the leaves' own is of their size)."""
+    return NttMath(p.n, p.q, p.layers, p.ring, p.coset)
+
+
+def leaf_design(p: NttParams, t: Target) -> Arithmetic:
+    """The arithmetic every codelet of `t` uses: the leaf's design (strategy, reducer, layout)."""
+    return design(leaf_params(p, transform_plan(p, t).stages[-1].subpasses[0].codelet.size), t)
+
+
+def build_direction(p: NttParams, t: Target, direction: str, cache: CompileCache) -> PlannedDirection:
+    """Every codelet of one direction, built in the order they run, each proven for what the one before it
+    proved it leaves."""
+    plan = transform_plan(p, t)
+    ar = leaf_design(p, t)
+    signed = ar.mul.signed
+    start = forward_input(p.q, signed) if direction == "forward" else inverse_input(p.width, p.q, signed)
+    bound = start
+    calls = []
+    subs = list(enumerate(plan.subpasses))
+    if direction == "inverse":
+        subs.reverse()
+    scale = transform_math(p).inverse_scale(ar.mul.r) if direction == "inverse" else None
+    for index, (stage, sub) in subs:
+        if isinstance(sub.codelet, Leaf):
+            call = _leaf_call(p, t, ar, stage, sub, direction, bound, cache)
+        else:
+            scaled = scale if sub.first == 0 else None
+            call = _rows_call(p, t, ar, plan, stage, sub, index, direction, bound, scaled, cache)
+        bound = call.function.contract.arg("a").ensures.bound
+        calls.append(call)
+    return PlannedDirection(direction, tuple(calls), start, bound)
+
+
+# --- the twiddles' values --------------------------------------------------------------------------------
+
+def twiddle(math: NttMath, layer: int, block: int, inverse: bool) -> int:
+    """The twiddle of `layer`'s butterflies in `block` (of 2^layer): s = g^m psi^(e/2), m = n / 2^(layer+1),
+    psi^e the block's root (`NttMath`), or its inverse. In closed form: e = 2^(K-1-l) (2 brv_l(b) + 1) in the
+    negacyclic ring, 2^(K-l) brv_l(b) in the cyclic one."""
+    k_bits = math.root_bits
+    rev = int(format(block, f"0{layer}b")[::-1], 2) if layer else 0
+    e = (1 << (k_bits - 1 - layer)) * (2 * rev + 1) if RING_CONSTANT[math.ring] == -1 else (1 << (k_bits - layer)) * rev
+    s = pow(math.coset, math.n >> (layer + 1), math.q) * math.root_power(e // 2) % math.q
+    return pow(s, -1, math.q) if inverse else s
+
+
+def table_values(math: NttMath, ar: Arithmetic, call: Call, inverse: bool) -> tuple[list[int], list[int] | None]:
+    """The table `call` reads, every row: w (and Shoup's w') of each entry, as the strategy stores them."""
+    scale = math.inverse_scale(ar.mul.r)
+    w, wp = [], []
+    for row in range(call.rows):
+        for k in range(len(call.entries)):
+            layer, block = call.entry(row, k)
+            s = twiddle(math, layer, block, inverse)
+            if layer == call.scale_layer:
+                s = s * scale % math.q
+            c = ar.mul.constant(s)
+            w.append(c.w)
+            if twiddle_args(ar).paired:
+                wp.append(c.wp)
+    return w, (wp if twiddle_args(ar).paired else None)
+
