@@ -240,8 +240,8 @@ def parser() -> argparse.ArgumentParser:
     platforms(t)
     t.add_argument("--seed", type=int, default=1, help="seed of random inputs, canaries and register fill (default 1)")
     t.add_argument("--on-model", action="store_true",
-                   help="run every check on the machine model instead of the CPU (the kernels are built again from "
-                        "the manifest's parameters and must render to the bundle's assembly byte for byte)")
+                   help="run every check on the machine model instead of the CPU (each function read back from the "
+                        "bundle's own assembly)")
     t.set_defaults(func=cmd_test)
 
     b = sub.add_parser("bench", help="ticks per call beside the comparison code, with static figures")

@@ -4,10 +4,10 @@
 CPU cannot run, call the kernels through `passes.interpret` with the same
 `Calls` the C harness gives the checks: `run(cases)` once per case (the
 cases of one function and one aliasing run together, a row each) and
-`batch(function, inputs)`. The model needs each function's instruction
-stream, which a bundle directory does not hold: the kernels are built again
-from the manifest's parameters (through the store of built bundles) and
-used only if the assembly they render is the bundle's, byte for byte.
+`batch(function, inputs)`. The model runs the bundle's own code: each
+function read back from the assembly of its native object (`emission.reader`),
+whatever kerngen version wrote it and whatever was edited in it since, so
+that a change the CPU would run is what the model runs.
 """
 
 from __future__ import annotations
@@ -17,11 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..core.bundle import Bundle
 from ..core.family import Calls
 from ..core.manifest import Manifest
-from ..emission.render import render
-from ..errors import BundleError
+from ..emission.reader import Reading, read_object
 from ..harness import protocol
 from ..harness.protocol import Case, CaseResult
 from ..ir.instr import Kernel
@@ -29,18 +27,12 @@ from ..machine.target import NATIVE
 from ..passes.interpret import ModelError, Program, compile_kernel
 
 
-def shipped_kernels(directory: Path, manifest: Manifest, bundles: Sequence[Bundle]) -> dict[str, Kernel]:
-    """The kernels of `bundles` (built from the manifest's parameters) by
-    symbol, once every object file of the bundle in `directory` is exactly
-    the assembly they render; BundleError naming the first that is not."""
-    files = render(bundles, manifest.command)
-    for obj in manifest.objects:
-        if (directory / obj.file).read_text() != files.get(obj.file):
-            raise BundleError(f"{directory / obj.file} is not the assembly this kerngen emits from the manifest's "
-                              "parameters, so the machine model has no instruction stream for its kernels (it "
-                              "runs only kernels it can derive again exactly)")
-    native = next((b for b in bundles if b.target.platform.abi == NATIVE.abi), bundles[0])
-    return {f.symbol: f.kernel for f in native.functions}
+def bundle_kernels(directory: Path, manifest: Manifest) -> Reading:
+    """The manifest's functions read from the assembly of the bundle in
+    `directory`: its native object's (the one this machine would run), else
+    its first; and, by symbol, why a function could not be read."""
+    obj = next((o for o in manifest.objects if o.abi == NATIVE.name), manifest.objects[0])
+    return read_object(directory / obj.file, obj, manifest.functions)
 
 
 class Model:
@@ -56,7 +48,7 @@ class Model:
 
     def kernel(self, symbol: str) -> Kernel:
         if symbol not in self.kernels:
-            raise protocol.KernelFault(f"{symbol}: no such function among the kernels derived from the manifest")
+            raise protocol.KernelFault(f"{symbol}: no such function among the kernels read from the bundle's assembly")
         return self.kernels[symbol]
 
     def run(self, symbol: str, inputs: dict, aliases: dict[int, int] | None = None) -> dict[int, np.ndarray]:
