@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from functools import partial
 
-from ...core.bundle import Bundle, CDefine, CTable, Function
+from ...core.bundle import Bundle, CDefine, CTable, CUnit, Function
 from ...core.compile_cache import CompileCache
 from ...core.contract import Bound, Values
 from ...core.params import names_manifest
@@ -29,6 +29,8 @@ from .layout import NttLayout
 from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_ntt, build_reduce, kernel_builder
 from .maths import RINGS, ROOT_NAMES, modulus_text, ring_words
 from .params import NttParams, output_range
+from . import plan_unit
+from .planned import leaf_design, planned_functions, transform_math
 from .reducers import Reducer, freezer
 from .schedule import DIRECTIONS, ReductionSchedule, ScheduleError, forward_input, inverse_input, schedule
 from .harvey import ShoupReduction, UnsignedFreeze
@@ -41,6 +43,8 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
     """Every kernel for every ISA of `p` (one IR and one layout: the same NTT domain for all), compiled
     through `cache` (a fresh one if none is given)."""
     cache = CompileCache() if cache is None else cache
+    if p.planned:
+        return planned_bundle(p, cache)
     ar = design(p)
     math, mul, red = ar.math, ar.mul, ar.reducer
     mul.prove()
@@ -61,13 +65,7 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
         fns += _kernels(p, t, d, lay, forward, forward_out, scale_last, cache)
     fns = _common_contracts(fns)
     r_bits = f"2^{p.width}"
-    params_manifest = {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
-                       "isa": names_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
-                       "reducer": p.reducer, "reducer_used": red.kind, "mul": p.mul, "mul_used": mul.name,
-                       "order": p.order, **({"ring": p.ring} if p.ring != RINGS[0] else {}),
-                       **({"coset": p.coset} if p.coset != 1 else {}),
-                       **({"order_isa": p.order_isa} if p.order_isa is not None else {}),
-                       "basemul_acc": list(p.basemul_acc), "output": dict(p.output), "prefix": p.prefix}
+    params_manifest = manifest_params(p, red.kind, mul.name)
     special = isinstance(mul, SpecialForm64)
     notes = (f"{ROOT_NAMES[p.ring]} = {math.psi}: primitive 2^{math.root_bits}-th root of unity mod {p.q}",
              *(() if mul.signed or special else
@@ -83,6 +81,17 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
              f"{p.width}-bit {lanes}lanes, {', '.join(p.isas)}")
     return Bundle(p.name, p, p.target, title, params_manifest, tuple(fns), notes,
                   header_constants(p, lay, fns), design=ar)
+
+
+def manifest_params(p: NttParams, reducer: str, mul: str) -> dict:
+    """The parameters as the manifest records them, with the reducer and multiplication the design chose."""
+    return {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
+            "isa": names_manifest(p.isas), "layers": p.layers, "d": p.d, "reduction": p.policy,
+            "reducer": p.reducer, "reducer_used": reducer, "mul": p.mul, "mul_used": mul,
+            "order": p.order, **({"ring": p.ring} if p.ring != RINGS[0] else {}),
+            **({"coset": p.coset} if p.coset != 1 else {}),
+            **({"order_isa": p.order_isa} if p.order_isa is not None else {}),
+            "basemul_acc": list(p.basemul_acc), "output": dict(p.output), "prefix": p.prefix}
 
 
 def _compile(b, symbol: str, contract, p: NttParams, t: Target, cache: CompileCache, signed: bool = True,
@@ -307,3 +316,23 @@ def header_constants(p: NttParams, lay: BlockLayout, fns: list[Function]) -> tup
 def schedules(bundle: Bundle) -> dict[str, ReductionSchedule]:
     """The reduction schedule each NTT kernel of the bundle was built with, by direction."""
     return {d: bundle.function(f"ntt_{d}").schedule for d in DIRECTIONS}
+
+
+def planned_bundle(p: NttParams, cache: CompileCache) -> Bundle:
+    """A planned transform's bundle: per ISA the forward and inverse transforms (C drivers) and their codelets."""
+    fns = [f for t in p.targets for f in planned_functions(p, t, cache)]
+    ar = leaf_design(p, p.target)
+    math = transform_math(p)
+    notes = (f"{ROOT_NAMES[p.ring]} = {math.psi}: primitive 2^{math.root_bits}-th root of unity mod {p.q}",
+             f"planned: the transforms run stages of codelets, their twiddles built at load time ({p.name}_plan.c)")
+    title = (f"{ring_words(p.ring, p.coset)} NTT kernels over Z_{p.q}[x]/({modulus_text(p.n, p.ring, p.coset)}), "
+             f"{p.width}-bit {'' if ar.mul.signed else 'unsigned '}lanes, {', '.join(p.isas)} (planned)")
+    macro = p.prefix.upper()
+    scales = {f.kind: f.contract.manifest_output()["scale"] for f in fns if f.kind == "ntt_inverse"}
+    header = (CDefine(f"{macro}_N", p.n, "degree: the arrays hold N coefficients"),
+              CDefine(f"{macro}_Q", p.q, "the modulus"),
+              CDefine(f"{macro}_INVERSE_SCALE", scales["ntt_inverse"], "the inverse NTT gives scale * INTT(a) mod q"))
+    bundle = Bundle(p.name, p, p.target, title, manifest_params(p, ar.reducer.kind, ar.mul.name), tuple(fns),
+                    notes, header, design=ar)
+    return dataclasses.replace(bundle, prototypes=plan_unit.prototypes(bundle),
+                               units=(CUnit(f"{p.name}_plan.c", "ntt_plan.j2", plan_unit.context(bundle)),))

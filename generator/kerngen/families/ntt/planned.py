@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ...core.bundle import Function
 from ...core.compile_cache import CompileCache
 from ...core.contract import Bound
+from ...ir.instr import Kernel
 from ...machine.registers import VECTOR
 from ...machine.target import Target
 from ...passes.pipeline import Compiled, compile_kernel
@@ -26,7 +27,8 @@ from .codelets import ArgumentTwiddles, build_rows, leaf_contract, rows_contract
 from .design import design
 from .kernels import build_ntt, kernel_builder
 from .layout import top_pass_layers
-from .maths import RING_CONSTANT, NttMath
+from .contracts import forward_contract, inverse_contract
+from .maths import RING_CONSTANT, NttMath, ring_words
 from .params import NttParams
 from .plan import Leaf, Plan, Stage, SubPass, plan_transform
 from .schedule import Arithmetic, TwiddleRange, forward_input, inverse_input, schedule
@@ -181,3 +183,66 @@ def table_values(math: NttMath, ar: Arithmetic, call: Call, inverse: bool) -> tu
                 wp.append(c.wp)
     return w, (wp if twiddle_args(ar).paired else None)
 
+
+
+@dataclass(frozen=True)
+class PlannedLayout:
+    """The forward output order of a planned transform, compactly: position p holds the value at coefficient
+    index (p // leaf) * leaf + leaf_order[p % leaf] of the in-place Cooley–Tukey order, whose index i is the
+    evaluation at zeta_i = g * psi^(2 brv(i) + 1) (negacyclic) or g * omega^brv(i) (cyclic), brv on L bits."""
+
+    leaf: int
+    leaf_order: tuple[int, ...]
+    order: str
+    root: int
+    ring: str
+    coset: int
+
+    def manifest(self) -> dict:
+        return {"order": self.order, "d": 1, "planned": {"leaf": self.leaf, "leaf_order": list(self.leaf_order),
+                                                         "root": self.root, "ring": self.ring, "coset": self.coset}}
+
+    def index(self, position: int) -> int:
+        return position // self.leaf * self.leaf + self.leaf_order[position % self.leaf]
+
+
+@dataclass(frozen=True)
+class Driver:
+    """What the C unit runs for a planned transform of one ISA: its calls, in order, and what their
+    twiddle tables hold (`table_values` of the transform's maths in the strategy `ar`'s stored form)."""
+
+    direction: str
+    calls: tuple[Call, ...]
+    math: NttMath
+    ar: Arithmetic
+
+
+def planned_layout(p: NttParams, t: Target) -> PlannedLayout:
+    ar = leaf_design(p, t)
+    math = transform_math(p)
+    return PlannedLayout(ar.layout.n, ar.layout.output_order, p.order, math.psi, p.ring, p.coset)
+
+
+def planned_functions(p: NttParams, t: Target, cache: CompileCache) -> list[Function]:
+    """The forward and inverse transforms of `t` (C drivers over their codelets) and the codelets."""
+    ar = leaf_design(p, t)
+    math = transform_math(p)
+    lay = planned_layout(p, t)
+    out, codelets = [], []
+    for direction in ("forward", "inverse"):
+        built = build_direction(p, t, direction, cache)
+        codelets += [c.function for c in built.calls]
+        signed = ar.mul.signed
+        contract = (forward_contract(p, t, 1, lay, built.input_bound, signed) if direction == "forward" else
+                    inverse_contract(p, t, built.input_bound, ar.mul.r, signed))
+        contract = contract.proven({0: built.output_bound})
+        kernels = [c.function.kernel for c in built.calls]
+        signature = Kernel(f"{p.prefix}_ntt_{direction}_{t.isa.name}", contract.specs, (), (), t,
+                           frozenset().union(*(k.extensions for k in kernels)),
+                           constant_time=all(k.constant_time for k in kernels))
+        stages = len(transform_plan(p, t).stages)
+        summary = (f"{direction} {ring_words(p.ring, p.coset)} NTT of a[{p.n}] in place: {stages} stages of "
+                   f"verified codelets (C driver, {p.name}_plan.c)")
+        out.append(Function(signature, f"ntt_{direction}", contract, summary, (("n", p.n), ("q", p.q)),
+                            driver=Driver(direction, built.calls, math, ar)))
+    return out + codelets
