@@ -200,7 +200,7 @@ def _test_native(asm: Path, obj: ObjectEntry, manifest: Manifest, family: Family
                  tally: _Tally) -> None:
     """The System V object, assembled and run here: every check, then the
     multi-call checks and basis-vector proofs."""
-    lib = toolchain.assemble_shared(asm, work)
+    lib = toolchain.assemble_shared(asm, work, [asm.parent / u for u in manifest.units])
 
     def run(cases):
         return protocol.run_runner(lib, cases, workdir=work, seed=seed)

@@ -37,6 +37,7 @@ class Function:
     # a function the bundle's C unit implements by calling codelets (the family's driver data: a planned
     # transform), its `kernel` then the signature alone (no body); None: its own kernel
     driver: Any = None
+    internal: bool = False  # a codelet its bundle's drivers call (declared and documented, not dispatched)
 
     @property
     def symbol(self) -> str:

@@ -201,6 +201,7 @@ class Manifest:
     files: Mapping[str, str]  # file name -> sha256
     functions: tuple[FunctionEntry, ...]
     json: Mapping[str, Any]  # the file as read, for the readers of its JSON form (the families' checks, the harness)
+    units: tuple[str, ...] = ()  # C sources some functions are implemented in (planned transforms' drivers)
 
     @property
     def name(self) -> str:
@@ -232,13 +233,15 @@ class Manifest:
             tuple(ObjectEntry(o.get("file", str, "a file name"), o.get("abi", str, "an ABI name"),
                               o.get("format", str, "an object format"), o.get("visibility", str, "a string", True))
                   for o in objects),
-            files, tuple(FunctionEntry.parse(fn) for fn in f.items("functions", "a list of functions")), data)
+            files, tuple(FunctionEntry.parse(fn) for fn in f.items("functions", "a list of functions")), data,
+            tuple(f.get("units", list, "a list of C file names", True) or ()))
 
     def only(self, functions: tuple[FunctionEntry, ...]) -> Manifest:
         """The same manifest with these functions alone (those this CPU runs)."""
         kept = {fn.symbol for fn in functions}
         return Manifest(self.version, self.command, self.params, self.objects, self.files, functions,
-                        {**self.json, "functions": [fn for fn in self.json["functions"] if fn["symbol"] in kept]})
+                        {**self.json, "functions": [fn for fn in self.json["functions"] if fn["symbol"] in kept]},
+                        self.units)
 
 
 def is_bundle(path: Path) -> bool:

@@ -141,7 +141,7 @@ def _tables(bundle: Bundle) -> list[dict]:
 def _lengths(functions: Sequence[Function]) -> list[tuple[str, int]]:
     """Every argument's length macro and value, once, in the bundle's order."""
     out: dict[str, int] = {}
-    for fn in functions:
+    for fn in (f for f in functions if not f.internal):  # a codelet's shape is its ISA's plan's
         for a in fn.kernel.args:
             name = length_macro(fn, a.name)
             if out.setdefault(name, a.count) != a.count:
@@ -167,7 +167,8 @@ def _function_context(fn: Function) -> dict:
         "epilogue": frame_lines("epilogue", frame) if frame else [],
         "frame": frame,
         "c_args": ", ".join(a.c_declaration for a in fn.kernel.args),
-        "arg_notes": [f"{a.name}: {a.count} x {a.ctype} ({length_macro(fn, a.name)}), {a.role}, {a.align}-byte aligned"
+        "arg_notes": [f"{a.name}: {a.count} x {a.ctype}{'' if fn.internal else f' ({length_macro(fn, a.name)})'}, "
+                      f"{a.role}, {a.align}-byte aligned"
                       + (f" ({a.preferred_align}-byte alignment is fastest)" if a.preferred_align else "")
                       for a in fn.kernel.args],
     }
@@ -242,6 +243,7 @@ def render(bundles: Bundle | Sequence[Bundle], command: str) -> dict[str, str]:
         "objects": objects,
         "files": {name: hashlib.sha256(text.encode()).hexdigest() for name, text in files_.items()},
         "functions": functions,
+        **({"units": [c.file for c in primary.units]} if primary.units else {}),
     }
     files_["manifest.json"] = json.dumps(manifest, indent=2) + "\n"
     return files_

@@ -318,20 +318,25 @@ def schedules(bundle: Bundle) -> dict[str, ReductionSchedule]:
     return {d: bundle.function(f"ntt_{d}").schedule for d in DIRECTIONS}
 
 
+def planned_header_constants(p: NttParams, fns) -> tuple[CDefine, ...]:
+    """A planned transform's constants for C users (its NTT domain is the manifest's compact layout)."""
+    macro = p.prefix.upper()
+    scale = next(f.contract.manifest_output()["scale"] for f in fns if f.kind == "ntt_inverse")
+    return (CDefine(f"{macro}_N", p.n, "degree: the arrays hold N coefficients"),
+            CDefine(f"{macro}_Q", p.q, "the modulus"),
+            CDefine(f"{macro}_INVERSE_SCALE", scale, "the inverse NTT gives scale * INTT(a) mod q"))
+
+
 def planned_bundle(p: NttParams, cache: CompileCache) -> Bundle:
     """A planned transform's bundle: per ISA the forward and inverse transforms (C drivers) and their codelets."""
-    fns = [f for t in p.targets for f in planned_functions(p, t, cache)]
+    fns = _common_contracts([f for t in p.targets for f in planned_functions(p, t, cache)])
     ar = leaf_design(p, p.target)
     math = transform_math(p)
     notes = (f"{ROOT_NAMES[p.ring]} = {math.psi}: primitive 2^{math.root_bits}-th root of unity mod {p.q}",
              f"planned: the transforms run stages of codelets, their twiddles built at load time ({p.name}_plan.c)")
     title = (f"{ring_words(p.ring, p.coset)} NTT kernels over Z_{p.q}[x]/({modulus_text(p.n, p.ring, p.coset)}), "
              f"{p.width}-bit {'' if ar.mul.signed else 'unsigned '}lanes, {', '.join(p.isas)} (planned)")
-    macro = p.prefix.upper()
-    scales = {f.kind: f.contract.manifest_output()["scale"] for f in fns if f.kind == "ntt_inverse"}
-    header = (CDefine(f"{macro}_N", p.n, "degree: the arrays hold N coefficients"),
-              CDefine(f"{macro}_Q", p.q, "the modulus"),
-              CDefine(f"{macro}_INVERSE_SCALE", scales["ntt_inverse"], "the inverse NTT gives scale * INTT(a) mod q"))
+    header = planned_header_constants(p, fns)
     bundle = Bundle(p.name, p, p.target, title, manifest_params(p, ar.reducer.kind, ar.mul.name), tuple(fns),
                     notes, header, design=ar)
     return dataclasses.replace(bundle, prototypes=plan_unit.prototypes(bundle),

@@ -21,6 +21,7 @@ from ...harness import protocol
 from ...harness.protocol import Case
 from .inputs import (edge_inputs, element_bits, function, harness_args, inputs_rng, isas, outside, requires,
                      shoup_quotient)
+from . import planned_checks
 from .maths import RINGS
 from .sweeps import sweep
 from .reference import (block_products, blocks_of, lagrange_images, layout_is_crt_basis, mulmod, reduce_blocks,
@@ -29,7 +30,10 @@ from .reference import (block_products, blocks_of, lagrange_images, layout_is_cr
 
 def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
     """Every function of every ISA on inputs at the edges of its contract and
-    random ones; each ISA's twin of a function on the same inputs."""
+    random ones; each ISA's twin of a function on the same inputs. A planned
+    transform's by `planned_checks` (its codelets through it)."""
+    if planned(manifest):
+        return planned_checks.checks(manifest, seed)
     out: list[Check] = []
     for isa in isas(manifest):
         out += _ntt_checks(manifest, function(manifest, "ntt_forward", isa), function(manifest, "ntt_inverse", isa),
@@ -334,6 +338,11 @@ def _mismatches(got: np.ndarray, want: np.ndarray, scale: int, q: int) -> np.nda
 def _integers(a: np.ndarray) -> np.ndarray:
     """Outputs as integers the checks' arithmetic is exact on: 64-bit words as Python integers."""
     return a.astype(object) if a.dtype == np.uint64 else a
+
+
+def planned(manifest: dict) -> bool:
+    """Whether the bundle's transforms are planned (their layout says so compactly)."""
+    return "planned" in function(manifest, "ntt_forward")["output"]["layout"]
 
 
 def layout_check(manifest: dict) -> str | None:

@@ -30,7 +30,7 @@ from .layout import top_pass_layers
 from .contracts import forward_contract, inverse_contract
 from .maths import RING_CONSTANT, NttMath, ring_words
 from .params import NttParams
-from .plan import Leaf, Plan, Stage, SubPass, plan_transform
+from .plan import Leaf, Plan, Rows, Stage, SubPass, plan_transform
 from .schedule import Arithmetic, TwiddleRange, forward_input, inverse_input, schedule
 
 # leaves of at most this many coefficients: each verified in seconds, their code rolled to a few KiB
@@ -88,36 +88,55 @@ def _compile(p: NttParams, t: Target, ar: Arithmetic, b, symbol: str, contract, 
                           shoup_pairs=twiddle_args(ar).shoup_pairs, cache=cache)
 
 
-def _rows_call(p: NttParams, t: Target, ar: Arithmetic, plan: Plan, stage: Stage, sub: SubPass, index: int,
-               direction: str, bound: Bound, scale: int | None, cache: CompileCache) -> Call:
-    c = sub.codelet
-    b = kernel_builder(ar.layout)
-    build_rows(b, ar, c, plan.lanes, direction == "inverse", bound.magnitude if ar.mul.signed else bound.hi, scale)
-    name = f"rows{index}"
-    compiled = _compile(p, t, ar, b, _symbol(p, t, direction, name), rows_contract(t, ar, c, bound), cache)
-    fn = Function(compiled.kernel, "codelet", compiled.contract,
-                  f"{direction} layers {sub.first}..{sub.first + c.radix_bits - 1} of {1 << c.radix_bits} rows "
-                  f"{c.stride} elements apart, {c.width} elements each, twiddles from w", (("n", p.n), ("q", p.q)))
-    entries = tuple((sub.first + s, j) for s in range(c.radix_bits) for j in range(1 << s))
-    return Call(stage, sub, fn, entries, sub.tile_blocks * stage.tiles // stage.low_groups,
-                sub.first if scale is not None else None)
+@dataclass(frozen=True)
+class Recipe:
+    """How one codelet of a direction is made: its symbol, where it runs (stage, sub-pass), and for a given
+    input bound its builder, contract and table row entries (`make`); the inverse's scale where it carries it."""
+
+    symbol: str
+    stage: Stage
+    sub: SubPass
+    scale: int | None
+
+    def make(self, p: NttParams, t: Target, ar: Arithmetic, direction: str, bound: Bound):
+        """(builder, contract, entries of table row 0) for inputs in `bound`."""
+        b = kernel_builder(ar.layout)
+        c = self.sub.codelet
+        top = bound.magnitude if ar.mul.signed else bound.hi
+        if isinstance(c, Leaf):
+            twiddles = ArgumentTwiddles(b, ar)
+            s = schedule(ar, p.policy, direction, top, twiddles=TwiddleRange(twiddle_bound(ar).magnitude))
+            build_ntt(b, ar, s, "", None, 1, twiddles=twiddles, scaled=False)
+            entries = tuple((self.sub.first + layer, block) for layer, block in twiddles.entries)
+            return b, leaf_contract(t, ar, c.size, len(entries), bound), entries
+        build_rows(b, ar, c, t.lanes, direction == "inverse", top, self.scale)
+        entries = tuple((self.sub.first + k, j) for k in range(c.radix_bits) for j in range(1 << k))
+        return b, rows_contract(t, ar, c, bound), entries
+
+    def summary(self, p: NttParams, direction: str) -> str:
+        c = self.sub.codelet
+        if isinstance(c, Leaf):
+            return (f"{direction} layers {self.sub.first}..{p.layers - 1} of a block of {c.size} coefficients, "
+                    "twiddles from w")
+        return (f"{direction} layers {self.sub.first}..{self.sub.first + c.radix_bits - 1} of {1 << c.radix_bits} "
+                f"rows {c.stride} elements apart, {c.width} elements each, twiddles from w")
+
+    def rows(self) -> int:
+        """The table's rows: one per block at the sub-pass's first layer."""
+        return self.sub.tile_blocks * self.stage.tiles // self.stage.low_groups
 
 
-def _leaf_call(p: NttParams, t: Target, ar: Arithmetic, stage: Stage, sub: SubPass, direction: str, bound: Bound,
-               cache: CompileCache) -> Call:
-    leaf: Leaf = sub.codelet
-    b = kernel_builder(ar.layout)
-    twiddles = ArgumentTwiddles(b, ar)
-    top = bound.magnitude if ar.mul.signed else bound.hi
-    s = schedule(ar, p.policy, direction, top, twiddles=TwiddleRange(twiddle_bound(ar).magnitude))
-    build_ntt(b, ar, s, "", None, 1, twiddles=twiddles, scaled=False)
-    contract = leaf_contract(t, ar, leaf.size, len(twiddles.entries), bound)
-    compiled = _compile(p, t, ar, b, _symbol(p, t, direction, "leaf"), contract, cache)
-    fn = Function(compiled.kernel, "codelet", compiled.contract,
-                  f"{direction} layers {sub.first}..{p.layers - 1} of a block of {leaf.size} coefficients, "
-                  "twiddles from w", (("n", p.n), ("q", p.q)))
-    entries = tuple((sub.first + layer, block) for layer, block in twiddles.entries)
-    return Call(stage, sub, fn, entries, stage.tiles, None)
+def recipes(p: NttParams, t: Target, direction: str) -> tuple[Recipe, ...]:
+    """The codelets of one direction, in the order they run."""
+    plan = transform_plan(p, t)
+    ar = leaf_design(p, t)
+    subs = list(enumerate(plan.subpasses))
+    if direction == "inverse":
+        subs.reverse()
+    scale = transform_math(p).inverse_scale(ar.mul.r) if direction == "inverse" else None
+    return tuple(Recipe(_symbol(p, t, direction, "leaf" if isinstance(sub.codelet, Leaf) else f"rows{index}"),
+                        stage, sub, scale if sub.first == 0 and isinstance(sub.codelet, Rows) else None)
+                 for index, (stage, sub) in subs)
 
 
 def transform_math(p: NttParams) -> NttMath:
@@ -133,24 +152,19 @@ def leaf_design(p: NttParams, t: Target) -> Arithmetic:
 def build_direction(p: NttParams, t: Target, direction: str, cache: CompileCache) -> PlannedDirection:
     """Every codelet of one direction, built in the order they run, each proven for what the one before it
     proved it leaves."""
-    plan = transform_plan(p, t)
     ar = leaf_design(p, t)
     signed = ar.mul.signed
     start = forward_input(p.q, signed) if direction == "forward" else inverse_input(p.width, p.q, signed)
     bound = start
     calls = []
-    subs = list(enumerate(plan.subpasses))
-    if direction == "inverse":
-        subs.reverse()
-    scale = transform_math(p).inverse_scale(ar.mul.r) if direction == "inverse" else None
-    for index, (stage, sub) in subs:
-        if isinstance(sub.codelet, Leaf):
-            call = _leaf_call(p, t, ar, stage, sub, direction, bound, cache)
-        else:
-            scaled = scale if sub.first == 0 else None
-            call = _rows_call(p, t, ar, plan, stage, sub, index, direction, bound, scaled, cache)
-        bound = call.function.contract.arg("a").ensures.bound
-        calls.append(call)
+    for recipe in recipes(p, t, direction):
+        b, contract, entries = recipe.make(p, t, ar, direction, bound)
+        compiled = _compile(p, t, ar, b, recipe.symbol, contract, cache)
+        fn = Function(compiled.kernel, "codelet", compiled.contract, recipe.summary(p, direction),
+                      (("n", p.n), ("q", p.q)), internal=True)
+        calls.append(Call(recipe.stage, recipe.sub, fn, entries, recipe.rows(),
+                          recipe.sub.first if recipe.scale is not None else None))
+        bound = compiled.contract.arg("a").ensures.bound
     return PlannedDirection(direction, tuple(calls), start, bound)
 
 
