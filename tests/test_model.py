@@ -11,7 +11,7 @@ import shutil
 import numpy as np
 import pytest
 
-from kerngen.commands import on_model, test as test_command
+from kerngen.commands import on_model
 from kerngen.commands.test import test_bundle as run_bundle_test
 from kerngen.core.family import native
 from kerngen.core.manifest import read_bundle
@@ -20,7 +20,7 @@ from kerngen.emission.render import render
 from kerngen.families import from_mapping, load
 from kerngen.families.ntt import checks as ntt_checks
 from kerngen.harness import protocol, toolchain
-from kerngen.harness.cpu import cpu_flags
+from kerngen.harness.cpu import MASK_VARIABLE, cpu_flags
 from kerngen.emission.printer import instr_text
 from kerngen.ir.instr import Imm, Instr, Mem, PhysReg, TableBase
 from kerngen.machine.ops import MULHI, MULHU, MINU, OPS, SRL
@@ -214,11 +214,12 @@ def test_kerngen_test_on_model(kerngen_cli):
 
 def test_functions_this_cpu_cannot_run_go_to_the_model(monkeypatch):
     """On a CPU without AVX2, the AVX2 functions run on the model, and the output says so."""
-    monkeypatch.setattr(test_command, "cpu_flags", lambda: cpu_flags() - {"avx2"})
+    monkeypatch.setenv(MASK_VARIABLE, "-avx2")
     said: list[str] = []
     outcome = run_bundle_test(REPO / "generated/kyber-3329", 1, said.append, reemit=False)
     assert outcome.failed == 0 and outcome.passed > 100
-    assert any("kg_kyber3329_ntt_forward_avx2 on the machine model: this CPU lacks avx2" in s for s in said), said
+    assert any(f"running avx2 on the machine model: left out avx2 ({MASK_VARIABLE}=-avx2 hides avx2)" in s
+               for s in said), said
 
 
 def test_an_edited_bundle_another_version_wrote_runs_on_the_model(tmp_path):
@@ -247,7 +248,7 @@ def test_a_function_whose_assembly_cannot_be_read_fails_naming_the_line(monkeypa
     at = asm.index("    vpsubw", asm.index("kg_kyber3329_ntt_forward_avx2:"))
     number = asm[:at].count("\n") + 1
     copy = copied_with(directory, {"kyber-3329.asm": asm[:at] + "    nop\n" + asm[at:]}, tmp_path / "copy")
-    monkeypatch.setattr(test_command, "cpu_flags", lambda: cpu_flags() - {"avx2"})
+    monkeypatch.setenv(MASK_VARIABLE, "-avx2")
     outcome = run_bundle_test(copy, 1, lambda s: None, tmp_path, reemit=False)
     symbol = "kg_kyber3329_ntt_forward_avx2"
     assert outcome.failures[0].split(": ")[1] == f"{symbol} (not run)"
@@ -326,7 +327,7 @@ FREEZE_SURVIVES = pytest.mark.xfail(strict=True, reason="the checks of 16-bit un
 
 
 def _hide_avx512(monkeypatch) -> None:
-    monkeypatch.setattr(test_command, "cpu_flags", lambda: {f for f in cpu_flags() if not f.startswith("avx512")})
+    monkeypatch.setenv(MASK_VARIABLE, "-avx512f")
 
 
 @needs_tools

@@ -51,7 +51,7 @@ class Outcome:
     failed: int
     failures: tuple[str, ...]
     # the checks passed where each ran: "cpu" (the ELF object here), "wine" (the COFF object), "model" (the
-    # machine model), "macho" (the Mach-O object read back), "parameters" (the comparison with a fresh emission)
+    # machine model), "readback" (the Mach-O object read back), "parameters" (the comparison with a fresh emission)
     passed_on: tuple[tuple[str, int], ...] = ()
 
     def passed_at(self, place: str) -> int:
@@ -266,7 +266,7 @@ def _test_on_model(directory: Path, manifest: Manifest, family: Family, seed: in
 
 # how each object format is tested here, and what `Outcome.passed_on` calls the place
 _BY_FORMAT = {ELF64.name: _test_native, COFF64.name: _test_win64, MACHO64.name: _test_macho}
-_PLACES = {ELF64.name: "cpu", COFF64.name: "wine", MACHO64.name: "macho"}
+_PLACES = {ELF64.name: "cpu", COFF64.name: "wine", MACHO64.name: "readback"}
 
 
 def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, reemit: bool = True,
