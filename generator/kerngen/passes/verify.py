@@ -114,6 +114,9 @@ class _Machine:
                 self.memory[i] = [None] * a.count
             else:
                 iv = v.inputs.get(i, self.top)
+                if iv[0] < self.lo or iv[1] > self.hi:
+                    raise VerifyError(f"{kernel.symbol}: argument {a.name}'s contract [{iv[0]}, {iv[1]}] leaves the "
+                                      f"{self.lane_type} lanes it is read in")
                 self.memory[i] = [(iv, 1 << (at + k), frozenset({(i,)})) for k in range(a.count)]
             at += a.count
         self.bases = tuple(bases)

@@ -67,7 +67,8 @@ class NttFamily(Family):
 
     def chained_checks(self, manifest, calls, seed):
         if checks.planned(manifest.json):
-            return [("manifest layout", planned_checks.layout_check(manifest.json))]
+            return checks.round_trips(manifest.json, calls.run, seed, 1, planned_checks.product_judge(manifest.json)) \
+                + [("manifest layout", planned_checks.layout_check(manifest.json))]
         out = checks.round_trips(manifest.json, calls.run, seed)
         out.append(("manifest layout", checks.layout_check(manifest.json)))
         return out + checks.basis_proofs(manifest.json, calls)

@@ -30,7 +30,7 @@ from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_
 from .maths import RINGS, ROOT_NAMES, modulus_text, ring_words
 from .params import NttParams, output_range
 from . import plan_unit
-from .planned import leaf_design, planned_functions, transform_math
+from .planned import leaf_design, planned_basemul, planned_functions, transform_math
 from .reducers import Reducer, freezer
 from .schedule import DIRECTIONS, ReductionSchedule, ScheduleError, forward_input, inverse_input, schedule
 from .harvey import ShoupReduction, UnsignedFreeze
@@ -318,6 +318,14 @@ def schedules(bundle: Bundle) -> dict[str, ReductionSchedule]:
     return {d: bundle.function(f"ntt_{d}").schedule for d in DIRECTIONS}
 
 
+def _block_basemul(p: NttParams, t: Target, forward_out: Bound, cache: CompileCache) -> Function:
+    """The base multiplication of a block of a planned transform (`p`: the block's parameters), built as the
+    unrolled sets' is."""
+    d = isa_design(p, t, design(p, t))
+    lay = block_layout(d.ar.math, d.ar.layout.output_order, p.order)
+    return _basemuls(p, t, d, lay, forward_out, inverse_input(p.width, p.q, d.ar.mul.signed), cache)[0]
+
+
 def planned_header_constants(p: NttParams, fns) -> tuple[CDefine, ...]:
     """A planned transform's constants for C users (its NTT domain is the manifest's compact layout)."""
     macro = p.prefix.upper()
@@ -329,7 +337,12 @@ def planned_header_constants(p: NttParams, fns) -> tuple[CDefine, ...]:
 
 def planned_bundle(p: NttParams, cache: CompileCache) -> Bundle:
     """A planned transform's bundle: per ISA the forward and inverse transforms (C drivers) and their codelets."""
-    fns = _common_contracts([f for t in p.targets for f in planned_functions(p, t, cache)])
+    fns = []
+    for t in p.targets:
+        own = planned_functions(p, t, cache)
+        forward = next(f for f in own if f.kind == "ntt_forward")
+        fns += own + planned_basemul(p, t, forward, _block_basemul, cache)
+    fns = _common_contracts(fns)
     ar = leaf_design(p, p.target)
     math = transform_math(p)
     notes = (f"{ROOT_NAMES[p.ring]} = {math.psi}: primitive 2^{math.root_bits}-th root of unity mod {p.q}",

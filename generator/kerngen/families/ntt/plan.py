@@ -51,6 +51,10 @@ class Rows:
     width: int  # elements of each row it takes
 
     @property
+    def layers(self) -> int:
+        return self.radix_bits
+
+    @property
     def twiddles(self) -> int:
         """Entries of the twiddle table one call reads: 2^r - 1."""
         return (1 << self.radix_bits) - 1
@@ -73,6 +77,14 @@ class Leaf:
 
 
 @dataclass(frozen=True)
+class Block:
+    """A codelet on `size` contiguous elements of each of its arrays (element-wise: base multiplication)."""
+
+    size: int
+    layers = 0
+
+
+@dataclass(frozen=True)
 class SubPass:
     """Layers [first, first + codelet.radix_bits) of a `Rows` stage, or the whole of a leaf stage.
 
@@ -80,7 +92,7 @@ class SubPass:
     table row `twiddle_row(t, k)` (`codelet.twiddles` entries a row)."""
 
     first: int
-    codelet: Rows | Leaf
+    codelet: Rows | Leaf | Block
     calls: int
     # call k: (block at `first` inside the tile, offset between the tile's rows) = divmod(k, spread)
     spread: int
@@ -90,8 +102,7 @@ class SubPass:
 
     @property
     def layers(self) -> range:
-        size = self.codelet.radix_bits if isinstance(self.codelet, Rows) else self.codelet.layers
-        return range(self.first, self.first + size)
+        return range(self.first, self.first + self.codelet.layers)
 
 
 @dataclass(frozen=True)
@@ -159,6 +170,11 @@ def _rows_stage(n_bits: int, columns: int, lanes: int, first: int, last: int, ra
         layer += r
     return Stage(first, last, (1 << first) * (low_rows // group), low_rows // group, columns << (n_bits - first),
                  width, tuple(subs))
+
+
+def block_stage(n: int, size: int) -> Stage:
+    """An element-wise stage: n / size tiles, each one call on `size` contiguous elements."""
+    return Stage(0, 0, n // size, 1, size, 0, (SubPass(0, Block(size), 1, 1, size, 0, 1),))
 
 
 def _leaf_stage(n_bits: int, first: int) -> Stage:

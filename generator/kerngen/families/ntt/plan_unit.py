@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ...core.bundle import Bundle, CPrototype, Function
 from .codelets import twiddle_args
 from .maths import RING_CONSTANT
-from .plan import Leaf
+from .plan import Leaf, Rows
 from .planned import Call, Driver
 
 
@@ -36,7 +36,7 @@ class SubPassUnit:
     first: int  # its first layer
     radix_bits: int  # Rows: layers it does; 0 for a leaf (its entries listed in `leaf_entries`)
     scale_layer: int  # the layer whose twiddles carry the inverse's scale, or -1
-
+    arrays: tuple[str, ...]  # the transform's argument each array argument of the codelet is a part of
 
 @dataclass(frozen=True)
 class StageUnit:
@@ -50,11 +50,14 @@ class StageUnit:
 @dataclass(frozen=True)
 class DirectionUnit:
     name: str  # the transform's symbol
-    direction: str
+    direction: str  # "forward", "inverse", or "basemul"
+    c_args: str  # its parameters, as C declares them
+    arg_names: tuple[str, ...]
     stages: tuple[StageUnit, ...]
     entries: int  # the direction's table entries (each of w, and wp where paired)
     leaf_entries: tuple[tuple[int, int], ...]  # the leaf's (layer, block) of row 0, where it has a leaf
     codelets: tuple[str, ...]  # the codelets' prototypes
+    table: int  # which of its ISA's tables it reads (-1: none)
 
 
 @dataclass(frozen=True)
@@ -66,8 +69,13 @@ class IsaUnit:
     companion_bits: int  # W of Shoup's w'
     directions: tuple[DirectionUnit, ...]
 
+    @property
+    def tabled(self) -> tuple[DirectionUnit, ...]:
+        """The directions that read twiddle tables, in the order of their `table` numbers."""
+        return tuple(d for d in self.directions if d.table >= 0)
 
-def _stages(driver: Driver) -> tuple[tuple[StageUnit, ...], int, tuple[tuple[int, int], ...]]:
+
+def _stages(driver: Driver, names: tuple[str, ...]) -> tuple[tuple[StageUnit, ...], int, tuple[tuple[int, int], ...]]:
     """The driver's calls grouped by stage, in the order they run, their tables laid end to end."""
     stages: list[tuple[object, list]] = []
     offset, leaf = 0, ()
@@ -78,8 +86,9 @@ def _stages(driver: Driver) -> tuple[tuple[StageUnit, ...], int, tuple[tuple[int
         stages[-1][1].append(SubPassUnit(call.function.symbol, call.sub.calls, call.sub.spread,
                                          call.sub.block_elements, call.sub.offset_elements, call.sub.tile_blocks,
                                          offset, len(call.entries), call.rows, call.sub.first,
-                                         0 if isinstance(c, Leaf) else c.radix_bits,
-                                         -1 if call.scale_layer is None else call.scale_layer))
+                                         c.radix_bits if isinstance(c, Rows) else 0,
+                                         -1 if call.scale_layer is None else call.scale_layer,
+                                         tuple(names[k] for k in call.arrays)))
         if isinstance(c, Leaf):
             leaf = tuple((layer - call.sub.first, block) for layer, block in call.entries)
         offset += call.rows * len(call.entries)
@@ -102,9 +111,13 @@ def context(bundle: Bundle) -> dict | None:
     for isa in dict.fromkeys(f.isa for f in drivers):
         directions = []
         for fn in (f for f in drivers if f.isa == isa):
-            stages, entries, leaf = _stages(fn.driver)
+            names = tuple(a.name for a in fn.kernel.args)
+            stages, entries, leaf = _stages(fn.driver, names)
             codelets = tuple(dict.fromkeys(_prototype(c.function) for c in fn.driver.calls))
-            directions.append(DirectionUnit(fn.symbol, fn.driver.direction, stages, entries, leaf, codelets))
+            table = sum(1 for d in directions if d.table >= 0) if entries else -1
+            directions.append(DirectionUnit(fn.symbol, fn.driver.direction,
+                                            ", ".join(a.c_declaration for a in fn.kernel.args), names, stages, entries,
+                                            leaf, codelets, table))
         ar = drivers[0].driver.ar if drivers[0].isa == isa else next(f.driver.ar for f in drivers if f.isa == isa)
         args = twiddle_args(ar)
         signed = ar.mul.signed
@@ -131,10 +144,10 @@ def prototypes(bundle: Bundle) -> tuple[CPrototype, ...]:
             out.append(CPrototype(f"int {bundle.params.prefix}_ntt_tables_{fn.isa}(void);",
                                   f"builds the {fn.isa} transforms' twiddle tables (the first call of a transform "
                                   "does otherwise): 0, or -1 where they cannot be allocated"))
-        ctype = fn.kernel.args[0].ctype
+        args = ", ".join(a.c_declaration for a in fn.kernel.args)
         out.append(CPrototype(f"size_t {fn.symbol}_tiles(unsigned stage);",
                               f"{fn.symbol}: the tiles of stage `stage` (0 past the last stage)"))
-        out.append(CPrototype(f"void {fn.symbol}_stage({ctype} *a, unsigned stage, size_t first, size_t count);",
+        out.append(CPrototype(f"void {fn.symbol}_stage({args}, unsigned stage, size_t first, size_t count);",
                               f"{fn.symbol}: tiles first .. first + count - 1 of stage `stage`; the stages in "
                               "order, each wholly before the next, are the transform (its tiles may run on "
                               "threads of their own)"))

@@ -18,19 +18,19 @@ from dataclasses import dataclass
 
 from ...core.bundle import Function
 from ...core.compile_cache import CompileCache
-from ...core.contract import Bound
+from ...core.contract import Bound, Values
 from ...ir.instr import Kernel
 from ...machine.registers import VECTOR
 from ...machine.target import Target
 from ...passes.pipeline import Compiled, compile_kernel
 from .codelets import ArgumentTwiddles, build_rows, leaf_contract, rows_contract, twiddle_args, twiddle_bound
-from .design import design
+from .design import design, isa_design
 from .kernels import build_ntt, kernel_builder
 from .layout import top_pass_layers
-from .contracts import forward_contract, inverse_contract
+from .contracts import basemul_contract, basemul_summary, forward_contract, inverse_contract
 from .maths import RING_CONSTANT, NttMath, ring_words
 from .params import NttParams
-from .plan import Leaf, Plan, Rows, Stage, SubPass, plan_transform
+from .plan import Leaf, Plan, Rows, Stage, SubPass, block_stage, plan_transform
 from .schedule import Arithmetic, TwiddleRange, forward_input, inverse_input, schedule
 
 # leaves of at most this many coefficients: each verified in seconds, their code rolled to a few KiB
@@ -65,6 +65,7 @@ class Call:
     entries: tuple[tuple[int, int], ...]  # of row 0, (layer, block)
     rows: int  # table rows: one per block at the sub-pass's first layer
     scale_layer: int | None  # the layer whose twiddles carry the inverse's scale (None: none)
+    arrays: tuple[int, ...] = (0,)  # the transform's argument each array argument of the codelet is a part of
 
     def entry(self, row: int, k: int) -> tuple[int, int]:
         layer, block = self.entries[k]
@@ -98,15 +99,16 @@ class Recipe:
     sub: SubPass
     scale: int | None
 
-    def make(self, p: NttParams, t: Target, ar: Arithmetic, direction: str, bound: Bound):
-        """(builder, contract, entries of table row 0) for inputs in `bound`."""
+    def make(self, p: NttParams, t: Target, ar: Arithmetic, direction: str, bound: Bound, finish=None):
+        """(builder, contract, entries of table row 0) for inputs in `bound`; a leaf's outputs reduced by
+        `finish` (a reducer, or `kernels.WhereAbove`) where given."""
         b = kernel_builder(ar.layout)
         c = self.sub.codelet
         top = bound.magnitude if ar.mul.signed else bound.hi
         if isinstance(c, Leaf):
             twiddles = ArgumentTwiddles(b, ar)
             s = schedule(ar, p.policy, direction, top, twiddles=TwiddleRange(twiddle_bound(ar).magnitude))
-            build_ntt(b, ar, s, "", None, 1, twiddles=twiddles, scaled=False)
+            build_ntt(b, ar, s, "", finish, 1, twiddles=twiddles, scaled=False)
             entries = tuple((self.sub.first + layer, block) for layer, block in twiddles.entries)
             return b, leaf_contract(t, ar, c.size, len(entries), bound), entries
         build_rows(b, ar, c, t.lanes, direction == "inverse", top, self.scale)
@@ -157,9 +159,17 @@ def build_direction(p: NttParams, t: Target, direction: str, cache: CompileCache
     start = forward_input(p.q, signed) if direction == "forward" else inverse_input(p.width, p.q, signed)
     bound = start
     calls = []
-    for recipe in recipes(p, t, direction):
-        b, contract, entries = recipe.make(p, t, ar, direction, bound)
-        compiled = _compile(p, t, ar, b, recipe.symbol, contract, cache)
+    made = recipes(p, t, direction)
+    # the forward's last codelet leaves what base multiplication takes as it is (its signed lanes, where a
+    # Shoup bundle multiplies there), reducing its outputs where they need it: the cheapest that fits
+    d = isa_design(leaf_params(p, ar.layout.n), t, ar)
+    for recipe in made:
+        last = recipe is made[-1] and direction == "forward"
+        for finish in (d.ntt_finishers["lazy"] if last else (None,)):
+            b, contract, entries = recipe.make(p, t, ar, direction, bound, finish)
+            compiled = _compile(p, t, ar, b, recipe.symbol, contract, cache)
+            if not last or d.basemul_takes_as_it_is(compiled.contract.arg("a").ensures.bound):
+                break
         fn = Function(compiled.kernel, "codelet", compiled.contract, recipe.summary(p, direction),
                       (("n", p.n), ("q", p.q)), internal=True)
         calls.append(Call(recipe.stage, recipe.sub, fn, entries, recipe.rows(),
@@ -260,3 +270,25 @@ def planned_functions(p: NttParams, t: Target, cache: CompileCache) -> list[Func
         out.append(Function(signature, f"ntt_{direction}", contract, summary, (("n", p.n), ("q", p.q)),
                             driver=Driver(direction, built.calls, math, ar)))
     return out + codelets
+
+
+def planned_basemul(p: NttParams, t: Target, forward: Function, basemul_block, cache: CompileCache) -> list[Function]:
+    """Base multiplication over n (blocks of degree 1: element-wise products): the leaf-sized kernel
+    `basemul_block(p_block, forward_bound)` (built as the unrolled sets' is, its own symbol) called on each
+    block of the arrays by the C unit."""
+    ar = leaf_design(p, t)
+    size = ar.layout.n
+    block_p = dataclasses.replace(leaf_params(p, size), prefix=f"{p.prefix}_block")
+    forward_out = forward.contract.arg("a").ensures.bound
+    block = dataclasses.replace(basemul_block(block_p, t, forward_out, cache), internal=True)
+    signed = ar.mul.signed
+    stage = block_stage(p.n, size)
+    output = block.contract.manifest_output()
+    contract = basemul_contract(p, t, 1, 1, Values(forward_out, layout="ntt_forward output"),
+                                output.get("representation", "lazy"), ar.mul.r, signed)
+    contract = contract.proven({0: block.contract.arg("r").ensures.bound})
+    signature = Kernel(f"{p.prefix}_basemul_{t.isa.name}", contract.specs, (), (), t, block.kernel.extensions,
+                       constant_time=block.kernel.constant_time)
+    call = Call(stage, stage.subpasses[0], block, (), 0, None, (0, 1, 2))
+    return [Function(signature, "basemul", contract, basemul_summary(1, 1) + f" (blocks of {size}, C driver)",
+                     (("n", p.n), ("q", p.q)), driver=Driver("basemul", (call,), transform_math(p), ar)), block]

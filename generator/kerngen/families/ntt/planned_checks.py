@@ -121,7 +121,41 @@ def checks(manifest: dict, seed: int, randoms: int = 1) -> list[Check]:
                                   harness_args(fwd, a)), forward_judge(a)))
         for name, y in edge_inputs(*inv["input"]["bound"], n, inputs_rng(seed, inv), randoms):
             out.append(Check(Case(f"inverse-{isa}-{name}", inv["symbol"], harness_args(inv, y)), inverse_judge(y)))
+        out += _basemul_checks(function(manifest, "basemul", isa), q, n, inputs_rng(seed, fwd), randoms)
     return out
+
+
+def _basemul_checks(fn: dict, q: int, n: int, rng, randoms: int) -> list[Check]:
+    """Element-wise products (blocks of degree 1): r[i] = scale * a[i] * b[i] mod q, each edge of a beside
+    the next of b."""
+    edges = edge_inputs(*fn["input"]["bound"], n, rng, randoms)
+
+    def judge(a: list[int], b: list[int]):
+        def check(outputs: dict[int, list[int]]) -> str | None:
+            got = outputs[0]
+            bad = outside(got, fn["output"]["bound"])
+            if bad:
+                return bad
+            want = _scaled(_mul(_residue_list(a, q), _residue_list(b, q), q), fn["output"]["scale"], q)
+            wrong = np.flatnonzero(_residue_list(got, q) != want)
+            return None if not len(wrong) else f"element {wrong[0]}: {got[wrong[0]] % q}, want {want[wrong[0]]}"
+        return check
+    return [Check(Case(f"basemul-{fn['isa']}-{name}", fn["symbol"], harness_args(fn, a, b)), judge(a, b))
+            for (name, a), (_, b) in zip(edges, edges[1:] + edges[:1])]
+
+
+def product_judge(manifest: dict):
+    """The round trip's judge (`checks.round_trips`): the product's transform is the transforms' product."""
+    params = manifest["params"]
+    planned = function(manifest, "ntt_forward")["output"]["layout"]["planned"]
+    q = params["q"]
+
+    def judge(a: list[int], b: list[int], product: list[int], q_: int, c: int) -> str | None:
+        want = _mul(forward_reference(a, params, planned), forward_reference(b, params, planned), q)
+        wrong = np.flatnonzero(forward_reference(product, params, planned) != want)
+        return None if not len(wrong) else \
+            f"the product's transform differs from the transforms' product at {len(wrong)} positions"
+    return judge
 
 
 def layout_check(manifest: dict) -> str | None:
