@@ -337,12 +337,11 @@ def planned_header_constants(p: NttParams, fns) -> tuple[CDefine, ...]:
 
 def planned_bundle(p: NttParams, cache: CompileCache) -> Bundle:
     """A planned transform's bundle: per ISA the forward and inverse transforms (C drivers) and their codelets."""
-    fns = []
-    for t in p.targets:
-        own = planned_functions(p, t, cache)
-        forward = next(f for f in own if f.kind == "ntt_forward")
-        fns += own + planned_basemul(p, t, forward, _block_basemul, cache)
-    fns = _common_contracts(fns)
+    transforms = [f for t in p.targets for f in planned_functions(p, t, cache)]
+    # every ISA's base multiplication takes what any ISA's forward transform leaves (one contract per function)
+    forward_out = _hull(f.contract.arg("a").ensures.bound for f in transforms if f.kind == "ntt_forward")
+    fns = _common_contracts(transforms + [f for t in p.targets
+                                          for f in planned_basemul(p, t, forward_out, _block_basemul, cache)])
     ar = leaf_design(p, p.target)
     math = transform_math(p)
     notes = (f"{ROOT_NAMES[p.ring]} = {math.psi}: primitive 2^{math.root_bits}-th root of unity mod {p.q}",

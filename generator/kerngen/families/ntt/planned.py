@@ -272,14 +272,13 @@ def planned_functions(p: NttParams, t: Target, cache: CompileCache) -> list[Func
     return out + codelets
 
 
-def planned_basemul(p: NttParams, t: Target, forward: Function, basemul_block, cache: CompileCache) -> list[Function]:
+def planned_basemul(p: NttParams, t: Target, forward_out: Bound, basemul_block, cache: CompileCache) -> list[Function]:
     """Base multiplication over n (blocks of degree 1: element-wise products): the leaf-sized kernel
     `basemul_block(p_block, forward_bound)` (built as the unrolled sets' is, its own symbol) called on each
     block of the arrays by the C unit."""
     ar = leaf_design(p, t)
     size = ar.layout.n
     block_p = dataclasses.replace(leaf_params(p, size), prefix=f"{p.prefix}_block")
-    forward_out = forward.contract.arg("a").ensures.bound
     block = dataclasses.replace(basemul_block(block_p, t, forward_out, cache), internal=True)
     signed = ar.mul.signed
     stage = block_stage(p.n, size)
