@@ -352,4 +352,6 @@ def planned_bundle(p: NttParams, cache: CompileCache) -> Bundle:
     bundle = Bundle(p.name, p, p.target, title, manifest_params(p, ar.reducer.kind, ar.mul.name), tuple(fns),
                     notes, header, design=ar)
     return dataclasses.replace(bundle, prototypes=plan_unit.prototypes(bundle),
-                               units=(CUnit(f"{p.name}_plan.c", "ntt_plan.j2", plan_unit.context(bundle)),))
+                               units=(CUnit(f"{p.name}_plan.c", "ntt_plan.j2", plan_unit.context(bundle),
+                                            "C: the planned transforms (stages of the codelets in the .asm, their "
+                                            "twiddle tables built at the first call) and their stage API"),))
