@@ -272,3 +272,22 @@ def test_a_mutant_the_cpu_catches_is_caught_on_the_model(change, tmp_path):
                            built=(bundle,))
     assert any(symbol in f for f in on_cpu.failures), "the CPU does not catch this mutant"
     assert {f.split(":")[1] for f in modelled.failures} == {f.split(":")[1] for f in on_cpu.failures}
+
+
+def test_every_input_of_a_16_bit_freeze_runs_on_the_model():
+    """kyber-3329's AVX2 freeze on the model, every input through every vector
+    (`exhaustive`), as `kerngen test` runs it for a CPU without AVX2: it
+    passes; without its first conditional subtraction (vpminuw) it fails
+    where the input is a multiple of q and the output is q."""
+    from kerngen.families.ntt import exhaustive
+
+    bundle = _bundle("kyber-3329")
+    freeze = bundle.function("freeze", isa="avx2")
+    fn = freeze.manifest()
+    assert exhaustive.one_element_maps({"functions": [fn]}) == [fn]
+    body = list(freeze.kernel.body)
+    del body[next(i for i, ins in enumerate(body) if ins.op == "vpminuw")]
+    mutant = dataclasses.replace(freeze.kernel, body=tuple(body))
+    assert exhaustive.every_input(fn, on_model.Model({fn["symbol"]: freeze.kernel}).calls().batch)[1] is None
+    _, wrong = exhaustive.every_input(fn, on_model.Model({fn["symbol"]: mutant}).calls().batch)
+    assert wrong is not None and "gives 3329, outside [0, 3328]" in wrong, wrong
