@@ -292,12 +292,16 @@ def _tie(body: list[Instr], encoding: Encoding) -> list[Instr]:
             if isinstance(op, (VReg, GReg)):
                 last[op] = i
     rename: dict[Operand, Operand] = {}
+    tied: dict[tuple[str, int | None], bool] = {}  # by row and register width (a large body asks again and again)
     out: list[Instr] = []
     for i, ins in enumerate(body):
         ops = tuple(rename.get(op, op) for op in ins.operands)
         s = spec(ins.op)
-        if not s.ties(ins.form(encoding)) or ops[0] == ops[1]:
-            out.append(Instr(ins.op, ops, ins.comment, ins.idiom))
+        shape = (ins.op, ins.register_bits)
+        if shape not in tied:
+            tied[shape] = s.ties(ins.form(encoding))
+        if not tied[shape] or ops[0] == ops[1]:
+            out.append(ins if ops == ins.operands else Instr(ins.op, ops, ins.comment, ins.idiom))
             continue
         dst, a, b = ops[0], ops[1], ops[2]
 
