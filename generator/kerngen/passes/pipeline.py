@@ -188,7 +188,7 @@ def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Ta
     `shoup_pairs`: (w, w') arguments the contract relates (Shoup's products).
     A kernel the `cache` holds for a target differing only in object format
     or visibility is taken from there, on this target; without a cache the
-    passes always run; a cache made `through` a pass stops there (`dry`)."""
+    passes always run; a cache made `through` a pass stops there (`_dry`)."""
     if cache is None:
         return _run_passes(builder, symbol, contract, target, modulus, gf2, callee_saved, signed, shoup_pairs)
     key = _compile_key(builder, symbol, contract, target, modulus, gf2, callee_saved, signed, shoup_pairs)
