@@ -30,7 +30,7 @@ from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_
 from .maths import RINGS, ROOT_NAMES, modulus_text, ring_words
 from .params import NttParams, output_range
 from . import plan_unit
-from .planned import leaf_design, planned_basemul, planned_functions, transform_math
+from .planned import leaf_design, planned_basemul, planned_functions, transform_math, unit_file
 from .reducers import Reducer, freezer
 from .schedule import DIRECTIONS, ReductionSchedule, ScheduleError, forward_input, inverse_input, schedule
 from .harvey import ShoupReduction, UnsignedFreeze
@@ -356,6 +356,6 @@ def planned_bundle(p: NttParams, cache: CompileCache) -> Bundle:
     bundle = Bundle(p.name, p, p.target, title, manifest_params(p, ar.reducer.kind, ar.mul.name), tuple(fns),
                     notes, header, design=ar)
     return dataclasses.replace(bundle, prototypes=plan_unit.prototypes(bundle),
-                               units=(CUnit(f"{p.name}_plan.c", "ntt_plan.j2", plan_unit.context(bundle),
+                               units=(CUnit(unit_file(p), "ntt_plan.j2", plan_unit.context(bundle),
                                             "C: the planned transforms (stages of the codelets in the .asm, their "
                                             "twiddle tables built at the first call) and their stage API"),))

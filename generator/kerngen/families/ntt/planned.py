@@ -35,6 +35,11 @@ from .schedule import Arithmetic, TwiddleRange, forward_input, inverse_input, sc
 
 # leaves of at most this many coefficients: each verified in seconds, their code rolled to a few KiB
 LEAF_BITS = 10
+UNIT = "unit"  # the manifest field naming the C file a driver function is defined in
+
+
+def unit_file(p: NttParams) -> str:
+    return f"{p.name}_plan.c"
 
 
 def rows_radix(t: Target) -> int:
@@ -268,7 +273,7 @@ def planned_functions(p: NttParams, t: Target, cache: CompileCache) -> list[Func
         summary = (f"{direction} {ring_words(p.ring, p.coset)} NTT of a[{p.n}] in place: {stages} stages of "
                    f"verified codelets (C driver, {p.name}_plan.c)")
         out.append(Function(signature, f"ntt_{direction}", contract, summary, (("n", p.n), ("q", p.q)),
-                            driver=Driver(direction, built.calls, math, ar)))
+                            ((UNIT, unit_file(p)),), driver=Driver(direction, built.calls, math, ar)))
     return out + codelets
 
 
@@ -290,4 +295,5 @@ def planned_basemul(p: NttParams, t: Target, forward_out: Bound, basemul_block, 
                        constant_time=block.kernel.constant_time)
     call = Call(stage, stage.subpasses[0], block, (), 0, None, (0, 1, 2))
     return [Function(signature, "basemul", contract, basemul_summary(1, 1) + f" (blocks of {size}, C driver)",
-                     (("n", p.n), ("q", p.q)), driver=Driver("basemul", (call,), transform_math(p), ar)), block]
+                     (("n", p.n), ("q", p.q)), ((UNIT, unit_file(p)),),
+                     driver=Driver("basemul", (call,), transform_math(p), ar)), block]
