@@ -333,10 +333,11 @@ def _block_basemul(p: NttParams, t: Target, forward_out: Bound, cache: CompileCa
 def planned_header_constants(p: NttParams, fns) -> tuple[CDefine, ...]:
     """A planned transform's constants for C users (its NTT domain is the manifest's compact layout)."""
     macro = p.prefix.upper()
-    scale = next(f.contract.manifest_output()["scale"] for f in fns if f.kind == "ntt_inverse")
+    scales = {f.kind: f.contract.manifest_output()["scale"] for f in fns if f.kind in ("basemul", "ntt_inverse")}
     return (CDefine(f"{macro}_N", p.n, "degree: the arrays hold N coefficients"),
             CDefine(f"{macro}_Q", p.q, "the modulus"),
-            CDefine(f"{macro}_INVERSE_SCALE", scale, "the inverse NTT gives scale * INTT(a) mod q"))
+            CDefine(f"{macro}_BASEMUL_SCALE", scales["basemul"], "base multiplication gives scale * a*b mod q"),
+            CDefine(f"{macro}_INVERSE_SCALE", scales["ntt_inverse"], "the inverse NTT gives scale * INTT(a) mod q"))
 
 
 def planned_bundle(p: NttParams, cache: CompileCache) -> Bundle:
