@@ -13,6 +13,7 @@ ones the C code makes.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ...core.bundle import Bundle, CPrototype, Function
@@ -37,6 +38,8 @@ class SubPassUnit:
     radix_bits: int  # Rows: layers it does; 0 for a leaf (its entries listed in `leaf_entries`)
     scale_layer: int  # the layer whose twiddles carry the inverse's scale, or -1
     arrays: tuple[str, ...]  # the transform's argument each array argument of the codelet is a part of
+    stride: int  # Rows: elements between its rows (it takes `width` of each); 0: it takes its whole span
+    width: int
 
 @dataclass(frozen=True)
 class StageUnit:
@@ -88,7 +91,8 @@ def _stages(driver: Driver, names: tuple[str, ...]) -> tuple[tuple[StageUnit, ..
                                          offset, len(call.entries), call.rows, call.sub.first,
                                          c.radix_bits if isinstance(c, Rows) else 0,
                                          -1 if call.scale_layer is None else call.scale_layer,
-                                         tuple(names[k] for k in call.arrays)))
+                                         tuple(names[k] for k in call.arrays),
+                                         c.stride if isinstance(c, Rows) else 0, c.width if isinstance(c, Rows) else 0))
         if isinstance(c, Leaf):
             leaf = tuple((layer - call.sub.first, block) for layer, block in call.entries)
         offset += call.rows * len(call.entries)
@@ -152,3 +156,22 @@ def prototypes(bundle: Bundle) -> tuple[CPrototype, ...]:
                               "order, each wholly before the next, are the transform (its tiles may run on "
                               "threads of their own)"))
     return tuple(out)
+
+
+def plan_manifest(fn: Function) -> dict:
+    """A driver's plan as the manifest records it: what the C unit runs, enough to run it again without it
+    (the machine model) and to rebuild its twiddle tables (`table_values`'s rule: entry (layer, block) of a
+    table row is the twiddle g^(n/2^(layer+1)) psi^(e/2) of that block, or its inverse in the inverse, times
+    the scale on the scaled layer, stored in `form`)."""
+    names = tuple(a.name for a in fn.kernel.args)
+    stages, entries, leaf = _stages(fn.driver, names)
+    ar = fn.driver.ar
+    args = twiddle_args(ar)
+    return {
+        "direction": fn.driver.direction,
+        "stages": [dataclasses.asdict(st) for st in stages],
+        "entries": entries,
+        "leaf_entries": [list(e) for e in leaf],
+        "twiddles": {"form": "montgomery" if ar.mul.signed else "shoup" if args.paired else "plain",
+                     "companion_bits": args.companion_bits, "scale": fn.driver.math.inverse_scale(ar.mul.r)},
+    }

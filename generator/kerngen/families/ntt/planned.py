@@ -186,14 +186,20 @@ def build_direction(p: NttParams, t: Target, direction: str, cache: CompileCache
 # --- the twiddles' values --------------------------------------------------------------------------------
 
 def twiddle(math: NttMath, layer: int, block: int, inverse: bool) -> int:
-    """The twiddle of `layer`'s butterflies in `block` (of 2^layer): s = g^m psi^(e/2), m = n / 2^(layer+1),
-    psi^e the block's root (`NttMath`), or its inverse. In closed form: e = 2^(K-1-l) (2 brv_l(b) + 1) in the
-    negacyclic ring, 2^(K-l) brv_l(b) in the cyclic one."""
-    k_bits = math.root_bits
+    """The twiddle of `layer`'s butterflies in `block` (of 2^layer) of the transform `math` (`twiddle_value`)."""
+    return twiddle_value(math.q, math.n, math.root_bits, math.psi, RING_CONSTANT[math.ring] == -1, math.coset, layer,
+                         block, inverse)
+
+
+def twiddle_value(q: int, n: int, root_bits: int, psi: int, negacyclic: bool, coset: int, layer: int, block: int,
+                  inverse: bool) -> int:
+    """s = g^m psi^(e/2), m = n / 2^(layer+1), psi^e the block's root (`NttMath`), or its inverse; in closed
+    form e = 2^(K-1-l) (2 brv_l(b) + 1) in the negacyclic ring, 2^(K-l) brv_l(b) in the cyclic one, K the
+    root's bits. The C unit computes the same (templates/ntt_plan.j2)."""
     rev = int(format(block, f"0{layer}b")[::-1], 2) if layer else 0
-    e = (1 << (k_bits - 1 - layer)) * (2 * rev + 1) if RING_CONSTANT[math.ring] == -1 else (1 << (k_bits - layer)) * rev
-    s = pow(math.coset, math.n >> (layer + 1), math.q) * math.root_power(e // 2) % math.q
-    return pow(s, -1, math.q) if inverse else s
+    e = (1 << (root_bits - 1 - layer)) * (2 * rev + 1) if negacyclic else (1 << (root_bits - layer)) * rev
+    s = pow(coset, n >> (layer + 1), q) * pow(psi, e // 2, q) % q
+    return pow(s, -1, q) if inverse else s
 
 
 def table_values(math: NttMath, ar: Arithmetic, call: Call, inverse: bool) -> tuple[list[int], list[int] | None]:
