@@ -38,6 +38,9 @@ TILE_BYTES = 256 * 1024
 # 2048 coefficients (and twiddles) fit L1
 LEAF_MAX = 2048
 CACHE_LINE = 64
+# bytes of each row a Rows call takes at least: a call's fixed costs (the C loop's, the twiddles' broadcasts)
+# spread over several vectors of each row
+ROW_BYTES = 4 * CACHE_LINE
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,7 @@ def _rows_stage(n_bits: int, columns: int, lanes: int, first: int, last: int, ra
     """A stage of `Rows` codelets on layers [first, last): tiles of 2^(last - first) rows, the low bits grouped
     so that a call's rows are whole vectors (and at least a cache line where the rows allow)."""
     low_rows = 1 << (n_bits - last)  # rows of distinct low bits inside a block at `first`
-    group = max(1, lanes // columns, CACHE_LINE // (columns * elem_bytes))
+    group = max(1, lanes // columns, ROW_BYTES // (columns * elem_bytes))
     group = min(group, low_rows)
     width = group * columns
     if width % lanes:
@@ -202,7 +205,7 @@ def plan_transform(n: int, columns: int, lanes: int, elem_bytes: int, radix: int
     # layers [0, last) in stages whose tiles fit `tile_bytes`, from the top
     first = 0
     while first < last:
-        low_rows = max(1, lanes // columns, CACHE_LINE // (columns * elem_bytes))
+        low_rows = max(1, lanes // columns, ROW_BYTES // (columns * elem_bytes))
         row_bytes = low_rows * columns * elem_bytes
         span = max(1, min(last - first, (tile_bytes // row_bytes).bit_length() - 1))
         stages.append(_rows_stage(n_bits, columns, lanes, first, first + span, radix, elem_bytes))
