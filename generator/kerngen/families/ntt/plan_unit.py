@@ -149,6 +149,11 @@ def prototypes(bundle: Bundle) -> tuple[CPrototype, ...]:
                                   f"builds the {fn.isa} transforms' twiddle tables (the first call of a transform "
                                   "does otherwise): 0, or -1 where they cannot be allocated"))
         args = ", ".join(a.c_declaration for a in fn.kernel.args)
+        if fn.driver.calls[0].entries:
+            out.append(CPrototype(f"size_t {fn.symbol}_table(int64_t *out);",
+                                  f"{fn.symbol}: its twiddle table (w of every entry, then each w' where stored), "
+                                  "built if it is not, copied into out unless NULL (each word as int64_t); the "
+                                  "count of words, 0 where it cannot be built"))
         out.append(CPrototype(f"size_t {fn.symbol}_tiles(unsigned stage);",
                               f"{fn.symbol}: the tiles of stage `stage` (0 past the last stage)"))
         out.append(CPrototype(f"void {fn.symbol}_stage({args}, unsigned stage, size_t first, size_t count);",
