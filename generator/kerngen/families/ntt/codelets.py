@@ -26,7 +26,7 @@ from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
 from ...ir.instr import ArgBase, ArgSpec, Builder, Mem, VReg
 from ...machine.ops import by_width, lane_range
 from ...machine.target import Target
-from .kernels import _load, _reduce_bounded, _store
+from .kernels import load_vector, reduce_bounded, store_vector
 from .montgomery import broadcast_operands
 from .plan import Rows
 from .reducers import broadcast_const
@@ -97,7 +97,7 @@ def build_rows(b: Builder, ar: Arithmetic, codelet: Rows, lanes: int, inverse: b
     vector = lanes * elem
     order = range(r - 1, -1, -1) if inverse else range(r)
     for column in range(0, codelet.width, lanes):
-        regs = [_load(b, Mem(ArgBase(0), (k * codelet.stride + column) * elem, vector)) for k in range(rows)]
+        regs = [load_vector(b, Mem(ArgBase(0), (k * codelet.stride + column) * elem, vector)) for k in range(rows)]
         bounds = [in_bound] * rows
         for t in order:
             half = rows >> (t + 1)
@@ -110,7 +110,7 @@ def build_rows(b: Builder, ar: Arithmetic, codelet: Rows, lanes: int, inverse: b
                         b, ar, regs[lo], regs[hi], bounds[lo], bounds[hi], factor, qv, inverse, scaled, w_abs,
                         f"layer {t} of {r}")
         for k in range(rows):
-            _store(b, Mem(ArgBase(0), (k * codelet.stride + column) * elem, vector), regs[k])
+            store_vector(b, Mem(ArgBase(0), (k * codelet.stride + column) * elem, vector), regs[k])
 
 
 def _butterfly(b: Builder, ar: Arithmetic, x: VReg, y: VReg, x_bound: int, y_bound: int, factor, qv, inverse: bool,
@@ -126,9 +126,9 @@ def _butterfly(b: Builder, ar: Arithmetic, x: VReg, y: VReg, x_bound: int, y_bou
         if max(x_bound, y_bound) <= ar.reducer.reduced_bound(max(x_bound, y_bound)):
             raise ValueError(f"a butterfly on inputs below {max(x_bound, y_bound)} overflows even reduced")
         if x_bound >= y_bound:
-            x, x_bound = _reduce_bounded(b, x, ar.reducer, x_bound, "before the butterfly")
+            x, x_bound = reduce_bounded(b, x, ar.reducer, x_bound, "before the butterfly")
         else:
-            y, y_bound = _reduce_bounded(b, y, ar.reducer, y_bound, "before the butterfly")
+            y, y_bound = reduce_bounded(b, y, ar.reducer, y_bound, "before the butterfly")
     lo_bound, hi_bound = after(x_bound, y_bound)
     x, y = mul.butterfly(b, x, y, factor, qv, inverse, scale, y_bound, comment)
     return x, y, lo_bound, hi_bound
@@ -174,7 +174,7 @@ class ArgumentTwiddles:
 
         def read(arg: int) -> VReg:
             m = Mem(ArgBase(arg), at, size)
-            return self.b.op(by_width("broadcast", self.bits), m) if len(key) == 1 else _load(self.b, m)
+            return self.b.op(by_width("broadcast", self.bits), m) if len(key) == 1 else load_vector(self.b, m)
         if self.args.paired:
             return read(1), read(2)
         if self.ar.mul.signed and self._qinv is None:

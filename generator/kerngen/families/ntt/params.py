@@ -57,7 +57,7 @@ ORDER = Option("order", "order", ORDERS, ORDERS[0],
 OPTIONS = (POLICY, REDUCER, ORDER)  # the command line's --policy, --reducer, --order
 # the kinds of the family's functions (each a manifest entry's `kind`)
 KINDS = frozenset({"ntt_forward", "ntt_inverse", "basemul", "basemul_acc", "reduce", "freeze", "mulmod_shoup",
-                   "muladd_shoup"})
+                   "muladd_shoup", "codelet"})  # codelet: a part of a planned transform, which its driver calls
 
 
 @dataclass(frozen=True)

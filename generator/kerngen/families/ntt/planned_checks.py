@@ -20,7 +20,7 @@ import numpy as np
 from ...core.bundle import Check
 from ...harness.protocol import Case
 from .inputs import edge_inputs, function, harness_args, inputs_rng, isas, outside
-from .reference import _dtype, _mul, _powers, _residues
+from .reference import mul_residues, powers, residue_dtype, residues
 
 # unit vectors each forward transform is run on (beside its edges and random inputs): a sample of the basis
 UNIT_VECTORS = 3
@@ -43,9 +43,9 @@ def _dft(b: np.ndarray, omega: int, q: int) -> np.ndarray:
     h = 1
     while h < n:
         w = pow(omega, n // (2 * h), q)
-        tw = _residues([pow(w, k, q) for k in range(h)], q, dtype)
+        tw = residues([pow(w, k, q) for k in range(h)], q, dtype)
         x = x.reshape(n // (2 * h), 2, h)
-        u, v = x[:, 0, :], _mul(x[:, 1, :], np.broadcast_to(tw, x[:, 1, :].shape), q)
+        u, v = x[:, 0, :], mul_residues(x[:, 1, :], np.broadcast_to(tw, x[:, 1, :].shape), q)
         x = np.stack([(u + v) % q, (u + q - v) % q], axis=1).reshape(n)
         h *= 2
     return x
@@ -55,11 +55,11 @@ def forward_reference(a: list[int], params: dict, planned: dict) -> np.ndarray:
     """The forward transform of `a` as the layout places it (residues)."""
     n, q = params["n"], params["q"]
     psi, g = planned["root"], planned["coset"]
-    dtype = _dtype(q)
+    dtype = residue_dtype(q)
     negacyclic = planned["ring"] == "negacyclic"
     twist = g * psi % q if negacyclic else g % q
-    factors = _powers(_residues([twist], q, dtype), n, q, dtype)[0]  # (g psi)^k or g^k, k < n
-    coeffs = _mul(_residues(a, q, dtype), factors, q)
+    factors = powers(residues([twist], q, dtype), n, q, dtype)[0]  # (g psi)^k or g^k, k < n
+    coeffs = mul_residues(residues(a, q, dtype), factors, q)
     natural = _dft(coeffs, psi * psi % q if negacyclic else psi, q)
     bits = n.bit_length() - 1
     leaf = planned["leaf"]
@@ -70,12 +70,12 @@ def forward_reference(a: list[int], params: dict, planned: dict) -> np.ndarray:
 
 
 def _residue_list(values: list[int], q: int) -> np.ndarray:
-    return _residues(values, q, _dtype(q))
+    return residues(values, q, residue_dtype(q))
 
 
-def _scaled(residues: np.ndarray, scale: int, q: int) -> np.ndarray:
-    """scale * residues mod q, exactly whatever q (`reference`'s products)."""
-    return _mul(residues, _residues([scale % q] * len(residues), q, residues.dtype), q)
+def _scaled(values: np.ndarray, scale: int, q: int) -> np.ndarray:
+    """scale * values mod q (residues), exactly whatever q (`reference`'s products)."""
+    return mul_residues(values, residues([scale % q] * len(values), q, values.dtype), q)
 
 
 def checks(manifest: dict, seed: int, randoms: int = 1) -> list[Check]:
@@ -136,7 +136,7 @@ def _basemul_checks(fn: dict, q: int, n: int, rng, randoms: int) -> list[Check]:
             bad = outside(got, fn["output"]["bound"])
             if bad:
                 return bad
-            want = _scaled(_mul(_residue_list(a, q), _residue_list(b, q), q), fn["output"]["scale"], q)
+            want = _scaled(mul_residues(_residue_list(a, q), _residue_list(b, q), q), fn["output"]["scale"], q)
             wrong = np.flatnonzero(_residue_list(got, q) != want)
             return None if not len(wrong) else f"element {wrong[0]}: {got[wrong[0]] % q}, want {want[wrong[0]]}"
         return check
@@ -151,7 +151,7 @@ def product_judge(manifest: dict):
     q = params["q"]
 
     def judge(a: list[int], b: list[int], product: list[int], q_: int, c: int) -> str | None:
-        want = _mul(forward_reference(a, params, planned), forward_reference(b, params, planned), q)
+        want = mul_residues(forward_reference(a, params, planned), forward_reference(b, params, planned), q)
         wrong = np.flatnonzero(forward_reference(product, params, planned) != want)
         return None if not len(wrong) else \
             f"the product's transform differs from the transforms' product at {len(wrong)} positions"
