@@ -46,18 +46,22 @@ _LABEL = re.compile(r"[A-Za-z_.$?][\w.$@?]*:")
 _DATA_BYTES = {"db": 1, "dw": 2, "dd": 4, "dq": 8}
 
 
-def _section_pattern(template: str) -> re.Pattern:
-    """A section line of the format's `template`, whatever table, function or alignment it names."""
-    pattern = re.escape(template)
-    for field, value in (("{align}", r"\d+"), ("{name}", r"[\w.$@?]+")):
-        pattern = pattern.replace(re.escape(field), value)
-    return re.compile(pattern)
+def _section_pattern(*templates: str | None) -> re.Pattern:
+    """A section line of any of the format's `templates`, whatever table, function or alignment it names."""
+    patterns = []
+    for template in filter(None, templates):
+        pattern = re.escape(template)
+        for field, value in (("{align}", r"\d+"), ("{name}", r"[\w.$@?]+")):
+            pattern = pattern.replace(re.escape(field), value)
+        patterns.append(pattern)
+    return re.compile("|".join(patterns))
 
 
 def _tables(path: Path, lines: list[Line], fmt: ObjectFormat) -> dict[str, Table]:
-    """The constant tables: the labels of the data section and the data lines under each."""
-    data = _section_pattern(fmt.table_section or fmt.rodata)
-    code = _section_pattern(fmt.function_section or fmt.text)
+    """The constant tables: the labels of the data sections and the data lines under each (a section per
+    table, or one for all as versions before per-function sections wrote)."""
+    data = _section_pattern(fmt.table_section, fmt.rodata)
+    code = _section_pattern(fmt.function_section, fmt.text)
     start = next((k for k, line in enumerate(lines) if data.fullmatch(line.code)), len(lines))
     rows: dict[str, tuple[int, list[int], int, str]] = {}
     label, align, comment = None, 1, ""
