@@ -37,6 +37,7 @@ from ..errors import CheckError
 WORD = 8  # bytes of the state's words
 BATCH_BYTES = 1 << 25  # inputs run together are cut into batches whose state is about this large
 _DEPTH = 6  # the most nested runs a view of the state follows
+_FEW = 64  # indices looked at one by one rather than by numpy
 UNSIGNED = {size: np.dtype(f"<u{size}") for size in (1, 2, 4, 8)}
 
 
@@ -267,6 +268,8 @@ def index_of(places: list[Place], at: Address, grain: int) -> np.ndarray:
 def _strides(index: np.ndarray) -> list[tuple[int, int]] | None:
     """Word indices as nested runs of even steps, outermost first ([(count, step), ...]: index k is
     index 0 plus digit j of k times step j), or None where they are not."""
+    if len(index) <= _FEW:
+        return _strides_of_few(index.tolist())
     dims, rest = [], index
     while len(rest) > 1 and len(dims) < _DEPTH:
         step = rest[1] - rest[0]
@@ -279,6 +282,20 @@ def _strides(index: np.ndarray) -> list[tuple[int, int]] | None:
             return None
         dims.append((run, int(step)))
         rest = runs[:, 0]
+    return None if len(rest) > 1 else dims[::-1] or [(len(index), 1)]
+
+
+def _strides_of_few(index: list[int]) -> list[tuple[int, int]] | None:
+    """`_strides` of a short list, without numpy's cost of a call."""
+    dims, rest = [], index
+    while len(rest) > 1 and len(dims) < _DEPTH:
+        step, run = rest[1] - rest[0], 2
+        while run < len(rest) and rest[run] - rest[run - 1] == step:
+            run += 1
+        if len(rest) % run or any(rest[k] != rest[k - k % run] + k % run * step for k in range(run, len(rest))):
+            return None
+        dims.append((run, step))
+        rest = rest[::run]
     return None if len(rest) > 1 else dims[::-1] or [(len(index), 1)]
 
 
