@@ -19,6 +19,7 @@ import sympy
 
 from kerngen.commands.test import manifest_params
 from kerngen.core.manifest import read_bundle
+from kerngen.emission.files import exclusive
 from kerngen.families import load
 
 from conftest import REPO, kerngen
@@ -145,6 +146,27 @@ def test_a_foreign_directory_needs_force_and_two_bundles_need_two_directories(tm
     refused(kerngen_cli("emit", "params/tiny-257.toml", twin, "--out", tmp_path / "both"), "--out",
             "both name the bundle")
     assert not (tmp_path / "both").exists()
+
+def test_two_emits_racing_into_one_directory_leave_one_bundle_and_one_refusal(tmp_path):
+    """Two sets emitted into one --out at once: one writes its bundle, the other is refused as the one that
+    came second is (never both report success over one bundle). The race is made certain by holding the
+    directory's lock until both have checked the empty directory and begun building."""
+    sets = [REPO / "params/tiny-257.toml",
+            ntt_file(tmp_path, (REPO / "params/tiny-257.toml").read_text().replace("tiny-257", "tiny-twin"),
+                     "tiny-twin.toml")]
+    out = tmp_path / "race" / "out"
+    with exclusive([out]):
+        runs = [subprocess.Popen([sys.executable, "-m", "kerngen", "emit", str(s), "--out", str(out)], cwd=REPO,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for s in sets]
+        for run in runs:  # each past its checks of the (empty) directory
+            assert any("building and verifying kernels" in line for line in iter(run.stderr.readline, ""))
+    ended = [(run.wait(), run.stdout.read(), run.stderr.read()) for run in runs]
+    codes = sorted(code for code, _, _ in ended)
+    assert codes == [0, 2], ended
+    (_, listed, _), (_, unlisted, complaint) = sorted(ended, key=lambda e: e[0])
+    winner = json.loads((out / "manifest.json").read_text())["params"]["name"]
+    assert sorted(listed.split()) == sorted(str(p) for p in out.iterdir()) and unlisted == ""
+    refused(subprocess.CompletedProcess([], 2, unlisted, complaint), "--out", f"the bundle of {winner!r}", "--force")
 
 
 def test_directories_follow_the_umask(tmp_path):

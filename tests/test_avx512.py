@@ -171,7 +171,7 @@ def test_isas_of_several_widths_in_the_fastest_order_pass_against_sympy(bits, or
     p = _fastest(bits, ["avx512", "avx2"], **({} if order_isa is None else {"order_isa": order_isa}))
     built = STORE.bundles(p)
     write(render(built, "test"), tmp_path / p.name)
-    outcome = run_kerngen_bundle(tmp_path / p.name, 3, lambda s: None, tmp_path, reemit=False, built=built)
+    outcome = run_kerngen_bundle(tmp_path / p.name, 3, lambda s: None, tmp_path, reemit=False)
     assert outcome.failed == 0, outcome.failures
     assert outcome.passed >= 2 * 20  # both ISAs' kernels ran
 

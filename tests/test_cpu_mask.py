@@ -116,7 +116,7 @@ def test_test_under_the_mask_runs_the_rest_on_the_model(kerngen_cli, monkeypatch
     assert r.returncode == 0 and r.stdout.endswith(" failed\n") and "FAIL" not in r.stdout, r.stdout + r.stderr
     assert "kg_runner" in ran
     assert f"tiny-257: running avx512 on the machine model: left out avx512 ({MASK_VARIABLE}={ZEN3} hides" in r.stderr
-    assert "on the machine model (the instruction table's semantics), not the CPU" in r.stderr
+    assert "on the machine model (the instruction table's semantics run on their assembly, read back), not the CPU" in r.stderr
 
 
 @needs_avx512

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import kerngen
+import kerngen.errors
 from conftest import REPO
 from fips import NEEDS_TOOLS, schoolbook
 from kerngen.harness.cpu import cpu_flags
@@ -121,6 +122,67 @@ def test_the_contract_check_can_be_turned_off_and_aliasing_is_refused(kyber):
         kyber.basemul(a[1:], a[:256], polys(256))
     with pytest.raises(ValueError, match="argument 'r': is written"):
         kyber.basemul(np.empty(256, np.int16), polys((3, 256)), polys((3, 256)))
+
+
+def shoup_operands(shape, q=3329, bits=16, seed=7):
+    """a, w and w' = floor(w*2^bits/q) as Shoup's kernels take them."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 1 << bits, shape, dtype=np.uint16)
+    w = rng.integers(0, q, shape, dtype=np.uint16)
+    return a, w, ((w.astype(np.uint64) << np.uint64(bits)) // np.uint64(q)).astype(np.uint16)
+
+
+def test_shoup_s_w_prime_must_be_floor_w_2_to_the_w_over_q(kyber):
+    a, w, wp = shoup_operands(256)
+    r = np.empty(256, np.uint16)
+    kyber.mulmod_shoup(r, a, w, wp)
+    assert all(int(x) % 3329 == int(y) * int(z) % 3329 for x, y, z in zip(r, a, w))
+    wp[5] += 1  # one w' off: the product of that element is no longer a*w mod q
+    with pytest.raises(ValueError, match=rf"mulmod_shoup_\w+: argument 'wp': holds {wp[5]} where 'w' holds {w[5]} "
+                                         rf"\(element 5\); it must be floor\(w\*2\^16/q\) = {wp[5] - 1} for q = 3329"):
+        kyber.mulmod_shoup(r, a, w, wp)
+    kyber.mulmod_shoup(r, a, w, wp, check=False)  # the caller's risk
+    wp[5] -= 1
+    rows_wp = np.broadcast_to(wp, (3, 256)).copy()  # a row of w' per call beside one row of w for every call
+    rows_wp[2, 9] ^= 1
+    with pytest.raises(ValueError, match=r"muladd_shoup_\w+: argument 'wp': .*\(element \(2, 9\)\)"):
+        kyber.muladd_shoup(np.empty((3, 256), np.uint16), shoup_operands((3, 256))[0], w, rows_wp,
+                           np.zeros(256, np.uint16))
+
+
+def test_arguments_by_the_manifest_s_names(kyber):
+    a, w, wp = shoup_operands(256)
+    by_position, by_name, mixed = (np.empty(256, np.uint16) for _ in range(3))
+    kyber.mulmod_shoup(by_position, a, w, wp)
+    kyber.mulmod_shoup(wp=wp, w=w, a=a, r=by_name)
+    kyber.mulmod_shoup(mixed, a, wp=wp, w=w)
+    assert (by_name == by_position).all() and (mixed == by_position).all()
+    signature = r"mulmod_shoup_\w+: takes 4 arrays \(r, a, w, wp\)"
+    with pytest.raises(TypeError, match=rf"{signature}; it has no argument 'x'"):
+        kyber.mulmod_shoup(by_name, a, w, x=wp)
+    with pytest.raises(TypeError, match=rf"{signature}; 'a' is given twice"):
+        kyber.mulmod_shoup(by_name, a, w, wp, a=a)
+    with pytest.raises(TypeError, match=rf"{signature}; missing 'w', 'wp'"):
+        kyber.mulmod_shoup(by_name, a=a)
+
+
+def test_load_and_build_say_what_they_take(cache, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no directory kyber-3329 here
+    with pytest.raises(kerngen.errors.BundleError, match=r"cannot be read: .*; 'kyber-3329' names a shipped parameter "
+                                                         r"set, not a bundle: kerngen.build\('kyber-3329'\)"):
+        kerngen.load("kyber-3329")
+    (tmp_path / "mine.toml").write_text((REPO / "params/tiny-257.toml").read_text())
+    with pytest.raises(kerngen.errors.BundleError, match=r"'mine.toml' is a parameter file, not a bundle: "
+                                                         r"kerngen.build\('mine.toml'\)"):
+        kerngen.load("mine.toml")
+    with pytest.raises(kerngen.errors.BundleError) as e:
+        kerngen.load("no-such-set")
+    assert "kerngen.build" not in str(e.value)
+    for call in (kerngen.build, kerngen.explore):
+        with pytest.raises(TypeError, match=rf"kerngen.{call.__name__}: takes a parameter file .* got int 3329"):
+            call(3329)
+    with pytest.raises(TypeError, match=r"kerngen.load: takes a bundle directory .* got int 3329"):
+        kerngen.load(3329)
 
 
 def test_a_gf2m_product_matches_carry_less_multiplication_mod_the_polynomial(cache):

@@ -2,7 +2,7 @@ import pytest
 
 from kerngen.cli import parser
 from kerngen.core.params import Overrides
-from kerngen.errors import ParamError
+from kerngen.errors import ParamError, toml_value
 from kerngen.families import FAMILIES, from_mapping, load
 from kerngen.families.ntt.maths import max_layers
 
@@ -13,8 +13,9 @@ GOOD = {"name": "t", "family": "ntt", "n": 256, "q": 3329, "width": 16, "isa": "
     ({"q": 3328}, "q", "prime"),
     ({"q": 40961}, "q", "below 2^15"),
     ({"n": 100}, "n", "power of two"),
-    ({"n": 8192}, "n", "between 2 and 4096"),
-    ({"n": 1}, "n", "between 2 and 4096"),
+    ({"n": 1 << 25}, "n", "between 2 and 2^24"),
+    ({"n": 1}, "n", "between 2 and 2^24"),
+    ({"n": 8192, "q": 12289}, "q", "planned transform, which runs every layer"),  # 11 layers: blocks of 4
     ({"n": 2, "q": 11}, "q", "divisible by 4"),  # q-1 = 10: not even the one layer n = 2 needs
     ({"q": 7}, "q", "divisible"),          # q-1 = 6: one layer only, blocks far too large
     ({"colour": 3}, "colour", "unknown key"),
@@ -100,6 +101,21 @@ def test_bad_gf2m_parameters(tmp_path, change, key, words):
     with pytest.raises(ParamError) as e:
         load(path)
     assert e.value.key == key and words in str(e.value)
+
+
+@pytest.mark.parametrize("table, key", [
+    ({**GOOD, "q": 3329.0}, "q"),
+    ({**GOOD, "n": 256.0}, "n"),
+    ({**GOOD, "width": 16.0}, "width"),
+    ({**GOOD, "layers": 7.0}, "layers"),
+    ({**GOOD, "q": True}, "q"),
+    ({"name": "g", "family": "gf2m", "m": 233.0, "poly": [233, 74, 0], "isa": "avx2"}, "m"),
+])
+def test_an_integer_key_given_a_float_or_a_boolean_says_it_must_be_an_integer(table, key):
+    """q = 3329.0 is refused for its type, not as if it were no prime."""
+    with pytest.raises(ParamError) as e:
+        from_mapping(table, "p.toml")
+    assert e.value.key == key and e.value.rule == f"must be an integer, got {toml_value(table[key])}"
 
 
 def test_fast_irreducibility_agrees_with_sympy():

@@ -12,6 +12,7 @@ import pytest
 from kerngen.errors import ParamError, VerifyError
 from kerngen.families import load
 from kerngen.families.ntt.build import build
+from kerngen.families.ntt.planned import LEAF_BITS, leaf_params
 from kerngen.families.ntt.design import design
 from kerngen.families.ntt.params import strategies
 from kerngen.families.ntt.cost import strategy_cost
@@ -91,9 +92,10 @@ def test_mulmod_shoup_needs_its_pairs_from_the_contract(path):
     fn = _function(path, "mulmod_shoup")
     top = (1 << p.width) - 1
     inputs = {1: (0, top), 2: (0, p.q - 1), 3: (0, top)}
-    proof = verify_kernel(fn.kernel, inputs, p.q, signed=False, shoup_pairs=((2, 3),))
+    proof = verify_kernel(fn.kernel, inputs, p.q, signed=False, shoup_pairs=((2, 3, p.width),))
     assert proof.hull(0) == (0, p.q - 1) and proof.forms[0] == frozenset({(1, 2)})
-    for pairs in ((), ((3, 2),), ((2, 1),)):
+    # unpaired, paired the other way round or with another argument, or as w' of another product width
+    for pairs in ((), ((3, 2, p.width),), ((2, 1, p.width),), ((2, 3, 52),)):
         with pytest.raises(VerifyError, match="pairs a variable w"):
             verify_kernel(fn.kernel, inputs, p.q, signed=False, shoup_pairs=pairs)
 
@@ -109,7 +111,7 @@ def test_mulmod_shoup_reading_another_elements_quotient_is_refused():
                                                       if isinstance(o, Mem) else o for o in ins.operands))
     mutant = dataclasses.replace(fn.kernel, body=tuple(body))
     with pytest.raises(VerifyError, match="pairs a variable w"):
-        verify_kernel(mutant, {1: (0, 65535), 2: (0, 3328), 3: (0, 65535)}, 3329, signed=False, shoup_pairs=((2, 3),))
+        verify_kernel(mutant, {1: (0, 65535), 2: (0, 3328), 3: (0, 65535)}, 3329, signed=False, shoup_pairs=((2, 3, 16),))
 
 
 def test_muladd_shoup_is_affine_in_b_and_may_alias():
@@ -124,11 +126,14 @@ def test_muladd_shoup_is_affine_in_b_and_may_alias():
 
 
 def test_auto_takes_the_cheaper_strategy_by_the_cost_model():
-    """For each shipped set that leaves mul to auto, the strategy it uses costs no more than the other."""
+    """For each shipped set that leaves mul to auto, the strategy it uses costs no more than the other (a
+    planned set's is its leaves', chosen as an unrolled set's of that size)."""
     for path in sorted((REPO / "params").glob("*.toml")):
         p = load(path)
         if p.family != "ntt" or p.mul != "auto":
             continue
+        if p.planned:
+            p = leaf_params(p, 1 << LEAF_BITS)
         chosen = design(p)
         for mul in strategies(p):  # every strategy that fits q
             other = dataclasses.replace(p, mul=mul)

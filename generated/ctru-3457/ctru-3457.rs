@@ -284,4 +284,36 @@ unsafe extern "C" {
     /// b: 256 x u16, in, 2-byte aligned (16-byte alignment is fastest)
     /// ```
     pub fn kg_ctru3457_muladd_shoup_sse(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
+
+    /// The dispatch unit (ctru-3457_dispatch.c, built by build.rs): the ISA it chose, the first of
+    /// avx2, sse this CPU runs (`KERNGEN_CPU` in the environment hides CPU extensions from the
+    /// choice), as a NUL-terminated name; null where the CPU runs none.
+    pub fn kg_ctru3457_isa() -> *const core::ffi::c_char;
+
+    /// Chooses the ISA named (a NUL-terminated name): 0, or -1 where the CPU does not run it.
+    pub fn kg_ctru3457_use_isa(isa: *const core::ffi::c_char) -> i32;
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_ctru3457_ntt_forward(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_ctru3457_basemul(r: *mut i16, a: *const i16, b: *const i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_ctru3457_ntt_inverse(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_ctru3457_reduce_barrett(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_ctru3457_reduce_special(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_ctru3457_freeze(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_ctru3457_mulmod_shoup(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_ctru3457_muladd_shoup(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
 }

@@ -6,8 +6,13 @@
  * its kernels without the ISA suffix and calls the first of
  * avx512, avx2, sse whose kernels this CPU runs, chosen on the first call: CPUID
  * for the extensions the kernels' instructions need, XGETBV for the register
- * state the OS must save. It branches only on that choice (the CPU's
- * features, or the ISA asked for), never on the data. Any C99 compiler
+ * state the OS must save. The environment variable KERNGEN_CPU hides
+ * extensions from that choice, so that a program runs as on a CPU without
+ * them: an x86-64 level keeps only its extensions (x86-64, x86-64-v2,
+ * x86-64-v3, x86-64-v4), -EXT hides one, +EXT keeps one beside the level;
+ * terms are separated by commas, e.g. KERNGEN_CPU=x86-64-v3,+vpclmulqdq (an
+ * AMD Zen 3) or KERNGEN_CPU=-avx512f. It branches only on that choice (the
+ * CPU's features, or the ISA asked for), never on the data. Any C99 compiler
  * (GCC, Clang, MSVC); link with dilithium-8380417.o.
  */
 #include <stdio.h>
@@ -57,6 +62,69 @@ static unsigned long long kg_dilithium8380417_xcr0(void)
 #endif
 }
 
+/* the CPU mask: the extensions the ISAs need, as KERNGEN_CPU names them; each ISA's and each level's as bits */
+static const char *const kg_dilithium8380417_extensions[6] = { "avx512f", "avx", "avx2", "sse2", "sse3", "sse4_1" };
+static const unsigned long long kg_dilithium8380417_needs[3] = { 0x1u, 0x6u, 0x38u };
+static const struct {
+    const char *name;
+    unsigned long long keeps;
+} kg_dilithium8380417_levels[4] = { {"x86-64", 0x8u}, {"x86-64-v2", 0x38u}, {"x86-64-v3", 0x3eu}, {"x86-64-v4", 0x3fu} };
+
+/* whether the `len` characters at `term` spell `name` (letters in any case, '.' for '_') */
+static int kg_dilithium8380417_spells(const char *term, size_t len, const char *name)
+{
+    size_t i;
+    for (i = 0; i < len; i++) {
+        char c = term[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c == '.')
+            c = '_';
+        if (name[i] != c)
+            return 0;
+    }
+    return name[len] == '\0';
+}
+
+/* the extensions KERNGEN_CPU hides, as bits of kg_dilithium8380417_extensions */
+static unsigned long long kg_dilithium8380417_hidden(void)
+{
+    unsigned long long keeps = 0, hides = 0;
+    int level = 0;
+    size_t i, len;
+#if defined(_MSC_VER) && !defined(__clang__)
+#pragma warning(suppress : 4996)
+#endif
+    const char *s = getenv("KERNGEN_CPU");
+    while (s != NULL && *s != '\0') {
+        while (*s == ',' || *s == ' ')
+            s++;
+        for (len = 0; s[len] != '\0' && s[len] != ','; len++)
+            ;
+        while (len > 0 && s[len - 1] == ' ')
+            len--;
+        if (len > 1 && (s[0] == '+' || s[0] == '-')) {
+            for (i = 0; i < 6; i++)
+                if (kg_dilithium8380417_spells(s + 1, len - 1, kg_dilithium8380417_extensions[i])) {
+                    if (s[0] == '+')
+                        keeps |= 1ull << i;
+                    else
+                        hides |= 1ull << i;
+                }
+        } else {
+            for (i = 0; i < 4; i++)
+                if (kg_dilithium8380417_spells(s, len, kg_dilithium8380417_levels[i].name)) {
+                    keeps |= kg_dilithium8380417_levels[i].keeps;
+                    level = 1;
+                }
+        }
+        s += len;
+        while (*s != '\0' && *s != ',')
+            s++;
+    }
+    return hides | (level ? ~keeps : 0);
+}
+
 /* whether the OS saves the register state `mask` (XCR0 bits); macOS enables the AVX-512 state only on a
  * thread's first use of it, so XCR0 does not show it before: there the OS is asked */
 static int kg_dilithium8380417_os_saves(unsigned long long mask, unsigned long long xcr0)
@@ -80,6 +148,8 @@ static int kg_dilithium8380417_runs(int isa)
     unsigned leaf_1[4] = {0, 0, 0, 0};
     unsigned leaf_7[4] = {0, 0, 0, 0};
     unsigned long long xcr0 = 0;
+    if (kg_dilithium8380417_needs[isa] & kg_dilithium8380417_hidden())
+        return 0;
     kg_dilithium8380417_cpuid(0, 0, basic);
     kg_dilithium8380417_cpuid(0x80000000u, 0, extended);
     if (basic[0] >= 0x1u) kg_dilithium8380417_cpuid(0x1u, 0, leaf_1);

@@ -340,4 +340,33 @@ unsafe extern "C" {
     /// b: 512 x u16, in, 2-byte aligned (16-byte alignment is fastest)
     /// ```
     pub fn kg_falcon12289_muladd_shoup_sse(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
+
+    /// The dispatch unit (falcon-12289_dispatch.c, built by build.rs): the ISA it chose, the first of
+    /// avx2, sse this CPU runs (`KERNGEN_CPU` in the environment hides CPU extensions from the
+    /// choice), as a NUL-terminated name; null where the CPU runs none.
+    pub fn kg_falcon12289_isa() -> *const core::ffi::c_char;
+
+    /// Chooses the ISA named (a NUL-terminated name): 0, or -1 where the CPU does not run it.
+    pub fn kg_falcon12289_use_isa(isa: *const core::ffi::c_char) -> i32;
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_falcon12289_ntt_forward(a: *mut u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_falcon12289_basemul(r: *mut u16, a: *const u16, b: *const u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_falcon12289_ntt_inverse(a: *mut u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_falcon12289_reduce_shoup(a: *mut u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_falcon12289_freeze(a: *mut u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_falcon12289_mulmod_shoup(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_falcon12289_muladd_shoup(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
 }

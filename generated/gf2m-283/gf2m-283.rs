@@ -458,4 +458,60 @@ unsafe extern "C" {
     /// a: 5 x u64, in, 8-byte aligned
     /// ```
     pub fn kg_gf2m283_inv_avx2(out: *mut u64, a: *const u64);
+
+    /// The dispatch unit (gf2m-283_dispatch.c, built by build.rs): the ISA it chose, the first of
+    /// avx512, avx2 this CPU runs (`KERNGEN_CPU` in the environment hides CPU extensions from the
+    /// choice), as a NUL-terminated name; null where the CPU runs none.
+    pub fn kg_gf2m283_isa() -> *const core::ffi::c_char;
+
+    /// Chooses the ISA named (a NUL-terminated name): 0, or -1 where the CPU does not run it.
+    pub fn kg_gf2m283_use_isa(isa: *const core::ffi::c_char) -> i32;
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_mul(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_sqr(out: *mut u64, a: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_mul_lazy(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_sqr_lazy(out: *mut u64, a: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_freeze(out: *mut u64, a: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_reduce(out: *mut u64, c: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_mulwide(out: *mut u64, a: *const u64, b: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_muladd(out: *mut u64, a: *const u64, b: *const u64, c: *const u64, d: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_reduce_gpr(out: *mut u64, c: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_msqr2(out: *mut u64, a: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_msqr4(out: *mut u64, a: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_msqr8(out: *mut u64, a: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_msqr16(out: *mut u64, a: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_ladder_step(out: *mut u64, st: *const u64, x: *const u64, c: *const u64, swap: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_ladder_step2(out: *mut u64, st: *const u64, x: *const u64, c: *const u64, swap: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_gf2m283_inv(out: *mut u64, a: *const u64);
 }

@@ -207,4 +207,24 @@ unsafe extern "C" {
     /// a: 256 x u64, inout, 8-byte aligned (32-byte alignment is fastest)
     /// ```
     pub fn kg_goldilocks18446744069414584321_freeze_scalar(a: *mut u64);
+
+    /// The dispatch unit (goldilocks-18446744069414584321_dispatch.c, built by build.rs): the ISA it chose, the first of
+    /// avx512, avx2, scalar this CPU runs (`KERNGEN_CPU` in the environment hides CPU extensions from the
+    /// choice), as a NUL-terminated name; null where the CPU runs none.
+    pub fn kg_goldilocks18446744069414584321_isa() -> *const core::ffi::c_char;
+
+    /// Chooses the ISA named (a NUL-terminated name): 0, or -1 where the CPU does not run it.
+    pub fn kg_goldilocks18446744069414584321_use_isa(isa: *const core::ffi::c_char) -> i32;
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_goldilocks18446744069414584321_ntt_forward(a: *mut u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_goldilocks18446744069414584321_basemul(r: *mut u64, a: *const u64, b: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_goldilocks18446744069414584321_ntt_inverse(a: *mut u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_goldilocks18446744069414584321_freeze(a: *mut u64);
 }

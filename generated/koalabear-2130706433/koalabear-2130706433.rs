@@ -414,4 +414,33 @@ unsafe extern "C" {
     /// b: 1024 x u32, in, 4-byte aligned (16-byte alignment is fastest)
     /// ```
     pub fn kg_koalabear2130706433_muladd_shoup_sse(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32, b: *const u32);
+
+    /// The dispatch unit (koalabear-2130706433_dispatch.c, built by build.rs): the ISA it chose, the first of
+    /// avx512, avx2, sse this CPU runs (`KERNGEN_CPU` in the environment hides CPU extensions from the
+    /// choice), as a NUL-terminated name; null where the CPU runs none.
+    pub fn kg_koalabear2130706433_isa() -> *const core::ffi::c_char;
+
+    /// Chooses the ISA named (a NUL-terminated name): 0, or -1 where the CPU does not run it.
+    pub fn kg_koalabear2130706433_use_isa(isa: *const core::ffi::c_char) -> i32;
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_koalabear2130706433_ntt_forward(a: *mut u32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_koalabear2130706433_basemul(r: *mut u32, a: *const u32, b: *const u32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_koalabear2130706433_ntt_inverse(a: *mut u32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_koalabear2130706433_reduce_shoup(a: *mut u32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_koalabear2130706433_freeze(a: *mut u32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_koalabear2130706433_mulmod_shoup(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_koalabear2130706433_muladd_shoup(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32, b: *const u32);
 }

@@ -268,4 +268,33 @@ unsafe extern "C" {
     /// b: 256 x u16, in, 2-byte aligned (16-byte alignment is fastest)
     /// ```
     pub fn kg_kyber3329shoup_muladd_shoup_sse(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
+
+    /// The dispatch unit (kyber-3329-shoup_dispatch.c, built by build.rs): the ISA it chose, the first of
+    /// avx2, sse this CPU runs (`KERNGEN_CPU` in the environment hides CPU extensions from the
+    /// choice), as a NUL-terminated name; null where the CPU runs none.
+    pub fn kg_kyber3329shoup_isa() -> *const core::ffi::c_char;
+
+    /// Chooses the ISA named (a NUL-terminated name): 0, or -1 where the CPU does not run it.
+    pub fn kg_kyber3329shoup_use_isa(isa: *const core::ffi::c_char) -> i32;
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329shoup_ntt_forward(a: *mut u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329shoup_basemul(r: *mut u16, a: *const u16, b: *const u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329shoup_ntt_inverse(a: *mut u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329shoup_reduce_shoup(a: *mut u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329shoup_freeze(a: *mut u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329shoup_mulmod_shoup(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329shoup_muladd_shoup(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
 }

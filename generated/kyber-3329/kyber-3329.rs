@@ -380,4 +380,36 @@ unsafe extern "C" {
     /// b: 256 x u16, in, 2-byte aligned (16-byte alignment is fastest)
     /// ```
     pub fn kg_kyber3329_muladd_shoup_sse(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
+
+    /// The dispatch unit (kyber-3329_dispatch.c, built by build.rs): the ISA it chose, the first of
+    /// avx512, avx2, sse this CPU runs (`KERNGEN_CPU` in the environment hides CPU extensions from the
+    /// choice), as a NUL-terminated name; null where the CPU runs none.
+    pub fn kg_kyber3329_isa() -> *const core::ffi::c_char;
+
+    /// Chooses the ISA named (a NUL-terminated name): 0, or -1 where the CPU does not run it.
+    pub fn kg_kyber3329_use_isa(isa: *const core::ffi::c_char) -> i32;
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329_ntt_forward(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329_basemul(r: *mut i16, a: *const i16, b: *const i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329_ntt_inverse(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329_reduce_barrett(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329_reduce_special(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329_freeze(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329_mulmod_shoup(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyber3329_muladd_shoup(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
 }

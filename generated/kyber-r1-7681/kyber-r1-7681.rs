@@ -296,4 +296,36 @@ unsafe extern "C" {
     /// b: 256 x u16, in, 2-byte aligned (16-byte alignment is fastest)
     /// ```
     pub fn kg_kyberr17681_muladd_shoup_sse(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
+
+    /// The dispatch unit (kyber-r1-7681_dispatch.c, built by build.rs): the ISA it chose, the first of
+    /// avx2, sse this CPU runs (`KERNGEN_CPU` in the environment hides CPU extensions from the
+    /// choice), as a NUL-terminated name; null where the CPU runs none.
+    pub fn kg_kyberr17681_isa() -> *const core::ffi::c_char;
+
+    /// Chooses the ISA named (a NUL-terminated name): 0, or -1 where the CPU does not run it.
+    pub fn kg_kyberr17681_use_isa(isa: *const core::ffi::c_char) -> i32;
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyberr17681_ntt_forward(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyberr17681_basemul(r: *mut i16, a: *const i16, b: *const i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyberr17681_ntt_inverse(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyberr17681_reduce_barrett(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyberr17681_reduce_special(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyberr17681_freeze(a: *mut i16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyberr17681_mulmod_shoup(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_kyberr17681_muladd_shoup(r: *mut u16, a: *const u16, w: *const u16, wp: *const u16, b: *const u16);
 }

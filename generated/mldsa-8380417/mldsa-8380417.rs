@@ -474,4 +474,45 @@ unsafe extern "C" {
     /// b: 256 x u32, in, 4-byte aligned (16-byte alignment is fastest)
     /// ```
     pub fn kg_mldsa8380417_muladd_shoup_sse(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32, b: *const u32);
+
+    /// The dispatch unit (mldsa-8380417_dispatch.c, built by build.rs): the ISA it chose, the first of
+    /// avx512, avx2, sse this CPU runs (`KERNGEN_CPU` in the environment hides CPU extensions from the
+    /// choice), as a NUL-terminated name; null where the CPU runs none.
+    pub fn kg_mldsa8380417_isa() -> *const core::ffi::c_char;
+
+    /// Chooses the ISA named (a NUL-terminated name): 0, or -1 where the CPU does not run it.
+    pub fn kg_mldsa8380417_use_isa(isa: *const core::ffi::c_char) -> i32;
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_mldsa8380417_ntt_forward(a: *mut i32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_mldsa8380417_basemul(r: *mut i32, a: *const i32, b: *const i32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_mldsa8380417_basemul_acc4(r: *mut i32, a: *const i32, b: *const i32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_mldsa8380417_basemul_acc5(r: *mut i32, a: *const i32, b: *const i32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_mldsa8380417_basemul_acc7(r: *mut i32, a: *const i32, b: *const i32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_mldsa8380417_ntt_inverse(a: *mut i32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_mldsa8380417_reduce_barrett(a: *mut i32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_mldsa8380417_reduce_special(a: *mut i32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_mldsa8380417_freeze(a: *mut i32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_mldsa8380417_mulmod_shoup(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_mldsa8380417_muladd_shoup(r: *mut u32, a: *const u32, w: *const u32, wp: *const u32, b: *const u32);
 }

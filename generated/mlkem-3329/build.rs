@@ -3,8 +3,9 @@
 // Regenerate with: kerngen emit params/mlkem-3329.toml
 //
 // Cargo build script for mlkem-3329: assembles the target's object (mlkem-3329.asm)
-// with nasm, archives it as libmlkem-3329.a in OUT_DIR and links it. It needs only the standard library, nasm
-// and ar (the NASM and AR environment variables name others).
+// with nasm, compiles mlkem-3329_dispatch.c with the C compiler, archives them as
+// libmlkem-3329.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
+// (the NASM, CC, and AR environment variables name others).
 //
 // Used as it is by this directory's Cargo.toml. To build the bundle from a build.rs of your
 // own crate instead, copy this file and set BUNDLE_DIR to the bundle's directory relative to
@@ -19,6 +20,8 @@ const BUNDLE_DIR: &str = ".";
 const NAME: &str = "mlkem-3329";
 // (nasm -f format, file) of each object format the bundle was emitted for
 const OBJECTS: &[(&str, &str)] = &[("elf64", "mlkem-3329.asm")];
+// C files compiled beside it
+const C_SOURCES: &[&str] = &["mlkem-3329_dispatch.c"];
 
 fn run(what: &str, cmd: &mut Command) {
     match cmd.status() {
@@ -70,9 +73,19 @@ fn main() {
 
     let nasm = env::var_os("NASM").unwrap_or_else(|| OsString::from("nasm"));
     run("nasm", Command::new(nasm).args(["-f", format, "-o"]).arg(&obj).arg(&asm));
+    let mut objects = vec![obj];
+    for source in C_SOURCES {
+        let c = root.join(BUNDLE_DIR).join(source);
+        let o = out.join(format!("{source}.o"));
+        println!("cargo:rerun-if-changed={}", c.display());
+        let cc = env::var_os("CC").unwrap_or_else(|| OsString::from("cc"));
+        run("the C compiler", Command::new(cc).args(["-O2", "-c", "-o"]).arg(&o).arg(&c));
+        objects.push(o);
+    }
+    println!("cargo:rerun-if-env-changed=CC");
     let _ = std::fs::remove_file(&lib); // ar adds to an archive that exists
     let ar = env::var_os("AR").unwrap_or_else(|| OsString::from("ar"));
-    run("ar", Command::new(ar).arg("crs").arg(&lib).arg(&obj));
+    run("ar", Command::new(ar).arg("crs").arg(&lib).args(&objects));
 
     println!("cargo:rustc-link-search=native={}", out.display());
     println!("cargo:rustc-link-lib=static={NAME}");

@@ -6,8 +6,13 @@
  * its kernels without the ISA suffix and calls the first of
  * avx2, sse whose kernels this CPU runs, chosen on the first call: CPUID
  * for the extensions the kernels' instructions need, XGETBV for the register
- * state the OS must save. It branches only on that choice (the CPU's
- * features, or the ISA asked for), never on the data. Any C99 compiler
+ * state the OS must save. The environment variable KERNGEN_CPU hides
+ * extensions from that choice, so that a program runs as on a CPU without
+ * them: an x86-64 level keeps only its extensions (x86-64, x86-64-v2,
+ * x86-64-v3, x86-64-v4), -EXT hides one, +EXT keeps one beside the level;
+ * terms are separated by commas, e.g. KERNGEN_CPU=x86-64-v3,+vpclmulqdq (an
+ * AMD Zen 3) or KERNGEN_CPU=-avx512f. It branches only on that choice (the
+ * CPU's features, or the ISA asked for), never on the data. Any C99 compiler
  * (GCC, Clang, MSVC); link with newhope-12289.o.
  */
 #include <stdio.h>
@@ -54,6 +59,69 @@ static unsigned long long kg_newhope12289_xcr0(void)
 #endif
 }
 
+/* the CPU mask: the extensions the ISAs need, as KERNGEN_CPU names them; each ISA's and each level's as bits */
+static const char *const kg_newhope12289_extensions[4] = { "avx", "avx2", "sse2", "sse4_1" };
+static const unsigned long long kg_newhope12289_needs[2] = { 0x3u, 0xcu };
+static const struct {
+    const char *name;
+    unsigned long long keeps;
+} kg_newhope12289_levels[4] = { {"x86-64", 0x4u}, {"x86-64-v2", 0xcu}, {"x86-64-v3", 0xfu}, {"x86-64-v4", 0xfu} };
+
+/* whether the `len` characters at `term` spell `name` (letters in any case, '.' for '_') */
+static int kg_newhope12289_spells(const char *term, size_t len, const char *name)
+{
+    size_t i;
+    for (i = 0; i < len; i++) {
+        char c = term[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (char)(c - 'A' + 'a');
+        if (c == '.')
+            c = '_';
+        if (name[i] != c)
+            return 0;
+    }
+    return name[len] == '\0';
+}
+
+/* the extensions KERNGEN_CPU hides, as bits of kg_newhope12289_extensions */
+static unsigned long long kg_newhope12289_hidden(void)
+{
+    unsigned long long keeps = 0, hides = 0;
+    int level = 0;
+    size_t i, len;
+#if defined(_MSC_VER) && !defined(__clang__)
+#pragma warning(suppress : 4996)
+#endif
+    const char *s = getenv("KERNGEN_CPU");
+    while (s != NULL && *s != '\0') {
+        while (*s == ',' || *s == ' ')
+            s++;
+        for (len = 0; s[len] != '\0' && s[len] != ','; len++)
+            ;
+        while (len > 0 && s[len - 1] == ' ')
+            len--;
+        if (len > 1 && (s[0] == '+' || s[0] == '-')) {
+            for (i = 0; i < 4; i++)
+                if (kg_newhope12289_spells(s + 1, len - 1, kg_newhope12289_extensions[i])) {
+                    if (s[0] == '+')
+                        keeps |= 1ull << i;
+                    else
+                        hides |= 1ull << i;
+                }
+        } else {
+            for (i = 0; i < 4; i++)
+                if (kg_newhope12289_spells(s, len, kg_newhope12289_levels[i].name)) {
+                    keeps |= kg_newhope12289_levels[i].keeps;
+                    level = 1;
+                }
+        }
+        s += len;
+        while (*s != '\0' && *s != ',')
+            s++;
+    }
+    return hides | (level ? ~keeps : 0);
+}
+
 /* whether this CPU (and OS) runs the kernels of ISA number `isa` */
 static int kg_newhope12289_runs(int isa)
 {
@@ -61,6 +129,8 @@ static int kg_newhope12289_runs(int isa)
     unsigned leaf_1[4] = {0, 0, 0, 0};
     unsigned leaf_7[4] = {0, 0, 0, 0};
     unsigned long long xcr0 = 0;
+    if (kg_newhope12289_needs[isa] & kg_newhope12289_hidden())
+        return 0;
     kg_newhope12289_cpuid(0, 0, basic);
     kg_newhope12289_cpuid(0x80000000u, 0, extended);
     if (basic[0] >= 0x1u) kg_newhope12289_cpuid(0x1u, 0, leaf_1);

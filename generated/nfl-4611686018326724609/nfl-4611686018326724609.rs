@@ -468,4 +468,33 @@ unsafe extern "C" {
     /// b: 1024 x u64, in, 8-byte aligned (32-byte alignment is fastest)
     /// ```
     pub fn kg_nfl4611686018326724609_muladd_shoup_avx2(r: *mut u64, a: *const u64, w: *const u64, wp: *const u64, b: *const u64);
+
+    /// The dispatch unit (nfl-4611686018326724609_dispatch.c, built by build.rs): the ISA it chose, the first of
+    /// avx512, avx2 this CPU runs (`KERNGEN_CPU` in the environment hides CPU extensions from the
+    /// choice), as a NUL-terminated name; null where the CPU runs none.
+    pub fn kg_nfl4611686018326724609_isa() -> *const core::ffi::c_char;
+
+    /// Chooses the ISA named (a NUL-terminated name): 0, or -1 where the CPU does not run it.
+    pub fn kg_nfl4611686018326724609_use_isa(isa: *const core::ffi::c_char) -> i32;
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_nfl4611686018326724609_ntt_forward(a: *mut u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_nfl4611686018326724609_basemul(r: *mut u64, a: *const u64, b: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_nfl4611686018326724609_ntt_inverse(a: *mut u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_nfl4611686018326724609_reduce_shoup(a: *mut u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_nfl4611686018326724609_freeze(a: *mut u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_nfl4611686018326724609_mulmod_shoup(r: *mut u64, a: *const u64, w: *const u64, wp: *const u64);
+
+    /// The function above of the ISA the dispatch unit chose (it aborts on a CPU that runs none).
+    pub fn kg_nfl4611686018326724609_muladd_shoup(r: *mut u64, a: *const u64, w: *const u64, wp: *const u64, b: *const u64);
 }

@@ -1,5 +1,8 @@
 """The `kerngen` command line: parsing, and dispatch to `commands`.
-Errors go to stderr with exit code 2."""
+Errors go to stderr with exit code 2; Ctrl-C ends any command with exit
+code 130 and one line. The families and the commands (SymPy, numpy, z3)
+are imported when `main` runs, not with this module, so that an interrupt
+during those imports is an interrupt too."""
 
 from __future__ import annotations
 
@@ -16,26 +19,28 @@ from .errors import KerngenError, ParamError, UsageError
 from .core.manifest import is_bundle
 from .emission.files import check_new_file
 from .core.params import ABIS, Overrides
-from .families import FAMILIES, OPTIONS, family_of, load
-from .harness.cpu import cpu_mask
-from .commands import shipped
 from .machine.isa import ISAS
 from .machine.target import PLATFORMS, VISIBILITIES
-
-# the options that replace keys of the parameter files, in the order the reproduce-command gives them
-OVERRIDES = ("isa", "abi", "visibility", *(o.name for o in OPTIONS), "prefix")
 
 
 def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _override_names() -> tuple[str, ...]:
+    """The options that replace keys of the parameter files, in the order the reproduce-command gives them."""
+    from .families import OPTIONS
+    return ("isa", "abi", "visibility", *(o.name for o in OPTIONS), "prefix")
+
+
 def _overrides(args) -> Overrides:
-    return Overrides.of(**{k: getattr(args, k, None) for k in OVERRIDES})
+    return Overrides.of(**{k: getattr(args, k, None) for k in _override_names()})
 
 
 def _load_all(args) -> list[tuple[object, str]]:
     """(params, the file as the reproduce-command spells it) for each PARAMS argument."""
+    from .commands import shipped
+    from .families import load
     out = []
     for arg in args.params:
         path, shown = shipped.resolve(arg)
@@ -55,7 +60,7 @@ def cmd_selfcheck(args) -> int:
 
 def cmd_emit(args) -> int:
     from .commands.emit import emit
-    flags = "".join(f" --{k} {getattr(args, k)}" for k in OVERRIDES if getattr(args, k) is not None)
+    flags = "".join(f" --{k} {getattr(args, k)}" for k in _override_names() if getattr(args, k) is not None)
     for written in emit(_load_all(args), args.out, flags, args.force, _say):
         print(written)
     return 0
@@ -67,12 +72,14 @@ def cmd_check(args) -> int:
 
 
 def cmd_test(args) -> int:
+    from .commands import shipped
     from .commands.test import test_bundle, test_params
+    from .families import load
     from .store import Store
     passed = failed = 0
     for arg in args.params:
         if is_bundle(Path(arg)):
-            given = [f"--{k}" for k in OVERRIDES if getattr(args, k) is not None]
+            given = [f"--{k}" for k in _override_names() if getattr(args, k) is not None]
             if given:
                 raise UsageError(f"{', '.join(given)}: settings for parameter files; {arg} is an emitted bundle")
             outcome = test_bundle(Path(arg), args.seed, _say, on_model=args.on_model)
@@ -91,6 +98,7 @@ def cmd_test(args) -> int:
 def cmd_bench(args) -> int:
     from .commands.bench import bench_bundle, format_table
     from .commands.test import bundle_library
+    from .families import family_of
     from .harness.cpu import left_out
     sections = []
     with tempfile.TemporaryDirectory(prefix="kerngen-bench-") as tmp:
@@ -116,6 +124,8 @@ def cmd_bench(args) -> int:
 
 
 def cmd_explore(args) -> int:
+    from .commands import shipped
+    from .families import FAMILIES, family_of, load
     path, _ = shipped.resolve(args.params)
     if args.isa is not None and "," in args.isa:
         raise UsageError(f"explore: --isa takes one ISA, got {args.isa!r}")
@@ -140,6 +150,7 @@ def cmd_explore(args) -> int:
 
 
 def cmd_list(args) -> int:
+    from .commands import shipped
     print("\n".join(shipped.list_lines()))
     return 0
 
@@ -155,9 +166,11 @@ def _positive(text: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
+    from .families import OPTIONS
     ap = argparse.ArgumentParser(
         prog="kerngen",
-        description="Generate fully unrolled, verified AVX2 NASM kernels (NTTs, reductions, GF(2^m) arithmetic) "
+        description="Generate verified x86-64 NASM kernels (AVX-512, AVX2, SSE, scalar: NTTs up to 2^24 "
+                    "coefficients, reductions, GF(2^m) arithmetic) "
                     "from parameter files.")
     ap.add_argument("--version", action="version", version=f"kerngen {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -228,8 +241,8 @@ def parser() -> argparse.ArgumentParser:
     platforms(t)
     t.add_argument("--seed", type=int, default=1, help="seed of random inputs, canaries and register fill (default 1)")
     t.add_argument("--on-model", action="store_true",
-                   help="run every check on the machine model instead of the CPU (the kernels are built again from "
-                        "the manifest's parameters and must render to the bundle's assembly byte for byte)")
+                   help="run every check on the machine model instead of the CPU (each function read back from the "
+                        "bundle's own assembly)")
     t.set_defaults(func=cmd_test)
 
     b = sub.add_parser("bench", help="ticks per call beside the comparison code, with static figures")
@@ -292,15 +305,17 @@ def _report_progress() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
-    _report_progress()
     try:
+        args = parser().parse_args(argv)
+        _report_progress()
+        from .harness.cpu import cpu_mask
         cpu_mask()  # a mask that cannot be read is refused before any work
         return args.func(args)
     except KerngenError as e:
         print(f"kerngen: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
+        print("kerngen: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (| head): say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

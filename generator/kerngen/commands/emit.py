@@ -9,7 +9,7 @@ from ..errors import UsageError
 from ..core.compile_cache import CompileCache
 from ..core.manifest import MANIFEST, is_bundle
 from ..families import build_all
-from ..emission.files import check_bundle_dir, write
+from ..emission.files import check_bundle_dir, exclusive, write
 from ..emission.render import render
 
 
@@ -32,10 +32,10 @@ def emit(loaded: list[tuple[object, str]], out: str | None, flags: str, force: b
         say(f"{p.name}: building and verifying kernels")
         with cache.compiling():  # the builders' and the renderer's objects too (a tenth of n = 4096's time)
             staged.append((target, render(build_all(p, cache), f"kerngen emit {shown}{flags}")))
-    written = []
-    for target, files in staged:
-        written += write(files, target, force)
-    return written
+    with exclusive(targets):  # another emit may have written a target while these built: checked again
+        for (p, _), target in zip(loaded, targets):
+            check_replaceable(target, p.name, force)
+        return [path for target, files in staged for path in write(files, target, force)]
 
 
 def check_replaceable(target: Path, name: str, force: bool) -> None:

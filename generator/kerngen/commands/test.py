@@ -19,6 +19,7 @@ import dataclasses
 
 import re
 import tempfile
+from functools import partial
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..errors import BundleError
 from ..core.bundle import Bundle
 from ..core.compile_cache import CompileCache
 from ..core.family import Calls, Constants, Family
@@ -52,7 +52,7 @@ class Outcome:
     failed: int
     failures: tuple[str, ...]
     # the checks passed where each ran: "cpu" (the ELF object here), "wine" (the COFF object), "model" (the
-    # machine model), "macho" (the Mach-O object read back), "parameters" (the comparison with a fresh emission)
+    # machine model), "readback" (the Mach-O object read back), "parameters" (the comparison with a fresh emission)
     passed_on: tuple[tuple[str, int], ...] = ()
 
     def passed_at(self, place: str) -> int:
@@ -83,8 +83,7 @@ def test_params(p: Any, seed: int, say: Say, on_model: bool = False, store: Stor
         write(render(bundles, f"kerngen emit {p.source}"), Path(tmp) / p.name)
         say(f"{p.name}: emitted and verified {len(bundles[0].functions)} kernels for {', '.join(p.abis)}")
         try:
-            return test_bundle(Path(tmp) / p.name, seed, say, Path(tmp), reemit=False, on_model=on_model,
-                               built=bundles)
+            return test_bundle(Path(tmp) / p.name, seed, say, Path(tmp), reemit=False, on_model=on_model)
         finally:
             wine.stop_wineserver(Path(tmp))
 
@@ -202,7 +201,7 @@ def _test_native(asm: Path, obj: ObjectEntry, manifest: Manifest, family: Family
                  tally: _Tally) -> None:
     """The System V object, assembled and run here: every check, then the
     multi-call checks and basis-vector proofs."""
-    lib = toolchain.assemble_shared(asm, work)
+    lib = toolchain.assemble_shared(asm, work, [asm.parent / u for u in manifest.units])
 
     def run(cases):
         return protocol.run_runner(lib, cases, workdir=work, seed=seed)
@@ -225,7 +224,8 @@ def _test_win64(asm: Path, obj: ObjectEntry, manifest: Manifest, family: Family,
     if missing:
         say(f"{tally.name}: not running {asm.name}: the Win64 harness needs {'; '.join(missing)}")
         return
-    dll = wine.assemble_dll(asm, work, [f.symbols[obj.abi] for f in manifest.functions])
+    dll = wine.assemble_dll(asm, work, [f.symbols[obj.abi] for f in manifest.functions],
+                            [asm.parent / u for u in manifest.units])
     checks = family.checks(manifest, seed)
     say(f"{tally.name}: running {len(checks)} checks of {len(manifest.functions)} functions ({asm.name}, Wine)")
     tally.judge_results(checks, wine.run_runner_wine(dll, [c.case for c in checks], work, seed=seed), say)
@@ -238,33 +238,32 @@ def _test_macho(asm: Path, obj: ObjectEntry, manifest: Manifest, family: Family,
     if missing:
         say(f"{tally.name}: not checking {asm.name}: missing {', '.join(missing)}")
         return
-    symbols = {f.symbol: f.symbols[obj.abi] for f in manifest.functions}
+    # the functions of the bundle's C units (a planned transform's driver) are not in the object
+    symbols = {f.symbol: f.symbols[obj.abi] for f in manifest.functions if "unit" not in f.facts}
     say(f"{tally.name}: checking the Mach-O object of {asm.name} (symbols, sections, relocations)")
     problems = macho.object_problems(macho.assemble(asm, work), symbols, obj.visibility or "default")
     tally.judge(f"Mach-O object {asm.name}", "; ".join(problems) or None)
 
 
-def _test_on_model(directory: Path, whole: Manifest, manifest: Manifest, family: Family, seed: int, say: Say,
-                   tally: _Tally, built: tuple[Bundle, ...] | None, asked: bool) -> None:
+def _test_on_model(directory: Path, manifest: Manifest, family: Family, seed: int, say: Say, tally: _Tally) -> None:
     """Every check of `manifest`'s functions, and the multi-call checks and
-    basis-vector proofs, run on the machine model: the kernels built again
-    from the parameters (`built`, else through the store), refused unless
-    they render to the bundle's assembly byte for byte (BundleError where the
-    model was `asked` for, else a failed check: functions nothing ran)."""
-    if built is None:
-        say(f"{tally.name}: deriving the kernels from the manifest's parameters for the machine model")
-        built = Store.default().bundles(manifest_params(directory, whole))
-    try:
-        calls = on_model.Model(on_model.shipped_kernels(directory, whole, built)).calls()
-    except BundleError as e:
-        if asked:
-            raise
-        # neither this CPU nor the model can run them: not passed
-        tally.judge(f"{', '.join(f.symbol for f in manifest.functions)} (not run)", str(e))
-        return
-    checks = family.checks(manifest, seed)
-    say(f"{tally.name}: running {len(checks)} checks of {len(manifest.functions)} functions on the machine model "
-        "(the instruction table's semantics), not the CPU")
+    basis-vector proofs, run on the machine model: the functions of the
+    bundle's own assembly, read back from it (`on_model.bundle_kernels`). A
+    function that cannot be read is a failed check naming the line, its own
+    checks are not run (neither this CPU nor the model ran it), and a
+    multi-call check calling it fails as a call that crashed would."""
+    reading = on_model.bundle_kernels(directory, manifest)
+    for symbol, why in reading.errors.items():
+        tally.judge(f"{symbol} (not run)", why)
+    drivers = {f.symbol: on_model.Driven(tuple(protocol.manifest_arg({"role": a.role, "count": a.count,
+                                                                      "align": a.align}, f.dtype) for a in f.args),
+                                         partial(family.drive, manifest, f.symbol))
+               for f in manifest.functions if on_model.driver(f)}
+    calls = on_model.Model(reading.kernels, drivers).calls()
+    runs = set(reading.kernels) | set(drivers)
+    checks = [c for c in family.checks(manifest, seed) if c.case.symbol in runs]
+    say(f"{tally.name}: running {len(checks)} checks of {len(runs)} functions on the machine model "
+        "(the instruction table's semantics run on their assembly, read back), not the CPU")
     try:
         tally.judge_results(checks, calls.run([c.case for c in checks]), say)
         for check, msg in family.chained_checks(manifest, calls, seed):
@@ -275,16 +274,16 @@ def _test_on_model(directory: Path, whole: Manifest, manifest: Manifest, family:
 
 # how each object format is tested here, and what `Outcome.passed_on` calls the place
 _BY_FORMAT = {ELF64.name: _test_native, COFF64.name: _test_win64, MACHO64.name: _test_macho}
-_PLACES = {ELF64.name: "cpu", COFF64.name: "wine", MACHO64.name: "macho"}
+_PLACES = {ELF64.name: "cpu", COFF64.name: "wine", MACHO64.name: "readback"}
 
 
 def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, reemit: bool = True,
-                on_model: bool = False, built: tuple[Bundle, ...] | None = None) -> Outcome:
+                on_model: bool = False) -> Outcome:
     """Test the bundle in `path` (its directory or manifest) from its manifest
     alone, each ABI's object as this machine can (ELF: run here; COFF: run
     under Wine when it is installed; Mach-O: the object read back), and the
     functions this CPU cannot run, or with `on_model` every function, on the
-    machine model (`built`: the bundles just emitted, if so); with `reemit`,
+    machine model (their assembly read back); with `reemit`,
     also compare it with what its parameters give when it was written by this
     version of kerngen (`compare_with_parameters`)."""
     directory, whole = read_bundle(path)
@@ -323,6 +322,6 @@ def test_bundle(path: Path, seed: int, say: Say, workdir: Path | None = None, re
                 wine.stop_wineserver(work)
     if modelled:
         tally.place = "model"
-        _test_on_model(directory, whole, whole.only(modelled), family, seed, say, tally, built, on_model)
+        _test_on_model(directory, whole.only(modelled), family, seed, say, tally)
     say(f"{name}: {tally.passed} passed, {len(tally.failures)} failed")
     return Outcome(name, tally.passed, len(tally.failures), tuple(tally.failures), tuple(tally.passed_on.items()))

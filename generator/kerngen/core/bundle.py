@@ -34,6 +34,10 @@ class Function:
     notes: tuple[str, ...] = ()  # .asm comment lines: the reduction schedule, the fold plan
     schedule: Any = None  # the family's typed schedule of the kernel (explore reads it)
     proof: MapProof | None = None  # what the verifier proved about the map
+    # a function the bundle's C unit implements by calling codelets (the family's driver data: a planned
+    # transform), its `kernel` then the signature alone (no body); None: its own kernel
+    driver: Any = None
+    internal: bool = False  # a codelet its bundle's drivers call (declared and documented, not dispatched)
 
     @property
     def symbol(self) -> str:
@@ -88,6 +92,24 @@ class CDefine:
 
 
 @dataclass(frozen=True)
+class CPrototype:
+    """A function of a bundle's C unit (not a kernel) the header declares, with what it does."""
+
+    declaration: str  # the prototype, ending in ;
+    comment: str
+
+
+@dataclass(frozen=True)
+class CUnit:
+    """A C source file a family adds to a bundle: its name, the template it is rendered from, the context."""
+
+    file: str
+    template: str
+    context: dict
+    summary: str  # what it holds, for the bundle's README
+
+
+@dataclass(frozen=True)
 class CTable:
     """A constant table the C header carries (`static const`), row-major."""
 
@@ -122,6 +144,8 @@ class Bundle:
     notes: tuple[str, ...] = ()  # file-level comment lines (derived constants)
     header: tuple[CDefine | CTable, ...] = ()  # what a C user needs beyond the prototypes
     design: Any = None  # what the family derived the kernels from (NTT: maths, layout, arithmetic), for its tools
+    prototypes: tuple[CPrototype, ...] = ()  # the C units' functions the header declares
+    units: tuple[CUnit, ...] = ()  # C sources the bundle's functions are implemented in (drivers)
     # the family that built it (a `core.family.Family`, which knows bundles: so not named here), for its
     # vendoring context; None: a bundle made by hand
     family: Any = None

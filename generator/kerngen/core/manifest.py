@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,30 @@ class _Fields:
         return tuple(values)
 
 
+_COMPANION = re.compile(r"floor\((\w+)\*2\^(\d+)/q\)")
+
+
+@dataclass(frozen=True)
+class Companion:
+    """An argument whose every element the contract derives from the element
+    of another at its index: Shoup's w' = floor(w*2^bits/q), the
+    `representation` the manifest gives w'."""
+
+    of: str  # the argument it is derived from
+    bits: int
+
+    def spelled(self) -> str:
+        return f"floor({self.of}*2^{self.bits}/q)"
+
+    def value(self, w: int, q: int) -> int:
+        return (w << self.bits) // q
+
+    @staticmethod
+    def read(representation: str | None) -> Companion | None:
+        found = _COMPANION.fullmatch(representation or "")
+        return Companion(found[1], int(found[2])) if found else None
+
+
 @dataclass(frozen=True)
 class Values:
     """What a function requires of its inputs or ensures of its outputs."""
@@ -85,6 +110,10 @@ class Values:
         return Values(tuple(bound), f.get("representation", str, "a string", True), f.get("scale", int, "an integer", True),
                       f.get("bits", int, "an integer", True), f.get("limbs", int, "an integer", True),
                       f.get("layout", (dict, str), "an object or a name", True))
+
+    @property
+    def companion(self) -> Companion | None:
+        return Companion.read(self.representation)
 
 
 @dataclass(frozen=True)
@@ -172,6 +201,7 @@ class Manifest:
     files: Mapping[str, str]  # file name -> sha256
     functions: tuple[FunctionEntry, ...]
     json: Mapping[str, Any]  # the file as read, for the readers of its JSON form (the families' checks, the harness)
+    units: tuple[str, ...] = ()  # C sources some functions are implemented in (planned transforms' drivers)
 
     @property
     def name(self) -> str:
@@ -203,13 +233,15 @@ class Manifest:
             tuple(ObjectEntry(o.get("file", str, "a file name"), o.get("abi", str, "an ABI name"),
                               o.get("format", str, "an object format"), o.get("visibility", str, "a string", True))
                   for o in objects),
-            files, tuple(FunctionEntry.parse(fn) for fn in f.items("functions", "a list of functions")), data)
+            files, tuple(FunctionEntry.parse(fn) for fn in f.items("functions", "a list of functions")), data,
+            tuple(f.get("units", list, "a list of C file names", True) or ()))
 
     def only(self, functions: tuple[FunctionEntry, ...]) -> Manifest:
         """The same manifest with these functions alone (those this CPU runs)."""
         kept = {fn.symbol for fn in functions}
         return Manifest(self.version, self.command, self.params, self.objects, self.files, functions,
-                        {**self.json, "functions": [fn for fn in self.json["functions"] if fn["symbol"] in kept]})
+                        {**self.json, "functions": [fn for fn in self.json["functions"] if fn["symbol"] in kept]},
+                        self.units)
 
 
 def is_bundle(path: Path) -> bool:

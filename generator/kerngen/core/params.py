@@ -107,8 +107,9 @@ def require(src: str, table: dict, key: str, typ: type, what: str) -> Any:
     if key not in table:
         raise ParamError(src, key, f"missing; it must be {what}")
     value = table[key]
+    # the type before any rule of the value: q = 3329.0 is refused for being a float, not for being no prime
     if typ is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ParamError(src, key, f"must be {what}, got {toml_value(value)}")
+        raise ParamError(src, key, f"must be an integer, got {toml_value(value)}")
     if typ is not int and not isinstance(value, typ):
         raise ParamError(src, key, f"must be {what}, got {toml_value(value)}")
     return value

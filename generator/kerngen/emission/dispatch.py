@@ -120,7 +120,7 @@ def dispatch(bundle: Bundle) -> Dispatch | None:
     """The dispatch unit's content, or None for a bundle of one ISA; its
     names start with the bundle's symbol prefix."""
     by_isa: dict[str, list[Function]] = {}
-    for fn in bundle.functions:
+    for fn in (f for f in bundle.functions if not f.internal):
         by_isa.setdefault(fn.isa, []).append(fn)
     if len(by_isa) < 2:
         return None

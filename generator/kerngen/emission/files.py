@@ -1,11 +1,15 @@
-"""Writing output: a bundle directory replaced whole or not at all, and the
-checks that refuse a bad output path before any work is done."""
+"""Writing output: a bundle directory replaced whole or not at all, one
+writer at a time, and the checks that refuse a bad output path before any
+work is done."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from ..errors import UsageError
@@ -57,6 +61,26 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+@contextmanager
+def exclusive(outs: Iterable[Path], option: str = "--out") -> Iterator[None]:
+    """Held by one process at a time for the bundle directories `outs`: a
+    writer holds it from its last check of what they hold to its last
+    `write`, so two writers never both check one directory empty and both
+    write it; the second waits, and checks again what the first wrote. The
+    lock is on the directory that holds each of `outs` (created if need be),
+    not on a lock file that would be left beside the bundles."""
+    with ExitStack() as held:
+        for parent in sorted({Path(out).absolute().parent for out in outs}):  # one order: no two wait on each other
+            try:
+                parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
+            except OSError as e:
+                raise UsageError(f"{option}: cannot open {parent}: {e.strerror}") from None
+            held.callback(os.close, fd)  # the lock goes with the descriptor
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
 
 
 def write(files: dict[str, str], out: Path, force: bool = False) -> list[Path]:

@@ -5,7 +5,9 @@ Intel syntax llvm-mca reads, for static throughput figures (there constant
 tables are addressed through a base register: only the instruction mix
 matters to the model). Mnemonics come from the instruction table: the form
 of each instruction in the target ISA's encoding; a two-operand form, whose
-destination is its first source, is printed with two operands.
+destination is its first source, is printed with two operands. An emitted
+file is read back (`reader`, `body_reader`) by printing the instructions a
+line could be and keeping the one printed as that line.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ class Dialect:
 NASM = Dialect("nasm", {1: "byte", 2: "word", 4: "dword", 8: "qword", 16: "oword", 32: "yword"}, None)
 INTEL = Dialect("intel", {1: "byte ptr", 2: "word ptr", 4: "dword ptr", 8: "qword ptr", 16: "xmmword ptr",
                           32: "ymmword ptr"}, "r11")
+
+# a memory operand narrower than this many bytes has its size spelt (broadcasts, 64-bit moves); a wider one
+# is as wide as the instruction's registers, or as the unit its row moves (an insert, a broadcast of 128 bits)
+SPELT_SIZE_BELOW = 16
 
 
 def register_text(op: PhysReg, target: Target) -> str:
@@ -63,12 +69,20 @@ def _high(op) -> bool:
     return isinstance(op, PhysReg) and op.kind == VECTOR and op.number >= 8
 
 
+# a rolled loop's top (its counter set, its label) and bottom (the count down, the branch back), as format
+# strings over the counter's name and the immediates' values, as a spelt row's `lines` are over its operands
+CONTROL_LINES = {"repeat": ("mov {0}, {1}", ".repeat{2}:"), "repeat_end": ("dec {0}", "jnz .repeat{1}")}
+
+
+def _line(text: str) -> str:
+    """An instruction with its mnemonic in a column of its own (a label alone)."""
+    first, _, rest = text.partition(" ")
+    return f"{first:<12} {rest}" if rest else first
+
+
 def _control_text(ins: Instr, target: Target) -> str:
-    """A rolled loop's top (counter set, label) or bottom (count down, branch back): two lines."""
-    name = register_text(ins.operands[0], target)
-    if ins.op == "repeat":
-        return f"{'mov':<12} {name}, {ins.operands[1].value}\n.repeat{ins.operands[2].value}:"
-    return f"{'dec':<12} {name}\n{'jnz':<12} .repeat{ins.operands[1].value}"
+    texts = [register_text(ins.operands[0], target)] + [str(op.value) for op in ins.operands[1:]]
+    return "\n".join(_line(line.format(*texts)) for line in CONTROL_LINES[ins.op])
 
 
 def _spelt_lines(ins: Instr, target: Target, dialect: Dialect) -> list[str]:
@@ -77,8 +91,7 @@ def _spelt_lines(ins: Instr, target: Target, dialect: Dialect) -> list[str]:
     # half{k}: vector operand k spelt at half its width (a zmm register's ymm name)
     halves = {f"half{k}": register_text(dataclasses.replace(o, bits=o.bits // 2), target)
               for k, o in enumerate(ins.operands) if isinstance(o, PhysReg) and o.kind == VECTOR}
-    return [f"{first:<12} {rest}" for first, _, rest in
-            (line.format(*texts, **halves).partition(" ") for line in spec(ins.op).lines)]
+    return [_line(line.format(*texts, **halves)) for line in spec(ins.op).lines]
 
 
 def _broadcast_text(op, dst, form: Form) -> str:
@@ -106,11 +119,11 @@ def instr_text(ins: Instr, target: Target, dialect: Dialect = NASM) -> str:
     elif form.encoding.short_prefix_low_rm and s.commutative and _high(operands[2]) and not _high(operands[1]):
         # the short prefix cannot name a high register in the r/m slot; the first source can
         operands = (operands[0], operands[2], operands[1]) + operands[3:]
-    # sub-vector memory operands need a size keyword (broadcasts, 64-bit moves)
     if s.selector_first:
         operands = operands + (operands[1],)
-    parts = s.spelt([operand_text(o, target, isinstance(o, Mem) and o.size < 16 and s.cls != "address", dialect)
-                     + _broadcast_text(o, operands[0], form) for o in operands])
+    sized = [isinstance(o, Mem) and o.size < SPELT_SIZE_BELOW and s.cls != "address" for o in operands]
+    parts = s.spelt([operand_text(o, target, size, dialect) + _broadcast_text(o, operands[0], form)
+                     for o, size in zip(operands, sized)])
     line = f"{form.mnemonic:<12} " + ", ".join(parts)
     if ins.comment and dialect is NASM:
         line = f"{line:<48} ; {ins.comment}"

@@ -141,7 +141,7 @@ def _tables(bundle: Bundle) -> list[dict]:
 def _lengths(functions: Sequence[Function]) -> list[tuple[str, int]]:
     """Every argument's length macro and value, once, in the bundle's order."""
     out: dict[str, int] = {}
-    for fn in functions:
+    for fn in (f for f in functions if not f.internal):  # a codelet's shape is its ISA's plan's
         for a in fn.kernel.args:
             name = length_macro(fn, a.name)
             if out.setdefault(name, a.count) != a.count:
@@ -151,7 +151,7 @@ def _lengths(functions: Sequence[Function]) -> list[tuple[str, int]]:
 
 def _function_context(fn: Function) -> dict:
     target = fn.kernel.target
-    frame = frame_of(fn.kernel)
+    frame = frame_of(fn.kernel) if fn.driver is None else None
     return {
         "symbol": fn.symbol,
         "label": target.fmt.symbol_prefix + fn.symbol,
@@ -162,12 +162,13 @@ def _function_context(fn: Function) -> dict:
         "schedule": fn.notes,
         "clobbers": _clobbers(fn),
         "loops": _loops(fn.kernel),
-        "prologue": frame_lines("prologue", frame),
+        "prologue": frame_lines("prologue", frame) if frame else [],
         "body": body_text(fn.kernel.body, target),
-        "epilogue": frame_lines("epilogue", frame),
+        "epilogue": frame_lines("epilogue", frame) if frame else [],
         "frame": frame,
         "c_args": ", ".join(a.c_declaration for a in fn.kernel.args),
-        "arg_notes": [f"{a.name}: {a.count} x {a.ctype} ({length_macro(fn, a.name)}), {a.role}, {a.align}-byte aligned"
+        "arg_notes": [f"{a.name}: {a.count} x {a.ctype}{'' if fn.internal else f' ({length_macro(fn, a.name)})'}, "
+                      f"{a.role}, {a.align}-byte aligned"
                       + (f" ({a.preferred_align}-byte alignment is fastest)" if a.preferred_align else "")
                       for a in fn.kernel.args],
     }
@@ -211,18 +212,23 @@ def render(bundles: Bundle | Sequence[Bundle], command: str) -> dict[str, str]:
     for b, obj, functions in zip(bundles, objects, contexts):
         tables = _tables(b)
         rodata = b.target.fmt.rodata.format(align=max([32] + [t["align"] for t in tables]))
+        in_asm = [f for f, fn in zip(functions, b.functions) if fn.driver is None]  # drivers are the C units'
         files_[obj["file"]] = _ENV.get_template("asm.j2").render(
             **common, abi=b.target.abi, fmt=b.target.fmt, visibility=b.target.visibility, param_lines=params_lines,
-            notes=primary.notes, rodata=rodata, tables=tables, functions=functions)
+            notes=primary.notes, rodata=rodata, tables=tables, functions=in_asm)
     guard = "KERNGEN_" + "".join(c if c.isalnum() else "_" for c in primary.name.upper()) + "_H"
     unit = dispatch(primary)
     platforms = {b.target.platform.name: b.target.platform for b in bundles}
     files_[f"{primary.name}.h"] = _ENV.get_template("header.j2").render(
         **common, title=primary.title, guard=guard, functions=contexts[0],
         constants=[c_lines(item) for item in primary.header], lengths=_lengths(primary.functions), dispatch=unit,
+        prototypes=primary.prototypes,
         platforms=[{"p": p, "emitted": p.name in platforms} for p in PLATFORMS.values()])
     if unit is not None:
         files_[f"{primary.name}_dispatch.c"] = _C_ENV.get_template("dispatch.j2").render(**common, d=unit)
+    for c in primary.units:
+        prefix = primary.params_manifest["prefix"]
+        files_[c.file] = _C_ENV.get_template(c.template).render(**common, u=c.context, p=prefix, P=prefix.upper())
     files_.update(vendor_files(bundles, files_, command))  # README.md and build files, hashed below
     functions = []
     for i, fn in enumerate(primary.functions):
@@ -237,6 +243,7 @@ def render(bundles: Bundle | Sequence[Bundle], command: str) -> dict[str, str]:
         "objects": objects,
         "files": {name: hashlib.sha256(text.encode()).hexdigest() for name, text in files_.items()},
         "functions": functions,
+        **({"units": [c.file for c in primary.units]} if primary.units else {}),
     }
     files_["manifest.json"] = json.dumps(manifest, indent=2) + "\n"
     return files_

@@ -95,7 +95,8 @@ def host_flags() -> frozenset[str]:
     return frozenset(_CPUINFO_ALIASES.get(f, f) for f in line.split(":", 1)[-1].split())
 
 
-_CPUINFO_ALIASES = {"pni": "sse3", "avx512_vbmi2": "avx512vbmi2"}  # /proc/cpuinfo's names that differ from the extensions' own
+# /proc/cpuinfo's names that differ from the extensions' own (LZCNT is "abm", advanced bit manipulation)
+_CPUINFO_ALIASES = {"pni": "sse3", "avx512_vbmi2": "avx512vbmi2", "abm": "lzcnt"}
 
 
 def cpu_flags() -> frozenset[str]:

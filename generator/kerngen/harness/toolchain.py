@@ -139,36 +139,39 @@ def build_bench(workdir: Path) -> Path:
     return _build_program(Path(workdir), "kg_bench", "bench.c")
 
 
-def assemble_shared(asm_path: Path, workdir: Path) -> Path:
+def assemble_shared(asm_path: Path, workdir: Path, units: Sequence[Path] = ()) -> Path:
     """Assembles a NASM file as ELF, its symbols of default visibility, and
-    links it into a shared object.
+    links it into a shared object, with the bundle's C `units` (planned
+    transforms' drivers) compiled beside it.
 
     The file's own directory is on the include path. The result is named
-    after the file and a hash of its text, so distinct versions never clash.
+    after the file and a hash of its text and the units', so distinct versions never clash.
     """
     asm_path = Path(asm_path)
     nasm, gcc = tool("nasm"), tool("gcc")
     try:
-        text = asm_path.read_bytes()
+        texts = [asm_path.read_bytes(), *(Path(u).read_bytes() for u in units)]
     except OSError as exc:
-        raise HarnessError(f"cannot read {asm_path}: {exc}") from exc
+        raise HarnessError(f"cannot read the bundle's sources: {exc}") from exc
 
     def make(tmp: Path) -> Path:
         obj, so = tmp / f"{asm_path.stem}.o", tmp / f"{asm_path.stem}.so"
         # the harness looks the kernels up with dlsym: export them whatever the bundle's visibility
         run_build([nasm, "-f", ELF64.name, "-DKERNGEN_VISIBILITY=default", "-I", f"{asm_path.resolve().parent}/",
                    "-o", obj, asm_path], f"assembling {asm_path.name}")
-        run_build([gcc, "-shared", "-o", so, obj], f"linking {asm_path.name}")
+        run_build([gcc, "-O2", "-fPIC", "-shared", "-I", asm_path.resolve().parent, "-o", so, *units, obj],
+                  f"linking {asm_path.name}")
         return so
 
-    return cached(Path(workdir) / f"{asm_path.stem}-{digest(text)}.so", make)
+    return cached(Path(workdir) / f"{asm_path.stem}-{digest(*texts)}.so", make)
 
 
 def bundle_library(bundle: Bundle, command: str, directory: Path, workdir: Path) -> Path:
     """A bundle built for this machine (System V, ELF) rendered into `directory`
     (its banners naming `command`) and assembled into a shared object."""
     write(render(bundle, command), directory)
-    return assemble_shared(Path(directory) / bundle.target.platform.asm_file(bundle.name), workdir)
+    return assemble_shared(Path(directory) / bundle.target.platform.asm_file(bundle.name), workdir,
+                           [Path(directory) / c.file for c in bundle.units])
 
 
 def build_shared_c(source: str, stem: str, flags: Sequence[str], workdir: Path, what: str,

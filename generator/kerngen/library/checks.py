@@ -1,7 +1,8 @@
-"""Arrays checked against a function's manifest entry before a call: type,
-dtype, per-call length, contiguity, alignment, the batch shape, aliasing and
-the input contract. Every refusal names the function, the argument and the
-rule it breaks."""
+"""Arrays checked against a function's manifest entry before a call: the
+arguments given (by position or by name), type, dtype, per-call length,
+contiguity, alignment, the batch shape, aliasing and the input contract
+(bounds, and companions such as Shoup's w'). Every refusal names the
+function, the argument and the rule it breaks."""
 
 from __future__ import annotations
 
@@ -112,6 +113,27 @@ def check_contract(fn: FunctionEntry, arg: ArgumentEntry, value: np.ndarray) -> 
                          "then undefined)")
 
 
+def check_companion(fn: FunctionEntry, arg: ArgumentEntry, arrays: dict[str, np.ndarray]) -> None:
+    """An argument the contract derives from another one element by element
+    (`Companion`: Shoup's w' = floor(w*2^bits/q)) holds exactly that."""
+    contract = requires(fn, arg)
+    rule = contract.companion if contract is not None else None
+    if rule is None or rule.of not in arrays:
+        return
+    q = fn.fact("q")
+    source, given = np.broadcast_arrays(arrays[rule.of], arrays[arg.name])
+    values, at = np.unique(source.ravel(), return_inverse=True)  # few distinct w: a constant, a table
+    wanted = np.array([rule.value(int(w), q) for w in values], dtype=given.dtype)[at].reshape(given.shape)
+    wrong = np.flatnonzero(wanted != given)
+    if wrong.size:
+        i = np.unravel_index(wrong[0], given.shape)
+        element = i[0] if len(i) == 1 else tuple(map(int, i))
+        raise ValueError(f"{_where(fn, arg)}: holds {given[i]} where {rule.of!r} holds {source[i]} (element "
+                         f"{element}); it must be {rule.spelled()} = {wanted[i]} for q = {q} (the manifest's "
+                         f"representation of {arg.name}): compute it from {rule.of}, or pass check=False to skip "
+                         "this check (results are then undefined)")
+
+
 def _check_limbs(fn: FunctionEntry, arg: ArgumentEntry, value: np.ndarray, contract: Values) -> None:
     """Multi-limb elements bounded by [0, 2^bits - 1]: the limbs above `bits` are zero."""
     lo, hi = contract.bound
@@ -130,17 +152,37 @@ def _check_limbs(fn: FunctionEntry, arg: ArgumentEntry, value: np.ndarray, contr
                              f"input bound [0, 2^{bits} - 1]; reduce it first, or pass check=False")
 
 
-def prepare(fn: FunctionEntry, values: tuple[object, ...], check: bool) -> Call:
-    """The checked call of `fn` on `values` (positional, in the manifest's order)."""
-    if len(values) != len(fn.args):
-        names = ", ".join(a.name for a in fn.args)
-        raise TypeError(f"{fn.symbol}: takes {len(fn.args)} arrays ({names}), got {len(values)}")
-    arrays = {arg.name: check_array(fn, arg, v) for arg, v in zip(fn.args, values)}
+def by_name(fn: FunctionEntry, values: tuple[object, ...], named: dict[str, object]) -> dict[str, object]:
+    """The values of a call by argument name, in the manifest's order: those
+    given by position first, then those given by the manifest's names."""
+    names = [a.name for a in fn.args]
+    signature = f"{fn.symbol}: takes {len(names)} arrays ({', '.join(names)})"
+    if len(values) > len(names):
+        raise TypeError(f"{signature}, got {len(values)}")
+    given = dict(zip(names, values))
+    for name, value in named.items():
+        if name not in names:
+            raise TypeError(f"{signature}; it has no argument {name!r}")
+        if name in given:
+            raise TypeError(f"{signature}; {name!r} is given twice, by position and by name")
+        given[name] = value
+    missing = [name for name in names if name not in given]
+    if missing:
+        raise TypeError(f"{signature}; missing {', '.join(map(repr, missing))}")
+    return {name: given[name] for name in names}
+
+
+def prepare(fn: FunctionEntry, values: tuple[object, ...], named: dict[str, object], check: bool) -> Call:
+    """The checked call of `fn` on `values` (by position, in the manifest's
+    order) and `named` (by the manifest's argument names)."""
+    arrays = {arg.name: check_array(fn, arg, v) for arg, v in zip(fn.args, by_name(fn, values, named).values())}
     shape = batch_shape(fn, arrays)
     check_aliasing(fn, arrays)
     if check:
-        for arg in fn.args:
-            if arg.role in READ:
-                check_contract(fn, arg, arrays[arg.name])
+        read = [arg for arg in fn.args if arg.role in READ]
+        for arg in read:
+            check_contract(fn, arg, arrays[arg.name])
+        for arg in read:  # after every bound: a companion's source is then in range
+            check_companion(fn, arg, arrays)
     strides = tuple(a.shape[-1] * a.itemsize if a.ndim > 1 else 0 for a in arrays.values())
     return Call(tuple(a.ctypes.data for a in arrays.values()), strides, prod(shape))

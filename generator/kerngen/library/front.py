@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-from importlib.resources import as_file, files
 from pathlib import Path
 from typing import Any
 
@@ -16,29 +15,33 @@ from ..emission.render import render
 from ..errors import ParamError
 from ..families import family_of, for_abi, from_mapping, load
 from ..store import Store
-from .bundle import HOST_ABI, LoadedBundle, load_bundle
+from .bundle import HOST_ABI, LoadedBundle, load_bundle, shipped_params
 from .cache import BUILD_LOCK, cache_dir
 
 
-def parameters(given: Any, isa: str | None = None) -> Any:
-    """The parameters `given` names: a dict of a parameter file's keys, a
-    TOML file, or a shipped set's name (kyber-3329)."""
+def parameters(given: Any, caller: str, isa: str | None = None) -> Any:
+    """The parameters `given` to `caller` (kerngen.build, ...) name: a dict
+    of a parameter file's keys, a TOML file, or a shipped set's name (kyber-3329)."""
     overrides = Overrides(isa=isa)
     if isinstance(given, dict):
         return from_mapping(given, "<dict>", overrides)
+    if not isinstance(given, (str, os.PathLike)):
+        raise TypeError(f"{caller}: takes a parameter file (a str or a path), a shipped set's name (kyber-3329) or a "
+                        f"dict of a parameter file's keys, got {type(given).__name__} {given!r}")
     path = Path(given)
     if path.is_file():
         return load(path, overrides)
-    with as_file(files("kerngen") / "params" / f"{path.name.removesuffix('.toml')}.toml") as shipped:
-        if shipped.is_file() and path.parent == Path("."):
-            return load(shipped, overrides)
-    raise ValueError(f"{given}: neither a parameter file nor a shipped set's name (`kerngen list` names them)")
+    shipped = shipped_params(given)
+    if shipped is not None:
+        return load(shipped, overrides)
+    raise ValueError(f"{caller}: {os.fspath(given)}: neither a parameter file nor a shipped set's name (`kerngen "
+                     "list` names them)")
 
 
 def build_bundle(given: Any, isa: str | None = None) -> LoadedBundle:
     """Built through the store (kerngen.store) and rendered once into the
     cache, by the store's key: the same parameters and kerngen load at once."""
-    p = parameters(given)
+    p = parameters(given, "kerngen.build")
     if HOST_ABI not in p.abis:
         raise ParamError(p.source or "<dict>", "abi", f"the library calls kernels of the {HOST_ABI} calling "
                          f"convention; add {HOST_ABI!r} to abi")
@@ -59,7 +62,7 @@ def build_bundle(given: Any, isa: str | None = None) -> LoadedBundle:
 
 
 def explore_rows(given: Any, batches: int = 5, isa: str | None = None) -> list[dict]:
-    p = parameters(given, isa)
+    p = parameters(given, "kerngen.explore", isa)
     explorer = family_of(p).explorer
     if explorer is None:
         raise ValueError(f"{p.name}: explore compares NTT reduction schedules; this is a {p.family} set")

@@ -20,6 +20,7 @@ applies the lemma.
 from __future__ import annotations
 
 from ..core.compile_cache import memo
+from . import smt
 
 BITS = 52  # the width of the multiply-adds' products' halves
 MASK = (1 << BITS) - 1
@@ -95,5 +96,5 @@ def _prove(steps: tuple[tuple[str, ...], ...]) -> None:
     r, quotient = env[steps[-1][1]], env["quotient"]
     solver.add(z3.Or(*wraps, quotient * (1 << BITS) > xwp, xwp >= (quotient + 1) * (1 << BITS),
                      (r - xw + qq) % (1 << BITS) != 0))
-    if solver.check() != z3.unsat:
+    if smt.check(solver) != z3.unsat:
         raise Shoup52Error("the 52-bit Shoup product is not proven")

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..core.compile_cache import memo
 from ..machine.ops import Arith, by_width, lane_range, lane_value, spec, unsigned, wrap
+from . import smt
 from .shapes import quotient_lemma, split_lemma
 
 EXHAUSTIVE_BITS = 16  # widest lanes whose every input is run
@@ -179,7 +180,7 @@ def _conditional_subtraction(idiom: ScalarIdiom, z3, x, y) -> ConditionalSubtrac
         solver.set("timeout", SMT_TIMEOUT_MS)
         inside = z3.UGE(x, c) if limit >> idiom.bits else z3.And(z3.UGE(x, c), z3.ULT(x, limit))
         solver.add(y != z3.If(inside, x - c, x))
-        if solver.check() == z3.unsat:
+        if smt.check(solver) == z3.unsat:
             return ConditionalSubtractionLemma(idiom, c, limit)
     return None
 
@@ -204,7 +205,7 @@ class SmtLemma(_OfIdiom, Lemma):
                 opt.add(x >= lo, x <= hi) if self.idiom.signed else opt.add(z3.UGE(x, lo), z3.ULE(x, hi))
                 v = z3.BV2Int(y - least)  # the value, shifted to be non-negative
                 getattr(opt, goal)(v)
-                verdict = opt.check()
+                verdict = smt.check(opt)
                 if verdict == z3.unknown:
                     raise LemmaError(f"{self.kind} mod {self.q}: output range not found within "
                                      f"{SMT_TIMEOUT_MS // 1000} s")
@@ -266,7 +267,7 @@ def _prove(idiom: ScalarIdiom, method: str | None) -> Lemma:
     solver = z3.Solver()
     solver.set("timeout", SMT_TIMEOUT_MS)
     solver.add(z3.SRem(diff, z3.BitVecVal(idiom.q, bits + 1)) != 0)
-    verdict = solver.check()
+    verdict = smt.check(solver)
     if verdict == z3.unknown:
         raise LemmaError(f"{idiom.kind} mod {idiom.q}: congruence not proven within {SMT_TIMEOUT_MS // 1000} s")
     if verdict != z3.unsat:
@@ -323,7 +324,7 @@ def _congruent_by_structure(idiom: ScalarIdiom, z3, x) -> bool:
     solver = z3.Solver()
     solver.set("timeout", SMT_TIMEOUT_MS)
     solver.add(exact[last] != wide(env[last]))
-    return solver.check() == z3.unsat
+    return smt.check(solver) == z3.unsat
 
 
 @dataclass(frozen=True)
@@ -428,7 +429,7 @@ def prove_shoup(q: int, bits: int, slack: int = 0) -> ShoupLemma:
                quotient * r_ <= x * wp, x * wp < quotient * r_ + (1 + slack) * r_)
     r = x * w - quotient * q
     solver.add(z3.Or(r < 0, r * r_ >= q * (r_ + x) + slack * q * r_))
-    verdict = solver.check()
+    verdict = smt.check(solver)
     if verdict != z3.unsat:
         why = "not proven within the time limit" if verdict == z3.unknown else f"fails for {solver.model()}"
         raise LemmaError(f"Shoup product mod {q} on {bits}-bit lanes: {why}")

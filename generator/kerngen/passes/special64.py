@@ -43,7 +43,7 @@ from ..core.compile_cache import memo
 from ..ir.instr import Builder, Imm, Mem, VReg
 from ..machine.isa import ISAS, Isa
 from ..machine.ops import by_width, spec
-from . import wide
+from . import smt, wide
 from .lemmas import SMT_TIMEOUT_MS, LemmaError
 
 BITS = 64
@@ -262,7 +262,7 @@ def _prove_flipped_comparison() -> None:
     a, b = z3.BitVecs("a b", BITS)
     solver = z3.Solver()
     solver.add(z3.UGT(a, b) != (a ^ SIGN > b ^ SIGN))
-    if solver.check() != z3.unsat:
+    if smt.check(solver) != z3.unsat:
         raise SpecialFormError("the comparison of values with their signs flipped is not the unsigned one")
 
 
@@ -355,14 +355,14 @@ def prove(template: Template) -> None:
         claim = bit(new_hi) * LANE + bit(new_lo) == bit(old_hi) * (LANE - q) + bit(old_lo)
         solver.push()
         solver.add(z3.Not(claim))
-        if solver.check() != z3.unsat:
+        if smt.check(solver) != z3.unsat:
             raise SpecialFormError(f"{template.kind} mod {q} on 64-bit lanes: the fold into {new_lo} is not "
                                    "proven")
         solver.pop()
         solver.add(claim)
     taken = z3.Sum([sign * bit(v) for sign, v in template.quotient]) if template.quotient else 0
     solver.add(z3.Or(r < 0, r >= q, z3.And(r != want - taken * q, r != want - (taken + 1) * q)))
-    verdict = solver.check()
+    verdict = smt.check(solver)
     if verdict != z3.unsat:
         why = "not proven within the time limit" if verdict == z3.unknown else "fails"
         raise SpecialFormError(f"{template.kind} mod {q} on 64-bit lanes: {why}")

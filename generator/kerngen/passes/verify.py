@@ -52,13 +52,13 @@ class Verification:
     """What a kernel is proven against: the interval of every input element
     (by argument index) and, for lanes mod q, the modulus; modulus None means
     GF(2) lanes (no overflow to prove, forms only). `signed`: how lane
-    values are read (int32 or uint32 intervals). `shoup_pairs`: (w, w')
-    argument pairs whose elements the contract relates by w' = floor(w*2^bits/q)."""
+    values are read (int32 or uint32 intervals). `shoup_pairs`: (w, w', W)
+    argument pairs whose elements the contract relates by w' = floor(w*2^W/q)."""
 
     inputs: dict[int, tuple[int, int]]
     modulus: int | None
     signed: bool = True
-    shoup_pairs: tuple[tuple[int, int], ...] = ()
+    shoup_pairs: tuple[tuple[int, int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,9 @@ class _Machine:
                 self.memory[i] = [None] * a.count
             else:
                 iv = v.inputs.get(i, self.top)
+                if iv[0] < self.lo or iv[1] > self.hi:
+                    raise VerifyError(f"{kernel.symbol}: argument {a.name}'s contract [{iv[0]}, {iv[1]}] leaves the "
+                                      f"{self.lane_type} lanes it is read in")
                 self.memory[i] = [(iv, 1 << (at + k), frozenset({(i,)})) for k in range(a.count)]
             at += a.count
         self.bases = tuple(bases)
@@ -315,7 +318,7 @@ class _Machine:
 
 
 def verify_kernel(kernel: Kernel, inputs: dict[int, tuple[int, int]], modulus: int | None, signed: bool = True,
-                  shoup_pairs: tuple[tuple[int, int], ...] = ()) -> Proof:
+                  shoup_pairs: tuple[tuple[int, int, int], ...] = ()) -> Proof:
     """Run the kernel on abstract values covering every input in its contract
     (`inputs`: argument index -> interval of every element, signed or
     unsigned as `signed` says); every reduction idiom must be congruent mod

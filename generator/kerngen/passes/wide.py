@@ -32,6 +32,7 @@ from ..core.compile_cache import memo
 from ..ir.instr import Builder, IdiomTag, Imm, Mem, VReg
 from ..machine.isa import Isa
 from ..machine.ops import by_width, spec
+from . import smt
 
 BITS = 64
 HALF = 32
@@ -358,5 +359,5 @@ def _prove(template: Template) -> None:
         solver.add((product - r) % (1 << BITS) != 0)
     else:
         solver.add(z3.Or(r * (1 << BITS) > product, product >= (r + 1 + template.slack) * (1 << BITS)))
-    if solver.check() != z3.unsat:
+    if smt.check(solver) != z3.unsat:
         raise WideProductError(f"the {template.name} template of 64-bit products is not proven")

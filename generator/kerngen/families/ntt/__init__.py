@@ -10,8 +10,9 @@ from ...errors import ParamError
 from ...core.family import Constants, Family
 from ...core.progress import Progress
 from ...passes.lemmas import LemmaError
-from . import bench, build, checks, explore, params, tables, vendoring
+from . import bench, build, checks, exhaustive, explore, params, plan_model, planned_checks, tables, vendoring
 from .design import design, prove_lemmas
+from .planned import leaf_design
 from .reducers import barrett_reducer
 
 
@@ -37,7 +38,7 @@ class NttFamily(Family):
                         raise error
                 for t in p.targets:
                     progress.note(f"the reductions, schedules and lemmas on {t.isa.name}")
-                    prove_lemmas(p, design(p, t))
+                    prove_lemmas(p, leaf_design(p, t) if p.planned else design(p, t))
             except LemmaError as e:
                 raise ParamError(p.source, "q", f"{e}: the SMT solver does not settle the {p.width}-bit reductions "
                                                 "of this q within its time limit (q just above 2^20 are the "
@@ -50,7 +51,7 @@ class NttFamily(Family):
     def summary(self, p):
         chosen = {}
         for t in p.targets:
-            ar = design(p, t)
+            ar = leaf_design(p, t) if p.planned else design(p, t)
             chosen.setdefault(f"{ar.mul.name} multiplication, {ar.reducer.kind} reduction", []).append(t.isa.name)
         return (f"n = {p.n}, q = {p.q}, {p.width}-bit lanes, {p.layers} layers (blocks of degree {p.d}), "
                 f"{p.policy} policy; " + "; ".join(f"{', '.join(isas)}: {what}" for what, isas in chosen.items()))
@@ -65,9 +66,17 @@ class NttFamily(Family):
         return checks.checks(manifest.json, seed)
 
     def chained_checks(self, manifest, calls, seed):
+        if checks.planned(manifest.json):
+            return checks.round_trips(manifest.json, calls.run, seed, 1, planned_checks.product_judge(manifest.json)) \
+                + [("manifest layout", planned_checks.layout_check(manifest.json))]
         out = checks.round_trips(manifest.json, calls.run, seed)
         out.append(("manifest layout", checks.layout_check(manifest.json)))
+        out += [exhaustive.every_input(fn, calls.batch) for fn in exhaustive.one_element_maps(manifest.json)]
         return out + checks.basis_proofs(manifest.json, calls)
+
+    def drive(self, manifest, symbol, run, inputs):
+        fn = next(f for f in manifest.json["functions"] if f["symbol"] == symbol)
+        return plan_model.drive(manifest.json, fn, run, inputs)
 
     def bench_items(self, bundle, library, workdir):
         return bench.bench_items(bundle, library, workdir)

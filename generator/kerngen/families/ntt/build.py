@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from functools import partial
 
-from ...core.bundle import Bundle, CDefine, CTable, Function
+from ...core.bundle import Bundle, CDefine, CTable, CUnit, Function
 from ...core.compile_cache import CompileCache
 from ...core.contract import Bound, Values
 from ...core.params import names_manifest
@@ -29,6 +29,8 @@ from .layout import NttLayout
 from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_ntt, build_reduce, kernel_builder
 from .maths import RINGS, ROOT_NAMES, modulus_text, ring_words
 from .params import NttParams, output_range
+from . import plan_unit
+from .planned import leaf_design, planned_basemul, planned_functions, transform_math, unit_file
 from .reducers import Reducer, freezer
 from .schedule import DIRECTIONS, ReductionSchedule, ScheduleError, forward_input, inverse_input, schedule
 from .harvey import ShoupReduction, UnsignedFreeze
@@ -41,6 +43,8 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
     """Every kernel for every ISA of `p` (one IR and one layout: the same NTT domain for all), compiled
     through `cache` (a fresh one if none is given)."""
     cache = CompileCache() if cache is None else cache
+    if p.planned:
+        return planned_bundle(p, cache)
     ar = design(p)
     math, mul, red = ar.math, ar.mul, ar.reducer
     mul.prove()
@@ -61,13 +65,7 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
         fns += _kernels(p, t, d, lay, forward, forward_out, scale_last, cache)
     fns = _common_contracts(fns)
     r_bits = f"2^{p.width}"
-    params_manifest = {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
-                       "isa": names_manifest(p.isas), "layers": p.layers, "d": math.d, "reduction": p.policy,
-                       "reducer": p.reducer, "reducer_used": red.kind, "mul": p.mul, "mul_used": mul.name,
-                       "order": p.order, **({"ring": p.ring} if p.ring != RINGS[0] else {}),
-                       **({"coset": p.coset} if p.coset != 1 else {}),
-                       **({"order_isa": p.order_isa} if p.order_isa is not None else {}),
-                       "basemul_acc": list(p.basemul_acc), "output": dict(p.output), "prefix": p.prefix}
+    params_manifest = manifest_params(p, red.kind, mul.name)
     special = isinstance(mul, SpecialForm64)
     notes = (f"{ROOT_NAMES[p.ring]} = {math.psi}: primitive 2^{math.root_bits}-th root of unity mod {p.q}",
              *(() if mul.signed or special else
@@ -85,8 +83,19 @@ def build(p: NttParams, cache: CompileCache | None = None) -> Bundle:
                   header_constants(p, lay, fns), design=ar)
 
 
+def manifest_params(p: NttParams, reducer: str, mul: str) -> dict:
+    """The parameters as the manifest records them, with the reducer and multiplication the design chose."""
+    return {"name": p.name, "family": "ntt", "n": p.n, "q": p.q, "width": p.width,
+            "isa": names_manifest(p.isas), "layers": p.layers, "d": p.d, "reduction": p.policy,
+            "reducer": p.reducer, "reducer_used": reducer, "mul": p.mul, "mul_used": mul,
+            "order": p.order, **({"ring": p.ring} if p.ring != RINGS[0] else {}),
+            **({"coset": p.coset} if p.coset != 1 else {}),
+            **({"order_isa": p.order_isa} if p.order_isa is not None else {}),
+            "basemul_acc": list(p.basemul_acc), "output": dict(p.output), "prefix": p.prefix}
+
+
 def _compile(b, symbol: str, contract, p: NttParams, t: Target, cache: CompileCache, signed: bool = True,
-             shoup_pairs: tuple[tuple[int, int], ...] = ()) -> Compiled:
+             shoup_pairs: tuple[tuple[int, int, int], ...] = ()) -> Compiled:
     return compile_kernel(b, symbol, contract, t, modulus=p.q, signed=signed, shoup_pairs=shoup_pairs, cache=cache)
 
 
@@ -96,13 +105,17 @@ def build_verify_accept(output: str | int, q: int, make: Callable[[Reducer | Non
     the kernel (`make(finish)`) with each final reduction `tries` holds for
     the output range asked for, cheapest first, and accept the first whose
     proven bound of `arg` has that range and `fits` (a bound asked as a number
-    tries what a centred output tries: it is at least Barrett's)."""
+    tries what a centred output tries: it is at least Barrett's). Unverified
+    kernels (a dry build, `CompileCache.through`) prove nothing: each is built,
+    and the last taken."""
     want = output_range(output, q)
     for finish in tries["centred" if isinstance(output, int) else output]:
         c = make(finish)
         out = c.contract.arg(arg).ensures.bound
         if (want is None or want.lo <= out.lo and out.hi <= want.hi) and fits(out):
             return c
+    if c.proof is None:
+        return c
     asked = f"|value| <= {output}" if isinstance(output, int) else output
     raise VerifyError(f"{c.kernel.symbol}: no final reduction gives the {asked} output (proven {out})")
 
@@ -275,7 +288,7 @@ def _shoup_kernels(p: NttParams, t: Target, layout, freeze: UnsignedFreeze, cach
         b = kernel_builder(layout)
         build_mulmod_shoup(b, layout, Shoup(p.q, p.width, t.isa), freeze, accumulate)
         c = _compile(b, f"{p.prefix}_{kind}_{t.isa.name}", shoup_contract(p, t, kind), p, t, cache, signed=False,
-                     shoup_pairs=((2, 3),))
+                     shoup_pairs=((2, 3, p.width),))
         expect = (("a", "w"), ("b",)) if accumulate else (("a", "w"),)
         fns.append(Function(c.kernel, kind, c.contract, f"{what} by Shoup's multiplication, element-wise",
                             (("n", p.n), ("q", p.q)),
@@ -307,3 +320,45 @@ def header_constants(p: NttParams, lay: BlockLayout, fns: list[Function]) -> tup
 def schedules(bundle: Bundle) -> dict[str, ReductionSchedule]:
     """The reduction schedule each NTT kernel of the bundle was built with, by direction."""
     return {d: bundle.function(f"ntt_{d}").schedule for d in DIRECTIONS}
+
+
+def _block_basemul(p: NttParams, t: Target, forward_out: Bound, cache: CompileCache) -> Function:
+    """The base multiplication of a block of a planned transform (`p`: the block's parameters), built as the
+    unrolled sets' is."""
+    d = isa_design(p, t, design(p, t))
+    lay = block_layout(d.ar.math, d.ar.layout.output_order, p.order)
+    return _basemuls(p, t, d, lay, forward_out, inverse_input(p.width, p.q, d.ar.mul.signed), cache)[0]
+
+
+def planned_header_constants(p: NttParams, fns) -> tuple[CDefine, ...]:
+    """A planned transform's constants for C users (its NTT domain is the manifest's compact layout)."""
+    macro = p.prefix.upper()
+    scales = {f.kind: f.contract.manifest_output()["scale"] for f in fns if f.kind in ("basemul", "ntt_inverse")}
+    return (CDefine(f"{macro}_N", p.n, "degree: the arrays hold N coefficients"),
+            CDefine(f"{macro}_Q", p.q, "the modulus"),
+            CDefine(f"{macro}_BASEMUL_SCALE", scales["basemul"], "base multiplication gives scale * a*b mod q"),
+            CDefine(f"{macro}_INVERSE_SCALE", scales["ntt_inverse"], "the inverse NTT gives scale * INTT(a) mod q"))
+
+
+def planned_bundle(p: NttParams, cache: CompileCache) -> Bundle:
+    """A planned transform's bundle: per ISA the forward and inverse transforms (C drivers) and their codelets."""
+    transforms = [f for t in p.targets for f in planned_functions(p, t, cache)]
+    # every ISA's base multiplication takes what any ISA's forward transform leaves (one contract per function)
+    forward_out = _hull(f.contract.arg("a").ensures.bound for f in transforms if f.kind == "ntt_forward")
+    fns = _common_contracts(transforms + [f for t in p.targets
+                                          for f in planned_basemul(p, t, forward_out, _block_basemul, cache)])
+    ar = leaf_design(p, p.target)
+    math = transform_math(p)
+    notes = (f"{ROOT_NAMES[p.ring]} = {math.psi}: primitive 2^{math.root_bits}-th root of unity mod {p.q}",
+             f"planned: the transforms run stages of codelets, their twiddles built at load time ({p.name}_plan.c)")
+    title = (f"{ring_words(p.ring, p.coset)} NTT kernels over Z_{p.q}[x]/({modulus_text(p.n, p.ring, p.coset)}), "
+             f"{p.width}-bit {'' if ar.mul.signed else 'unsigned '}lanes, {', '.join(p.isas)} (planned)")
+    header = planned_header_constants(p, fns)
+    fns = [dataclasses.replace(f, facts=f.facts + (("plan", plan_unit.plan_manifest(f)),)) if f.driver else f
+           for f in fns]
+    bundle = Bundle(p.name, p, p.target, title, manifest_params(p, ar.reducer.kind, ar.mul.name), tuple(fns),
+                    notes, header, design=ar)
+    return dataclasses.replace(bundle, prototypes=plan_unit.prototypes(bundle),
+                               units=(CUnit(unit_file(p), "ntt_plan.j2", plan_unit.context(bundle),
+                                            "C: the planned transforms (stages of the codelets in the .asm, their "
+                                            "twiddle tables built at the first call) and their stage API"),))

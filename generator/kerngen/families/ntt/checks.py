@@ -21,6 +21,7 @@ from ...harness import protocol
 from ...harness.protocol import Case
 from .inputs import (edge_inputs, element_bits, function, harness_args, inputs_rng, isas, outside, requires,
                      shoup_quotient)
+from . import planned_checks
 from .maths import RINGS
 from .sweeps import sweep
 from .reference import (block_products, blocks_of, lagrange_images, layout_is_crt_basis, mulmod, reduce_blocks,
@@ -29,7 +30,10 @@ from .reference import (block_products, blocks_of, lagrange_images, layout_is_cr
 
 def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
     """Every function of every ISA on inputs at the edges of its contract and
-    random ones; each ISA's twin of a function on the same inputs."""
+    random ones; each ISA's twin of a function on the same inputs. A planned
+    transform's by `planned_checks` (its codelets through it)."""
+    if planned(manifest):
+        return planned_checks.checks(manifest, seed)
     out: list[Check] = []
     for isa in isas(manifest):
         out += _ntt_checks(manifest, function(manifest, "ntt_forward", isa), function(manifest, "ntt_inverse", isa),
@@ -187,12 +191,15 @@ def _shoup_checks(fn: dict, n: int, q: int, rng: random.Random, randoms: int) ->
     return out
 
 
-def round_trips(manifest: dict, run: Runner, seed: int, count: int = 2) -> list[tuple[str, str | None]]:
+def round_trips(manifest: dict, run: Runner, seed: int, count: int = 2,
+                judge=None) -> list[tuple[str, str | None]]:
     """forward(a), forward(b), basemul, inverse == a*b mod (x^n - c, q) (the
     manifest's ring, `reference.ring_constant`) through
     the harness, for each ISA's kernels on the same pairs: all at the maximum
     with all at the minimum, near the maximum with near the minimum, then
-    `count` random pairs. Each step runs for every pair and ISA at once."""
+    `count` random pairs. Each step runs for every pair and ISA at once.
+    `judge(a, b, got)`: what is wrong with `got` as the product (default:
+    against the schoolbook product; a planned transform's by its transform)."""
     rng = random.Random(seed ^ 0x5EED)
     n, q = manifest["params"]["n"], manifest["params"]["q"]
     c = ring_constant(manifest["params"], q)
@@ -227,11 +234,14 @@ def round_trips(manifest: dict, run: Runner, seed: int, count: int = 2) -> list[
         if name in failed:
             results.append((name, failed[name]))
             continue
-        got = [v % q for v in back[name][0]]
-        want = ring_product(a, b, q, c)
-        bad = next((i for i in range(n) if got[i] != want[i]), None)
-        results.append((name, None if bad is None else f"coefficient {bad}: got {got[bad]}, want {want[bad]}"))
+        results.append((name, (judge or _schoolbook_judge)(a, b, back[name][0], q, c)))
     return results
+
+
+def _schoolbook_judge(a: list[int], b: list[int], product: list[int], q: int, c: int) -> str | None:
+    got, want = [v % q for v in product], ring_product(a, b, q, c)
+    bad = next((i for i in range(len(got)) if got[i] != want[i]), None)
+    return None if bad is None else f"coefficient {bad}: got {got[bad]}, want {want[bad]}"
 
 
 def _symbol_args(manifest: dict, kind: str, isa: str, *data: list[int]) -> tuple:
@@ -334,6 +344,11 @@ def _mismatches(got: np.ndarray, want: np.ndarray, scale: int, q: int) -> np.nda
 def _integers(a: np.ndarray) -> np.ndarray:
     """Outputs as integers the checks' arithmetic is exact on: 64-bit words as Python integers."""
     return a.astype(object) if a.dtype == np.uint64 else a
+
+
+def planned(manifest: dict) -> bool:
+    """Whether the bundle's transforms are planned (their layout says so compactly)."""
+    return "planned" in function(manifest, "ntt_forward")["output"]["layout"]
 
 
 def layout_check(manifest: dict) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
+from ...core.manifest import Companion
 from ...core.proof import MapProof, monomials
 from ...errors import VerifyError
 from ...ir.instr import ArgSpec
@@ -127,7 +128,7 @@ def shoup_contract(p: NttParams, t: Target, kind: str) -> Contract:
             ArgContract(array_arg(p, t, "a", "in", unsigned=True), Values(Bound(0, top))),
             ArgContract(array_arg(p, t, "w", "in", unsigned=True), Values(Bound(0, q - 1))),
             ArgContract(array_arg(p, t, "wp", "in", unsigned=True),
-                        Values(Bound(0, top), representation=f"floor(w*2^{bits}/q)"))]
+                        Values(Bound(0, top), representation=Companion("w", bits).spelled()))]
     if accumulate:
         args.append(ArgContract(array_arg(p, t, "b", "in", unsigned=True), Values(Bound(0, q - 1))))
     return Contract(tuple(args), (
@@ -138,13 +139,16 @@ def shoup_contract(p: NttParams, t: Target, kind: str) -> Contract:
 
 
 def map_proof(c: Compiled, expect: tuple[tuple[str, ...], ...], blocks: BlockLayout | None = None,
-              element: bool = False, copies: int = 1) -> MapProof:
+              element: bool = False, copies: int = 1) -> MapProof | None:
     """What the verifier proved of the map, checked against what the kernel
     must be: linear (or bilinear) mod q in the `expect`ed arguments, and, for
     base multiplication, each output block from the same block of its inputs
     (of each of its `copies` polynomials);
-    for a reduction, each element from its own. Anything else is a generator bug."""
+    for a reduction, each element from its own. Anything else is a generator bug.
+    None for an unverified kernel (a dry build)."""
     k, proof = c.kernel, c.proof
+    if proof is None:
+        return None
     [(out, form)] = proof.forms.items()
     found = monomials(form, [a.name for a in k.args])
     if found != expect:

@@ -54,6 +54,7 @@ class Montgomery:
 
     name = "montgomery"
     signed = True  # lanes hold signed values
+    companion_bits = None  # a variable factor's w' is made by the product (`variable`), never stored
 
     @cached_property
     def lane_max(self) -> int:
@@ -257,6 +258,7 @@ class UnsignedMontgomery:
 
     name = "montgomery"
     signed = False
+    companion_bits = None  # a variable factor's t comes from the product x*w itself
 
     @property
     def native(self) -> frozenset[str]:

@@ -38,6 +38,9 @@ KEYS |= {"ring", "coset"}  # the ring x^n + 1 or x^n - 1, and a coset to evaluat
 KEYS |= {"order_isa"}  # the ISA whose fastest order is the NTT domain (`_order_isa`)
 NARROW_LANES = 16  # lanes this wide take inverse inputs in half the signed range (inverse_input_top)
 ACC_COUNTS = range(2, 9)  # basemul_acc: sums of 2 to 8 products
+# transforms of more coefficients are planned (`planned`): stages of loops over verified codelets, up to this
+UNROLLED_MAX = 4096
+PLANNED_MAX = 1 << 24
 OUTPUTS = ("lazy", "centred", "canonical")  # what a kernel promises of its output: proven bound, (-q, q), [0, q)
 # (or a number B: |value| <= B, the room a scheme needs for its next addition; see `_output_bound`)
 OUTPUT_KERNELS = ("forward", "basemul", "inverse")  # the kernels `output` chooses for (basemul: also basemul_acc)
@@ -54,7 +57,7 @@ ORDER = Option("order", "order", ORDERS, ORDERS[0],
 OPTIONS = (POLICY, REDUCER, ORDER)  # the command line's --policy, --reducer, --order
 # the kinds of the family's functions (each a manifest entry's `kind`)
 KINDS = frozenset({"ntt_forward", "ntt_inverse", "basemul", "basemul_acc", "reduce", "freeze", "mulmod_shoup",
-                   "muladd_shoup"})
+                   "muladd_shoup", "codelet"})  # codelet: a part of a planned transform, which its driver calls
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,11 @@ class NttParams:
         return self.n >> self.layers
 
     @property
+    def planned(self) -> bool:
+        """Whether the transforms are planned (`planned`): stages of verified codelets, not one unrolled kernel."""
+        return self.n > UNROLLED_MAX
+
+    @property
     def target(self) -> Target:
         """The first ISA's target (the layout and the NTT domain are the same for all)."""
         return self.targets[0]
@@ -114,8 +122,8 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         raise ParamError(src, "isa", f"\"{SCALAR.name}\" needs width = {' or '.join(map(str, SCALAR_WIDTHS))} "
                                      f"(one lane per general register), got width = {width}")
     n = require(src, table, "n", int, "a power of two")
-    if n < 2 or n > 4096 or n & (n - 1):
-        raise ParamError(src, "n", f"must be a power of two between 2 and 4096, got {n}")
+    if n < 2 or n > PLANNED_MAX or n & (n - 1):
+        raise ParamError(src, "n", f"must be a power of two between 2 and 2^{PLANNED_MAX.bit_length() - 1}, got {n}")
     if SCALAR.name in isas and n < SCALAR_MIN_N:
         if by_auto:  # auto chooses what builds
             isas = tuple(i for i in isas if i != SCALAR.name)
@@ -173,6 +181,10 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
                                             f"2^layers must divide n; got {layers}")
     else:
         layers = top
+    if n > UNROLLED_MAX and layers != n.bit_length() - 1:
+        raise ParamError(src, "q", f"n = {n} is a planned transform, which runs every layer (blocks of degree 1): "
+                                   f"q-1 = {q - 1} must be divisible by {1 << (n.bit_length() - 1 + extra)} (the "
+                                   f"{ring} ring), and q allows {top} layers")
     pol = option_value(src, table, overrides, POLICY)
     red = option_value(src, table, overrides, REDUCER)
     given = f" from --{REDUCER.name}" if overrides.option(REDUCER.name) is not None else ""
@@ -197,6 +209,8 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         raise ParamError(src, "basemul_acc", f"sums of products are not built for q = {q} (values kept canonical "
                                              "by the special form's templates): leave basemul_acc out")
     outputs = _outputs(src, table)
+    if n > UNROLLED_MAX:
+        _planned_choices(src, order, acc, outputs)
     for kernel, given in outputs:
         if isinstance(given, int):
             _output_bound(src, kernel, given, mul)
@@ -211,6 +225,20 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
     return NttParams(c.name, n, q, width, isas, layers, pol, red, mul, order, tuple(acc), outputs,
                      c.prefix, src,
                      c.targets(isas, width), c.abis, ring, coset, _order_isa(src, table, order, isas))
+
+
+def _planned_choices(src: str, order: str, acc: list[int], outputs: tuple[tuple[str, str | int], ...]) -> None:
+    """What a planned transform (n above UNROLLED_MAX) does not offer yet: the natural order (a whole-array
+    permutation after the stages), fused sums of products, outputs other than lazy."""
+    if order == "natural":
+        raise ParamError(src, "order", f"\"natural\" is not built for n above {UNROLLED_MAX} (planned transforms "
+                                       "leave the fastest or the standard order)")
+    if acc:
+        raise ParamError(src, "basemul_acc", f"fused sums of products are not built for n above {UNROLLED_MAX}")
+    eager = [k for k, v in outputs if v != OUTPUTS[0]]
+    if eager:
+        raise ParamError(src, "output", f"{', '.join(eager)}: planned transforms (n above {UNROLLED_MAX}) leave "
+                                        "lazy outputs; leave output out")
 
 
 def _order_isa(src: str, table: dict, order: str, isas: tuple[str, ...]) -> str | None:

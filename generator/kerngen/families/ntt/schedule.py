@@ -139,7 +139,8 @@ class _Step:
     scale: int | None
 
 
-def _steps(ar: Arithmetic, direction: str, scale_last: bool = False) -> tuple[_Step, ...]:
+def _steps(ar: Arithmetic, direction: str, scale_last: bool = False,
+           twiddles: TwiddleRange | None = None) -> tuple[_Step, ...]:
     inverse = direction == "inverse"
     layers = layer_pairs(ar.layout)[::-1] if inverse else layer_pairs(ar.layout)
     scale = ar.math.inverse_scale(ar.mul.r)
@@ -147,22 +148,33 @@ def _steps(ar: Arithmetic, direction: str, scale_last: bool = False) -> tuple[_S
     for index, lp in enumerate(layers):
         # the inverse's first layer carries its scaling (its inputs then leave it below q), or its last
         # (then every output is a product by a constant, below q: no final reduction for a centred output)
-        scaled = inverse and index == (len(layers) - 1 if scale_last else 0)
+        scaled = inverse and index == (len(layers) - 1 if scale_last else 0) and twiddles is None
         factor = scale if scaled else 1
-        rows = tuple(tuple(abs(ar.mul.constant(c).w) for c in ar.math.twiddles(lp.layer, lp.bit, lo, inverse, factor))
+        rows = tuple((twiddles.magnitude,) * len(lo) if twiddles is not None else
+                     tuple(abs(ar.mul.constant(c).w) for c in ar.math.twiddles(lp.layer, lp.bit, lo, inverse, factor))
                      for lo, _ in lp.pairs)
         out.append(_Step(index, lp, rows, abs(ar.mul.constant(scale).w) if scaled else None))
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class TwiddleRange:
+    """Twiddles known by their range only (a leaf of a planned transform reads them from an argument):
+    every butterfly's |w| is taken at `magnitude`, and an inverse does not scale (the plan's layer 0 does)."""
+
+    magnitude: int
+
+
 @memo(maxsize=256)
-def schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int, scale_last: bool = False) -> ReductionSchedule:
+def schedule(ar: Arithmetic, policy: str, direction: str, input_bound: int, scale_last: bool = False,
+             twiddles: TwiddleRange | None = None) -> ReductionSchedule:
     """The policy's schedule. `index` never inserts more reductions than `layer`,
     whose whole-layer placements are also register placements; `minimal`
     searches (a beam over per-layer choices) and never inserts more than `index`.
     Memoised: the choice of reducer and of multiplication asks for the
-    schedules that the kernels are then built with."""
-    steps = _steps(ar, direction, scale_last)
+    schedules that the kernels are then built with. `twiddles`: the range of
+    twiddles read from an argument (None: the constants of the kernel's table)."""
+    steps = _steps(ar, direction, scale_last, twiddles)
     if policy in ("index", "minimal"):
         options = [_schedule(ar, steps, "larger", direction, input_bound),
                    _schedule(ar, steps, "layer", direction, input_bound)]

@@ -119,6 +119,11 @@ class Shoup:
         return self.product_bits or self.bits
 
     @property
+    def companion_bits(self) -> int:
+        """W of the w' = floor(w*2^W/q) a variable factor comes with (it cannot be made from w in the kernel)."""
+        return self.shoup_bits
+
+    @property
     def ifma(self) -> bool:
         """Products from 52-bit multiply-adds (`passes.ifma`)."""
         return self.shoup_bits == ifma.BITS

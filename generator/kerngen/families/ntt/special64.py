@@ -42,6 +42,7 @@ class SpecialForm64:
 
     name = NAME
     signed = False  # lanes hold unsigned values
+    companion_bits = None  # a variable factor is multiplied as it is
     r = 1  # base multiplication's products carry no scale
 
     @cached_property

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 from ...core.manifest import Manifest
 from ...ir.instr import Builder, Table, shared_table
 from ...emission.render import c_lines
-from .build import header_constants
+from .build import header_constants, planned_header_constants
 from .contracts import block_layout
 from .design import design, isa_design, montgomery_basemul
 from .schedule import DIRECTIONS
 from .kernels import build_basemul, build_ntt, kernel_builder
+from ...core.contract import Bound
 from .params import NttParams
+from .planned import leaf_design, recipes
 from .reducers import CONST_PREFIX, broadcast_const
 from .schedule import schedule
 
@@ -35,9 +37,22 @@ def kernel_tables(p: NttParams, manifest: Manifest) -> dict[str, Table]:
     """Every twiddle and zeta table the kernels of `p` read, by label, built
     as `build` builds them: each NTT with the reduction schedule for the input
     bound its manifest entry requires, each base multiplication with the
-    variant its manifest entry names (the finishing reduction adds no table)."""
+    variant its manifest entry names (the finishing reduction adds no table).
+    A planned transform's codelets read no twiddle table (their twiddles are
+    arguments, built by the C unit and checked with the transforms)."""
     fns = {f.symbol: f for f in manifest.functions}
     out: dict[str, Table] = {}
+    if p.planned:  # their codelets' lane-move and constant tables, each built for its manifest's input bound
+        for t in p.targets:
+            for direction in DIRECTIONS:
+                for recipe in recipes(p, t, direction):
+                    fn = fns.get(recipe.symbol)
+                    if fn is not None:
+                        bound = next(a.requires.bound for a in fn.args if a.name == "a")
+                        b, _, _ = recipe.make(p, t, leaf_design(p, t), direction, Bound(*bound))
+                        for table in b.tables.values():
+                            out[table.label] = shared_table(out.get(table.label), table)
+        return out
     for t in p.targets:
         isa, ar = t.isa.name, design(p, t)
         symbol = f"{p.prefix}_%s_{isa}"
@@ -101,7 +116,9 @@ class _Scale:
 def header_lines(p: NttParams, manifest: Manifest) -> list[list[str]]:
     """The header's NTT-domain macros and tables (N, Q, D, the blocks, the
     scales, zetas and positions) as C lines, the layout from the parameters."""
+    scales = [_Scale(f.kind, f.output.scale) for f in manifest.functions]
+    if p.planned:
+        return [c_lines(item) for item in planned_header_constants(p, scales)]
     ar = design(p)
     layout = block_layout(ar.math, ar.layout.output_order, p.order)
-    scales = [_Scale(f.kind, f.output.scale) for f in manifest.functions]
     return [c_lines(item) for item in header_constants(p, layout, scales)]

@@ -26,7 +26,7 @@ class MachineView(Protocol):
     lo: int
     hi: int
     lane_type: str
-    shoup_pairs: tuple[tuple[int, int], ...]
+    shoup_pairs: tuple[tuple[int, int, int], ...]
     bases: tuple[int, ...]
 
     def made(self, vid: int) -> Def | None:

@@ -56,7 +56,7 @@ def check(mc: MachineView, group: Group) -> Checked:
             wpc = lane_constant(wp)
             if not 0 <= wc < q or wpc != (wc << bits) // q:
                 bad(f"pairs w = {wc} with w' = {wpc}, not floor(w*2^{bits}/q) for w in [0, q)")
-        elif not _shoup_pair(mc, w, wp):
+        elif not shoup_pair(mc, w, wp, bits):
             bad("pairs a variable w with a w' that is not its element of an argument the contract pairs with w's")
         (x_lo, x_hi), (w_lo, w_hi) = x[1].lanes[x[2]], w[1].lanes[w[2]]
         if w_lo < 0 or w_hi >= q:
@@ -69,14 +69,15 @@ def check(mc: MachineView, group: Group) -> Checked:
 
 
 
-def _shoup_pair(mc: MachineView, w: tuple, wp: tuple) -> bool:
+def shoup_pair(mc: MachineView, w: tuple, wp: tuple, bits: int) -> bool:
     """Lanes w and w' are elements k of arguments i and j that the contract
-    pairs, each moved unchanged from its argument (so the contract's relation holds)."""
+    pairs as w' = floor(w*2^bits/q), each moved unchanged from its argument
+    (so the contract's relation holds)."""
     found = [_input_element(mc, v, lane) for _, v, lane in (w, wp)]
     if None in found:
         return False
     (i, k), (j, m) = found
-    return (i, j) in mc.shoup_pairs and k == m
+    return (i, j, bits) in mc.shoup_pairs and k == m
 
 
 def _input_element(mc: MachineView, v: Value, lane: int) -> tuple[int, int] | None:

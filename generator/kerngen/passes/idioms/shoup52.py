@@ -1,15 +1,17 @@
 """The check of a Shoup product from 52-bit multiply-adds (tag kind
 "shoup52", `passes.ifma`): the steps of `ifma.SHOUP52` on one lane x below
-2^52 and table constants w in [0, q), w' = floor(w*2^52/q), proven by the
-template's proof and Shoup's lemma on 52 bits."""
+2^52 and table constants w in [0, q), w' = floor(w*2^52/q), or elements of
+arguments the contract pairs so, proven by the template's proof and Shoup's
+lemma on 52 bits."""
 
 from __future__ import annotations
 
 from ...errors import VerifyError
 from .. import ifma
 from ..lemmas import prove_shoup
-from ..values import Value, union
+from ..values import Value, product, union
 from .base import Checked, Group, IdiomCheck, MachineView
+from .shoup import shoup_pair
 from .terms import lane_constant, product_terms, show
 
 SHOUP52 = "shoup52"  # the tag kind: the steps of `ifma.SHOUP52`
@@ -87,8 +89,16 @@ def check(mc: MachineView, group: Group) -> Checked:
             bad(f"does not multiply one x in both products (lane {lane}: {show(term)})")
         x, w, wp = bound["x"][0], bound["w"][0], bound["wp"][0]
         (wc,), (wpc,) = values["w"], values["wp"]
-        if wc is None or not 0 <= wc < q or wpc != (wc << ifma.BITS) // q:
-            bad(f"pairs w = {wc} with w' = {wpc}, not table constants w in [0, q) and floor(w*2^52/q)")
+        if wc is not None:
+            if not 0 <= wc < q or wpc != (wc << ifma.BITS) // q:
+                bad(f"pairs w = {wc} with w' = {wpc}, not table constants w in [0, q) and floor(w*2^52/q)")
+        elif not shoup_pair(mc, w, wp, ifma.BITS):
+            bad("pairs a variable w with a w' that is not its element of an argument the contract pairs with w's "
+                "as floor(w*2^52/q)")
+        else:
+            w_lo, w_hi = w[1].lanes[w[2]]
+            if w_lo < 0 or w_hi >= q:
+                bad(f"takes w in [{w_lo}, {w_hi}] in lane {lane}, not in [0, q)")
         x_lo, x_hi = x[1].lanes[x[2]]
         if x_lo < 0 or x_hi > ifma.MASK:
             bad(f"takes x in [{x_lo}, {x_hi}] in lane {lane}: the multiply-adds read 52 bits")
@@ -96,7 +106,7 @@ def check(mc: MachineView, group: Group) -> Checked:
         if lanes[lane][1] > ifma.MASK:
             bad(f"leaves x*w mod q up to {lanes[lane][1]} in lane {lane}, beyond the 52 bits kept")
         if wc != 0:  # (a zero w adds nothing)
-            form = union(form, x[1].form)
+            form = union(form, x[1].form if wc is not None else product(x[1].form, w[1].form))
         deps[lane] = x[1].deps[x[2]] | w[1].deps[w[2]] | wp[1].deps[wp[2]]
     return Checked(Value(result.vid, tuple(lanes), tuple(deps), form))
 
