@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 # the control rows a body may hold, which `run_stream` runs: a rolled loop's counter set from an immediate
 # and counted down to zero (no other branch exists in a kernel: `passes.constant_time`)
 LOOP_ROWS = frozenset({"repeat", "repeat_end"})
+_RUN_ROWS = LOOP_ROWS | {"lea", "add"}  # the rows `run_stream` runs rather than passes on
 
 
 def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> tuple[Instr, ...]:
@@ -35,6 +36,14 @@ def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> t
     tops: dict[int, int] = {}
     out: list[Instr] = []
     pc = 0
+    # of each instruction of the body, which a loop runs again and again: the general registers it
+    # writes, and where its memory operands addressed through a register (an argument's, a table
+    # pointer) are
+    writes = [tuple(op.number for op in ins.written if isinstance(op, PhysReg) and op.kind == GENERAL)
+              for ins in body]
+    addressed = [tuple(k for k, op in enumerate(ins.operands)
+                       if isinstance(op, Mem) and (isinstance(op.base, ArgBase) or op.pointer is not None))
+                 for ins in body]
 
     def fail(message: str):
         raise CheckError(f"encoded instruction {pc} ({body[pc].op} {body[pc].comment}): {message}")
@@ -55,10 +64,21 @@ def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> t
 
     while pc < len(body):
         ins = body[pc]
-        reg = ins.operands[0].number if isinstance(ins.operands[0], PhysReg) else None
-        if ins.op == "repeat":
-            counters[reg], tops[ins.operands[2].value] = ins.operands[1].value, pc + 1
+        if ins.op not in _RUN_ROWS:  # most: the instruction, its addresses resolved
+            for number in writes[pc]:
+                if number in counters:
+                    fail("writes a loop counter")
+                holds.pop(number, None)
+            if addressed[pc]:
+                ops = list(ins.operands)
+                for k in addressed[pc]:
+                    ops[k] = address(ops[k])
+                ins = ins if tuple(ops) == ins.operands else Instr(ins.op, tuple(ops), ins.comment, ins.idiom)
+            out.append(ins)
+        elif ins.op == "repeat":
+            counters[ins.operands[0].number], tops[ins.operands[2].value] = ins.operands[1].value, pc + 1
         elif ins.op == "repeat_end":
+            reg = ins.operands[0].number
             if reg not in counters:
                 fail("counts down a register that is not a loop counter")
             counters[reg] -= 1
@@ -67,20 +87,13 @@ def run_stream(body: tuple[Instr, ...] | list[Instr], abi: Abi, nargs: int) -> t
                 continue
         elif ins.op == "lea":
             source = address(ins.operands[1])  # a table's address, or one an outer loop's pointer holds
-            holds[reg] = (source.buffer, source.offset)
-        elif ins.op == "add":
+            holds[ins.operands[0].number] = (source.buffer, source.offset)
+        else:  # add: an address register moved along
+            reg = ins.operands[0].number
             if reg not in holds:
                 fail("moves a register that holds no address")
             key, disp = holds[reg]
             holds[reg] = (key, disp + ins.operands[1].value)
-        else:
-            for op in ins.written:
-                if isinstance(op, PhysReg) and op.kind == GENERAL:
-                    if op.number in counters:
-                        fail("writes a loop counter")
-                    holds.pop(op.number, None)
-            ops = tuple(address(op) if isinstance(op, Mem) else op for op in ins.operands)
-            out.append(ins if ops == ins.operands else Instr(ins.op, ops, ins.comment, ins.idiom))
         pc += 1
     return tuple(out)
 
