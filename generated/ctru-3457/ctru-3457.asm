@@ -36,7 +36,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_ctru3457_basemul_zetas_avx2 progbits alloc noexec nowrite align=32
 
 ; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
@@ -50,6 +53,8 @@ kg_ctru3457_basemul_zetas_avx2:
     dw -1255, 92, 1255, -92, -91, -547, 91, 547, 591, -1652, -591, 1652, 131, -1150, -131, 1150
     dw 27033, 9820, -27033, -9820, 3109, 5725, -3109, -5725, -26673, 6028, 26673, -6028, -10237, 8322, 10237, -8322
 
+section .rodata.kg_ctru3457_basemul_zetas_sse progbits alloc noexec nowrite align=32
+
 ; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
 kg_ctru3457_basemul_zetas_sse:
@@ -61,6 +66,8 @@ kg_ctru3457_basemul_zetas_sse:
     dw -21668, 29631, 21668, -29631, -5801, 6901, 5801, -6901, -6976, 20721, 6976, -20721, -24057, -9934, 24057, 9934
     dw -1255, 92, 1255, -92, -91, -547, 91, 547, 591, -1652, -591, 1652, 131, -1150, -131, 1150
     dw 27033, 9820, -27033, -9820, 3109, 5725, -3109, -5725, -26673, 6028, 26673, -6028, -10237, 8322, 10237, -8322
+
+section .rodata.kg_ctru3457_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
@@ -128,6 +135,8 @@ kg_ctru3457_ntt_forward_twiddles_avx2:
     dw 92, -547, 92, -547, 92, -547, 92, -547, -1652, -1150, -1652, -1150, -1652, -1150, -1652, -1150
     dw 9820, 5725, 9820, 5725, 9820, 5725, 9820, 5725, 6028, 8322, 6028, 8322, 6028, 8322, 6028, 8322
 
+section .rodata.kg_ctru3457_ntt_forward_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_ctru3457_ntt_forward_twiddles_sse:
@@ -193,6 +202,8 @@ kg_ctru3457_ntt_forward_twiddles_sse:
     dw 27033, 3109, 27033, 3109, 27033, 3109, 27033, 3109, -26673, -10237, -26673, -10237, -26673, -10237, -26673, -10237
     dw 92, -547, 92, -547, 92, -547, 92, -547, -1652, -1150, -1652, -1150, -1652, -1150, -1652, -1150
     dw 9820, 5725, 9820, 5725, 9820, 5725, 9820, 5725, 6028, 8322, 6028, 8322, 6028, 8322, 6028, 8322
+
+section .rodata.kg_ctru3457_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
@@ -260,6 +271,8 @@ kg_ctru3457_ntt_inverse_twiddles_avx2:
     dw 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366
     dw 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422
 
+section .rodata.kg_ctru3457_ntt_inverse_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_ctru3457_ntt_inverse_twiddles_sse:
@@ -326,40 +339,56 @@ kg_ctru3457_ntt_inverse_twiddles_sse:
     dw 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366, 366
     dw 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422, 13422
 
+section .rodata.pw_12929 progbits alloc noexec nowrite align=32
+
 align 32
 pw_12929:
     dw 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929, 12929
+
+section .rodata.pw_1580 progbits alloc noexec nowrite align=32
 
 align 32
 pw_1580:
     dw 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580, 1580
 
+section .rodata.pw_19412 progbits alloc noexec nowrite align=32
+
 align 32
 pw_19412:
     dw 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412, 19412
+
+section .rodata.pw_3457 progbits alloc noexec nowrite align=32
 
 align 32
 pw_3457:
     dw 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457, 3457
 
+section .rodata.pw_4095 progbits alloc noexec nowrite align=32
+
 align 32
 pw_4095:
     dw 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095
+
+section .rodata.pw_512 progbits alloc noexec nowrite align=32
 
 align 32
 pw_512:
     dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
 
+section .rodata.pw_6914 progbits alloc noexec nowrite align=32
+
 align 32
 pw_6914:
     dw 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914, 6914
+
+section .rodata.pw_m19412 progbits alloc noexec nowrite align=32
 
 align 32
 pw_m19412:
     dw -19412, -19412, -19412, -19412, -19412, -19412, -19412, -19412, -19412, -19412, -19412, -19412, -19412, -19412, -19412, -19412
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -376,6 +405,8 @@ section .text
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 5205, 7023, 8879, 10824, 12784, 14658
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_ctru3457_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_ntt_forward_avx2.end - kg_ctru3457_ntt_forward_avx2)
 align 32
 kg_ctru3457_ntt_forward_avx2:
@@ -827,6 +858,8 @@ kg_ctru3457_ntt_forward_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_ctru3457_basemul_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_basemul_avx2.end - kg_ctru3457_basemul_avx2)
 align 32
 kg_ctru3457_basemul_avx2:
@@ -1403,6 +1436,8 @@ kg_ctru3457_basemul_avx2:
 ;   before layer 0: 1 register(s), smallest indices 0
 ;   worst |value| after each layer: 2578, 5087, 10076, 20152, 21880, 23608
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_ctru3457_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_ntt_inverse_avx2.end - kg_ctru3457_ntt_inverse_avx2)
 align 32
 kg_ctru3457_ntt_inverse_avx2:
@@ -1933,6 +1968,8 @@ kg_ctru3457_ntt_inverse_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_reduce_barrett_avx2 progbits alloc exec nowrite align=32
+
 global kg_ctru3457_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_barrett_avx2.end - kg_ctru3457_reduce_barrett_avx2)
 align 32
 kg_ctru3457_reduce_barrett_avx2:
@@ -2066,6 +2103,8 @@ kg_ctru3457_reduce_barrett_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_reduce_special_avx2 progbits alloc exec nowrite align=32
+
 global kg_ctru3457_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_special_avx2.end - kg_ctru3457_reduce_special_avx2)
 align 32
 kg_ctru3457_reduce_special_avx2:
@@ -2229,6 +2268,8 @@ kg_ctru3457_reduce_special_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_ctru3457_freeze_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_freeze_avx2.end - kg_ctru3457_freeze_avx2)
 align 32
 kg_ctru3457_freeze_avx2:
@@ -2377,6 +2418,8 @@ kg_ctru3457_freeze_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_mulmod_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_ctru3457_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_mulmod_shoup_avx2.end - kg_ctru3457_mulmod_shoup_avx2)
 align 32
 kg_ctru3457_mulmod_shoup_avx2:
@@ -2541,6 +2584,8 @@ kg_ctru3457_mulmod_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_muladd_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_ctru3457_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_ctru3457_muladd_shoup_avx2.end - kg_ctru3457_muladd_shoup_avx2)
 align 32
 kg_ctru3457_muladd_shoup_avx2:
@@ -2759,6 +2804,8 @@ kg_ctru3457_muladd_shoup_avx2:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 5205, 7023, 8879, 10824, 12784, 14658
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_ntt_forward_sse progbits alloc exec nowrite align=32
+
 global kg_ctru3457_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_ctru3457_ntt_forward_sse.end - kg_ctru3457_ntt_forward_sse)
 align 32
 kg_ctru3457_ntt_forward_sse:
@@ -3925,6 +3972,8 @@ kg_ctru3457_ntt_forward_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_basemul_sse progbits alloc exec nowrite align=32
+
 global kg_ctru3457_basemul_sse:function KERNGEN_VISIBILITY (kg_ctru3457_basemul_sse.end - kg_ctru3457_basemul_sse)
 align 32
 kg_ctru3457_basemul_sse:
@@ -5452,6 +5501,8 @@ kg_ctru3457_basemul_sse:
 ;   before layer 0: 1 register(s), smallest indices 0
 ;   worst |value| after each layer: 2578, 5087, 10076, 20152, 21880, 23608
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_ntt_inverse_sse progbits alloc exec nowrite align=32
+
 global kg_ctru3457_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_ctru3457_ntt_inverse_sse.end - kg_ctru3457_ntt_inverse_sse)
 align 32
 kg_ctru3457_ntt_inverse_sse:
@@ -6840,6 +6891,8 @@ kg_ctru3457_ntt_inverse_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_reduce_barrett_sse progbits alloc exec nowrite align=32
+
 global kg_ctru3457_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_barrett_sse.end - kg_ctru3457_reduce_barrett_sse)
 align 32
 kg_ctru3457_reduce_barrett_sse:
@@ -7119,6 +7172,8 @@ kg_ctru3457_reduce_barrett_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_reduce_special_sse progbits alloc exec nowrite align=32
+
 global kg_ctru3457_reduce_special_sse:function KERNGEN_VISIBILITY (kg_ctru3457_reduce_special_sse.end - kg_ctru3457_reduce_special_sse)
 align 32
 kg_ctru3457_reduce_special_sse:
@@ -7490,6 +7545,8 @@ kg_ctru3457_reduce_special_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_freeze_sse progbits alloc exec nowrite align=32
+
 global kg_ctru3457_freeze_sse:function KERNGEN_VISIBILITY (kg_ctru3457_freeze_sse.end - kg_ctru3457_freeze_sse)
 align 32
 kg_ctru3457_freeze_sse:
@@ -7831,6 +7888,8 @@ kg_ctru3457_freeze_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_mulmod_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_ctru3457_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_ctru3457_mulmod_shoup_sse.end - kg_ctru3457_mulmod_shoup_sse)
 align 32
 kg_ctru3457_mulmod_shoup_sse:
@@ -8202,6 +8261,8 @@ kg_ctru3457_mulmod_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_ctru3457_muladd_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_ctru3457_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_ctru3457_muladd_shoup_sse.end - kg_ctru3457_muladd_shoup_sse)
 align 32
 kg_ctru3457_muladd_shoup_sse:

@@ -37,7 +37,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_dilithium8380417_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 8 lanes per row
 align 32
@@ -232,6 +235,8 @@ kg_dilithium8380417_ntt_forward_twiddles_avx2:
     dd 8077412, 3531229, 4405932, 4606686, 1900052, 7598542, 1054478, 7648983
     dd 4139677103, 1809756372, 2258042033, 2360928544, 973777462, 3894256024, 540420425, 3920107058
     dd 1809756372, 1809756372, 2360928544, 2360928544, 3894256024, 3894256024, 3920107058, 3920107058
+
+section .rodata.kg_dilithium8380417_ntt_forward_twiddles_avx512 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
@@ -457,6 +462,8 @@ kg_dilithium8380417_ntt_forward_twiddles_avx512:
     dd 1600929360, 1600929360, 3171009270, 3171009270, 3415099386, 3415099386, 4093704790, 4093704790
     dd 1809756372, 1809756372, 2360928544, 2360928544, 3894256024, 3894256024, 3920107058, 3920107058
 
+section .rodata.kg_dilithium8380417_ntt_forward_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 8 lanes per row
 align 32
 kg_dilithium8380417_ntt_forward_twiddles_sse:
@@ -651,6 +658,8 @@ kg_dilithium8380417_ntt_forward_twiddles_sse:
     dd 4139677103, 1809756372, 2258042033, 2360928544, 973777462, 3894256024, 540420425, 3920107058
     dd 1809756372, 1809756372, 2360928544, 2360928544, 3894256024, 3894256024, 3920107058, 3920107058
 
+section .rodata.kg_dilithium8380417_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 8 lanes per row
 align 32
 kg_dilithium8380417_ntt_inverse_twiddles_avx2:
@@ -828,6 +837,8 @@ kg_dilithium8380417_ntt_inverse_twiddles_avx2:
     dd 2365092098, 2365092098, 2365092098, 2365092098, 2365092098, 2365092098, 2365092098, 2365092098
     dd 3572223, 3572223, 3572223, 3572223, 3572223, 3572223, 3572223, 3572223
     dd 1830765814, 1830765814, 1830765814, 1830765814, 1830765814, 1830765814, 1830765814, 1830765814
+
+section .rodata.kg_dilithium8380417_ntt_inverse_twiddles_avx512 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
@@ -1037,6 +1048,8 @@ kg_dilithium8380417_ntt_inverse_twiddles_avx512:
     dd 1830765814, 1830765814, 1830765814, 1830765814, 1830765814, 1830765814, 1830765814, 1830765814
     dd 1830765814, 1830765814, 1830765814, 1830765814, 1830765814, 1830765814, 1830765814, 1830765814
 
+section .rodata.kg_dilithium8380417_ntt_inverse_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 8 lanes per row
 align 32
 kg_dilithium8380417_ntt_inverse_twiddles_sse:
@@ -1215,80 +1228,112 @@ kg_dilithium8380417_ntt_inverse_twiddles_sse:
     dd 3572223, 3572223, 3572223, 3572223, 3572223, 3572223, 3572223, 3572223
     dd 1830765814, 1830765814, 1830765814, 1830765814, 1830765814, 1830765814, 1830765814, 1830765814
 
+section .rodata.pd_1 progbits alloc noexec nowrite align=32
+
 align 32
 pd_1:
     dd 1, 1, 1, 1, 1, 1, 1, 1
     dd 1, 1, 1, 1, 1, 1, 1, 1
+
+section .rodata.pd_142467089 progbits alloc noexec nowrite align=32
 
 align 32
 pd_142467089:
     dd 142467089, 142467089, 142467089, 142467089, 142467089, 142467089, 142467089, 142467089
     dd 142467089, 142467089, 142467089, 142467089, 142467089, 142467089, 142467089, 142467089
 
+section .rodata.pd_16382 progbits alloc noexec nowrite align=32
+
 align 32
 pd_16382:
     dd 16382, 16382, 16382, 16382, 16382, 16382, 16382, 16382
     dd 16382, 16382, 16382, 16382, 16382, 16382, 16382, 16382
+
+section .rodata.pd_16760834 progbits alloc noexec nowrite align=32
 
 align 32
 pd_16760834:
     dd 16760834, 16760834, 16760834, 16760834, 16760834, 16760834, 16760834, 16760834
     dd 16760834, 16760834, 16760834, 16760834, 16760834, 16760834, 16760834, 16760834
 
+section .rodata.pd_25141251 progbits alloc noexec nowrite align=32
+
 align 32
 pd_25141251:
     dd 25141251, 25141251, 25141251, 25141251, 25141251, 25141251, 25141251, 25141251
     dd 25141251, 25141251, 25141251, 25141251, 25141251, 25141251, 25141251, 25141251
+
+section .rodata.pd_276553761 progbits alloc noexec nowrite align=32
 
 align 32
 pd_276553761:
     dd 276553761, 276553761, 276553761, 276553761, 276553761, 276553761, 276553761, 276553761
     dd 276553761, 276553761, 276553761, 276553761, 276553761, 276553761, 276553761, 276553761
 
+section .rodata.pd_41902085 progbits alloc noexec nowrite align=32
+
 align 32
 pd_41902085:
     dd 41902085, 41902085, 41902085, 41902085, 41902085, 41902085, 41902085, 41902085
     dd 41902085, 41902085, 41902085, 41902085, 41902085, 41902085, 41902085, 41902085
+
+section .rodata.pd_512 progbits alloc noexec nowrite align=32
 
 align 32
 pd_512:
     dd 512, 512, 512, 512, 512, 512, 512, 512
     dd 512, 512, 512, 512, 512, 512, 512, 512
 
+section .rodata.pd_544727105 progbits alloc noexec nowrite align=32
+
 align 32
 pd_544727105:
     dd 544727105, 544727105, 544727105, 544727105, 544727105, 544727105, 544727105, 544727105
     dd 544727105, 544727105, 544727105, 544727105, 544727105, 544727105, 544727105, 544727105
+
+section .rodata.pd_58728449 progbits alloc noexec nowrite align=32
 
 align 32
 pd_58728449:
     dd 58728449, 58728449, 58728449, 58728449, 58728449, 58728449, 58728449, 58728449
     dd 58728449, 58728449, 58728449, 58728449, 58728449, 58728449, 58728449, 58728449
 
+section .rodata.pd_75423753 progbits alloc noexec nowrite align=32
+
 align 32
 pd_75423753:
     dd 75423753, 75423753, 75423753, 75423753, 75423753, 75423753, 75423753, 75423753
     dd 75423753, 75423753, 75423753, 75423753, 75423753, 75423753, 75423753, 75423753
+
+section .rodata.pd_8380417 progbits alloc noexec nowrite align=32
 
 align 32
 pd_8380417:
     dd 8380417, 8380417, 8380417, 8380417, 8380417, 8380417, 8380417, 8380417
     dd 8380417, 8380417, 8380417, 8380417, 8380417, 8380417, 8380417, 8380417
 
+section .rodata.pd_8395782 progbits alloc noexec nowrite align=32
+
 align 32
 pd_8395782:
     dd 8395782, 8395782, 8395782, 8395782, 8395782, 8395782, 8395782, 8395782
     dd 8395782, 8395782, 8395782, 8395782, 8395782, 8395782, 8395782, 8395782
+
+section .rodata.pd_even_lanes progbits alloc noexec nowrite align=32
 
 align 32
 pd_even_lanes:
     dd 1, 0, 1, 0, 1, 0, 1, 0
     dd 1, 0, 1, 0, 1, 0, 1, 0
 
+section .rodata.pd_index64_0_1_8_9_4_5_12_13 progbits alloc noexec nowrite align=32
+
 align 32
 pd_index64_0_1_8_9_4_5_12_13:
     dd 0, 0, 1, 0, 8, 0, 9, 0
     dd 4, 0, 5, 0, 12, 0, 13, 0
+
+section .rodata.pd_index64_2_3_10_11_6_7_14_15 progbits alloc noexec nowrite align=32
 
 align 32
 pd_index64_2_3_10_11_6_7_14_15:
@@ -1296,7 +1341,7 @@ pd_index64_2_3_10_11_6_7_14_15:
     dd 6, 0, 7, 0, 14, 0, 15, 0
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -1313,6 +1358,8 @@ section .text
 ;   policy index, harvey reduction, 0 vector reductions
 ;   worst |value| after each layer: 25141250, 41902084, 58662918, 75423752, 92184586, 108945420, 125706254, 142467088
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_ntt_forward_avx512 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_dilithium8380417_ntt_forward_avx512.end - kg_dilithium8380417_ntt_forward_avx512)
 align 32
 kg_dilithium8380417_ntt_forward_avx512:
@@ -2141,6 +2188,8 @@ kg_dilithium8380417_ntt_forward_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-10}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_basemul_avx512 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_basemul_avx512:function KERNGEN_VISIBILITY (kg_dilithium8380417_basemul_avx512.end - kg_dilithium8380417_basemul_avx512)
 align 32
 kg_dilithium8380417_basemul_avx512:
@@ -2425,6 +2474,8 @@ kg_dilithium8380417_basemul_avx512:
 ;   policy index, harvey reduction, 0 vector reductions
 ;   worst |value| after each layer: 8445825, 16891650, 33783300, 67566600, 135133200, 270266400, 540532800, 1081065600
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_ntt_inverse_avx512 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_dilithium8380417_ntt_inverse_avx512.end - kg_dilithium8380417_ntt_inverse_avx512)
 align 32
 kg_dilithium8380417_ntt_inverse_avx512:
@@ -3326,6 +3377,8 @@ kg_dilithium8380417_ntt_inverse_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_reduce_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_reduce_shoup_avx512:function KERNGEN_VISIBILITY (kg_dilithium8380417_reduce_shoup_avx512.end - kg_dilithium8380417_reduce_shoup_avx512)
 align 32
 kg_dilithium8380417_reduce_shoup_avx512:
@@ -3493,6 +3546,8 @@ kg_dilithium8380417_reduce_shoup_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_freeze_avx512 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_freeze_avx512:function KERNGEN_VISIBILITY (kg_dilithium8380417_freeze_avx512.end - kg_dilithium8380417_freeze_avx512)
 align 32
 kg_dilithium8380417_freeze_avx512:
@@ -3692,6 +3747,8 @@ kg_dilithium8380417_freeze_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_mulmod_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_dilithium8380417_mulmod_shoup_avx512.end - kg_dilithium8380417_mulmod_shoup_avx512)
 align 32
 kg_dilithium8380417_mulmod_shoup_avx512:
@@ -3922,6 +3979,8 @@ kg_dilithium8380417_mulmod_shoup_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-6}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_muladd_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_dilithium8380417_muladd_shoup_avx512.end - kg_dilithium8380417_muladd_shoup_avx512)
 align 32
 kg_dilithium8380417_muladd_shoup_avx512:
@@ -4206,6 +4265,8 @@ kg_dilithium8380417_muladd_shoup_avx512:
 ;   policy index, harvey reduction, 0 vector reductions
 ;   worst |value| after each layer: 25141250, 41902084, 58662918, 75423752, 92184586, 108945420, 125706254, 142467088
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_ntt_forward_avx2.end - kg_dilithium8380417_ntt_forward_avx2)
 align 32
 kg_dilithium8380417_ntt_forward_avx2:
@@ -5890,6 +5951,8 @@ kg_dilithium8380417_ntt_forward_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_basemul_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_basemul_avx2.end - kg_dilithium8380417_basemul_avx2)
 align 32
 kg_dilithium8380417_basemul_avx2:
@@ -6460,6 +6523,8 @@ kg_dilithium8380417_basemul_avx2:
 ;   policy index, harvey reduction, 0 vector reductions
 ;   worst |value| after each layer: 8445825, 16891650, 33783300, 67566600, 135133200, 270266400, 540532800, 1081065600
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_ntt_inverse_avx2.end - kg_dilithium8380417_ntt_inverse_avx2)
 align 32
 kg_dilithium8380417_ntt_inverse_avx2:
@@ -8267,6 +8332,8 @@ kg_dilithium8380417_ntt_inverse_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_reduce_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_reduce_shoup_avx2.end - kg_dilithium8380417_reduce_shoup_avx2)
 align 32
 kg_dilithium8380417_reduce_shoup_avx2:
@@ -8608,6 +8675,8 @@ kg_dilithium8380417_reduce_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_freeze_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_freeze_avx2.end - kg_dilithium8380417_freeze_avx2)
 align 32
 kg_dilithium8380417_freeze_avx2:
@@ -9013,6 +9082,8 @@ kg_dilithium8380417_freeze_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_mulmod_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_mulmod_shoup_avx2.end - kg_dilithium8380417_mulmod_shoup_avx2)
 align 32
 kg_dilithium8380417_mulmod_shoup_avx2:
@@ -9481,6 +9552,8 @@ kg_dilithium8380417_mulmod_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_muladd_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_dilithium8380417_muladd_shoup_avx2.end - kg_dilithium8380417_muladd_shoup_avx2)
 align 32
 kg_dilithium8380417_muladd_shoup_avx2:
@@ -10052,6 +10125,8 @@ kg_dilithium8380417_muladd_shoup_avx2:
 ;   policy index, harvey reduction, 0 vector reductions
 ;   worst |value| after each layer: 25141250, 41902084, 58662918, 75423752, 92184586, 108945420, 125706254, 142467088
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_ntt_forward_sse progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_ntt_forward_sse.end - kg_dilithium8380417_ntt_forward_sse)
 align 32
 kg_dilithium8380417_ntt_forward_sse:
@@ -13343,6 +13418,8 @@ kg_dilithium8380417_ntt_forward_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_basemul_sse progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_basemul_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_basemul_sse.end - kg_dilithium8380417_basemul_sse)
 align 32
 kg_dilithium8380417_basemul_sse:
@@ -14715,6 +14792,8 @@ kg_dilithium8380417_basemul_sse:
 ;   policy index, harvey reduction, 0 vector reductions
 ;   worst |value| after each layer: 8445825, 16891650, 33783300, 67566600, 135133200, 270266400, 540532800, 1081065600
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_ntt_inverse_sse progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_ntt_inverse_sse.end - kg_dilithium8380417_ntt_inverse_sse)
 align 32
 kg_dilithium8380417_ntt_inverse_sse:
@@ -18782,6 +18861,8 @@ kg_dilithium8380417_ntt_inverse_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-11}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_reduce_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_reduce_shoup_sse.end - kg_dilithium8380417_reduce_shoup_sse)
 align 32
 kg_dilithium8380417_reduce_shoup_sse:
@@ -19509,6 +19590,8 @@ kg_dilithium8380417_reduce_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-11}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_freeze_sse progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_freeze_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_freeze_sse.end - kg_dilithium8380417_freeze_sse)
 align 32
 kg_dilithium8380417_freeze_sse:
@@ -20428,6 +20511,8 @@ kg_dilithium8380417_freeze_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_mulmod_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_mulmod_shoup_sse.end - kg_dilithium8380417_mulmod_shoup_sse)
 align 32
 kg_dilithium8380417_mulmod_shoup_sse:
@@ -21471,6 +21556,8 @@ kg_dilithium8380417_mulmod_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_dilithium8380417_muladd_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_dilithium8380417_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_dilithium8380417_muladd_shoup_sse.end - kg_dilithium8380417_muladd_shoup_sse)
 align 32
 kg_dilithium8380417_muladd_shoup_sse:

@@ -37,7 +37,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_falcon12289_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
@@ -233,6 +236,8 @@ kg_falcon12289_ntt_forward_twiddles_avx2:
     dw 5339, 5446, 3710, 6093, 468, 8301, 316, 11907, 10256, 8291, 3879, 1922, 10930, 6854, 973, 11035
     dw 28472, 29042, 19785, 32493, 2495, 44268, 1685, 63498, 54694, 44215, 20686, 10249, 58288, 36551, 5188, 58848
 
+section .rodata.kg_falcon12289_ntt_forward_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
 kg_falcon12289_ntt_forward_twiddles_sse:
@@ -426,6 +431,8 @@ kg_falcon12289_ntt_forward_twiddles_sse:
     dw 3487, 19011, 9076, 10596, 36050, 27763, 17059, 65237, 32722, 34274, 36658, 46108, 26387, 32807, 2133, 56320
     dw 5339, 5446, 3710, 6093, 468, 8301, 316, 11907, 10256, 8291, 3879, 1922, 10930, 6854, 973, 11035
     dw 28472, 29042, 19785, 32493, 2495, 44268, 1685, 63498, 54694, 44215, 20686, 10249, 58288, 36551, 5188, 58848
+
+section .rodata.kg_falcon12289_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
@@ -621,6 +628,8 @@ kg_falcon12289_ntt_inverse_twiddles_avx2:
     dw 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479
     dw 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887
 
+section .rodata.kg_falcon12289_ntt_inverse_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
 kg_falcon12289_ntt_inverse_twiddles_sse:
@@ -815,36 +824,50 @@ kg_falcon12289_ntt_inverse_twiddles_sse:
     dw 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479
     dw 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887
 
+section .rodata.pw_1 progbits alloc noexec nowrite align=32
+
 align 32
 pw_1:
     dw 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+
+section .rodata.pw_12289 progbits alloc noexec nowrite align=32
 
 align 32
 pw_12289:
     dw 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289
 
+section .rodata.pw_128 progbits alloc noexec nowrite align=32
+
 align 32
 pw_128:
     dw 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128, 128
+
+section .rodata.pw_24578 progbits alloc noexec nowrite align=32
 
 align 32
 pw_24578:
     dw 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578
 
+section .rodata.pw_5 progbits alloc noexec nowrite align=32
+
 align 32
 pw_5:
     dw 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5
 
+section .rodata.pw_682 progbits alloc noexec nowrite align=32
+
 align 32
 pw_682:
     dw 682, 682, 682, 682, 682, 682, 682, 682, 682, 682, 682, 682, 682, 682, 682, 682
+
+section .rodata.pw_m12287 progbits alloc noexec nowrite align=32
 
 align 32
 pw_m12287:
     dw -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -868,6 +891,8 @@ section .text
 ;   before layer 8: 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
 ;   worst |value| after each layer: 36866, 61444, 49155, 49155, 49155, 49155, 49155, 49155, 49155
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_falcon12289_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_ntt_forward_avx2.end - kg_falcon12289_ntt_forward_avx2)
 align 32
 kg_falcon12289_ntt_forward_avx2:
@@ -2494,6 +2519,8 @@ kg_falcon12289_ntt_forward_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_falcon12289_basemul_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_basemul_avx2.end - kg_falcon12289_basemul_avx2)
 align 32
 kg_falcon12289_basemul_avx2:
@@ -2847,6 +2874,8 @@ kg_falcon12289_basemul_avx2:
 ;   before layer 0: 16 register(s), smallest indices 0,16,32,48,64,80,96,112,256,272,288,304,320,336,352,368
 ;   worst |value| after each layer: 21506, 43012, 49154, 49154, 49154, 49154, 49154, 49154, 49154
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_falcon12289_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_ntt_inverse_avx2.end - kg_falcon12289_ntt_inverse_avx2)
 align 32
 kg_falcon12289_ntt_inverse_avx2:
@@ -4489,6 +4518,8 @@ kg_falcon12289_ntt_inverse_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_reduce_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_falcon12289_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_reduce_shoup_avx2.end - kg_falcon12289_reduce_shoup_avx2)
 align 32
 kg_falcon12289_reduce_shoup_avx2:
@@ -4702,6 +4733,8 @@ kg_falcon12289_reduce_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_falcon12289_freeze_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_freeze_avx2.end - kg_falcon12289_freeze_avx2)
 align 32
 kg_falcon12289_freeze_avx2:
@@ -4979,6 +5012,8 @@ kg_falcon12289_freeze_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_mulmod_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_falcon12289_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_mulmod_shoup_avx2.end - kg_falcon12289_mulmod_shoup_avx2)
 align 32
 kg_falcon12289_mulmod_shoup_avx2:
@@ -5287,6 +5322,8 @@ kg_falcon12289_mulmod_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_muladd_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_falcon12289_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_falcon12289_muladd_shoup_avx2.end - kg_falcon12289_muladd_shoup_avx2)
 align 32
 kg_falcon12289_muladd_shoup_avx2:
@@ -5705,6 +5742,8 @@ kg_falcon12289_muladd_shoup_avx2:
 ;   before layer 8: 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
 ;   worst |value| after each layer: 36866, 61444, 49155, 49155, 49155, 49155, 49155, 49155, 49155
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_ntt_forward_sse progbits alloc exec nowrite align=32
+
 global kg_falcon12289_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_falcon12289_ntt_forward_sse.end - kg_falcon12289_ntt_forward_sse)
 align 32
 kg_falcon12289_ntt_forward_sse:
@@ -9634,6 +9673,8 @@ kg_falcon12289_ntt_forward_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_basemul_sse progbits alloc exec nowrite align=32
+
 global kg_falcon12289_basemul_sse:function KERNGEN_VISIBILITY (kg_falcon12289_basemul_sse.end - kg_falcon12289_basemul_sse)
 align 32
 kg_falcon12289_basemul_sse:
@@ -10501,6 +10542,8 @@ kg_falcon12289_basemul_sse:
 ;   before layer 0: 16 register(s), smallest indices 0,16,32,48,64,80,96,112,256,272,288,304,320,336,352,368
 ;   worst |value| after each layer: 21506, 43012, 49154, 49154, 49154, 49154, 49154, 49154, 49154
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_ntt_inverse_sse progbits alloc exec nowrite align=32
+
 global kg_falcon12289_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_falcon12289_ntt_inverse_sse.end - kg_falcon12289_ntt_inverse_sse)
 align 32
 kg_falcon12289_ntt_inverse_sse:
@@ -14423,6 +14466,8 @@ kg_falcon12289_ntt_inverse_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_reduce_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_falcon12289_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon12289_reduce_shoup_sse.end - kg_falcon12289_reduce_shoup_sse)
 align 32
 kg_falcon12289_reduce_shoup_sse:
@@ -14894,6 +14939,8 @@ kg_falcon12289_reduce_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_freeze_sse progbits alloc exec nowrite align=32
+
 global kg_falcon12289_freeze_sse:function KERNGEN_VISIBILITY (kg_falcon12289_freeze_sse.end - kg_falcon12289_freeze_sse)
 align 32
 kg_falcon12289_freeze_sse:
@@ -15557,6 +15604,8 @@ kg_falcon12289_freeze_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_mulmod_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_falcon12289_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon12289_mulmod_shoup_sse.end - kg_falcon12289_mulmod_shoup_sse)
 align 32
 kg_falcon12289_mulmod_shoup_sse:
@@ -16280,6 +16329,8 @@ kg_falcon12289_mulmod_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_falcon12289_muladd_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_falcon12289_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_falcon12289_muladd_shoup_sse.end - kg_falcon12289_muladd_shoup_sse)
 align 32
 kg_falcon12289_muladd_shoup_sse:

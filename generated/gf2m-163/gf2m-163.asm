@@ -30,62 +30,87 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.gf2m_g_1920000000 progbits alloc noexec nowrite align=32
 
 ; terms x^0*(...) of f - x^192, chunk 0
 align 32
 gf2m_g_1920000000:
     dq 0x0000001920000000, 0x0000000000000000
 
+section .rodata.gf2m_g_1920000000_x2 progbits alloc noexec nowrite align=32
+
 ; terms x^0*(...) of f - x^192, chunk 0
 align 32
 gf2m_g_1920000000_x2:
     dq 0x0000001920000000, 0x0000000000000000, 0x0000001920000000, 0x0000000000000000
+
+section .rodata.gf2m_mask64_7ffffffff progbits alloc noexec nowrite align=32
 
 ; bits of limb 2 below x^163
 align 32
 gf2m_mask64_7ffffffff:
     dq 0x00000007ffffffff
 
+section .rodata.gf2m_mask_7ffffffff_0 progbits alloc noexec nowrite align=32
+
 ; limbs of x^163 - 1 in pair 1
 align 32
 gf2m_mask_7ffffffff_0:
     dq 0x00000007ffffffff, 0x0000000000000000
+
+section .rodata.gf2m_mask_7ffffffff_0_x2 progbits alloc noexec nowrite align=32
 
 ; limbs of x^163 - 1 in pair 1
 align 32
 gf2m_mask_7ffffffff_0_x2:
     dq 0x00000007ffffffff, 0x0000000000000000, 0x00000007ffffffff, 0x0000000000000000
 
+section .rodata.gf2m_mask_ffffffffffffffff_0 progbits alloc noexec nowrite align=32
+
 ; limbs of x^192 - 1 in pair 1
 align 32
 gf2m_mask_ffffffffffffffff_0:
     dq 0xffffffffffffffff, 0x0000000000000000
+
+section .rodata.gf2m_mask_ffffffffffffffff_0_x2 progbits alloc noexec nowrite align=32
 
 ; limbs of x^192 - 1 in pair 1
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000
 
+section .rodata.gf2m_spread_high progbits alloc noexec nowrite align=32
+
 ; spreads each byte's high nibble
 align 32
 gf2m_spread_high:
     dq 0x1000200040008000, 0x1000200040008000
+
+section .rodata.gf2m_spread_high_x2 progbits alloc noexec nowrite align=32
 
 ; spreads each byte's high nibble
 align 32
 gf2m_spread_high_x2:
     dq 0x1000200040008000, 0x1000200040008000, 0x1000200040008000, 0x1000200040008000
 
+section .rodata.gf2m_spread_low progbits alloc noexec nowrite align=32
+
 ; spreads each byte's low nibble
 align 32
 gf2m_spread_low:
     dq 0x0100020004000800, 0x0100020004000800
 
+section .rodata.gf2m_spread_low_x2 progbits alloc noexec nowrite align=32
+
 ; spreads each byte's low nibble
 align 32
 gf2m_spread_low_x2:
     dq 0x0100020004000800, 0x0100020004000800, 0x0100020004000800, 0x0100020004000800
+
+section .rodata.gf2m_sq10_map progbits alloc noexec nowrite align=32
 
 ; a -> a^(2^10) mod f: columns x^j -> x^(j 2^10), pre-rotated by lane
 align 32
@@ -347,6 +372,8 @@ gf2m_sq10_map:
     dq 0x00000006f5db3515, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x0000000000000000, 0x89b0d00b6b0bb4cd, 0x0000000000000000, 0x0000000000000000
 
+section .rodata.gf2m_sq16_map progbits alloc noexec nowrite align=32
+
 ; a -> a^(2^16) mod f: columns x^j -> x^(j 2^16), pre-rotated by lane
 align 32
 gf2m_sq16_map:
@@ -606,6 +633,8 @@ gf2m_sq16_map:
     dq 0x81792c69b87ebceb, 0x0000000778854750, 0x0000000000000000, 0x0000000000000000
     dq 0x000000032f88aa03, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x0000000000000000, 0x41b4f7d8cf81d0ad, 0x0000000000000000, 0x0000000000000000
+
+section .rodata.gf2m_sq20_map progbits alloc noexec nowrite align=32
 
 ; a -> a^(2^20) mod f: columns x^j -> x^(j 2^20), pre-rotated by lane
 align 32
@@ -867,6 +896,8 @@ gf2m_sq20_map:
     dq 0x000000050c2f335b, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x0000000000000000, 0x02ed4b95e0dd324f, 0x0000000000000000, 0x0000000000000000
 
+section .rodata.gf2m_sq40_map progbits alloc noexec nowrite align=32
+
 ; a -> a^(2^40) mod f: columns x^j -> x^(j 2^40), pre-rotated by lane
 align 32
 gf2m_sq40_map:
@@ -1126,6 +1157,8 @@ gf2m_sq40_map:
     dq 0x85a62f784767b3c3, 0x000000054e350701, 0x0000000000000000, 0x0000000000000000
     dq 0x0000000376fb83ff, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x0000000000000000, 0x4a8a9af5fcf4487e, 0x0000000000000000, 0x0000000000000000
+
+section .rodata.gf2m_sq81_map progbits alloc noexec nowrite align=32
 
 ; a -> a^(2^81) mod f: columns x^j -> x^(j 2^81), pre-rotated by lane
 align 32
@@ -1387,10 +1420,14 @@ gf2m_sq81_map:
     dq 0x00000005789b5bd8, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x0000000000000000, 0x09e6ab0e6981b1b2, 0x0000000000000000, 0x0000000000000000
 
+section .rodata.gf2m_zero4 progbits alloc noexec nowrite align=32
+
 ; zero ymm
 align 32
 gf2m_zero4:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+
+section .rodata.gf2m_zero_x2 progbits alloc noexec nowrite align=32
 
 ; zero pair
 align 32
@@ -1398,7 +1435,7 @@ gf2m_zero_x2:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -1418,6 +1455,8 @@ section .text
 ;   x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
 ;   reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_mul_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_mul_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_mul_avx512.end - kg_gf2m163_mul_avx512)
 align 32
 kg_gf2m163_mul_avx512:
@@ -1479,6 +1518,8 @@ kg_gf2m163_mul_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_sqr_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_sqr_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_sqr_avx512.end - kg_gf2m163_sqr_avx512)
 align 32
 kg_gf2m163_sqr_avx512:
@@ -1529,6 +1570,8 @@ kg_gf2m163_sqr_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-9}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_mul_lazy_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_mul_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_mul_lazy_avx512.end - kg_gf2m163_mul_lazy_avx512)
 align 32
 kg_gf2m163_mul_lazy_avx512:
@@ -1583,6 +1626,8 @@ kg_gf2m163_mul_lazy_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-4}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_sqr_lazy_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_sqr_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_sqr_lazy_avx512.end - kg_gf2m163_sqr_lazy_avx512)
 align 32
 kg_gf2m163_sqr_lazy_avx512:
@@ -1625,6 +1670,8 @@ kg_gf2m163_sqr_lazy_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_freeze_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_freeze_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_freeze_avx512.end - kg_gf2m163_freeze_avx512)
 align 32
 kg_gf2m163_freeze_avx512:
@@ -1661,6 +1708,8 @@ kg_gf2m163_freeze_avx512:
 ;   x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
 ;   reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_reduce_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_reduce_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_reduce_avx512.end - kg_gf2m163_reduce_avx512)
 align 32
 kg_gf2m163_reduce_avx512:
@@ -1703,6 +1752,8 @@ kg_gf2m163_reduce_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_mulwide_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_mulwide_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_mulwide_avx512.end - kg_gf2m163_mulwide_avx512)
 align 32
 kg_gf2m163_mulwide_avx512:
@@ -1747,6 +1798,8 @@ kg_gf2m163_mulwide_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-16}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_muladd_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_muladd_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_muladd_avx512.end - kg_gf2m163_muladd_avx512)
 align 32
 kg_gf2m163_muladd_avx512:
@@ -1832,6 +1885,8 @@ kg_gf2m163_muladd_avx512:
 ;   x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
 ;   reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_reduce_gpr_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_reduce_gpr_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_reduce_gpr_avx512.end - kg_gf2m163_reduce_gpr_avx512)
 align 32
 kg_gf2m163_reduce_gpr_avx512:
@@ -1919,6 +1974,8 @@ kg_gf2m163_reduce_gpr_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-6}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_msqr2_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_msqr2_avx512.end - kg_gf2m163_msqr2_avx512)
 align 32
 kg_gf2m163_msqr2_avx512:
@@ -1995,6 +2052,8 @@ kg_gf2m163_msqr2_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_msqr4_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_msqr4_avx512.end - kg_gf2m163_msqr4_avx512)
 align 32
 kg_gf2m163_msqr4_avx512:
@@ -2125,6 +2184,8 @@ kg_gf2m163_msqr4_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_msqr8_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_msqr8_avx512.end - kg_gf2m163_msqr8_avx512)
 align 32
 kg_gf2m163_msqr8_avx512:
@@ -2361,6 +2422,8 @@ kg_gf2m163_msqr8_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_msqr16_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_msqr16_avx512.end - kg_gf2m163_msqr16_avx512)
 align 32
 kg_gf2m163_msqr16_avx512:
@@ -2822,6 +2885,8 @@ kg_gf2m163_msqr16_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-27}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_ladder_step_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_ladder_step_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_ladder_step_avx512.end - kg_gf2m163_ladder_step_avx512)
 align 32
 kg_gf2m163_ladder_step_avx512:
@@ -3141,6 +3206,8 @@ kg_gf2m163_ladder_step_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-16}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_ladder_step2_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_ladder_step2_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_ladder_step2_avx512.end - kg_gf2m163_ladder_step2_avx512)
 align 32
 kg_gf2m163_ladder_step2_avx512:
@@ -3382,6 +3449,8 @@ kg_gf2m163_ladder_step2_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-15}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_inv_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m163_inv_avx512.end - kg_gf2m163_inv_avx512)
 align 32
 kg_gf2m163_inv_avx512:
@@ -5650,6 +5719,8 @@ kg_gf2m163_inv_avx512:
 ;   x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
 ;   reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_mul_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_mul_avx2.end - kg_gf2m163_mul_avx2)
 align 32
 kg_gf2m163_mul_avx2:
@@ -5717,6 +5788,8 @@ kg_gf2m163_mul_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_sqr_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_sqr_avx2.end - kg_gf2m163_sqr_avx2)
 align 32
 kg_gf2m163_sqr_avx2:
@@ -5766,6 +5839,8 @@ kg_gf2m163_sqr_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-9}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_mul_lazy_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_mul_lazy_avx2.end - kg_gf2m163_mul_lazy_avx2)
 align 32
 kg_gf2m163_mul_lazy_avx2:
@@ -5824,6 +5899,8 @@ kg_gf2m163_mul_lazy_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_sqr_lazy_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_sqr_lazy_avx2.end - kg_gf2m163_sqr_lazy_avx2)
 align 32
 kg_gf2m163_sqr_lazy_avx2:
@@ -5864,6 +5941,8 @@ kg_gf2m163_sqr_lazy_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_freeze_avx2.end - kg_gf2m163_freeze_avx2)
 align 32
 kg_gf2m163_freeze_avx2:
@@ -5901,6 +5980,8 @@ kg_gf2m163_freeze_avx2:
 ;   x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
 ;   reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_reduce_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_reduce_avx2.end - kg_gf2m163_reduce_avx2)
 align 32
 kg_gf2m163_reduce_avx2:
@@ -5946,6 +6027,8 @@ kg_gf2m163_reduce_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_mulwide_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_mulwide_avx2.end - kg_gf2m163_mulwide_avx2)
 align 32
 kg_gf2m163_mulwide_avx2:
@@ -5991,6 +6074,8 @@ kg_gf2m163_mulwide_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_muladd_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_muladd_avx2.end - kg_gf2m163_muladd_avx2)
 align 32
 kg_gf2m163_muladd_avx2:
@@ -6086,6 +6171,8 @@ kg_gf2m163_muladd_avx2:
 ;   x^29(f - x^163) chunk 0: 0x1920000000 (one carry-less product per word)
 ;   reduced form: the lazy form with its 29 bits above x^163 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_reduce_gpr_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_reduce_gpr_avx2.end - kg_gf2m163_reduce_gpr_avx2)
 align 32
 kg_gf2m163_reduce_gpr_avx2:
@@ -6173,6 +6260,8 @@ kg_gf2m163_reduce_gpr_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_msqr2_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr2_avx2.end - kg_gf2m163_msqr2_avx2)
 align 32
 kg_gf2m163_msqr2_avx2:
@@ -6247,6 +6336,8 @@ kg_gf2m163_msqr2_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_msqr4_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr4_avx2.end - kg_gf2m163_msqr4_avx2)
 align 32
 kg_gf2m163_msqr4_avx2:
@@ -6371,6 +6462,8 @@ kg_gf2m163_msqr4_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_msqr8_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr8_avx2.end - kg_gf2m163_msqr8_avx2)
 align 32
 kg_gf2m163_msqr8_avx2:
@@ -6597,6 +6690,8 @@ kg_gf2m163_msqr8_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_msqr16_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_msqr16_avx2.end - kg_gf2m163_msqr16_avx2)
 align 32
 kg_gf2m163_msqr16_avx2:
@@ -7306,6 +7401,8 @@ kg_gf2m163_msqr16_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_ladder_step_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_ladder_step_avx2.end - kg_gf2m163_ladder_step_avx2)
 align 32
 kg_gf2m163_ladder_step_avx2:
@@ -7671,6 +7768,8 @@ kg_gf2m163_ladder_step_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_ladder_step2_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_ladder_step2_avx2.end - kg_gf2m163_ladder_step2_avx2)
 align 32
 kg_gf2m163_ladder_step2_avx2:
@@ -7925,6 +8024,8 @@ kg_gf2m163_ladder_step2_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m163_inv_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m163_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m163_inv_avx2.end - kg_gf2m163_inv_avx2)
 align 32
 kg_gf2m163_inv_avx2:

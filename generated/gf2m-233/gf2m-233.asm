@@ -32,77 +32,108 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.gf2m_mask64_1ffffffffff progbits alloc noexec nowrite align=32
 
 ; bits of limb 3 below x^233
 align 32
 gf2m_mask64_1ffffffffff:
     dq 0x000001ffffffffff
 
+section .rodata.gf2m_mask_0_fffffe0000000000 progbits alloc noexec nowrite align=32
+
 ; bits from x^233 up in pair 1
 align 32
 gf2m_mask_0_fffffe0000000000:
     dq 0x0000000000000000, 0xfffffe0000000000
+
+section .rodata.gf2m_mask_ffffffffffffff00_ffffffffffffffff progbits alloc noexec nowrite align=32
 
 ; bits from x^392 up in pair 3
 align 32
 gf2m_mask_ffffffffffffff00_ffffffffffffffff:
     dq 0xffffffffffffff00, 0xffffffffffffffff
 
+section .rodata.gf2m_mask_ffffffffffffffff_1ffffffffff progbits alloc noexec nowrite align=32
+
 ; limbs of x^233 - 1 in pair 1
 align 32
 gf2m_mask_ffffffffffffffff_1ffffffffff:
     dq 0xffffffffffffffff, 0x000001ffffffffff
+
+section .rodata.gf2m_mask_ffffffffffffffff_1ffffffffff_x2 progbits alloc noexec nowrite align=32
 
 ; limbs of x^233 - 1 in pair 1
 align 32
 gf2m_mask_ffffffffffffffff_1ffffffffff_x2:
     dq 0xffffffffffffffff, 0x000001ffffffffff, 0xffffffffffffffff, 0x000001ffffffffff
 
+section .rodata.gf2m_q_0_0_0_0 progbits alloc noexec nowrite align=32
+
 ; zero ymm
 align 32
 gf2m_q_0_0_0_0:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+
+section .rodata.gf2m_q_0_0_0_fffffe0000000000 progbits alloc noexec nowrite align=32
 
 ; bits from x^489 up in limbs 4..
 align 32
 gf2m_q_0_0_0_fffffe0000000000:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0xfffffe0000000000
 
+section .rodata.gf2m_q_0_0_ffffffff80000000_ffffffffffffffff progbits alloc noexec nowrite align=32
+
 ; bits from x^415 up in limbs 4..
 align 32
 gf2m_q_0_0_ffffffff80000000_ffffffffffffffff:
     dq 0x0000000000000000, 0x0000000000000000, 0xffffffff80000000, 0xffffffffffffffff
+
+section .rodata.gf2m_q_0_0_ffffffffffffff00_ffffffffffffffff progbits alloc noexec nowrite align=32
 
 ; bits from x^392 up in limbs 4..
 align 32
 gf2m_q_0_0_ffffffffffffff00_ffffffffffffffff:
     dq 0x0000000000000000, 0x0000000000000000, 0xffffffffffffff00, 0xffffffffffffffff
 
+section .rodata.gf2m_q_ffffffffffffffff_ffffffffffffffff_ffffffffffffffff_1ffffffffff progbits alloc noexec nowrite align=32
+
 ; bits below x^233
 align 32
 gf2m_q_ffffffffffffffff_ffffffffffffffff_ffffffffffffffff_1ffffffffff:
     dq 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff, 0x000001ffffffffff
+
+section .rodata.gf2m_spread_high progbits alloc noexec nowrite align=32
 
 ; spreads each byte's high nibble
 align 32
 gf2m_spread_high:
     dq 0x1000200040008000, 0x1000200040008000
 
+section .rodata.gf2m_spread_high_x2 progbits alloc noexec nowrite align=32
+
 ; spreads each byte's high nibble
 align 32
 gf2m_spread_high_x2:
     dq 0x1000200040008000, 0x1000200040008000, 0x1000200040008000, 0x1000200040008000
+
+section .rodata.gf2m_spread_low progbits alloc noexec nowrite align=32
 
 ; spreads each byte's low nibble
 align 32
 gf2m_spread_low:
     dq 0x0100020004000800, 0x0100020004000800
 
+section .rodata.gf2m_spread_low_x2 progbits alloc noexec nowrite align=32
+
 ; spreads each byte's low nibble
 align 32
 gf2m_spread_low_x2:
     dq 0x0100020004000800, 0x0100020004000800, 0x0100020004000800, 0x0100020004000800
+
+section .rodata.gf2m_sq116_map progbits alloc noexec nowrite align=32
 
 ; a -> a^(2^116) mod f: columns x^j -> x^(j 2^116), pre-rotated by lane
 align 32
@@ -364,6 +395,8 @@ gf2m_sq116_map:
     dq 0xfcb2090abc3daab3, 0x0000005baee1ceb3, 0x0cfeef7441bccbd2, 0x0000000000000000
     dq 0x00000021c69fd33a, 0xdc3e63af2eee4f7d, 0xb26564eaecd0e770, 0x0000000000000000
 
+section .rodata.gf2m_sq14_map progbits alloc noexec nowrite align=32
+
 ; a -> a^(2^14) mod f: columns x^j -> x^(j 2^14), pre-rotated by lane
 align 32
 gf2m_sq14_map:
@@ -623,6 +656,8 @@ gf2m_sq14_map:
     dq 0x86deac2495f4d704, 0x99f649cb2024b446, 0x00000075e024c177, 0x0000000000000000
     dq 0x7e0902c22e2d0c7c, 0x00000107327236c2, 0x8a2e7791512d8025, 0x0000000000000000
     dq 0x000001e7041442a8, 0x601fcab97d42b77e, 0x6c783d73244e53cb, 0x0000000000000000
+
+section .rodata.gf2m_sq16_map progbits alloc noexec nowrite align=32
 
 ; a -> a^(2^16) mod f: columns x^j -> x^(j 2^16), pre-rotated by lane
 align 32
@@ -884,6 +919,8 @@ gf2m_sq16_map:
     dq 0x5a3e27ece8ebfedc, 0x0000014a3111f211, 0x39e64e310730b77e, 0x0000000000000000
     dq 0x000000920fc94b49, 0x48376529e6515003, 0x2b3d0732688e3c81, 0x0000000000000000
 
+section .rodata.gf2m_sq29_map progbits alloc noexec nowrite align=32
+
 ; a -> a^(2^29) mod f: columns x^j -> x^(j 2^29), pre-rotated by lane
 align 32
 gf2m_sq29_map:
@@ -1143,6 +1180,8 @@ gf2m_sq29_map:
     dq 0x18087d91dc90730a, 0xd73017e4f4614f22, 0x0000017b45ec0d33, 0x0000000000000000
     dq 0x48e34b21698626dd, 0x0000019a4f443310, 0x8eb641252cf14807, 0x0000000000000000
     dq 0x0000013607204ee1, 0x605ae1ef747ffa1d, 0xce40f24343e4ddb6, 0x0000000000000000
+
+section .rodata.gf2m_sq58_map progbits alloc noexec nowrite align=32
 
 ; a -> a^(2^58) mod f: columns x^j -> x^(j 2^58), pre-rotated by lane
 align 32
@@ -1404,10 +1443,14 @@ gf2m_sq58_map:
     dq 0x257dfd2222447ef6, 0x0000001607101efa, 0xbb86eb2a29df13ae, 0x0000000000000000
     dq 0x0000008c72912d4d, 0x56b03df5fba4980a, 0xb387c70264bc2f27, 0x0000000000000000
 
+section .rodata.gf2m_zero4 progbits alloc noexec nowrite align=32
+
 ; zero ymm
 align 32
 gf2m_zero4:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+
+section .rodata.gf2m_zero_x2 progbits alloc noexec nowrite align=32
 
 ; zero pair
 align 32
@@ -1415,7 +1458,7 @@ gf2m_zero_x2:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -1436,6 +1479,8 @@ section .text
 ;   x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_mul_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_mul_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_mul_avx512.end - kg_gf2m233_mul_avx512)
 align 32
 kg_gf2m233_mul_avx512:
@@ -1500,6 +1545,8 @@ kg_gf2m233_mul_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_sqr_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_sqr_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_sqr_avx512.end - kg_gf2m233_sqr_avx512)
 align 32
 kg_gf2m233_sqr_avx512:
@@ -1549,6 +1596,8 @@ kg_gf2m233_sqr_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_mul_lazy_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_mul_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_mul_lazy_avx512.end - kg_gf2m233_mul_lazy_avx512)
 align 32
 kg_gf2m233_mul_lazy_avx512:
@@ -1616,6 +1665,8 @@ kg_gf2m233_mul_lazy_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_sqr_lazy_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_sqr_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_sqr_lazy_avx512.end - kg_gf2m233_sqr_lazy_avx512)
 align 32
 kg_gf2m233_sqr_lazy_avx512:
@@ -1664,6 +1715,8 @@ kg_gf2m233_sqr_lazy_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-2}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_freeze_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_freeze_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_freeze_avx512.end - kg_gf2m233_freeze_avx512)
 align 32
 kg_gf2m233_freeze_avx512:
@@ -1698,6 +1751,8 @@ kg_gf2m233_freeze_avx512:
 ;   x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_reduce_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_reduce_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_reduce_avx512.end - kg_gf2m233_reduce_avx512)
 align 32
 kg_gf2m233_reduce_avx512:
@@ -1740,6 +1795,8 @@ kg_gf2m233_reduce_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_mulwide_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_mulwide_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_mulwide_avx512.end - kg_gf2m233_mulwide_avx512)
 align 32
 kg_gf2m233_mulwide_avx512:
@@ -1796,6 +1853,8 @@ kg_gf2m233_mulwide_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-17}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_muladd_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_muladd_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_muladd_avx512.end - kg_gf2m233_muladd_avx512)
 align 32
 kg_gf2m233_muladd_avx512:
@@ -1902,6 +1961,8 @@ kg_gf2m233_muladd_avx512:
 ;   x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_reduce_gpr_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_reduce_gpr_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_reduce_gpr_avx512.end - kg_gf2m233_reduce_gpr_avx512)
 align 32
 kg_gf2m233_reduce_gpr_avx512:
@@ -1962,6 +2023,8 @@ kg_gf2m233_reduce_gpr_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_msqr2_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr2_avx512.end - kg_gf2m233_msqr2_avx512)
 align 32
 kg_gf2m233_msqr2_avx512:
@@ -2037,6 +2100,8 @@ kg_gf2m233_msqr2_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_msqr4_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr4_avx512.end - kg_gf2m233_msqr4_avx512)
 align 32
 kg_gf2m233_msqr4_avx512:
@@ -2166,6 +2231,8 @@ kg_gf2m233_msqr4_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-13}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_msqr8_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr8_avx512.end - kg_gf2m233_msqr8_avx512)
 align 32
 kg_gf2m233_msqr8_avx512:
@@ -2402,6 +2469,8 @@ kg_gf2m233_msqr8_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_msqr16_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_msqr16_avx512.end - kg_gf2m233_msqr16_avx512)
 align 32
 kg_gf2m233_msqr16_avx512:
@@ -2864,6 +2933,8 @@ kg_gf2m233_msqr16_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-26}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_ladder_step_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_ladder_step_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_ladder_step_avx512.end - kg_gf2m233_ladder_step_avx512)
 align 32
 kg_gf2m233_ladder_step_avx512:
@@ -3291,6 +3362,8 @@ kg_gf2m233_ladder_step_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-16}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_ladder_step2_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_ladder_step2_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_ladder_step2_avx512.end - kg_gf2m233_ladder_step2_avx512)
 align 32
 kg_gf2m233_ladder_step2_avx512:
@@ -3591,6 +3664,8 @@ kg_gf2m233_ladder_step2_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-14}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_inv_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m233_inv_avx512.end - kg_gf2m233_inv_avx512)
 align 32
 kg_gf2m233_inv_avx512:
@@ -6222,6 +6297,8 @@ kg_gf2m233_inv_avx512:
 ;   x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_mul_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_mul_avx2.end - kg_gf2m233_mul_avx2)
 align 32
 kg_gf2m233_mul_avx2:
@@ -6304,6 +6381,8 @@ kg_gf2m233_mul_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_sqr_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_sqr_avx2.end - kg_gf2m233_sqr_avx2)
 align 32
 kg_gf2m233_sqr_avx2:
@@ -6356,6 +6435,8 @@ kg_gf2m233_sqr_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_mul_lazy_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_mul_lazy_avx2.end - kg_gf2m233_mul_lazy_avx2)
 align 32
 kg_gf2m233_mul_lazy_avx2:
@@ -6433,6 +6514,8 @@ kg_gf2m233_mul_lazy_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_sqr_lazy_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_sqr_lazy_avx2.end - kg_gf2m233_sqr_lazy_avx2)
 align 32
 kg_gf2m233_sqr_lazy_avx2:
@@ -6480,6 +6563,8 @@ kg_gf2m233_sqr_lazy_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_freeze_avx2.end - kg_gf2m233_freeze_avx2)
 align 32
 kg_gf2m233_freeze_avx2:
@@ -6514,6 +6599,8 @@ kg_gf2m233_freeze_avx2:
 ;   x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_reduce_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_reduce_avx2.end - kg_gf2m233_reduce_avx2)
 align 32
 kg_gf2m233_reduce_avx2:
@@ -6561,6 +6648,8 @@ kg_gf2m233_reduce_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_mulwide_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_mulwide_avx2.end - kg_gf2m233_mulwide_avx2)
 align 32
 kg_gf2m233_mulwide_avx2:
@@ -6620,6 +6709,8 @@ kg_gf2m233_mulwide_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_muladd_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_muladd_avx2.end - kg_gf2m233_muladd_avx2)
 align 32
 kg_gf2m233_muladd_avx2:
@@ -6754,6 +6845,8 @@ kg_gf2m233_muladd_avx2:
 ;   x^23(f - x^233) chunk 1: 0x200000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 23 bits above x^233 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_reduce_gpr_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_reduce_gpr_avx2.end - kg_gf2m233_reduce_gpr_avx2)
 align 32
 kg_gf2m233_reduce_gpr_avx2:
@@ -6814,6 +6907,8 @@ kg_gf2m233_reduce_gpr_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_msqr2_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr2_avx2.end - kg_gf2m233_msqr2_avx2)
 align 32
 kg_gf2m233_msqr2_avx2:
@@ -6895,6 +6990,8 @@ kg_gf2m233_msqr2_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_msqr4_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr4_avx2.end - kg_gf2m233_msqr4_avx2)
 align 32
 kg_gf2m233_msqr4_avx2:
@@ -7035,6 +7132,8 @@ kg_gf2m233_msqr4_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_msqr8_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr8_avx2.end - kg_gf2m233_msqr8_avx2)
 align 32
 kg_gf2m233_msqr8_avx2:
@@ -7291,6 +7390,8 @@ kg_gf2m233_msqr8_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_msqr16_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_msqr16_avx2.end - kg_gf2m233_msqr16_avx2)
 align 32
 kg_gf2m233_msqr16_avx2:
@@ -8001,6 +8102,8 @@ kg_gf2m233_msqr16_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_ladder_step_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_ladder_step_avx2.end - kg_gf2m233_ladder_step_avx2)
 align 32
 kg_gf2m233_ladder_step_avx2:
@@ -8505,6 +8608,8 @@ kg_gf2m233_ladder_step_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_ladder_step2_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_ladder_step2_avx2.end - kg_gf2m233_ladder_step2_avx2)
 align 32
 kg_gf2m233_ladder_step2_avx2:
@@ -8835,6 +8940,8 @@ kg_gf2m233_ladder_step2_avx2:
 ;   clobbers: ymm{0-12}, rax, rcx, flags
 ;   loops: 6 x 24 instructions (repeated groups rolled: 3521 instructions run, 3531 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m233_inv_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m233_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m233_inv_avx2.end - kg_gf2m233_inv_avx2)
 align 32
 kg_gf2m233_inv_avx2:

@@ -30,62 +30,87 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.gf2m_g_2142000000000 progbits alloc noexec nowrite align=32
 
 ; terms x^0*(...) of f - x^320, chunk 0
 align 32
 gf2m_g_2142000000000:
     dq 0x0002142000000000, 0x0000000000000000
 
+section .rodata.gf2m_g_2142000000000_x2 progbits alloc noexec nowrite align=32
+
 ; terms x^0*(...) of f - x^320, chunk 0
 align 32
 gf2m_g_2142000000000_x2:
     dq 0x0002142000000000, 0x0000000000000000, 0x0002142000000000, 0x0000000000000000
+
+section .rodata.gf2m_mask64_7ffffff progbits alloc noexec nowrite align=32
 
 ; bits of limb 4 below x^283
 align 32
 gf2m_mask64_7ffffff:
     dq 0x0000000007ffffff
 
+section .rodata.gf2m_mask_7ffffff_0 progbits alloc noexec nowrite align=32
+
 ; limbs of x^283 - 1 in pair 2
 align 32
 gf2m_mask_7ffffff_0:
     dq 0x0000000007ffffff, 0x0000000000000000
+
+section .rodata.gf2m_mask_7ffffff_0_x2 progbits alloc noexec nowrite align=32
 
 ; limbs of x^283 - 1 in pair 2
 align 32
 gf2m_mask_7ffffff_0_x2:
     dq 0x0000000007ffffff, 0x0000000000000000, 0x0000000007ffffff, 0x0000000000000000
 
+section .rodata.gf2m_mask_ffffffffffffffff_0 progbits alloc noexec nowrite align=32
+
 ; limbs of x^320 - 1 in pair 2
 align 32
 gf2m_mask_ffffffffffffffff_0:
     dq 0xffffffffffffffff, 0x0000000000000000
+
+section .rodata.gf2m_mask_ffffffffffffffff_0_x2 progbits alloc noexec nowrite align=32
 
 ; limbs of x^320 - 1 in pair 2
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000
 
+section .rodata.gf2m_spread_high progbits alloc noexec nowrite align=32
+
 ; spreads each byte's high nibble
 align 32
 gf2m_spread_high:
     dq 0x1000200040008000, 0x1000200040008000
+
+section .rodata.gf2m_spread_high_x2 progbits alloc noexec nowrite align=32
 
 ; spreads each byte's high nibble
 align 32
 gf2m_spread_high_x2:
     dq 0x1000200040008000, 0x1000200040008000, 0x1000200040008000, 0x1000200040008000
 
+section .rodata.gf2m_spread_low progbits alloc noexec nowrite align=32
+
 ; spreads each byte's low nibble
 align 32
 gf2m_spread_low:
     dq 0x0100020004000800, 0x0100020004000800
 
+section .rodata.gf2m_spread_low_x2 progbits alloc noexec nowrite align=32
+
 ; spreads each byte's low nibble
 align 32
 gf2m_spread_low_x2:
     dq 0x0100020004000800, 0x0100020004000800, 0x0100020004000800, 0x0100020004000800
+
+section .rodata.gf2m_sq141_map progbits alloc noexec nowrite align=32
 
 ; a -> a^(2^141) mod f: columns x^j -> x^(j 2^141), pre-rotated by lane
 align 32
@@ -737,6 +762,8 @@ gf2m_sq141_map:
     dq 0x472e88d0fac97786, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x0000000002e7374f, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
+section .rodata.gf2m_sq35_map progbits alloc noexec nowrite align=32
+
 ; a -> a^(2^35) mod f: columns x^j -> x^(j 2^35), pre-rotated by lane
 align 32
 gf2m_sq35_map:
@@ -1386,6 +1413,8 @@ gf2m_sq35_map:
     dq 0xce19e640e4d081d8, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x958aa4265c28ba0e, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x000000000166a35a, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+
+section .rodata.gf2m_sq70_map progbits alloc noexec nowrite align=32
 
 ; a -> a^(2^70) mod f: columns x^j -> x^(j 2^70), pre-rotated by lane
 align 32
@@ -2037,10 +2066,14 @@ gf2m_sq70_map:
     dq 0x3337ee9f5b59d8c1, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x00000000004b9211, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
+section .rodata.gf2m_zero4 progbits alloc noexec nowrite align=32
+
 ; zero ymm
 align 32
 gf2m_zero4:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+
+section .rodata.gf2m_zero_x2 progbits alloc noexec nowrite align=32
 
 ; zero pair
 align 32
@@ -2048,7 +2081,7 @@ gf2m_zero_x2:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -2068,6 +2101,8 @@ section .text
 ;   x^37(f - x^283) chunk 0: 0x2142000000000 (one carry-less product per word)
 ;   reduced form: the lazy form with its 37 bits above x^283 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_mul_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_mul_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_mul_avx512.end - kg_gf2m283_mul_avx512)
 align 32
 kg_gf2m283_mul_avx512:
@@ -2169,6 +2204,8 @@ kg_gf2m283_mul_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_sqr_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_sqr_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_sqr_avx512.end - kg_gf2m283_sqr_avx512)
 align 32
 kg_gf2m283_sqr_avx512:
@@ -2229,6 +2266,8 @@ kg_gf2m283_sqr_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-21}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_mul_lazy_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_mul_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_mul_lazy_avx512.end - kg_gf2m283_mul_lazy_avx512)
 align 32
 kg_gf2m283_mul_lazy_avx512:
@@ -2323,6 +2362,8 @@ kg_gf2m283_mul_lazy_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_sqr_lazy_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_sqr_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_sqr_lazy_avx512.end - kg_gf2m283_sqr_lazy_avx512)
 align 32
 kg_gf2m283_sqr_lazy_avx512:
@@ -2375,6 +2416,8 @@ kg_gf2m283_sqr_lazy_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_freeze_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_freeze_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_freeze_avx512.end - kg_gf2m283_freeze_avx512)
 align 32
 kg_gf2m283_freeze_avx512:
@@ -2413,6 +2456,8 @@ kg_gf2m283_freeze_avx512:
 ;   x^37(f - x^283) chunk 0: 0x2142000000000 (one carry-less product per word)
 ;   reduced form: the lazy form with its 37 bits above x^283 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_reduce_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_reduce_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_reduce_avx512.end - kg_gf2m283_reduce_avx512)
 align 32
 kg_gf2m283_reduce_avx512:
@@ -2461,6 +2506,8 @@ kg_gf2m283_reduce_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-21}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_mulwide_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_mulwide_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_mulwide_avx512.end - kg_gf2m283_mulwide_avx512)
 align 32
 kg_gf2m283_mulwide_avx512:
@@ -2542,6 +2589,8 @@ kg_gf2m283_mulwide_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_muladd_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_muladd_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_muladd_avx512.end - kg_gf2m283_muladd_avx512)
 align 32
 kg_gf2m283_muladd_avx512:
@@ -2713,6 +2762,8 @@ kg_gf2m283_muladd_avx512:
 ;   x^37(f - x^283) chunk 0: 0x2142000000000 (one carry-less product per word)
 ;   reduced form: the lazy form with its 37 bits above x^283 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_reduce_gpr_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_reduce_gpr_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_reduce_gpr_avx512.end - kg_gf2m283_reduce_gpr_avx512)
 align 32
 kg_gf2m283_reduce_gpr_avx512:
@@ -2846,6 +2897,8 @@ kg_gf2m283_reduce_gpr_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_msqr2_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_msqr2_avx512.end - kg_gf2m283_msqr2_avx512)
 align 32
 kg_gf2m283_msqr2_avx512:
@@ -2942,6 +2995,8 @@ kg_gf2m283_msqr2_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_msqr4_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_msqr4_avx512.end - kg_gf2m283_msqr4_avx512)
 align 32
 kg_gf2m283_msqr4_avx512:
@@ -3106,6 +3161,8 @@ kg_gf2m283_msqr4_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-12}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_msqr8_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_msqr8_avx512.end - kg_gf2m283_msqr8_avx512)
 align 32
 kg_gf2m283_msqr8_avx512:
@@ -3408,6 +3465,8 @@ kg_gf2m283_msqr8_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-12}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_msqr16_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_msqr16_avx512.end - kg_gf2m283_msqr16_avx512)
 align 32
 kg_gf2m283_msqr16_avx512:
@@ -3983,6 +4042,8 @@ kg_gf2m283_msqr16_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_ladder_step_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_ladder_step_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_ladder_step_avx512.end - kg_gf2m283_ladder_step_avx512)
 align 32
 kg_gf2m283_ladder_step_avx512:
@@ -4615,6 +4676,8 @@ kg_gf2m283_ladder_step_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_ladder_step2_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_ladder_step2_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_ladder_step2_avx512.end - kg_gf2m283_ladder_step2_avx512)
 align 32
 kg_gf2m283_ladder_step2_avx512:
@@ -5025,6 +5088,8 @@ kg_gf2m283_ladder_step2_avx512:
 ;   clobbers: zmm{0-29}, k1, rax, rcx, r11, flags
 ;   loops: 7 x 26 and 16 x 26 instructions (repeated groups rolled: 4256 instructions run, 3951 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_inv_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m283_inv_avx512.end - kg_gf2m283_inv_avx512)
 align 32
 kg_gf2m283_inv_avx512:
@@ -9042,6 +9107,8 @@ kg_gf2m283_inv_avx512:
 ;   x^37(f - x^283) chunk 0: 0x2142000000000 (one carry-less product per word)
 ;   reduced form: the lazy form with its 37 bits above x^283 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_mul_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_mul_avx2.end - kg_gf2m283_mul_avx2)
 align 32
 kg_gf2m283_mul_avx2:
@@ -9172,6 +9239,8 @@ kg_gf2m283_mul_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_sqr_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_sqr_avx2.end - kg_gf2m283_sqr_avx2)
 align 32
 kg_gf2m283_sqr_avx2:
@@ -9230,6 +9299,8 @@ kg_gf2m283_sqr_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_mul_lazy_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_mul_lazy_avx2.end - kg_gf2m283_mul_lazy_avx2)
 align 32
 kg_gf2m283_mul_lazy_avx2:
@@ -9351,6 +9422,8 @@ kg_gf2m283_mul_lazy_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_sqr_lazy_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_sqr_lazy_avx2.end - kg_gf2m283_sqr_lazy_avx2)
 align 32
 kg_gf2m283_sqr_lazy_avx2:
@@ -9400,6 +9473,8 @@ kg_gf2m283_sqr_lazy_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_freeze_avx2.end - kg_gf2m283_freeze_avx2)
 align 32
 kg_gf2m283_freeze_avx2:
@@ -9439,6 +9514,8 @@ kg_gf2m283_freeze_avx2:
 ;   x^37(f - x^283) chunk 0: 0x2142000000000 (one carry-less product per word)
 ;   reduced form: the lazy form with its 37 bits above x^283 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_reduce_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_reduce_avx2.end - kg_gf2m283_reduce_avx2)
 align 32
 kg_gf2m283_reduce_avx2:
@@ -9491,6 +9568,8 @@ kg_gf2m283_reduce_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_mulwide_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_mulwide_avx2.end - kg_gf2m283_mulwide_avx2)
 align 32
 kg_gf2m283_mulwide_avx2:
@@ -9595,6 +9674,8 @@ kg_gf2m283_mulwide_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_muladd_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_muladd_avx2.end - kg_gf2m283_muladd_avx2)
 align 32
 kg_gf2m283_muladd_avx2:
@@ -9830,6 +9911,8 @@ kg_gf2m283_muladd_avx2:
 ;   x^37(f - x^283) chunk 0: 0x2142000000000 (one carry-less product per word)
 ;   reduced form: the lazy form with its 37 bits above x^283 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_reduce_gpr_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_reduce_gpr_avx2.end - kg_gf2m283_reduce_gpr_avx2)
 align 32
 kg_gf2m283_reduce_gpr_avx2:
@@ -9961,6 +10044,8 @@ kg_gf2m283_reduce_gpr_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_msqr2_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr2_avx2.end - kg_gf2m283_msqr2_avx2)
 align 32
 kg_gf2m283_msqr2_avx2:
@@ -10051,6 +10136,8 @@ kg_gf2m283_msqr2_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_msqr4_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr4_avx2.end - kg_gf2m283_msqr4_avx2)
 align 32
 kg_gf2m283_msqr4_avx2:
@@ -10205,6 +10292,8 @@ kg_gf2m283_msqr4_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_msqr8_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr8_avx2.end - kg_gf2m283_msqr8_avx2)
 align 32
 kg_gf2m283_msqr8_avx2:
@@ -10489,6 +10578,8 @@ kg_gf2m283_msqr8_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_msqr16_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_msqr16_avx2.end - kg_gf2m283_msqr16_avx2)
 align 32
 kg_gf2m283_msqr16_avx2:
@@ -11030,6 +11121,8 @@ kg_gf2m283_msqr16_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_ladder_step_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_ladder_step_avx2.end - kg_gf2m283_ladder_step_avx2)
 align 32
 kg_gf2m283_ladder_step_avx2:
@@ -11826,6 +11919,8 @@ kg_gf2m283_ladder_step_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_ladder_step2_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_ladder_step2_avx2.end - kg_gf2m283_ladder_step2_avx2)
 align 32
 kg_gf2m283_ladder_step2_avx2:
@@ -12338,6 +12433,8 @@ kg_gf2m283_ladder_step2_avx2:
 ;   clobbers: ymm{0-15}, rax, rcx, flags
 ;   loops: 6 x 24 and 15 x 24 and 33 x 24 instructions (repeated groups rolled: 5612 instructions run, 4618 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m283_inv_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m283_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m283_inv_avx2.end - kg_gf2m283_inv_avx2)
 align 32
 kg_gf2m283_inv_avx2:

@@ -31,62 +31,87 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.gf2m_mask64_1ffffff progbits alloc noexec nowrite align=32
 
 ; bits of limb 6 below x^409
 align 32
 gf2m_mask64_1ffffff:
     dq 0x0000000001ffffff
 
+section .rodata.gf2m_mask_0_fffffffff8000000 progbits alloc noexec nowrite align=32
+
 ; bits from x^731 up in pair 5
 align 32
 gf2m_mask_0_fffffffff8000000:
     dq 0x0000000000000000, 0xfffffffff8000000
+
+section .rodata.gf2m_mask_1ffffff_0 progbits alloc noexec nowrite align=32
 
 ; limbs of x^409 - 1 in pair 3
 align 32
 gf2m_mask_1ffffff_0:
     dq 0x0000000001ffffff, 0x0000000000000000
 
+section .rodata.gf2m_mask_1ffffff_0_x2 progbits alloc noexec nowrite align=32
+
 ; limbs of x^409 - 1 in pair 3
 align 32
 gf2m_mask_1ffffff_0_x2:
     dq 0x0000000001ffffff, 0x0000000000000000, 0x0000000001ffffff, 0x0000000000000000
+
+section .rodata.gf2m_mask_fffffffffe000000_ffffffffffffffff progbits alloc noexec nowrite align=32
 
 ; bits from x^409 up in pair 3
 align 32
 gf2m_mask_fffffffffe000000_ffffffffffffffff:
     dq 0xfffffffffe000000, 0xffffffffffffffff
 
+section .rodata.gf2m_mask_ffffffffffffffff_0 progbits alloc noexec nowrite align=32
+
 ; limbs of x^448 - 1 in pair 3
 align 32
 gf2m_mask_ffffffffffffffff_0:
     dq 0xffffffffffffffff, 0x0000000000000000
+
+section .rodata.gf2m_mask_ffffffffffffffff_0_x2 progbits alloc noexec nowrite align=32
 
 ; limbs of x^448 - 1 in pair 3
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000
 
+section .rodata.gf2m_spread_high progbits alloc noexec nowrite align=32
+
 ; spreads each byte's high nibble
 align 32
 gf2m_spread_high:
     dq 0x1000200040008000, 0x1000200040008000
+
+section .rodata.gf2m_spread_high_x2 progbits alloc noexec nowrite align=32
 
 ; spreads each byte's high nibble
 align 32
 gf2m_spread_high_x2:
     dq 0x1000200040008000, 0x1000200040008000, 0x1000200040008000, 0x1000200040008000
 
+section .rodata.gf2m_spread_low progbits alloc noexec nowrite align=32
+
 ; spreads each byte's low nibble
 align 32
 gf2m_spread_low:
     dq 0x0100020004000800, 0x0100020004000800
 
+section .rodata.gf2m_spread_low_x2 progbits alloc noexec nowrite align=32
+
 ; spreads each byte's low nibble
 align 32
 gf2m_spread_low_x2:
     dq 0x0100020004000800, 0x0100020004000800, 0x0100020004000800, 0x0100020004000800
+
+section .rodata.gf2m_sq102_map progbits alloc noexec nowrite align=32
 
 ; a -> a^(2^102) mod f: columns x^j -> x^(j 2^102), pre-rotated by lane
 align 32
@@ -1116,6 +1141,8 @@ gf2m_sq102_map:
     dq 0x0000000001192c47, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x0000000000000000, 0x61c051cd4959adc5, 0x0000000000000000, 0x0000000000000000
 
+section .rodata.gf2m_sq204_map progbits alloc noexec nowrite align=32
+
 ; a -> a^(2^204) mod f: columns x^j -> x^(j 2^204), pre-rotated by lane
 align 32
 gf2m_sq204_map:
@@ -2143,6 +2170,8 @@ gf2m_sq204_map:
     dq 0xf8133600a073606d, 0x0000000001786a83, 0x0000000000000000, 0x0000000000000000
     dq 0x0000000000cbc4c1, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x0000000000000000, 0x65c46c8dd6961cfc, 0x0000000000000000, 0x0000000000000000
+
+section .rodata.gf2m_sq51_map progbits alloc noexec nowrite align=32
 
 ; a -> a^(2^51) mod f: columns x^j -> x^(j 2^51), pre-rotated by lane
 align 32
@@ -3172,10 +3201,14 @@ gf2m_sq51_map:
     dq 0x0000000001445cf9, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x0000000000000000, 0x82457c26bfecd2ef, 0x0000000000000000, 0x0000000000000000
 
+section .rodata.gf2m_zero4 progbits alloc noexec nowrite align=32
+
 ; zero ymm
 align 32
 gf2m_zero4:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+
+section .rodata.gf2m_zero_x2 progbits alloc noexec nowrite align=32
 
 ; zero pair
 align 32
@@ -3183,7 +3216,7 @@ gf2m_zero_x2:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -3204,6 +3237,8 @@ section .text
 ;   x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_mul_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_mul_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_mul_avx512.end - kg_gf2m409_mul_avx512)
 align 32
 kg_gf2m409_mul_avx512:
@@ -3374,6 +3409,8 @@ kg_gf2m409_mul_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-12}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_sqr_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_sqr_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_sqr_avx512.end - kg_gf2m409_sqr_avx512)
 align 32
 kg_gf2m409_sqr_avx512:
@@ -3443,6 +3480,8 @@ kg_gf2m409_sqr_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-24}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_mul_lazy_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_mul_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_mul_lazy_avx512.end - kg_gf2m409_mul_lazy_avx512)
 align 32
 kg_gf2m409_mul_lazy_avx512:
@@ -3621,6 +3660,8 @@ kg_gf2m409_mul_lazy_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_sqr_lazy_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_sqr_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_sqr_lazy_avx512.end - kg_gf2m409_sqr_lazy_avx512)
 align 32
 kg_gf2m409_sqr_lazy_avx512:
@@ -3699,6 +3740,8 @@ kg_gf2m409_sqr_lazy_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_freeze_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_freeze_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_freeze_avx512.end - kg_gf2m409_freeze_avx512)
 align 32
 kg_gf2m409_freeze_avx512:
@@ -3737,6 +3780,8 @@ kg_gf2m409_freeze_avx512:
 ;   x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_reduce_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_reduce_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_avx512.end - kg_gf2m409_reduce_avx512)
 align 32
 kg_gf2m409_reduce_avx512:
@@ -3791,6 +3836,8 @@ kg_gf2m409_reduce_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-24}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_mulwide_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_mulwide_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_mulwide_avx512.end - kg_gf2m409_mulwide_avx512)
 align 32
 kg_gf2m409_mulwide_avx512:
@@ -3937,6 +3984,8 @@ kg_gf2m409_mulwide_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_muladd_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_muladd_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_muladd_avx512.end - kg_gf2m409_muladd_avx512)
 align 32
 kg_gf2m409_muladd_avx512:
@@ -4258,6 +4307,8 @@ kg_gf2m409_muladd_avx512:
 ;   x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_reduce_gpr_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_reduce_gpr_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_gpr_avx512.end - kg_gf2m409_reduce_gpr_avx512)
 align 32
 kg_gf2m409_reduce_gpr_avx512:
@@ -4354,6 +4405,8 @@ kg_gf2m409_reduce_gpr_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-14}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_msqr2_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr2_avx512.end - kg_gf2m409_msqr2_avx512)
 align 32
 kg_gf2m409_msqr2_avx512:
@@ -4467,6 +4520,8 @@ kg_gf2m409_msqr2_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-14}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_msqr4_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr4_avx512.end - kg_gf2m409_msqr4_avx512)
 align 32
 kg_gf2m409_msqr4_avx512:
@@ -4664,6 +4719,8 @@ kg_gf2m409_msqr4_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-17}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_msqr8_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr8_avx512.end - kg_gf2m409_msqr8_avx512)
 align 32
 kg_gf2m409_msqr8_avx512:
@@ -5032,6 +5089,8 @@ kg_gf2m409_msqr8_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-17}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_msqr16_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_msqr16_avx512.end - kg_gf2m409_msqr16_avx512)
 align 32
 kg_gf2m409_msqr16_avx512:
@@ -5737,6 +5796,8 @@ kg_gf2m409_msqr16_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_ladder_step_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_ladder_step_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step_avx512.end - kg_gf2m409_ladder_step_avx512)
 align 32
 kg_gf2m409_ladder_step_avx512:
@@ -6994,6 +7055,8 @@ kg_gf2m409_ladder_step_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_ladder_step2_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_ladder_step2_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step2_avx512.end - kg_gf2m409_ladder_step2_avx512)
 align 32
 kg_gf2m409_ladder_step2_avx512:
@@ -7746,6 +7809,8 @@ kg_gf2m409_ladder_step2_avx512:
 ;   clobbers: zmm{0-31}, k1, rax, rcx, r11, flags
 ;   loops: 2 x 102 and 5 x 102 and 12 x 102 instructions (repeated groups rolled: 8176 instructions run, 6928 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_inv_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m409_inv_avx512.end - kg_gf2m409_inv_avx512)
 align 32
 kg_gf2m409_inv_avx512:
@@ -14743,6 +14808,8 @@ kg_gf2m409_inv_avx512:
 ;   x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_mul_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_mul_avx2.end - kg_gf2m409_mul_avx2)
 align 32
 kg_gf2m409_mul_avx2:
@@ -14978,6 +15045,8 @@ kg_gf2m409_mul_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_sqr_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_sqr_avx2.end - kg_gf2m409_sqr_avx2)
 align 32
 kg_gf2m409_sqr_avx2:
@@ -15059,6 +15128,8 @@ kg_gf2m409_sqr_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_mul_lazy_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_mul_lazy_avx2.end - kg_gf2m409_mul_lazy_avx2)
 align 32
 kg_gf2m409_mul_lazy_avx2:
@@ -15289,6 +15360,8 @@ kg_gf2m409_mul_lazy_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_sqr_lazy_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_sqr_lazy_avx2.end - kg_gf2m409_sqr_lazy_avx2)
 align 32
 kg_gf2m409_sqr_lazy_avx2:
@@ -15365,6 +15438,8 @@ kg_gf2m409_sqr_lazy_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_freeze_avx2.end - kg_gf2m409_freeze_avx2)
 align 32
 kg_gf2m409_freeze_avx2:
@@ -15403,6 +15478,8 @@ kg_gf2m409_freeze_avx2:
 ;   x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_reduce_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_avx2.end - kg_gf2m409_reduce_avx2)
 align 32
 kg_gf2m409_reduce_avx2:
@@ -15475,6 +15552,8 @@ kg_gf2m409_reduce_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_mulwide_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_mulwide_avx2.end - kg_gf2m409_mulwide_avx2)
 align 32
 kg_gf2m409_mulwide_avx2:
@@ -15666,6 +15745,8 @@ kg_gf2m409_mulwide_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_muladd_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_muladd_avx2.end - kg_gf2m409_muladd_avx2)
 align 32
 kg_gf2m409_muladd_avx2:
@@ -16093,6 +16174,8 @@ kg_gf2m409_muladd_avx2:
 ;   x^39(f - x^409) chunk 1: 0x4000000000000000 (two shifts per pair)
 ;   reduced form: the lazy form with its 39 bits above x^409 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_reduce_gpr_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_reduce_gpr_avx2.end - kg_gf2m409_reduce_gpr_avx2)
 align 32
 kg_gf2m409_reduce_gpr_avx2:
@@ -16187,6 +16270,8 @@ kg_gf2m409_reduce_gpr_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_msqr2_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr2_avx2.end - kg_gf2m409_msqr2_avx2)
 align 32
 kg_gf2m409_msqr2_avx2:
@@ -16322,6 +16407,8 @@ kg_gf2m409_msqr2_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_msqr4_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr4_avx2.end - kg_gf2m409_msqr4_avx2)
 align 32
 kg_gf2m409_msqr4_avx2:
@@ -16565,6 +16652,8 @@ kg_gf2m409_msqr4_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_msqr8_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr8_avx2.end - kg_gf2m409_msqr8_avx2)
 align 32
 kg_gf2m409_msqr8_avx2:
@@ -17024,6 +17113,8 @@ kg_gf2m409_msqr8_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_msqr16_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_msqr16_avx2.end - kg_gf2m409_msqr16_avx2)
 align 32
 kg_gf2m409_msqr16_avx2:
@@ -17916,6 +18007,8 @@ kg_gf2m409_msqr16_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_ladder_step_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step_avx2.end - kg_gf2m409_ladder_step_avx2)
 align 32
 kg_gf2m409_ladder_step_avx2:
@@ -19452,6 +19545,8 @@ kg_gf2m409_ladder_step_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_ladder_step2_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_ladder_step2_avx2.end - kg_gf2m409_ladder_step2_avx2)
 align 32
 kg_gf2m409_ladder_step2_avx2:
@@ -20382,6 +20477,8 @@ kg_gf2m409_ladder_step2_avx2:
 ;   clobbers: ymm{0-15}, rax, rcx, flags
 ;   loops: 2 x 98 and 5 x 98 and 12 x 98 instructions (repeated groups rolled: 11635 instructions run, 10461 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m409_inv_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m409_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m409_inv_avx2.end - kg_gf2m409_inv_avx2)
 align 32
 kg_gf2m409_inv_avx2:

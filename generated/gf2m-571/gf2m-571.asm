@@ -30,62 +30,87 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.gf2m_g_84a0 progbits alloc noexec nowrite align=32
 
 ; terms x^0*(...) of f - x^576, chunk 0
 align 32
 gf2m_g_84a0:
     dq 0x00000000000084a0, 0x0000000000000000
 
+section .rodata.gf2m_g_84a0_x2 progbits alloc noexec nowrite align=32
+
 ; terms x^0*(...) of f - x^576, chunk 0
 align 32
 gf2m_g_84a0_x2:
     dq 0x00000000000084a0, 0x0000000000000000, 0x00000000000084a0, 0x0000000000000000
+
+section .rodata.gf2m_mask64_7ffffffffffffff progbits alloc noexec nowrite align=32
 
 ; bits of limb 8 below x^571
 align 32
 gf2m_mask64_7ffffffffffffff:
     dq 0x07ffffffffffffff
 
+section .rodata.gf2m_mask_7ffffffffffffff_0 progbits alloc noexec nowrite align=32
+
 ; limbs of x^571 - 1 in pair 4
 align 32
 gf2m_mask_7ffffffffffffff_0:
     dq 0x07ffffffffffffff, 0x0000000000000000
+
+section .rodata.gf2m_mask_7ffffffffffffff_0_x2 progbits alloc noexec nowrite align=32
 
 ; limbs of x^571 - 1 in pair 4
 align 32
 gf2m_mask_7ffffffffffffff_0_x2:
     dq 0x07ffffffffffffff, 0x0000000000000000, 0x07ffffffffffffff, 0x0000000000000000
 
+section .rodata.gf2m_mask_ffffffffffffffff_0 progbits alloc noexec nowrite align=32
+
 ; limbs of x^576 - 1 in pair 4
 align 32
 gf2m_mask_ffffffffffffffff_0:
     dq 0xffffffffffffffff, 0x0000000000000000
+
+section .rodata.gf2m_mask_ffffffffffffffff_0_x2 progbits alloc noexec nowrite align=32
 
 ; limbs of x^576 - 1 in pair 4
 align 32
 gf2m_mask_ffffffffffffffff_0_x2:
     dq 0xffffffffffffffff, 0x0000000000000000, 0xffffffffffffffff, 0x0000000000000000
 
+section .rodata.gf2m_spread_high progbits alloc noexec nowrite align=32
+
 ; spreads each byte's high nibble
 align 32
 gf2m_spread_high:
     dq 0x1000200040008000, 0x1000200040008000
+
+section .rodata.gf2m_spread_high_x2 progbits alloc noexec nowrite align=32
 
 ; spreads each byte's high nibble
 align 32
 gf2m_spread_high_x2:
     dq 0x1000200040008000, 0x1000200040008000, 0x1000200040008000, 0x1000200040008000
 
+section .rodata.gf2m_spread_low progbits alloc noexec nowrite align=32
+
 ; spreads each byte's low nibble
 align 32
 gf2m_spread_low:
     dq 0x0100020004000800, 0x0100020004000800
 
+section .rodata.gf2m_spread_low_x2 progbits alloc noexec nowrite align=32
+
 ; spreads each byte's low nibble
 align 32
 gf2m_spread_low_x2:
     dq 0x0100020004000800, 0x0100020004000800, 0x0100020004000800, 0x0100020004000800
+
+section .rodata.gf2m_sq142_map progbits alloc noexec nowrite align=32
 
 ; a -> a^(2^142) mod f: columns x^j -> x^(j 2^142), pre-rotated by lane
 align 32
@@ -2157,6 +2182,8 @@ gf2m_sq142_map:
     dq 0xfcc936a6990fb33e, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x076bbaf57612031d, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
+section .rodata.gf2m_sq285_map progbits alloc noexec nowrite align=32
+
 ; a -> a^(2^285) mod f: columns x^j -> x^(j 2^285), pre-rotated by lane
 align 32
 gf2m_sq285_map:
@@ -4226,6 +4253,8 @@ gf2m_sq285_map:
     dq 0x9e2e6c527c803b55, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x91cdc3d190785c20, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x010168829c11aaf5, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+
+section .rodata.gf2m_sq71_map progbits alloc noexec nowrite align=32
 
 ; a -> a^(2^71) mod f: columns x^j -> x^(j 2^71), pre-rotated by lane
 align 32
@@ -6297,10 +6326,14 @@ gf2m_sq71_map:
     dq 0x1427544f807c1a8e, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x01a0c5287923aab8, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
+section .rodata.gf2m_zero4 progbits alloc noexec nowrite align=32
+
 ; zero ymm
 align 32
 gf2m_zero4:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+
+section .rodata.gf2m_zero_x2 progbits alloc noexec nowrite align=32
 
 ; zero pair
 align 32
@@ -6308,7 +6341,7 @@ gf2m_zero_x2:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -6328,6 +6361,8 @@ section .text
 ;   x^5(f - x^571) chunk 0: 0x84a0 (one carry-less product per word)
 ;   reduced form: the lazy form with its 5 bits above x^571 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_mul_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_mul_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_mul_avx512.end - kg_gf2m571_mul_avx512)
 align 32
 kg_gf2m571_mul_avx512:
@@ -6628,6 +6663,8 @@ kg_gf2m571_mul_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-14}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_sqr_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_sqr_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_sqr_avx512.end - kg_gf2m571_sqr_avx512)
 align 32
 kg_gf2m571_sqr_avx512:
@@ -6708,6 +6745,8 @@ kg_gf2m571_sqr_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_mul_lazy_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_mul_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_mul_lazy_avx512.end - kg_gf2m571_mul_lazy_avx512)
 align 32
 kg_gf2m571_mul_lazy_avx512:
@@ -7001,6 +7040,8 @@ kg_gf2m571_mul_lazy_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-14}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_sqr_lazy_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_sqr_lazy_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_sqr_lazy_avx512.end - kg_gf2m571_sqr_lazy_avx512)
 align 32
 kg_gf2m571_sqr_lazy_avx512:
@@ -7073,6 +7114,8 @@ kg_gf2m571_sqr_lazy_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_freeze_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_freeze_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_freeze_avx512.end - kg_gf2m571_freeze_avx512)
 align 32
 kg_gf2m571_freeze_avx512:
@@ -7115,6 +7158,8 @@ kg_gf2m571_freeze_avx512:
 ;   x^5(f - x^571) chunk 0: 0x84a0 (one carry-less product per word)
 ;   reduced form: the lazy form with its 5 bits above x^571 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_reduce_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_reduce_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_reduce_avx512.end - kg_gf2m571_reduce_avx512)
 align 32
 kg_gf2m571_reduce_avx512:
@@ -7175,6 +7220,8 @@ kg_gf2m571_reduce_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_mulwide_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_mulwide_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_mulwide_avx512.end - kg_gf2m571_mulwide_avx512)
 align 32
 kg_gf2m571_mulwide_avx512:
@@ -7448,6 +7495,8 @@ kg_gf2m571_mulwide_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_muladd_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_muladd_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_muladd_avx512.end - kg_gf2m571_muladd_avx512)
 align 32
 kg_gf2m571_muladd_avx512:
@@ -8039,6 +8088,8 @@ kg_gf2m571_muladd_avx512:
 ;   x^5(f - x^571) chunk 0: 0x84a0 (one carry-less product per word)
 ;   reduced form: the lazy form with its 5 bits above x^571 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_reduce_gpr_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_reduce_gpr_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_reduce_gpr_avx512.end - kg_gf2m571_reduce_gpr_avx512)
 align 32
 kg_gf2m571_reduce_gpr_avx512:
@@ -8260,6 +8311,8 @@ kg_gf2m571_reduce_gpr_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-16}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_msqr2_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_msqr2_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_msqr2_avx512.end - kg_gf2m571_msqr2_avx512)
 align 32
 kg_gf2m571_msqr2_avx512:
@@ -8392,6 +8445,8 @@ kg_gf2m571_msqr2_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-16}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_msqr4_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_msqr4_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_msqr4_avx512.end - kg_gf2m571_msqr4_avx512)
 align 32
 kg_gf2m571_msqr4_avx512:
@@ -8624,6 +8679,8 @@ kg_gf2m571_msqr4_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-18}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_msqr8_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_msqr8_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_msqr8_avx512.end - kg_gf2m571_msqr8_avx512)
 align 32
 kg_gf2m571_msqr8_avx512:
@@ -9058,6 +9115,8 @@ kg_gf2m571_msqr8_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-18}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_msqr16_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_msqr16_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_msqr16_avx512.end - kg_gf2m571_msqr16_avx512)
 align 32
 kg_gf2m571_msqr16_avx512:
@@ -9893,6 +9952,8 @@ kg_gf2m571_msqr16_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_ladder_step_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_ladder_step_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_ladder_step_avx512.end - kg_gf2m571_ladder_step_avx512)
 align 32
 kg_gf2m571_ladder_step_avx512:
@@ -11847,6 +11908,8 @@ kg_gf2m571_ladder_step_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_ladder_step2_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_ladder_step2_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_ladder_step2_avx512.end - kg_gf2m571_ladder_step2_avx512)
 align 32
 kg_gf2m571_ladder_step2_avx512:
@@ -12991,6 +13054,8 @@ kg_gf2m571_ladder_step2_avx512:
 ;   clobbers: zmm{0-31}, k1, rax, rcx, r11, flags
 ;   loops: 3 x 43 and 7 x 43 and 16 x 43 and 34 x 43 instructions (repeated groups rolled: 13800 instructions run, 12236 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_inv_avx512 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_inv_avx512:function KERNGEN_VISIBILITY (kg_gf2m571_inv_avx512.end - kg_gf2m571_inv_avx512)
 align 32
 kg_gf2m571_inv_avx512:
@@ -25321,6 +25386,8 @@ kg_gf2m571_inv_avx512:
 ;   x^5(f - x^571) chunk 0: 0x84a0 (one carry-less product per word)
 ;   reduced form: the lazy form with its 5 bits above x^571 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_mul_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_mul_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_mul_avx2.end - kg_gf2m571_mul_avx2)
 align 32
 kg_gf2m571_mul_avx2:
@@ -25728,6 +25795,8 @@ kg_gf2m571_mul_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_sqr_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_sqr_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_sqr_avx2.end - kg_gf2m571_sqr_avx2)
 align 32
 kg_gf2m571_sqr_avx2:
@@ -25804,6 +25873,8 @@ kg_gf2m571_sqr_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_mul_lazy_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_mul_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_mul_lazy_avx2.end - kg_gf2m571_mul_lazy_avx2)
 align 32
 kg_gf2m571_mul_lazy_avx2:
@@ -26202,6 +26273,8 @@ kg_gf2m571_mul_lazy_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_sqr_lazy_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_sqr_lazy_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_sqr_lazy_avx2.end - kg_gf2m571_sqr_lazy_avx2)
 align 32
 kg_gf2m571_sqr_lazy_avx2:
@@ -26269,6 +26342,8 @@ kg_gf2m571_sqr_lazy_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_freeze_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_freeze_avx2.end - kg_gf2m571_freeze_avx2)
 align 32
 kg_gf2m571_freeze_avx2:
@@ -26312,6 +26387,8 @@ kg_gf2m571_freeze_avx2:
 ;   x^5(f - x^571) chunk 0: 0x84a0 (one carry-less product per word)
 ;   reduced form: the lazy form with its 5 bits above x^571 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_reduce_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_reduce_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_reduce_avx2.end - kg_gf2m571_reduce_avx2)
 align 32
 kg_gf2m571_reduce_avx2:
@@ -26378,6 +26455,8 @@ kg_gf2m571_reduce_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_mulwide_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_mulwide_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_mulwide_avx2.end - kg_gf2m571_mulwide_avx2)
 align 32
 kg_gf2m571_mulwide_avx2:
@@ -26751,6 +26830,8 @@ kg_gf2m571_mulwide_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_muladd_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_muladd_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_muladd_avx2.end - kg_gf2m571_muladd_avx2)
 align 32
 kg_gf2m571_muladd_avx2:
@@ -27524,6 +27605,8 @@ kg_gf2m571_muladd_avx2:
 ;   x^5(f - x^571) chunk 0: 0x84a0 (one carry-less product per word)
 ;   reduced form: the lazy form with its 5 bits above x^571 folded once more (gf2m_freeze)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_reduce_gpr_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_reduce_gpr_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_reduce_gpr_avx2.end - kg_gf2m571_reduce_gpr_avx2)
 align 32
 kg_gf2m571_reduce_gpr_avx2:
@@ -27743,6 +27826,8 @@ kg_gf2m571_reduce_gpr_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_msqr2_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_msqr2_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr2_avx2.end - kg_gf2m571_msqr2_avx2)
 align 32
 kg_gf2m571_msqr2_avx2:
@@ -27865,6 +27950,8 @@ kg_gf2m571_msqr2_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_msqr4_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_msqr4_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr4_avx2.end - kg_gf2m571_msqr4_avx2)
 align 32
 kg_gf2m571_msqr4_avx2:
@@ -28079,6 +28166,8 @@ kg_gf2m571_msqr4_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_msqr8_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_msqr8_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr8_avx2.end - kg_gf2m571_msqr8_avx2)
 align 32
 kg_gf2m571_msqr8_avx2:
@@ -28479,6 +28568,8 @@ kg_gf2m571_msqr8_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_msqr16_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_msqr16_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_msqr16_avx2.end - kg_gf2m571_msqr16_avx2)
 align 32
 kg_gf2m571_msqr16_avx2:
@@ -29248,6 +29339,8 @@ kg_gf2m571_msqr16_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_ladder_step_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_ladder_step_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_ladder_step_avx2.end - kg_gf2m571_ladder_step_avx2)
 align 32
 kg_gf2m571_ladder_step_avx2:
@@ -31742,6 +31835,8 @@ kg_gf2m571_ladder_step_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_ladder_step2_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_ladder_step2_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_ladder_step2_avx2.end - kg_gf2m571_ladder_step2_avx2)
 align 32
 kg_gf2m571_ladder_step2_avx2:
@@ -33221,6 +33316,8 @@ kg_gf2m571_ladder_step2_avx2:
 ;   clobbers: ymm{0-15}, rax, rcx, flags
 ;   loops: 2 x 75 and 7 x 75 and 16 x 75 and 34 x 75 instructions (repeated groups rolled: 19056 instructions run, 15523 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_gf2m571_inv_avx2 progbits alloc exec nowrite align=32
+
 global kg_gf2m571_inv_avx2:function KERNGEN_VISIBILITY (kg_gf2m571_inv_avx2.end - kg_gf2m571_inv_avx2)
 align 32
 kg_gf2m571_inv_avx2:

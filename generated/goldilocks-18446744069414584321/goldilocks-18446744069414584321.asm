@@ -38,7 +38,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w) in consumption order, 4 lanes per row
 align 32
@@ -226,6 +229,8 @@ kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx2:
     dq 0x000000004d5fbc89, 0x000000003d212e8c, 0x000000008cf9ab4c, 0x0000000075e12d3c
     dq 0x9ab4d5fb2ded1731, 0x12d3d212d5fbc8a2, 0x12e8cf9aa1ed2c2e, 0x04375e12cf9ab4d6
     dq 0x000000009ab4d5fb, 0x0000000012d3d212, 0x0000000012e8cf9a, 0x0000000004375e12
+
+section .rodata.kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w) in consumption order, 8 lanes per row
 align 32
@@ -479,6 +484,8 @@ kg_goldilocks18446744069414584321_ntt_forward_twiddles_avx512:
     dq 0x000000004d5fbc89, 0x000000003d212e8c, 0x000000008cf9ab4c, 0x0000000075e12d3c
     dq 0x000000009ab4d5fb, 0x0000000012d3d212, 0x0000000012e8cf9a, 0x0000000004375e12
 
+section .rodata.kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w) in consumption order, 4 lanes per row
 align 32
 kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar:
@@ -578,6 +585,8 @@ kg_goldilocks18446744069414584321_ntt_forward_twiddles_scalar:
     dq 0xfff7ffff00000001, 0xfff7ffff00000001, 0xfff7ffff00000001, 0xfff7ffff00000001
     dq 0xfffdffff00000003, 0xfffdffff00000003, 0xfffdfffeffffffff, 0xfffdfffeffffffff
     dq 0x9ab4d5fb2ded1731, 0x12d3d212d5fbc8a2, 0x12e8cf9aa1ed2c2e, 0x04375e12cf9ab4d6
+
+section .rodata.kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w) in consumption order, 4 lanes per row
 align 32
@@ -765,6 +774,8 @@ kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx2:
     dq 0x00000000dfffffff, 0x00000000dfffffff, 0x00000000dfffffff, 0x00000000dfffffff
     dq 0x0000200000000000, 0x0000200000000000, 0x0000200000000000, 0x0000200000000000
     dq 0x0000000000002000, 0x0000000000002000, 0x0000000000002000, 0x0000000000002000
+
+section .rodata.kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w) in consumption order, 8 lanes per row
 align 32
@@ -1018,6 +1029,8 @@ kg_goldilocks18446744069414584321_ntt_inverse_twiddles_avx512:
     dq 0x00000000fbffffff, 0x00000000fbffffff, 0x00000000fbffffff, 0x00000000fbffffff
     dq 0x00000000fbffffff, 0x00000000fbffffff, 0x00000000fbffffff, 0x00000000fbffffff
 
+section .rodata.kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w) in consumption order, 4 lanes per row
 align 32
 kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar:
@@ -1118,48 +1131,68 @@ kg_goldilocks18446744069414584321_ntt_inverse_twiddles_scalar:
     dq 0xc0003fff40000001, 0xc0003fff40000001, 0x40003fffc0000000, 0x40003fffc0000000
     dq 0x0000200000000000, 0x0000200000000000, 0x0000200000000000, 0x0000200000000000
 
+section .rodata.pq_1 progbits alloc noexec nowrite align=32
+
 align 32
 pq_1:
     dq 0x0000000000000001, 0x0000000000000001, 0x0000000000000001, 0x0000000000000001
     dq 0x0000000000000001, 0x0000000000000001, 0x0000000000000001, 0x0000000000000001
+
+section .rodata.pq_18374686475393433601 progbits alloc noexec nowrite align=32
 
 align 32
 pq_18374686475393433601:
     dq 0xfeffffff01000001, 0xfeffffff01000001, 0xfeffffff01000001, 0xfeffffff01000001
     dq 0xfeffffff01000001, 0xfeffffff01000001, 0xfeffffff01000001, 0xfeffffff01000001
 
+section .rodata.pq_18446744069414584321 progbits alloc noexec nowrite align=32
+
 align 32
 pq_18446744069414584321:
     dq 0xffffffff00000001, 0xffffffff00000001, 0xffffffff00000001, 0xffffffff00000001
     dq 0xffffffff00000001, 0xffffffff00000001, 0xffffffff00000001, 0xffffffff00000001
+
+section .rodata.pq_18446744073709551615 progbits alloc noexec nowrite align=32
 
 align 32
 pq_18446744073709551615:
     dq 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff
     dq 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff
 
+section .rodata.pq_4278190079 progbits alloc noexec nowrite align=32
+
 align 32
 pq_4278190079:
     dq 0x00000000feffffff, 0x00000000feffffff, 0x00000000feffffff, 0x00000000feffffff
     dq 0x00000000feffffff, 0x00000000feffffff, 0x00000000feffffff, 0x00000000feffffff
+
+section .rodata.pq_4294967295 progbits alloc noexec nowrite align=32
 
 align 32
 pq_4294967295:
     dq 0x00000000ffffffff, 0x00000000ffffffff, 0x00000000ffffffff, 0x00000000ffffffff
     dq 0x00000000ffffffff, 0x00000000ffffffff, 0x00000000ffffffff, 0x00000000ffffffff
 
+section .rodata.pq_9223372032559808513 progbits alloc noexec nowrite align=32
+
 align 32
 pq_9223372032559808513:
     dq 0x7fffffff00000001, 0x7fffffff00000001, 0x7fffffff00000001, 0x7fffffff00000001
+
+section .rodata.pq_9223372036854775808 progbits alloc noexec nowrite align=32
 
 align 32
 pq_9223372036854775808:
     dq 0x8000000000000000, 0x8000000000000000, 0x8000000000000000, 0x8000000000000000
 
+section .rodata.pq_index64_0_1_8_9_4_5_12_13 progbits alloc noexec nowrite align=32
+
 align 32
 pq_index64_0_1_8_9_4_5_12_13:
     dq 0x0000000000000000, 0x0000000000000001, 0x0000000000000008, 0x0000000000000009
     dq 0x0000000000000004, 0x0000000000000005, 0x000000000000000c, 0x000000000000000d
+
+section .rodata.pq_index64_2_3_10_11_6_7_14_15 progbits alloc noexec nowrite align=32
 
 align 32
 pq_index64_2_3_10_11_6_7_14_15:
@@ -1167,7 +1200,7 @@ pq_index64_2_3_10_11_6_7_14_15:
     dq 0x0000000000000006, 0x0000000000000007, 0x000000000000000e, 0x000000000000000f
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -1185,6 +1218,8 @@ section .text
 ;   policy index, freeze reduction, 0 vector reductions
 ;   worst |value| after each layer: 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320
 ; ---------------------------------------------------------------------------
+section .text.kg_goldilocks18446744069414584321_ntt_forward_avx512 progbits alloc exec nowrite align=32
+
 global kg_goldilocks18446744069414584321_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_ntt_forward_avx512.end - kg_goldilocks18446744069414584321_ntt_forward_avx512)
 align 32
 kg_goldilocks18446744069414584321_ntt_forward_avx512:
@@ -5508,6 +5543,8 @@ kg_goldilocks18446744069414584321_ntt_forward_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-15}, k{2-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_goldilocks18446744069414584321_basemul_avx512 progbits alloc exec nowrite align=32
+
 global kg_goldilocks18446744069414584321_basemul_avx512:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_basemul_avx512.end - kg_goldilocks18446744069414584321_basemul_avx512)
 align 32
 kg_goldilocks18446744069414584321_basemul_avx512:
@@ -6656,6 +6693,8 @@ kg_goldilocks18446744069414584321_basemul_avx512:
 ;   policy index, freeze reduction, 0 vector reductions
 ;   worst |value| after each layer: 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320
 ; ---------------------------------------------------------------------------
+section .text.kg_goldilocks18446744069414584321_ntt_inverse_avx512 progbits alloc exec nowrite align=32
+
 global kg_goldilocks18446744069414584321_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_ntt_inverse_avx512.end - kg_goldilocks18446744069414584321_ntt_inverse_avx512)
 align 32
 kg_goldilocks18446744069414584321_ntt_inverse_avx512:
@@ -11478,6 +11517,8 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-2}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_goldilocks18446744069414584321_freeze_avx512 progbits alloc exec nowrite align=32
+
 global kg_goldilocks18446744069414584321_freeze_avx512:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_freeze_avx512.end - kg_goldilocks18446744069414584321_freeze_avx512)
 align 32
 kg_goldilocks18446744069414584321_freeze_avx512:
@@ -11631,6 +11672,8 @@ kg_goldilocks18446744069414584321_freeze_avx512:
 ;   policy index, freeze reduction, 0 vector reductions
 ;   worst |value| after each layer: 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320
 ; ---------------------------------------------------------------------------
+section .text.kg_goldilocks18446744069414584321_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_goldilocks18446744069414584321_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_ntt_forward_avx2.end - kg_goldilocks18446744069414584321_ntt_forward_avx2)
 align 32
 kg_goldilocks18446744069414584321_ntt_forward_avx2:
@@ -22416,6 +22459,8 @@ kg_goldilocks18446744069414584321_ntt_forward_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_goldilocks18446744069414584321_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_goldilocks18446744069414584321_basemul_avx2:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_basemul_avx2.end - kg_goldilocks18446744069414584321_basemul_avx2)
 align 32
 kg_goldilocks18446744069414584321_basemul_avx2:
@@ -25324,6 +25369,8 @@ kg_goldilocks18446744069414584321_basemul_avx2:
 ;   policy index, freeze reduction, 0 vector reductions
 ;   worst |value| after each layer: 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320
 ; ---------------------------------------------------------------------------
+section .text.kg_goldilocks18446744069414584321_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_goldilocks18446744069414584321_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_ntt_inverse_avx2.end - kg_goldilocks18446744069414584321_ntt_inverse_avx2)
 align 32
 kg_goldilocks18446744069414584321_ntt_inverse_avx2:
@@ -37420,6 +37467,8 @@ kg_goldilocks18446744069414584321_ntt_inverse_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-1,3-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_goldilocks18446744069414584321_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_goldilocks18446744069414584321_freeze_avx2:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_freeze_avx2.end - kg_goldilocks18446744069414584321_freeze_avx2)
 align 32
 kg_goldilocks18446744069414584321_freeze_avx2:
@@ -37895,6 +37944,8 @@ kg_goldilocks18446744069414584321_freeze_avx2:
 ;   policy index, freeze reduction, 0 vector reductions
 ;   worst |value| after each layer: 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320
 ; ---------------------------------------------------------------------------
+section .text.kg_goldilocks18446744069414584321_ntt_forward_scalar progbits alloc exec nowrite align=32
+
 global kg_goldilocks18446744069414584321_ntt_forward_scalar:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_ntt_forward_scalar.end - kg_goldilocks18446744069414584321_ntt_forward_scalar)
 align 32
 kg_goldilocks18446744069414584321_ntt_forward_scalar:
@@ -55202,6 +55253,8 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
 ;   clobbers: rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11, flags
 ;   loops: 64 x 80 instructions (repeated groups rolled: 4864 instructions run, 85 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_goldilocks18446744069414584321_basemul_scalar progbits alloc exec nowrite align=32
+
 global kg_goldilocks18446744069414584321_basemul_scalar:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_basemul_scalar.end - kg_goldilocks18446744069414584321_basemul_scalar)
 align 32
 kg_goldilocks18446744069414584321_basemul_scalar:
@@ -55333,6 +55386,8 @@ kg_goldilocks18446744069414584321_basemul_scalar:
 ;   policy index, freeze reduction, 0 vector reductions
 ;   worst |value| after each layer: 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320, 18446744069414584320
 ; ---------------------------------------------------------------------------
+section .text.kg_goldilocks18446744069414584321_ntt_inverse_scalar progbits alloc exec nowrite align=32
+
 global kg_goldilocks18446744069414584321_ntt_inverse_scalar:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_ntt_inverse_scalar.end - kg_goldilocks18446744069414584321_ntt_inverse_scalar)
 align 32
 kg_goldilocks18446744069414584321_ntt_inverse_scalar:
@@ -65928,6 +65983,8 @@ kg_goldilocks18446744069414584321_ntt_inverse_scalar:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: rax, rsi, r8, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_goldilocks18446744069414584321_freeze_scalar progbits alloc exec nowrite align=32
+
 global kg_goldilocks18446744069414584321_freeze_scalar:function KERNGEN_VISIBILITY (kg_goldilocks18446744069414584321_freeze_scalar.end - kg_goldilocks18446744069414584321_freeze_scalar)
 align 32
 kg_goldilocks18446744069414584321_freeze_scalar:

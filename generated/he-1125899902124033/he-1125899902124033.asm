@@ -36,157 +36,230 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.pq_0 progbits alloc noexec nowrite align=32
 
 align 32
 pq_0:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
 
+section .rodata.pq_1 progbits alloc noexec nowrite align=32
+
 align 32
 pq_1:
     dq 0x0000000000000001, 0x0000000000000001, 0x0000000000000001, 0x0000000000000001
+
+section .rodata.pq_10133099119116297 progbits alloc noexec nowrite align=32
 
 align 32
 pq_10133099119116297:
     dq 0x0023fffffd780009, 0x0023fffffd780009, 0x0023fffffd780009, 0x0023fffffd780009
 
+section .rodata.pq_1073741828 progbits alloc noexec nowrite align=32
+
 align 32
 pq_1073741828:
     dq 0x0000000040000004, 0x0000000040000004, 0x0000000040000004, 0x0000000040000004
+
+section .rodata.pq_1125899902124033 progbits alloc noexec nowrite align=32
 
 align 32
 pq_1125899902124033:
     dq 0x0003ffffffb80001, 0x0003ffffffb80001, 0x0003ffffffb80001, 0x0003ffffffb80001
     dq 0x0003ffffffb80001, 0x0003ffffffb80001, 0x0003ffffffb80001, 0x0003ffffffb80001
 
+section .rodata.pq_1125899911561215 progbits alloc noexec nowrite align=32
+
 align 32
 pq_1125899911561215:
     dq 0x000400000047ffff, 0x000400000047ffff, 0x000400000047ffff, 0x000400000047ffff
     dq 0x000400000047ffff, 0x000400000047ffff, 0x000400000047ffff, 0x000400000047ffff
 
+section .rodata.pq_1152921499775009792 progbits alloc noexec nowrite align=32
+
 align 32
 pq_1152921499775009792:
     dq 0x0ffffffee0000400, 0x0ffffffee0000400, 0x0ffffffee0000400, 0x0ffffffee0000400
+
+section .rodata.pq_12825148103959511041 progbits alloc noexec nowrite align=32
 
 align 32
 pq_12825148103959511041:
     dq 0xb1fc144000480001, 0xb1fc144000480001, 0xb1fc144000480001, 0xb1fc144000480001
     dq 0xb1fc144000480001, 0xb1fc144000480001, 0xb1fc144000480001, 0xb1fc144000480001
 
+section .rodata.pq_144115187471876224 progbits alloc noexec nowrite align=32
+
 align 32
 pq_144115187471876224:
     dq 0x01ffffffdc000080, 0x01ffffffdc000080, 0x01ffffffdc000080, 0x01ffffffdc000080
+
+section .rodata.pq_16384 progbits alloc noexec nowrite align=32
 
 align 32
 pq_16384:
     dq 0x0000000000004000, 0x0000000000004000, 0x0000000000004000, 0x0000000000004000
 
+section .rodata.pq_18014398433984528 progbits alloc noexec nowrite align=32
+
 align 32
 pq_18014398433984528:
     dq 0x003ffffffb800010, 0x003ffffffb800010, 0x003ffffffb800010, 0x003ffffffb800010
 
+section .rodata.pq_19140298336108561 progbits alloc noexec nowrite align=32
+
 align 32
 pq_19140298336108561:
     dq 0x0043fffffb380011, 0x0043fffffb380011, 0x0043fffffb380011, 0x0043fffffb380011
+
+section .rodata.pq_2251799804248066 progbits alloc noexec nowrite align=32
 
 align 32
 pq_2251799804248066:
     dq 0x0007ffffff700002, 0x0007ffffff700002, 0x0007ffffff700002, 0x0007ffffff700002
     dq 0x0007ffffff700002, 0x0007ffffff700002, 0x0007ffffff700002, 0x0007ffffff700002
 
+section .rodata.pq_2305842999550019584 progbits alloc noexec nowrite align=32
+
 align 32
 pq_2305842999550019584:
     dq 0x1ffffffdc0000800, 0x1ffffffdc0000800, 0x1ffffffdc0000800, 0x1ffffffdc0000800
+
+section .rodata.pq_262143 progbits alloc noexec nowrite align=32
 
 align 32
 pq_262143:
     dq 0x000000000003ffff, 0x000000000003ffff, 0x000000000003ffff, 0x000000000003ffff
     dq 0x000000000003ffff, 0x000000000003ffff, 0x000000000003ffff, 0x000000000003ffff
 
+section .rodata.pq_281474976710656 progbits alloc noexec nowrite align=32
+
 align 32
 pq_281474976710656:
     dq 0x0001000000000000, 0x0001000000000000, 0x0001000000000000, 0x0001000000000000
     dq 0x0001000000000000, 0x0001000000000000, 0x0001000000000000, 0x0001000000000000
 
+section .rodata.pq_288230374943752448 progbits alloc noexec nowrite align=32
+
 align 32
 pq_288230374943752448:
     dq 0x03ffffffb8000100, 0x03ffffffb8000100, 0x03ffffffb8000100, 0x03ffffffb8000100
+
+section .rodata.pq_2986087488 progbits alloc noexec nowrite align=32
 
 align 32
 pq_2986087488:
     dq 0x00000000b1fc1440, 0x00000000b1fc1440, 0x00000000b1fc1440, 0x00000000b1fc1440
 
+section .rodata.pq_3377699706372099 progbits alloc noexec nowrite align=32
+
 align 32
 pq_3377699706372099:
     dq 0x000bffffff280003, 0x000bffffff280003, 0x000bffffff280003, 0x000bffffff280003
+
+section .rodata.pq_3377699725246463 progbits alloc noexec nowrite align=32
 
 align 32
 pq_3377699725246463:
     dq 0x000c00000047ffff, 0x000c00000047ffff, 0x000c00000047ffff, 0x000c00000047ffff
     dq 0x000c00000047ffff, 0x000c00000047ffff, 0x000c00000047ffff, 0x000c00000047ffff
 
+section .rodata.pq_36028796867969056 progbits alloc noexec nowrite align=32
+
 align 32
 pq_36028796867969056:
     dq 0x007ffffff7000020, 0x007ffffff7000020, 0x007ffffff7000020, 0x007ffffff7000020
 
+section .rodata.pq_37154696770093089 progbits alloc noexec nowrite align=32
+
 align 32
 pq_37154696770093089:
     dq 0x0083fffff6b80021, 0x0083fffff6b80021, 0x0083fffff6b80021, 0x0083fffff6b80021
+
+section .rodata.pq_4294967295 progbits alloc noexec nowrite align=32
 
 align 32
 pq_4294967295:
     dq 0x00000000ffffffff, 0x00000000ffffffff, 0x00000000ffffffff, 0x00000000ffffffff
     dq 0x00000000ffffffff, 0x00000000ffffffff, 0x00000000ffffffff, 0x00000000ffffffff
 
+section .rodata.pq_4503599608496132 progbits alloc noexec nowrite align=32
+
 align 32
 pq_4503599608496132:
     dq 0x000ffffffee00004, 0x000ffffffee00004, 0x000ffffffee00004, 0x000ffffffee00004
+
+section .rodata.pq_4503599627370495 progbits alloc noexec nowrite align=32
 
 align 32
 pq_4503599627370495:
     dq 0x000fffffffffffff, 0x000fffffffffffff, 0x000fffffffffffff, 0x000fffffffffffff
     dq 0x000fffffffffffff, 0x000fffffffffffff, 0x000fffffffffffff, 0x000fffffffffffff
 
+section .rodata.pq_4611685999100039168 progbits alloc noexec nowrite align=32
+
 align 32
 pq_4611685999100039168:
     dq 0x3ffffffb80001000, 0x3ffffffb80001000, 0x3ffffffb80001000, 0x3ffffffb80001000
+
+section .rodata.pq_4611686037754736720 progbits alloc noexec nowrite align=32
 
 align 32
 pq_4611686037754736720:
     dq 0x400000047ffff050, 0x400000047ffff050, 0x400000047ffff050, 0x400000047ffff050
 
+section .rodata.pq_5629499510620165 progbits alloc noexec nowrite align=32
+
 align 32
 pq_5629499510620165:
     dq 0x0013fffffe980005, 0x0013fffffe980005, 0x0013fffffe980005, 0x0013fffffe980005
+
+section .rodata.pq_576460749887504896 progbits alloc noexec nowrite align=32
 
 align 32
 pq_576460749887504896:
     dq 0x07ffffff70000200, 0x07ffffff70000200, 0x07ffffff70000200, 0x07ffffff70000200
 
+section .rodata.pq_65536 progbits alloc noexec nowrite align=32
+
 align 32
 pq_65536:
     dq 0x0000000000010000, 0x0000000000010000, 0x0000000000010000, 0x0000000000010000
+
+section .rodata.pq_72057593735938112 progbits alloc noexec nowrite align=32
 
 align 32
 pq_72057593735938112:
     dq 0x00ffffffee000040, 0x00ffffffee000040, 0x00ffffffee000040, 0x00ffffffee000040
 
+section .rodata.pq_73183493638062145 progbits alloc noexec nowrite align=32
+
 align 32
 pq_73183493638062145:
     dq 0x0103ffffedb80041, 0x0103ffffedb80041, 0x0103ffffedb80041, 0x0103ffffedb80041
+
+section .rodata.pq_9007199216992264 progbits alloc noexec nowrite align=32
 
 align 32
 pq_9007199216992264:
     dq 0x001ffffffdc00008, 0x001ffffffdc00008, 0x001ffffffdc00008, 0x001ffffffdc00008
 
+section .rodata.pq_9223371998200078336 progbits alloc noexec nowrite align=32
+
 align 32
 pq_9223371998200078336:
     dq 0x7ffffff700002000, 0x7ffffff700002000, 0x7ffffff700002000, 0x7ffffff700002000
+
+section .rodata.pq_index64_0_1_8_9_4_5_12_13 progbits alloc noexec nowrite align=32
 
 align 32
 pq_index64_0_1_8_9_4_5_12_13:
     dq 0x0000000000000000, 0x0000000000000001, 0x0000000000000008, 0x0000000000000009
     dq 0x0000000000000004, 0x0000000000000005, 0x000000000000000c, 0x000000000000000d
+
+section .rodata.pq_index64_2_3_10_11_6_7_14_15 progbits alloc noexec nowrite align=32
 
 align 32
 pq_index64_2_3_10_11_6_7_14_15:
@@ -194,7 +267,7 @@ pq_index64_2_3_10_11_6_7_14_15:
     dq 0x0000000000000006, 0x0000000000000007, 0x000000000000000e, 0x000000000000000f
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -206,6 +279,8 @@ section .text
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-22}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_ntt_forward_rows0_avx512 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_ntt_forward_rows0_avx512:function KERNGEN_VISIBILITY (kg_he1125899902124033_ntt_forward_rows0_avx512.end - kg_he1125899902124033_ntt_forward_rows0_avx512)
 align 32
 kg_he1125899902124033_ntt_forward_rows0_avx512:
@@ -1819,6 +1894,8 @@ kg_he1125899902124033_ntt_forward_rows0_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_ntt_forward_rows1_avx512 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_ntt_forward_rows1_avx512:function KERNGEN_VISIBILITY (kg_he1125899902124033_ntt_forward_rows1_avx512.end - kg_he1125899902124033_ntt_forward_rows1_avx512)
 align 32
 kg_he1125899902124033_ntt_forward_rows1_avx512:
@@ -2073,6 +2150,8 @@ kg_he1125899902124033_ntt_forward_rows1_avx512:
 ;   clobbers: zmm{0-16}, rax, rcx, rdx, rsi, rdi, flags
 ;   loops: 16 x 173 and 6 x 23 (each holding 8 x 18) and 4 x 35 and 8 x 18 and 15 x 347 instructions (repeated groups rolled: 9349 instructions run, 964 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_ntt_forward_leaf_avx512 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_ntt_forward_leaf_avx512:function KERNGEN_VISIBILITY (kg_he1125899902124033_ntt_forward_leaf_avx512.end - kg_he1125899902124033_ntt_forward_leaf_avx512)
 align 32
 kg_he1125899902124033_ntt_forward_leaf_avx512:
@@ -3068,6 +3147,8 @@ kg_he1125899902124033_ntt_forward_leaf_avx512:
 ;   clobbers: zmm{0-16}, rax, rdx, rsi, rdi, flags
 ;   loops: 15 x 331 and 8 x 135 and 8 x 181 and 8 x 161 instructions (repeated groups rolled: 9029 instructions run, 1157 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_ntt_inverse_leaf_avx512 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_ntt_inverse_leaf_avx512:function KERNGEN_VISIBILITY (kg_he1125899902124033_ntt_inverse_leaf_avx512.end - kg_he1125899902124033_ntt_inverse_leaf_avx512)
 align 32
 kg_he1125899902124033_ntt_inverse_leaf_avx512:
@@ -4267,6 +4348,8 @@ kg_he1125899902124033_ntt_inverse_leaf_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_ntt_inverse_rows1_avx512 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_ntt_inverse_rows1_avx512:function KERNGEN_VISIBILITY (kg_he1125899902124033_ntt_inverse_rows1_avx512.end - kg_he1125899902124033_ntt_inverse_rows1_avx512)
 align 32
 kg_he1125899902124033_ntt_inverse_rows1_avx512:
@@ -4536,6 +4619,8 @@ kg_he1125899902124033_ntt_inverse_rows1_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-24}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_ntt_inverse_rows0_avx512 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_ntt_inverse_rows0_avx512:function KERNGEN_VISIBILITY (kg_he1125899902124033_ntt_inverse_rows0_avx512.end - kg_he1125899902124033_ntt_inverse_rows0_avx512)
 align 32
 kg_he1125899902124033_ntt_inverse_rows0_avx512:
@@ -6472,6 +6557,8 @@ kg_he1125899902124033_ntt_inverse_rows0_avx512:
 ;   clobbers: ymm{0-15}, rax, rdi, flags
 ;   loops: 7 x 415 instructions (repeated groups rolled: 3313 instructions run, 833 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_ntt_forward_rows0_avx2 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_ntt_forward_rows0_avx2:function KERNGEN_VISIBILITY (kg_he1125899902124033_ntt_forward_rows0_avx2.end - kg_he1125899902124033_ntt_forward_rows0_avx2)
 align 32
 kg_he1125899902124033_ntt_forward_rows0_avx2:
@@ -7326,6 +7413,8 @@ kg_he1125899902124033_ntt_forward_rows0_avx2:
 ;   clobbers: ymm{0-15}, rax, rdi, flags
 ;   loops: 7 x 415 instructions (repeated groups rolled: 3313 instructions run, 833 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_ntt_forward_rows1_avx2 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_ntt_forward_rows1_avx2:function KERNGEN_VISIBILITY (kg_he1125899902124033_ntt_forward_rows1_avx2.end - kg_he1125899902124033_ntt_forward_rows1_avx2)
 align 32
 kg_he1125899902124033_ntt_forward_rows1_avx2:
@@ -8180,6 +8269,8 @@ kg_he1125899902124033_ntt_forward_rows1_avx2:
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rsi, rdi, flags
 ;   loops: 32 x 425 and 5 x 150 (each holding 8 x 145) and 2 x 147 (each holding 3 x 145) and 4 x 289 and 8 x 145 and 31 x 715 instructions (repeated groups rolled: 45570 instructions run, 2895 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_ntt_forward_leaf_avx2 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_ntt_forward_leaf_avx2:function KERNGEN_VISIBILITY (kg_he1125899902124033_ntt_forward_leaf_avx2.end - kg_he1125899902124033_ntt_forward_leaf_avx2)
 align 32
 kg_he1125899902124033_ntt_forward_leaf_avx2:
@@ -11110,6 +11201,8 @@ kg_he1125899902124033_ntt_forward_leaf_avx2:
 ;   clobbers: ymm{0-15}, rax, rcx, rdx, rsi, rdi, flags
 ;   loops: 32 x 711 and 8 x 717 (each holding 4 x 143) and 2 x 421 and 4 x 421 and 8 x 421 and 16 x 421 instructions (repeated groups rolled: 45186 instructions run, 3976 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_ntt_inverse_leaf_avx2 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_ntt_inverse_leaf_avx2:function KERNGEN_VISIBILITY (kg_he1125899902124033_ntt_inverse_leaf_avx2.end - kg_he1125899902124033_ntt_inverse_leaf_avx2)
 align 32
 kg_he1125899902124033_ntt_inverse_leaf_avx2:
@@ -15119,6 +15212,8 @@ kg_he1125899902124033_ntt_inverse_leaf_avx2:
 ;   clobbers: ymm{0-15}, rax, rdi, flags
 ;   loops: 7 x 411 instructions (repeated groups rolled: 3281 instructions run, 825 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_ntt_inverse_rows1_avx2 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_ntt_inverse_rows1_avx2:function KERNGEN_VISIBILITY (kg_he1125899902124033_ntt_inverse_rows1_avx2.end - kg_he1125899902124033_ntt_inverse_rows1_avx2)
 align 32
 kg_he1125899902124033_ntt_inverse_rows1_avx2:
@@ -15965,6 +16060,8 @@ kg_he1125899902124033_ntt_inverse_rows1_avx2:
 ;   clobbers: ymm{0-15}, rax, rdi, flags
 ;   loops: 3 x 1469 instructions (repeated groups rolled: 5873 instructions run, 2941 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_ntt_inverse_rows0_avx2 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_ntt_inverse_rows0_avx2:function KERNGEN_VISIBILITY (kg_he1125899902124033_ntt_inverse_rows0_avx2.end - kg_he1125899902124033_ntt_inverse_rows0_avx2)
 align 32
 kg_he1125899902124033_ntt_inverse_rows0_avx2:
@@ -18934,6 +19031,8 @@ kg_he1125899902124033_ntt_inverse_rows0_avx2:
 ;   clobbers: zmm{0-15}, rax, rdx, rsi, rdi, flags
 ;   loops: 63 x 71 instructions (repeated groups rolled: 4356 instructions run, 148 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_block_basemul_avx512 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_block_basemul_avx512:function KERNGEN_VISIBILITY (kg_he1125899902124033_block_basemul_avx512.end - kg_he1125899902124033_block_basemul_avx512)
 align 32
 kg_he1125899902124033_block_basemul_avx512:
@@ -19104,6 +19203,8 @@ kg_he1125899902124033_block_basemul_avx512:
 ;   clobbers: ymm{0-12}, rax, rdx, rsi, rdi, flags
 ;   loops: 255 x 45 instructions (repeated groups rolled: 10757 instructions run, 97 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_he1125899902124033_block_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_he1125899902124033_block_basemul_avx2:function KERNGEN_VISIBILITY (kg_he1125899902124033_block_basemul_avx2.end - kg_he1125899902124033_block_basemul_avx2)
 align 32
 kg_he1125899902124033_block_basemul_avx2:

@@ -295,12 +295,20 @@ void kg_he1125899902124033_block_basemul_avx2(uint64_t *r, const uint64_t *a, co
 int kg_he1125899902124033_ntt_tables_avx512(void);
 
 
+/* kg_he1125899902124033_ntt_forward_avx512: its twiddle table (w of every entry, then each w' where stored), built if it is not, copied into out unless NULL (each word as int64_t); the count of words, 0 where it cannot be built */
+size_t kg_he1125899902124033_ntt_forward_avx512_table(int64_t *out);
+
+
 /* kg_he1125899902124033_ntt_forward_avx512: the tiles of stage `stage` (0 past the last stage) */
 size_t kg_he1125899902124033_ntt_forward_avx512_tiles(unsigned stage);
 
 
 /* kg_he1125899902124033_ntt_forward_avx512: tiles first .. first + count - 1 of stage `stage`; the stages in order, each wholly before the next, are the transform (its tiles may run on threads of their own) */
 void kg_he1125899902124033_ntt_forward_avx512_stage(uint64_t *a, unsigned stage, size_t first, size_t count);
+
+
+/* kg_he1125899902124033_ntt_inverse_avx512: its twiddle table (w of every entry, then each w' where stored), built if it is not, copied into out unless NULL (each word as int64_t); the count of words, 0 where it cannot be built */
+size_t kg_he1125899902124033_ntt_inverse_avx512_table(int64_t *out);
 
 
 /* kg_he1125899902124033_ntt_inverse_avx512: the tiles of stage `stage` (0 past the last stage) */
@@ -315,12 +323,20 @@ void kg_he1125899902124033_ntt_inverse_avx512_stage(uint64_t *a, unsigned stage,
 int kg_he1125899902124033_ntt_tables_avx2(void);
 
 
+/* kg_he1125899902124033_ntt_forward_avx2: its twiddle table (w of every entry, then each w' where stored), built if it is not, copied into out unless NULL (each word as int64_t); the count of words, 0 where it cannot be built */
+size_t kg_he1125899902124033_ntt_forward_avx2_table(int64_t *out);
+
+
 /* kg_he1125899902124033_ntt_forward_avx2: the tiles of stage `stage` (0 past the last stage) */
 size_t kg_he1125899902124033_ntt_forward_avx2_tiles(unsigned stage);
 
 
 /* kg_he1125899902124033_ntt_forward_avx2: tiles first .. first + count - 1 of stage `stage`; the stages in order, each wholly before the next, are the transform (its tiles may run on threads of their own) */
 void kg_he1125899902124033_ntt_forward_avx2_stage(uint64_t *a, unsigned stage, size_t first, size_t count);
+
+
+/* kg_he1125899902124033_ntt_inverse_avx2: its twiddle table (w of every entry, then each w' where stored), built if it is not, copied into out unless NULL (each word as int64_t); the count of words, 0 where it cannot be built */
+size_t kg_he1125899902124033_ntt_inverse_avx2_table(int64_t *out);
 
 
 /* kg_he1125899902124033_ntt_inverse_avx2: the tiles of stage `stage` (0 past the last stage) */

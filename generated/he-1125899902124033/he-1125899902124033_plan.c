@@ -673,6 +673,28 @@ int kg_he1125899902124033_ntt_tables_avx512(void)
     return 0;
 }
 
+size_t kg_he1125899902124033_ntt_forward_avx512_table(int64_t *out)
+{
+    const uint64_t *w = kg_he1125899902124033_ready_avx512(0);
+    size_t k;
+    if (w == NULL)
+        return 0;
+    for (k = 0; out != NULL && k < 106495u * 2; k++)
+        out[k] = (int64_t)w[k];
+    return 106495u * 2;
+}
+
+size_t kg_he1125899902124033_ntt_inverse_avx512_table(int64_t *out)
+{
+    const uint64_t *w = kg_he1125899902124033_ready_avx512(1);
+    size_t k;
+    if (w == NULL)
+        return 0;
+    for (k = 0; out != NULL && k < 106495u * 2; k++)
+        out[k] = (int64_t)w[k];
+    return 106495u * 2;
+}
+
 size_t kg_he1125899902124033_ntt_forward_avx512_tiles(unsigned stage)
 {
     static const size_t tiles[2] = { 32, 64 };
@@ -1268,6 +1290,28 @@ int kg_he1125899902124033_ntt_tables_avx2(void)
         if (kg_he1125899902124033_ready_avx2(which) == NULL)
             return -1;
     return 0;
+}
+
+size_t kg_he1125899902124033_ntt_forward_avx2_table(int64_t *out)
+{
+    const uint64_t *w = kg_he1125899902124033_ready_avx2(0);
+    size_t k;
+    if (w == NULL)
+        return 0;
+    for (k = 0; out != NULL && k < 81919u * 2; k++)
+        out[k] = (int64_t)w[k];
+    return 81919u * 2;
+}
+
+size_t kg_he1125899902124033_ntt_inverse_avx2_table(int64_t *out)
+{
+    const uint64_t *w = kg_he1125899902124033_ready_avx2(1);
+    size_t k;
+    if (w == NULL)
+        return 0;
+    for (k = 0; out != NULL && k < 81919u * 2; k++)
+        out[k] = (int64_t)w[k];
+    return 81919u * 2;
 }
 
 size_t kg_he1125899902124033_ntt_forward_avx2_tiles(unsigned stage)

@@ -37,7 +37,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_kyber3329shoup_basemul_zetas_avx2 progbits alloc noexec nowrite align=32
 
 ; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
@@ -59,6 +62,8 @@ kg_kyber3329shoup_basemul_zetas_avx2:
     dw -108, 108, -308, 308, 996, -996, 991, -991, 958, -958, -1460, 1460, 1522, -1522, 1628, -1628
     dw 31636, -31636, -23860, 23860, 28644, -28644, -20257, 20257, 23998, -23998, 7756, -7756, -17422, 17422, 23132, -23132
 
+section .rodata.kg_kyber3329shoup_basemul_zetas_sse progbits alloc noexec nowrite align=32
+
 ; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
 kg_kyber3329shoup_basemul_zetas_sse:
@@ -78,6 +83,8 @@ kg_kyber3329shoup_basemul_zetas_sse:
     dw 10335, -10335, -21498, 21498, -7934, 7934, -20198, 20198, -22502, 22502, 23210, -23210, 10906, -10906, -17442, 17442
     dw -108, 108, -308, 308, 996, -996, 991, -991, 958, -958, -1460, 1460, 1522, -1522, 1628, -1628
     dw 31636, -31636, -23860, 23860, 28644, -28644, -20257, 20257, 23998, -23998, 7756, -7756, -17422, 17422, 23132, -23132
+
+section .rodata.kg_kyber3329shoup_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
@@ -161,6 +168,8 @@ kg_kyber3329shoup_ntt_forward_twiddles_avx2:
     dw 1722, 1212, 1874, 1029, 1722, 1212, 1874, 1029, 2110, 2935, 885, 2154, 2110, 2935, 885, 2154
     dw 33899, 23859, 36892, 20257, 33899, 23859, 36892, 20257, 41538, 57779, 17422, 42404, 41538, 57779, 17422, 42404
 
+section .rodata.kg_kyber3329shoup_ntt_forward_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
 kg_kyber3329shoup_ntt_forward_twiddles_sse:
@@ -242,6 +251,8 @@ kg_kyber3329shoup_ntt_forward_twiddles_sse:
     dw 55200, 21497, 7933, 20198, 55200, 21497, 7933, 20198, 22501, 42325, 54629, 17442, 22501, 42325, 54629, 17442
     dw 1722, 1212, 1874, 1029, 1722, 1212, 1874, 1029, 2110, 2935, 885, 2154, 2110, 2935, 885, 2154
     dw 33899, 23859, 36892, 20257, 33899, 23859, 36892, 20257, 41538, 57779, 17422, 42404, 41538, 57779, 17422, 42404
+
+section .rodata.kg_kyber3329shoup_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
@@ -325,6 +336,8 @@ kg_kyber3329shoup_ntt_inverse_twiddles_avx2:
     dw 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600
     dw 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498
 
+section .rodata.kg_kyber3329shoup_ntt_inverse_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
 kg_kyber3329shoup_ntt_inverse_twiddles_sse:
@@ -407,56 +420,80 @@ kg_kyber3329shoup_ntt_inverse_twiddles_sse:
     dw 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600, 1600
     dw 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498, 31498
 
+section .rodata.pw_1 progbits alloc noexec nowrite align=32
+
 align 32
 pw_1:
     dw 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+
+section .rodata.pw_10079 progbits alloc noexec nowrite align=32
 
 align 32
 pw_10079:
     dw 10079, 10079, 10079, 10079, 10079, 10079, 10079, 10079, 10079, 10079, 10079, 10079, 10079, 10079, 10079, 10079
 
+section .rodata.pw_13316 progbits alloc noexec nowrite align=32
+
 align 32
 pw_13316:
     dw 13316, 13316, 13316, 13316, 13316, 13316, 13316, 13316, 13316, 13316, 13316, 13316, 13316, 13316, 13316, 13316
+
+section .rodata.pw_16645 progbits alloc noexec nowrite align=32
 
 align 32
 pw_16645:
     dw 16645, 16645, 16645, 16645, 16645, 16645, 16645, 16645, 16645, 16645, 16645, 16645, 16645, 16645, 16645, 16645
 
+section .rodata.pw_19 progbits alloc noexec nowrite align=32
+
 align 32
 pw_19:
     dw 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19, 19
+
+section .rodata.pw_19974 progbits alloc noexec nowrite align=32
 
 align 32
 pw_19974:
     dw 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974, 19974
 
+section .rodata.pw_3329 progbits alloc noexec nowrite align=32
+
 align 32
 pw_3329:
     dw 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329
+
+section .rodata.pw_33290 progbits alloc noexec nowrite align=32
 
 align 32
 pw_33290:
     dw 33290, 33290, 33290, 33290, 33290, 33290, 33290, 33290, 33290, 33290, 33290, 33290, 33290, 33290, 33290, 33290
 
+section .rodata.pw_512 progbits alloc noexec nowrite align=32
+
 align 32
 pw_512:
     dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
+
+section .rodata.pw_6658 progbits alloc noexec nowrite align=32
 
 align 32
 pw_6658:
     dw 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658
 
+section .rodata.pw_9987 progbits alloc noexec nowrite align=32
+
 align 32
 pw_9987:
     dw 9987, 9987, 9987, 9987, 9987, 9987, 9987, 9987, 9987, 9987, 9987, 9987, 9987, 9987, 9987, 9987
+
+section .rodata.pw_m3327 progbits alloc noexec nowrite align=32
 
 align 32
 pw_m3327:
     dw -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -473,6 +510,8 @@ section .text
 ;   policy index, harvey reduction, 0 vector reductions
 ;   worst |value| after each layer: 9986, 16644, 23302, 29960, 36618, 43276, 49934
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_ntt_forward_avx2.end - kg_kyber3329shoup_ntt_forward_avx2)
 align 32
 kg_kyber3329shoup_ntt_forward_avx2:
@@ -1090,6 +1129,8 @@ kg_kyber3329shoup_ntt_forward_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_basemul_avx2.end - kg_kyber3329shoup_basemul_avx2)
 align 32
 kg_kyber3329shoup_basemul_avx2:
@@ -1396,6 +1437,8 @@ kg_kyber3329shoup_basemul_avx2:
 ;   before layer 1: 4 register(s), smallest indices 0,64,128,192
 ;   worst |value| after each layer: 4005, 8010, 16020, 32040, 64080, 19952, 39904
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_ntt_inverse_avx2.end - kg_kyber3329shoup_ntt_inverse_avx2)
 align 32
 kg_kyber3329shoup_ntt_inverse_avx2:
@@ -2030,6 +2073,8 @@ kg_kyber3329shoup_ntt_inverse_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_reduce_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_reduce_shoup_avx2.end - kg_kyber3329shoup_reduce_shoup_avx2)
 align 32
 kg_kyber3329shoup_reduce_shoup_avx2:
@@ -2147,6 +2192,8 @@ kg_kyber3329shoup_reduce_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_freeze_avx2.end - kg_kyber3329shoup_freeze_avx2)
 align 32
 kg_kyber3329shoup_freeze_avx2:
@@ -2296,6 +2343,8 @@ kg_kyber3329shoup_freeze_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_mulmod_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_mulmod_shoup_avx2.end - kg_kyber3329shoup_mulmod_shoup_avx2)
 align 32
 kg_kyber3329shoup_mulmod_shoup_avx2:
@@ -2460,6 +2509,8 @@ kg_kyber3329shoup_mulmod_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_muladd_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329shoup_muladd_shoup_avx2.end - kg_kyber3329shoup_muladd_shoup_avx2)
 align 32
 kg_kyber3329shoup_muladd_shoup_avx2:
@@ -2678,6 +2729,8 @@ kg_kyber3329shoup_muladd_shoup_avx2:
 ;   policy index, harvey reduction, 0 vector reductions
 ;   worst |value| after each layer: 9986, 16644, 23302, 29960, 36618, 43276, 49934
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_ntt_forward_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_ntt_forward_sse.end - kg_kyber3329shoup_ntt_forward_sse)
 align 32
 kg_kyber3329shoup_ntt_forward_sse:
@@ -4268,6 +4321,8 @@ kg_kyber3329shoup_ntt_forward_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_basemul_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_basemul_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_basemul_sse.end - kg_kyber3329shoup_basemul_sse)
 align 32
 kg_kyber3329shoup_basemul_sse:
@@ -5021,6 +5076,8 @@ kg_kyber3329shoup_basemul_sse:
 ;   before layer 1: 4 register(s), smallest indices 0,64,128,192
 ;   worst |value| after each layer: 4005, 8010, 16020, 32040, 64080, 19952, 39904
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_ntt_inverse_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_ntt_inverse_sse.end - kg_kyber3329shoup_ntt_inverse_sse)
 align 32
 kg_kyber3329shoup_ntt_inverse_sse:
@@ -6669,6 +6726,8 @@ kg_kyber3329shoup_ntt_inverse_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_reduce_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_reduce_shoup_sse.end - kg_kyber3329shoup_reduce_shoup_sse)
 align 32
 kg_kyber3329shoup_reduce_shoup_sse:
@@ -6916,6 +6975,8 @@ kg_kyber3329shoup_reduce_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_freeze_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_freeze_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_freeze_sse.end - kg_kyber3329shoup_freeze_sse)
 align 32
 kg_kyber3329shoup_freeze_sse:
@@ -7259,6 +7320,8 @@ kg_kyber3329shoup_freeze_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_mulmod_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_mulmod_shoup_sse.end - kg_kyber3329shoup_mulmod_shoup_sse)
 align 32
 kg_kyber3329shoup_mulmod_shoup_sse:
@@ -7630,6 +7693,8 @@ kg_kyber3329shoup_mulmod_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329shoup_muladd_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329shoup_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329shoup_muladd_shoup_sse.end - kg_kyber3329shoup_muladd_shoup_sse)
 align 32
 kg_kyber3329shoup_muladd_shoup_sse:

@@ -36,7 +36,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_kyber3329_basemul_zetas_avx2 progbits alloc noexec nowrite align=32
 
 ; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
@@ -58,6 +61,8 @@ kg_kyber3329_basemul_zetas_avx2:
     dw -108, 108, -308, 308, 996, -996, 991, -991, 958, -958, -1460, 1460, 1522, -1522, 1628, -1628
     dw 31636, -31636, -23860, 23860, 28644, -28644, -20257, 20257, 23998, -23998, 7756, -7756, -17422, 17422, 23132, -23132
 
+section .rodata.kg_kyber3329_basemul_zetas_avx512 progbits alloc noexec nowrite align=32
+
 ; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 32 lanes per row
 align 32
 kg_kyber3329_basemul_zetas_avx512:
@@ -78,6 +83,8 @@ kg_kyber3329_basemul_zetas_avx512:
     dw 10335, -10335, -21498, 21498, -7934, 7934, -20198, 20198, -22502, 22502, 23210, -23210, 10906, -10906, -17442, 17442
     dw 31636, -31636, -23860, 23860, 28644, -28644, -20257, 20257, 23998, -23998, 7756, -7756, -17422, 17422, 23132, -23132
 
+section .rodata.kg_kyber3329_basemul_zetas_sse progbits alloc noexec nowrite align=32
+
 ; block zetas (w, w*q^-1 mod 2^16) for base multiplication, 16 lanes per row
 align 32
 kg_kyber3329_basemul_zetas_sse:
@@ -97,6 +104,8 @@ kg_kyber3329_basemul_zetas_sse:
     dw 10335, -10335, -21498, 21498, -7934, 7934, -20198, 20198, -22502, 22502, 23210, -23210, 10906, -10906, -17442, 17442
     dw -108, 108, -308, 308, 996, -996, 991, -991, 958, -958, -1460, 1460, 1522, -1522, 1628, -1628
     dw 31636, -31636, -23860, 23860, 28644, -28644, -20257, 20257, 23998, -23998, 7756, -7756, -17422, 17422, 23132, -23132
+
+section .rodata.kg_kyber3329_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
@@ -179,6 +188,8 @@ kg_kyber3329_ntt_forward_twiddles_avx2:
     dw 10335, -21498, -7934, -20198, 10335, -21498, -7934, -20198, -22502, 23210, 10906, -17442, -22502, 23210, 10906, -17442
     dw -108, -308, 996, 991, -108, -308, 996, 991, 958, -1460, 1522, 1628, 958, -1460, 1522, 1628
     dw 31636, -23860, 28644, -20257, 31636, -23860, 28644, -20257, 23998, 7756, -17422, 23132, 23998, 7756, -17422, 23132
+
+section .rodata.kg_kyber3329_ntt_forward_twiddles_avx512 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 32 lanes per row
 align 32
@@ -276,6 +287,8 @@ kg_kyber3329_ntt_forward_twiddles_avx512:
     dw 10335, -21498, -7934, -20198, 10335, -21498, -7934, -20198, -22502, 23210, 10906, -17442, -22502, 23210, 10906, -17442
     dw 31636, -23860, 28644, -20257, 31636, -23860, 28644, -20257, 23998, 7756, -17422, 23132, 23998, 7756, -17422, 23132
 
+section .rodata.kg_kyber3329_ntt_forward_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_kyber3329_ntt_forward_twiddles_sse:
@@ -358,6 +371,8 @@ kg_kyber3329_ntt_forward_twiddles_sse:
     dw -108, -308, 996, 991, -108, -308, 996, 991, 958, -1460, 1522, 1628, 958, -1460, 1522, 1628
     dw 31636, -23860, 28644, -20257, 31636, -23860, 28644, -20257, 23998, 7756, -17422, 23132, 23998, 7756, -17422, 23132
 
+section .rodata.kg_kyber3329_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_kyber3329_ntt_inverse_twiddles_avx2:
@@ -439,6 +454,8 @@ kg_kyber3329_ntt_inverse_twiddles_avx2:
     dw -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745
     dw 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758
     dw -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498
+
+section .rodata.kg_kyber3329_ntt_inverse_twiddles_avx512 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 32 lanes per row
 align 32
@@ -536,6 +553,8 @@ kg_kyber3329_ntt_inverse_twiddles_avx512:
     dw -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498
     dw -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498
 
+section .rodata.kg_kyber3329_ntt_inverse_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_kyber3329_ntt_inverse_twiddles_sse:
@@ -618,50 +637,70 @@ kg_kyber3329_ntt_inverse_twiddles_sse:
     dw 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758
     dw -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498
 
+section .rodata.pw_1441 progbits alloc noexec nowrite align=32
+
 align 32
 pw_1441:
     dw 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441
     dw 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441
+
+section .rodata.pw_20159 progbits alloc noexec nowrite align=32
 
 align 32
 pw_20159:
     dw 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159
     dw 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159
 
+section .rodata.pw_3329 progbits alloc noexec nowrite align=32
+
 align 32
 pw_3329:
     dw 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329
     dw 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329
+
+section .rodata.pw_4095 progbits alloc noexec nowrite align=32
 
 align 32
 pw_4095:
     dw 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095
     dw 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095
 
+section .rodata.pw_512 progbits alloc noexec nowrite align=32
+
 align 32
 pw_512:
     dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
     dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
+
+section .rodata.pw_6658 progbits alloc noexec nowrite align=32
 
 align 32
 pw_6658:
     dw 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658
     dw 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658
 
+section .rodata.pw_index64_0_1_8_9_4_5_12_13 progbits alloc noexec nowrite align=32
+
 align 32
 pw_index64_0_1_8_9_4_5_12_13:
     dw 0, 0, 0, 0, 1, 0, 0, 0, 8, 0, 0, 0, 9, 0, 0, 0
     dw 4, 0, 0, 0, 5, 0, 0, 0, 12, 0, 0, 0, 13, 0, 0, 0
+
+section .rodata.pw_index64_2_3_10_11_6_7_14_15 progbits alloc noexec nowrite align=32
 
 align 32
 pw_index64_2_3_10_11_6_7_14_15:
     dw 2, 0, 0, 0, 3, 0, 0, 0, 10, 0, 0, 0, 11, 0, 0, 0
     dw 6, 0, 0, 0, 7, 0, 0, 0, 14, 0, 0, 0, 15, 0, 0, 0
 
+section .rodata.pw_m10079 progbits alloc noexec nowrite align=32
+
 align 32
 pw_m10079:
     dw -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079
     dw -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079
+
+section .rodata.pw_m3327 progbits alloc noexec nowrite align=32
 
 align 32
 pw_m3327:
@@ -669,7 +708,7 @@ pw_m3327:
     dw -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -686,6 +725,8 @@ section .text
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 5032, 6814, 8544, 10407, 12304, 14175, 16193
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_ntt_forward_avx512 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_kyber3329_ntt_forward_avx512.end - kg_kyber3329_ntt_forward_avx512)
 align 32
 kg_kyber3329_ntt_forward_avx512:
@@ -959,6 +1000,8 @@ kg_kyber3329_ntt_forward_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-19}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_basemul_avx512 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_basemul_avx512:function KERNGEN_VISIBILITY (kg_kyber3329_basemul_avx512.end - kg_kyber3329_basemul_avx512)
 align 32
 kg_kyber3329_basemul_avx512:
@@ -1131,6 +1174,8 @@ kg_kyber3329_basemul_avx512:
 ;   after layer 3 (its sums, for the next layer): 4 register(s), smallest indices 0,64,128,192
 ;   worst |value| after each layer: 2493, 4772, 9544, 19088, 4188, 8150, 15556
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_ntt_inverse_avx512 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_kyber3329_ntt_inverse_avx512.end - kg_kyber3329_ntt_inverse_avx512)
 align 32
 kg_kyber3329_ntt_inverse_avx512:
@@ -1454,6 +1499,8 @@ kg_kyber3329_ntt_inverse_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_reduce_barrett_avx512 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_reduce_barrett_avx512:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_barrett_avx512.end - kg_kyber3329_reduce_barrett_avx512)
 align 32
 kg_kyber3329_reduce_barrett_avx512:
@@ -1531,6 +1578,8 @@ kg_kyber3329_reduce_barrett_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_reduce_special_avx512 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_reduce_special_avx512:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_special_avx512.end - kg_kyber3329_reduce_special_avx512)
 align 32
 kg_kyber3329_reduce_special_avx512:
@@ -1622,6 +1671,8 @@ kg_kyber3329_reduce_special_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_freeze_avx512 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_freeze_avx512:function KERNGEN_VISIBILITY (kg_kyber3329_freeze_avx512.end - kg_kyber3329_freeze_avx512)
 align 32
 kg_kyber3329_freeze_avx512:
@@ -1706,6 +1757,8 @@ kg_kyber3329_freeze_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_mulmod_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_kyber3329_mulmod_shoup_avx512.end - kg_kyber3329_mulmod_shoup_avx512)
 align 32
 kg_kyber3329_mulmod_shoup_avx512:
@@ -1798,6 +1851,8 @@ kg_kyber3329_mulmod_shoup_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_muladd_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_kyber3329_muladd_shoup_avx512.end - kg_kyber3329_muladd_shoup_avx512)
 align 32
 kg_kyber3329_muladd_shoup_avx512:
@@ -1920,6 +1975,8 @@ kg_kyber3329_muladd_shoup_avx512:
 ;   policy index, special reduction, 0 vector reductions
 ;   worst |value| after each layer: 5032, 6814, 8544, 10407, 12304, 14175, 16193
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_ntt_forward_avx2.end - kg_kyber3329_ntt_forward_avx2)
 align 32
 kg_kyber3329_ntt_forward_avx2:
@@ -2425,6 +2482,8 @@ kg_kyber3329_ntt_forward_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_basemul_avx2.end - kg_kyber3329_basemul_avx2)
 align 32
 kg_kyber3329_basemul_avx2:
@@ -2678,6 +2737,8 @@ kg_kyber3329_basemul_avx2:
 ;   before layer 1: 4 register(s), smallest indices 0,64,128,192
 ;   worst |value| after each layer: 2493, 4772, 9544, 19088, 25484, 15860, 31720
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_ntt_inverse_avx2.end - kg_kyber3329_ntt_inverse_avx2)
 align 32
 kg_kyber3329_ntt_inverse_avx2:
@@ -3307,6 +3368,8 @@ kg_kyber3329_ntt_inverse_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_reduce_barrett_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_barrett_avx2.end - kg_kyber3329_reduce_barrett_avx2)
 align 32
 kg_kyber3329_reduce_barrett_avx2:
@@ -3440,6 +3503,8 @@ kg_kyber3329_reduce_barrett_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_reduce_special_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_special_avx2.end - kg_kyber3329_reduce_special_avx2)
 align 32
 kg_kyber3329_reduce_special_avx2:
@@ -3603,6 +3668,8 @@ kg_kyber3329_reduce_special_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_freeze_avx2.end - kg_kyber3329_freeze_avx2)
 align 32
 kg_kyber3329_freeze_avx2:
@@ -3751,6 +3818,8 @@ kg_kyber3329_freeze_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_mulmod_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_mulmod_shoup_avx2.end - kg_kyber3329_mulmod_shoup_avx2)
 align 32
 kg_kyber3329_mulmod_shoup_avx2:
@@ -3915,6 +3984,8 @@ kg_kyber3329_mulmod_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_muladd_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyber3329_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyber3329_muladd_shoup_avx2.end - kg_kyber3329_muladd_shoup_avx2)
 align 32
 kg_kyber3329_muladd_shoup_avx2:
@@ -4133,6 +4204,8 @@ kg_kyber3329_muladd_shoup_avx2:
 ;   policy index, special reduction, 0 vector reductions
 ;   worst |value| after each layer: 5032, 6814, 8544, 10407, 12304, 14175, 16193
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_ntt_forward_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_kyber3329_ntt_forward_sse.end - kg_kyber3329_ntt_forward_sse)
 align 32
 kg_kyber3329_ntt_forward_sse:
@@ -5443,6 +5516,8 @@ kg_kyber3329_ntt_forward_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_basemul_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329_basemul_sse:function KERNGEN_VISIBILITY (kg_kyber3329_basemul_sse.end - kg_kyber3329_basemul_sse)
 align 32
 kg_kyber3329_basemul_sse:
@@ -6061,6 +6136,8 @@ kg_kyber3329_basemul_sse:
 ;   before layer 1: 4 register(s), smallest indices 0,64,128,192
 ;   worst |value| after each layer: 2493, 4772, 9544, 19088, 25484, 15860, 31720
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_ntt_inverse_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_kyber3329_ntt_inverse_sse.end - kg_kyber3329_ntt_inverse_sse)
 align 32
 kg_kyber3329_ntt_inverse_sse:
@@ -7712,6 +7789,8 @@ kg_kyber3329_ntt_inverse_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_reduce_barrett_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_barrett_sse.end - kg_kyber3329_reduce_barrett_sse)
 align 32
 kg_kyber3329_reduce_barrett_sse:
@@ -7991,6 +8070,8 @@ kg_kyber3329_reduce_barrett_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_reduce_special_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329_reduce_special_sse:function KERNGEN_VISIBILITY (kg_kyber3329_reduce_special_sse.end - kg_kyber3329_reduce_special_sse)
 align 32
 kg_kyber3329_reduce_special_sse:
@@ -8362,6 +8443,8 @@ kg_kyber3329_reduce_special_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_freeze_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329_freeze_sse:function KERNGEN_VISIBILITY (kg_kyber3329_freeze_sse.end - kg_kyber3329_freeze_sse)
 align 32
 kg_kyber3329_freeze_sse:
@@ -8703,6 +8786,8 @@ kg_kyber3329_freeze_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_mulmod_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329_mulmod_shoup_sse.end - kg_kyber3329_mulmod_shoup_sse)
 align 32
 kg_kyber3329_mulmod_shoup_sse:
@@ -9074,6 +9159,8 @@ kg_kyber3329_mulmod_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyber3329_muladd_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_kyber3329_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyber3329_muladd_shoup_sse.end - kg_kyber3329_muladd_shoup_sse)
 align 32
 kg_kyber3329_muladd_shoup_sse:

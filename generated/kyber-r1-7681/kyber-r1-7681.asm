@@ -36,7 +36,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_kyberr17681_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
@@ -136,6 +139,8 @@ kg_kyberr17681_ntt_forward_twiddles_avx2:
     dw -3343, 2937, 509, -1403, 2812, 3763, 592, 2005, 3657, 2460, -3677, 3752, 692, 1669, 2167, -3287
     dw -19215, -8839, 23549, 25733, -32004, 5299, -23984, 4565, -32695, -15972, -10333, 24232, -5452, 28805, 5751, 9513
 
+section .rodata.kg_kyberr17681_ntt_forward_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_kyberr17681_ntt_forward_twiddles_sse:
@@ -233,6 +238,8 @@ kg_kyberr17681_ntt_forward_twiddles_sse:
     dw -6297, 2807, 29718, -2858, -23933, 27986, 1860, -1007, -16186, -32124, 27636, 27730, 10145, 20964, -15111, 964
     dw -3343, 2937, 509, -1403, 2812, 3763, 592, 2005, 3657, 2460, -3677, 3752, 692, 1669, 2167, -3287
     dw -19215, -8839, 23549, 25733, -32004, 5299, -23984, 4565, -32695, -15972, -10333, 24232, -5452, 28805, 5751, 9513
+
+section .rodata.kg_kyberr17681_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
@@ -332,6 +339,8 @@ kg_kyberr17681_ntt_inverse_twiddles_avx2:
     dw -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777
     dw -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865
 
+section .rodata.kg_kyberr17681_ntt_inverse_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_kyberr17681_ntt_inverse_twiddles_sse:
@@ -430,40 +439,56 @@ kg_kyberr17681_ntt_inverse_twiddles_sse:
     dw -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777, -3777
     dw -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865, -28865
 
+section .rodata.pw_1024 progbits alloc noexec nowrite align=32
+
 align 32
 pw_1024:
     dw 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024
+
+section .rodata.pw_15362 progbits alloc noexec nowrite align=32
 
 align 32
 pw_15362:
     dw 15362, 15362, 15362, 15362, 15362, 15362, 15362, 15362, 15362, 15362, 15362, 15362, 15362, 15362, 15362, 15362
 
+section .rodata.pw_17474 progbits alloc noexec nowrite align=32
+
 align 32
 pw_17474:
     dw 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474, 17474
+
+section .rodata.pw_1912 progbits alloc noexec nowrite align=32
 
 align 32
 pw_1912:
     dw 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912, 1912
 
+section .rodata.pw_7681 progbits alloc noexec nowrite align=32
+
 align 32
 pw_7681:
     dw 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681, 7681
+
+section .rodata.pw_8191 progbits alloc noexec nowrite align=32
 
 align 32
 pw_8191:
     dw 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191, 8191
 
+section .rodata.pw_m2184 progbits alloc noexec nowrite align=32
+
 align 32
 pw_m2184:
     dw -2184, -2184, -2184, -2184, -2184, -2184, -2184, -2184, -2184, -2184, -2184, -2184, -2184, -2184, -2184, -2184
+
+section .rodata.pw_m7679 progbits alloc noexec nowrite align=32
 
 align 32
 pw_m7679:
     dw -7679, -7679, -7679, -7679, -7679, -7679, -7679, -7679, -7679, -7679, -7679, -7679, -7679, -7679, -7679, -7679
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -481,6 +506,8 @@ section .text
 ;   before layer 5: 8 register(s), smallest indices 0,32,64,96,128,160,192,224
 ;   worst |value| after each layer: 11964, 16467, 21152, 25720, 30439, 14778, 19313, 23871
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_ntt_forward_avx2.end - kg_kyberr17681_ntt_forward_avx2)
 align 32
 kg_kyberr17681_ntt_forward_avx2:
@@ -1076,6 +1103,8 @@ kg_kyberr17681_ntt_forward_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_basemul_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_basemul_avx2.end - kg_kyberr17681_basemul_avx2)
 align 32
 kg_kyberr17681_basemul_avx2:
@@ -1218,6 +1247,8 @@ kg_kyberr17681_basemul_avx2:
 ;   before layer 0: 2 register(s), smallest indices 0,16
 ;   worst |value| after each layer: 5673, 11100, 20650, 17404, 17404, 26106, 18426, 27128
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_ntt_inverse_avx2.end - kg_kyberr17681_ntt_inverse_avx2)
 align 32
 kg_kyberr17681_ntt_inverse_avx2:
@@ -1956,6 +1987,8 @@ kg_kyberr17681_ntt_inverse_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_reduce_barrett_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_barrett_avx2.end - kg_kyberr17681_reduce_barrett_avx2)
 align 32
 kg_kyberr17681_reduce_barrett_avx2:
@@ -2089,6 +2122,8 @@ kg_kyberr17681_reduce_barrett_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_reduce_special_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_special_avx2.end - kg_kyberr17681_reduce_special_avx2)
 align 32
 kg_kyberr17681_reduce_special_avx2:
@@ -2220,6 +2255,8 @@ kg_kyberr17681_reduce_special_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_freeze_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_freeze_avx2.end - kg_kyberr17681_freeze_avx2)
 align 32
 kg_kyberr17681_freeze_avx2:
@@ -2368,6 +2405,8 @@ kg_kyberr17681_freeze_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_mulmod_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_mulmod_shoup_avx2.end - kg_kyberr17681_mulmod_shoup_avx2)
 align 32
 kg_kyberr17681_mulmod_shoup_avx2:
@@ -2532,6 +2571,8 @@ kg_kyberr17681_mulmod_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_muladd_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_kyberr17681_muladd_shoup_avx2.end - kg_kyberr17681_muladd_shoup_avx2)
 align 32
 kg_kyberr17681_muladd_shoup_avx2:
@@ -2751,6 +2792,8 @@ kg_kyberr17681_muladd_shoup_avx2:
 ;   before layer 5: 8 register(s), smallest indices 0,32,64,96,128,160,192,224
 ;   worst |value| after each layer: 11964, 16467, 21152, 25720, 30439, 14778, 19313, 23871
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_ntt_forward_sse progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_ntt_forward_sse.end - kg_kyberr17681_ntt_forward_sse)
 align 32
 kg_kyberr17681_ntt_forward_sse:
@@ -4297,6 +4340,8 @@ kg_kyberr17681_ntt_forward_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_basemul_sse progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_basemul_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_basemul_sse.end - kg_kyberr17681_basemul_sse)
 align 32
 kg_kyberr17681_basemul_sse:
@@ -4615,6 +4660,8 @@ kg_kyberr17681_basemul_sse:
 ;   before layer 0: 2 register(s), smallest indices 0,16
 ;   worst |value| after each layer: 5673, 11100, 20650, 17404, 17404, 26106, 18426, 27128
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_ntt_inverse_sse progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_ntt_inverse_sse.end - kg_kyberr17681_ntt_inverse_sse)
 align 32
 kg_kyberr17681_ntt_inverse_sse:
@@ -6558,6 +6605,8 @@ kg_kyberr17681_ntt_inverse_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_reduce_barrett_sse progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_barrett_sse.end - kg_kyberr17681_reduce_barrett_sse)
 align 32
 kg_kyberr17681_reduce_barrett_sse:
@@ -6837,6 +6886,8 @@ kg_kyberr17681_reduce_barrett_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_reduce_special_sse progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_reduce_special_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_reduce_special_sse.end - kg_kyberr17681_reduce_special_sse)
 align 32
 kg_kyberr17681_reduce_special_sse:
@@ -7112,6 +7163,8 @@ kg_kyberr17681_reduce_special_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_freeze_sse progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_freeze_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_freeze_sse.end - kg_kyberr17681_freeze_sse)
 align 32
 kg_kyberr17681_freeze_sse:
@@ -7453,6 +7506,8 @@ kg_kyberr17681_freeze_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_mulmod_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_mulmod_shoup_sse.end - kg_kyberr17681_mulmod_shoup_sse)
 align 32
 kg_kyberr17681_mulmod_shoup_sse:
@@ -7824,6 +7879,8 @@ kg_kyberr17681_mulmod_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_kyberr17681_muladd_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_kyberr17681_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_kyberr17681_muladd_shoup_sse.end - kg_kyberr17681_muladd_shoup_sse)
 align 32
 kg_kyberr17681_muladd_shoup_sse:

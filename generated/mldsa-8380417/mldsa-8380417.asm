@@ -36,7 +36,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_mldsa8380417_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, w*q^-1 mod 2^32) in consumption order, 8 lanes per row
 align 32
@@ -263,6 +266,8 @@ kg_mldsa8380417_ntt_forward_twiddles_avx2:
     dd 155290192, -1809756372, 2036925262, 1934038751, -973777462, 400711272, -540420426, 374860238
     dd 3919660, 3919660, -1362209, -1362209, 1400424, 1400424, 1976782, 1976782
     dd -1809756372, -1809756372, 1934038751, 1934038751, 400711272, 400711272, 374860238, 374860238
+
+section .rodata.kg_mldsa8380417_ntt_forward_twiddles_avx512 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, w*q^-1 mod 2^32) in consumption order, 16 lanes per row
 align 32
@@ -520,6 +525,8 @@ kg_mldsa8380417_ntt_forward_twiddles_avx512:
     dd -1600929361, -1600929361, 1123958025, 1123958025, 879867909, 879867909, 201262505, 201262505
     dd -1809756372, -1809756372, 1934038751, 1934038751, 400711272, 400711272, 374860238, 374860238
 
+section .rodata.kg_mldsa8380417_ntt_forward_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w, w*q^-1 mod 2^32) in consumption order, 8 lanes per row
 align 32
 kg_mldsa8380417_ntt_forward_twiddles_sse:
@@ -746,6 +753,8 @@ kg_mldsa8380417_ntt_forward_twiddles_sse:
     dd 3919660, 3919660, -1362209, -1362209, 1400424, 1400424, 1976782, 1976782
     dd -1809756372, -1809756372, 1934038751, 1934038751, 400711272, 400711272, 374860238, 374860238
 
+section .rodata.kg_mldsa8380417_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, w*q^-1 mod 2^32) in consumption order, 8 lanes per row
 align 32
 kg_mldsa8380417_ntt_inverse_twiddles_avx2:
@@ -939,6 +948,8 @@ kg_mldsa8380417_ntt_inverse_twiddles_avx2:
     dd 1929875198, 1929875198, 1929875198, 1929875198, 1929875198, 1929875198, 1929875198, 1929875198
     dd 3975713, 3975713, 3975713, 3975713, 3975713, 3975713, 3975713, 3975713
     dd 151046689, 151046689, 151046689, 151046689, 151046689, 151046689, 151046689, 151046689
+
+section .rodata.kg_mldsa8380417_ntt_inverse_twiddles_avx512 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w, w*q^-1 mod 2^32) in consumption order, 16 lanes per row
 align 32
@@ -1164,6 +1175,8 @@ kg_mldsa8380417_ntt_inverse_twiddles_avx512:
     dd 151046689, 151046689, 151046689, 151046689, 151046689, 151046689, 151046689, 151046689
     dd 151046689, 151046689, 151046689, 151046689, 151046689, 151046689, 151046689, 151046689
 
+section .rodata.kg_mldsa8380417_ntt_inverse_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, w*q^-1 mod 2^32) in consumption order, 8 lanes per row
 align 32
 kg_mldsa8380417_ntt_inverse_twiddles_sse:
@@ -1358,55 +1371,77 @@ kg_mldsa8380417_ntt_inverse_twiddles_sse:
     dd 3975713, 3975713, 3975713, 3975713, 3975713, 3975713, 3975713, 3975713
     dd 151046689, 151046689, 151046689, 151046689, 151046689, 151046689, 151046689, 151046689
 
+section .rodata.pd_16760834 progbits alloc noexec nowrite align=32
+
 align 32
 pd_16760834:
     dd 16760834, 16760834, 16760834, 16760834, 16760834, 16760834, 16760834, 16760834
     dd 16760834, 16760834, 16760834, 16760834, 16760834, 16760834, 16760834, 16760834
+
+section .rodata.pd_2097152 progbits alloc noexec nowrite align=32
 
 align 32
 pd_2097152:
     dd 2097152, 2097152, 2097152, 2097152, 2097152, 2097152, 2097152, 2097152
     dd 2097152, 2097152, 2097152, 2097152, 2097152, 2097152, 2097152, 2097152
 
+section .rodata.pd_41978 progbits alloc noexec nowrite align=32
+
 align 32
 pd_41978:
     dd 41978, 41978, 41978, 41978, 41978, 41978, 41978, 41978
     dd 41978, 41978, 41978, 41978, 41978, 41978, 41978, 41978
+
+section .rodata.pd_513 progbits alloc noexec nowrite align=32
 
 align 32
 pd_513:
     dd 513, 513, 513, 513, 513, 513, 513, 513
     dd 513, 513, 513, 513, 513, 513, 513, 513
 
+section .rodata.pd_58728449 progbits alloc noexec nowrite align=32
+
 align 32
 pd_58728449:
     dd 58728449, 58728449, 58728449, 58728449, 58728449, 58728449, 58728449, 58728449
     dd 58728449, 58728449, 58728449, 58728449, 58728449, 58728449, 58728449, 58728449
+
+section .rodata.pd_8380417 progbits alloc noexec nowrite align=32
 
 align 32
 pd_8380417:
     dd 8380417, 8380417, 8380417, 8380417, 8380417, 8380417, 8380417, 8380417
     dd 8380417, 8380417, 8380417, 8380417, 8380417, 8380417, 8380417, 8380417
 
+section .rodata.pd_8388607 progbits alloc noexec nowrite align=32
+
 align 32
 pd_8388607:
     dd 8388607, 8388607, 8388607, 8388607, 8388607, 8388607, 8388607, 8388607
     dd 8388607, 8388607, 8388607, 8388607, 8388607, 8388607, 8388607, 8388607
+
+section .rodata.pd_even_lanes progbits alloc noexec nowrite align=32
 
 align 32
 pd_even_lanes:
     dd 1, 0, 1, 0, 1, 0, 1, 0
     dd 1, 0, 1, 0, 1, 0, 1, 0
 
+section .rodata.pd_index64_0_1_8_9_4_5_12_13 progbits alloc noexec nowrite align=32
+
 align 32
 pd_index64_0_1_8_9_4_5_12_13:
     dd 0, 0, 1, 0, 8, 0, 9, 0
     dd 4, 0, 5, 0, 12, 0, 13, 0
 
+section .rodata.pd_index64_2_3_10_11_6_7_14_15 progbits alloc noexec nowrite align=32
+
 align 32
 pd_index64_2_3_10_11_6_7_14_15:
     dd 2, 0, 3, 0, 10, 0, 11, 0
     dd 6, 0, 7, 0, 14, 0, 15, 0
+
+section .rodata.pd_m8395782 progbits alloc noexec nowrite align=32
 
 align 32
 pd_m8395782:
@@ -1414,7 +1449,7 @@ pd_m8395782:
     dd -8395782, -8395782, -8395782, -8395782, -8395782, -8395782, -8395782, -8395782
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -1431,6 +1466,8 @@ section .text
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 12570676, 16768521, 20961768, 25162187, 29374285, 33590632, 37811802, 42035263
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_ntt_forward_avx512 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_ntt_forward_avx512.end - kg_mldsa8380417_ntt_forward_avx512)
 align 32
 kg_mldsa8380417_ntt_forward_avx512:
@@ -2436,6 +2473,8 @@ kg_mldsa8380417_ntt_forward_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-9}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_basemul_avx512 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_basemul_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_avx512.end - kg_mldsa8380417_basemul_avx512)
 align 32
 kg_mldsa8380417_basemul_avx512:
@@ -2668,6 +2707,8 @@ kg_mldsa8380417_basemul_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-14}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_basemul_acc4_avx512 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_basemul_acc4_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc4_avx512.end - kg_mldsa8380417_basemul_acc4_avx512)
 align 32
 kg_mldsa8380417_basemul_acc4_avx512:
@@ -3623,6 +3664,8 @@ kg_mldsa8380417_basemul_acc4_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-14}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_basemul_acc5_avx512 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_basemul_acc5_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc5_avx512.end - kg_mldsa8380417_basemul_acc5_avx512)
 align 32
 kg_mldsa8380417_basemul_acc5_avx512:
@@ -4786,6 +4829,8 @@ kg_mldsa8380417_basemul_acc5_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-14}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_basemul_acc7_avx512 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_basemul_acc7_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc7_avx512.end - kg_mldsa8380417_basemul_acc7_avx512)
 align 32
 kg_mldsa8380417_basemul_acc7_avx512:
@@ -6368,6 +6413,8 @@ kg_mldsa8380417_basemul_acc7_avx512:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 16760832, 33521664, 67043328, 134086656, 268173312, 536346624, 1072693248, 6176125
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_ntt_inverse_avx512 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_ntt_inverse_avx512.end - kg_mldsa8380417_ntt_inverse_avx512)
 align 32
 kg_mldsa8380417_ntt_inverse_avx512:
@@ -7482,6 +7529,8 @@ kg_mldsa8380417_ntt_inverse_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_reduce_barrett_avx512 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_reduce_barrett_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_reduce_barrett_avx512.end - kg_mldsa8380417_reduce_barrett_avx512)
 align 32
 kg_mldsa8380417_reduce_barrett_avx512:
@@ -7631,6 +7680,8 @@ kg_mldsa8380417_reduce_barrett_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-2}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_reduce_special_avx512 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_reduce_special_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_reduce_special_avx512.end - kg_mldsa8380417_reduce_special_avx512)
 align 32
 kg_mldsa8380417_reduce_special_avx512:
@@ -7762,6 +7813,8 @@ kg_mldsa8380417_reduce_special_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_freeze_avx512 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_freeze_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_freeze_avx512.end - kg_mldsa8380417_freeze_avx512)
 align 32
 kg_mldsa8380417_freeze_avx512:
@@ -7959,6 +8012,8 @@ kg_mldsa8380417_freeze_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_mulmod_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_mulmod_shoup_avx512.end - kg_mldsa8380417_mulmod_shoup_avx512)
 align 32
 kg_mldsa8380417_mulmod_shoup_avx512:
@@ -8189,6 +8244,8 @@ kg_mldsa8380417_mulmod_shoup_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-6}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_muladd_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_mldsa8380417_muladd_shoup_avx512.end - kg_mldsa8380417_muladd_shoup_avx512)
 align 32
 kg_mldsa8380417_muladd_shoup_avx512:
@@ -8473,6 +8530,8 @@ kg_mldsa8380417_muladd_shoup_avx512:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 12570676, 16768521, 20961768, 25162187, 29374285, 33590632, 37811802, 42035263
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_ntt_forward_avx2.end - kg_mldsa8380417_ntt_forward_avx2)
 align 32
 kg_mldsa8380417_ntt_forward_avx2:
@@ -10478,6 +10537,8 @@ kg_mldsa8380417_ntt_forward_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_basemul_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_avx2.end - kg_mldsa8380417_basemul_avx2)
 align 32
 kg_mldsa8380417_basemul_avx2:
@@ -10948,6 +11009,8 @@ kg_mldsa8380417_basemul_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-14}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_basemul_acc4_avx2 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_basemul_acc4_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc4_avx2.end - kg_mldsa8380417_basemul_acc4_avx2)
 align 32
 kg_mldsa8380417_basemul_acc4_avx2:
@@ -12957,6 +13020,8 @@ kg_mldsa8380417_basemul_acc4_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-14}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_basemul_acc5_avx2 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_basemul_acc5_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc5_avx2.end - kg_mldsa8380417_basemul_acc5_avx2)
 align 32
 kg_mldsa8380417_basemul_acc5_avx2:
@@ -15415,6 +15480,8 @@ kg_mldsa8380417_basemul_acc5_avx2:
 ;   clobbers: ymm{0-14}, rax, rcx, rdx, rsi, rdi, flags
 ;   loops: 15 x 77 (each holding 6 x 30) and 5 x 30 instructions (repeated groups rolled: 3333 instructions run, 189 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_basemul_acc7_avx2 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_basemul_acc7_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc7_avx2.end - kg_mldsa8380417_basemul_acc7_avx2)
 align 32
 kg_mldsa8380417_basemul_acc7_avx2:
@@ -15633,6 +15700,8 @@ kg_mldsa8380417_basemul_acc7_avx2:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 16760832, 33521664, 67043328, 134086656, 268173312, 536346624, 1072693248, 6176125
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_ntt_inverse_avx2.end - kg_mldsa8380417_ntt_inverse_avx2)
 align 32
 kg_mldsa8380417_ntt_inverse_avx2:
@@ -17841,6 +17910,8 @@ kg_mldsa8380417_ntt_inverse_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_reduce_barrett_avx2 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_reduce_barrett_avx2.end - kg_mldsa8380417_reduce_barrett_avx2)
 align 32
 kg_mldsa8380417_reduce_barrett_avx2:
@@ -18118,6 +18189,8 @@ kg_mldsa8380417_reduce_barrett_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_reduce_special_avx2 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_reduce_special_avx2.end - kg_mldsa8380417_reduce_special_avx2)
 align 32
 kg_mldsa8380417_reduce_special_avx2:
@@ -18361,6 +18434,8 @@ kg_mldsa8380417_reduce_special_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_freeze_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_freeze_avx2.end - kg_mldsa8380417_freeze_avx2)
 align 32
 kg_mldsa8380417_freeze_avx2:
@@ -18734,6 +18809,8 @@ kg_mldsa8380417_freeze_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_mulmod_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_mulmod_shoup_avx2.end - kg_mldsa8380417_mulmod_shoup_avx2)
 align 32
 kg_mldsa8380417_mulmod_shoup_avx2:
@@ -19202,6 +19279,8 @@ kg_mldsa8380417_mulmod_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_muladd_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_mldsa8380417_muladd_shoup_avx2.end - kg_mldsa8380417_muladd_shoup_avx2)
 align 32
 kg_mldsa8380417_muladd_shoup_avx2:
@@ -19773,6 +19852,8 @@ kg_mldsa8380417_muladd_shoup_avx2:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 12570676, 16768521, 20961768, 25162187, 29374285, 33590632, 37811802, 42035263
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_ntt_forward_sse progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_ntt_forward_sse.end - kg_mldsa8380417_ntt_forward_sse)
 align 32
 kg_mldsa8380417_ntt_forward_sse:
@@ -23771,6 +23852,8 @@ kg_mldsa8380417_ntt_forward_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_basemul_sse progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_basemul_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_sse.end - kg_mldsa8380417_basemul_sse)
 align 32
 kg_mldsa8380417_basemul_sse:
@@ -24882,6 +24965,8 @@ kg_mldsa8380417_basemul_sse:
 ;   clobbers: xmm{0-15}, rax, rcx, rdx, rsi, rdi, flags
 ;   loops: 31 x 91 (each holding 3 x 36) instructions (repeated groups rolled: 4805 instructions run, 251 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_basemul_acc4_sse progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_basemul_acc4_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc4_sse.end - kg_mldsa8380417_basemul_acc4_sse)
 align 32
 kg_mldsa8380417_basemul_acc4_sse:
@@ -25157,6 +25242,8 @@ kg_mldsa8380417_basemul_acc4_sse:
 ;   clobbers: xmm{0-15}, rax, rcx, rdx, rsi, rdi, flags
 ;   loops: 31 x 91 (each holding 4 x 36) and 3 x 36 instructions (repeated groups rolled: 5893 instructions run, 223 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_basemul_acc5_sse progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_basemul_acc5_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc5_sse.end - kg_mldsa8380417_basemul_acc5_sse)
 align 32
 kg_mldsa8380417_basemul_acc5_sse:
@@ -25406,6 +25493,8 @@ kg_mldsa8380417_basemul_acc5_sse:
 ;   clobbers: xmm{0-15}, rax, rcx, rdx, rsi, rdi, flags
 ;   loops: 31 x 91 (each holding 6 x 36) and 5 x 36 instructions (repeated groups rolled: 8069 instructions run, 223 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_basemul_acc7_sse progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_basemul_acc7_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_basemul_acc7_sse.end - kg_mldsa8380417_basemul_acc7_sse)
 align 32
 kg_mldsa8380417_basemul_acc7_sse:
@@ -25658,6 +25747,8 @@ kg_mldsa8380417_basemul_acc7_sse:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 16760832, 33521664, 67043328, 134086656, 268173312, 536346624, 1072693248, 6176125
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_ntt_inverse_sse progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_ntt_inverse_sse.end - kg_mldsa8380417_ntt_inverse_sse)
 align 32
 kg_mldsa8380417_ntt_inverse_sse:
@@ -30097,6 +30188,8 @@ kg_mldsa8380417_ntt_inverse_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_reduce_barrett_sse progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_reduce_barrett_sse.end - kg_mldsa8380417_reduce_barrett_sse)
 align 32
 kg_mldsa8380417_reduce_barrett_sse:
@@ -30696,6 +30789,8 @@ kg_mldsa8380417_reduce_barrett_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_reduce_special_sse progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_reduce_special_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_reduce_special_sse.end - kg_mldsa8380417_reduce_special_sse)
 align 32
 kg_mldsa8380417_reduce_special_sse:
@@ -31227,6 +31322,8 @@ kg_mldsa8380417_reduce_special_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_freeze_sse progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_freeze_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_freeze_sse.end - kg_mldsa8380417_freeze_sse)
 align 32
 kg_mldsa8380417_freeze_sse:
@@ -32082,6 +32179,8 @@ kg_mldsa8380417_freeze_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_mulmod_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_mulmod_shoup_sse.end - kg_mldsa8380417_mulmod_shoup_sse)
 align 32
 kg_mldsa8380417_mulmod_shoup_sse:
@@ -33125,6 +33224,8 @@ kg_mldsa8380417_mulmod_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mldsa8380417_muladd_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_mldsa8380417_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_mldsa8380417_muladd_shoup_sse.end - kg_mldsa8380417_muladd_shoup_sse)
 align 32
 kg_mldsa8380417_muladd_shoup_sse:

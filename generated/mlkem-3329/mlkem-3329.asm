@@ -36,7 +36,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_mlkem3329_basemul_acc2_zetas_avx2 progbits alloc noexec nowrite align=32
 
 ; block zetas (w, w*q^-1 mod 2^16): R and zeta*R in each block's two lanes, 16 lanes per row
 align 32
@@ -74,6 +77,8 @@ kg_mlkem3329_basemul_acc2_zetas_avx2:
     dw -1044, 958, -1044, -958, -1044, -1460, -1044, 1460, -1044, 1522, -1044, -1522, -1044, 1628, -1044, -1628
     dw -20, 23998, -20, -23998, -20, 7756, -20, -7756, -20, -17422, -20, 17422, -20, 23132, -20, -23132
 
+section .rodata.kg_mlkem3329_basemul_acc2_zetas_avx512 progbits alloc noexec nowrite align=32
+
 ; block zetas (w, w*q^-1 mod 2^16): R and zeta*R in each block's two lanes, 32 lanes per row
 align 32
 kg_mlkem3329_basemul_acc2_zetas_avx512:
@@ -109,6 +114,8 @@ kg_mlkem3329_basemul_acc2_zetas_avx512:
     dw -1044, 958, -1044, -958, -1044, -1460, -1044, 1460, -1044, 1522, -1044, -1522, -1044, 1628, -1044, -1628
     dw -20, 31636, -20, -31636, -20, -23860, -20, 23860, -20, 28644, -20, -28644, -20, -20257, -20, 20257
     dw -20, 23998, -20, -23998, -20, 7756, -20, -7756, -20, -17422, -20, 17422, -20, 23132, -20, -23132
+
+section .rodata.kg_mlkem3329_basemul_acc2_zetas_sse progbits alloc noexec nowrite align=32
 
 ; block zetas (w, w*q^-1 mod 2^16): R and zeta*R in each block's two lanes, 16 lanes per row
 align 32
@@ -146,6 +153,8 @@ kg_mlkem3329_basemul_acc2_zetas_sse:
     dw -1044, 958, -1044, -958, -1044, -1460, -1044, 1460, -1044, 1522, -1044, -1522, -1044, 1628, -1044, -1628
     dw -20, 23998, -20, -23998, -20, 7756, -20, -7756, -20, -17422, -20, 17422, -20, 23132, -20, -23132
 
+section .rodata.kg_mlkem3329_basemul_acc3_zetas_avx2 progbits alloc noexec nowrite align=32
+
 ; block zetas (w, w*q^-1 mod 2^16): R and zeta*R in each block's two lanes, 16 lanes per row
 align 32
 kg_mlkem3329_basemul_acc3_zetas_avx2:
@@ -181,6 +190,8 @@ kg_mlkem3329_basemul_acc3_zetas_avx2:
     dw -20, 31636, -20, -31636, -20, -23860, -20, 23860, -20, 28644, -20, -28644, -20, -20257, -20, 20257
     dw -1044, 958, -1044, -958, -1044, -1460, -1044, 1460, -1044, 1522, -1044, -1522, -1044, 1628, -1044, -1628
     dw -20, 23998, -20, -23998, -20, 7756, -20, -7756, -20, -17422, -20, 17422, -20, 23132, -20, -23132
+
+section .rodata.kg_mlkem3329_basemul_acc3_zetas_avx512 progbits alloc noexec nowrite align=32
 
 ; block zetas (w, w*q^-1 mod 2^16): R and zeta*R in each block's two lanes, 32 lanes per row
 align 32
@@ -218,6 +229,8 @@ kg_mlkem3329_basemul_acc3_zetas_avx512:
     dw -20, 31636, -20, -31636, -20, -23860, -20, 23860, -20, 28644, -20, -28644, -20, -20257, -20, 20257
     dw -20, 23998, -20, -23998, -20, 7756, -20, -7756, -20, -17422, -20, 17422, -20, 23132, -20, -23132
 
+section .rodata.kg_mlkem3329_basemul_acc3_zetas_sse progbits alloc noexec nowrite align=32
+
 ; block zetas (w, w*q^-1 mod 2^16): R and zeta*R in each block's two lanes, 16 lanes per row
 align 32
 kg_mlkem3329_basemul_acc3_zetas_sse:
@@ -253,6 +266,8 @@ kg_mlkem3329_basemul_acc3_zetas_sse:
     dw -20, 31636, -20, -31636, -20, -23860, -20, 23860, -20, 28644, -20, -28644, -20, -20257, -20, 20257
     dw -1044, 958, -1044, -958, -1044, -1460, -1044, 1460, -1044, 1522, -1044, -1522, -1044, 1628, -1044, -1628
     dw -20, 23998, -20, -23998, -20, 7756, -20, -7756, -20, -17422, -20, 17422, -20, 23132, -20, -23132
+
+section .rodata.kg_mlkem3329_basemul_acc4_zetas_avx2 progbits alloc noexec nowrite align=32
 
 ; block zetas (w, w*q^-1 mod 2^16): R and zeta*R in each block's two lanes, 16 lanes per row
 align 32
@@ -290,6 +305,8 @@ kg_mlkem3329_basemul_acc4_zetas_avx2:
     dw -1044, 958, -1044, -958, -1044, -1460, -1044, 1460, -1044, 1522, -1044, -1522, -1044, 1628, -1044, -1628
     dw -20, 23998, -20, -23998, -20, 7756, -20, -7756, -20, -17422, -20, 17422, -20, 23132, -20, -23132
 
+section .rodata.kg_mlkem3329_basemul_acc4_zetas_avx512 progbits alloc noexec nowrite align=32
+
 ; block zetas (w, w*q^-1 mod 2^16): R and zeta*R in each block's two lanes, 32 lanes per row
 align 32
 kg_mlkem3329_basemul_acc4_zetas_avx512:
@@ -325,6 +342,8 @@ kg_mlkem3329_basemul_acc4_zetas_avx512:
     dw -1044, 958, -1044, -958, -1044, -1460, -1044, 1460, -1044, 1522, -1044, -1522, -1044, 1628, -1044, -1628
     dw -20, 31636, -20, -31636, -20, -23860, -20, 23860, -20, 28644, -20, -28644, -20, -20257, -20, 20257
     dw -20, 23998, -20, -23998, -20, 7756, -20, -7756, -20, -17422, -20, 17422, -20, 23132, -20, -23132
+
+section .rodata.kg_mlkem3329_basemul_acc4_zetas_sse progbits alloc noexec nowrite align=32
 
 ; block zetas (w, w*q^-1 mod 2^16): R and zeta*R in each block's two lanes, 16 lanes per row
 align 32
@@ -362,6 +381,8 @@ kg_mlkem3329_basemul_acc4_zetas_sse:
     dw -1044, 958, -1044, -958, -1044, -1460, -1044, 1460, -1044, 1522, -1044, -1522, -1044, 1628, -1044, -1628
     dw -20, 23998, -20, -23998, -20, 7756, -20, -7756, -20, -17422, -20, 17422, -20, 23132, -20, -23132
 
+section .rodata.kg_mlkem3329_basemul_zetas_avx2 progbits alloc noexec nowrite align=32
+
 ; block zetas (w, w*q^-1 mod 2^16): R and zeta*R in each block's two lanes, 16 lanes per row
 align 32
 kg_mlkem3329_basemul_zetas_avx2:
@@ -397,6 +418,8 @@ kg_mlkem3329_basemul_zetas_avx2:
     dw -20, 31636, -20, -31636, -20, -23860, -20, 23860, -20, 28644, -20, -28644, -20, -20257, -20, 20257
     dw -1044, 958, -1044, -958, -1044, -1460, -1044, 1460, -1044, 1522, -1044, -1522, -1044, 1628, -1044, -1628
     dw -20, 23998, -20, -23998, -20, 7756, -20, -7756, -20, -17422, -20, 17422, -20, 23132, -20, -23132
+
+section .rodata.kg_mlkem3329_basemul_zetas_avx512 progbits alloc noexec nowrite align=32
 
 ; block zetas (w, w*q^-1 mod 2^16): R and zeta*R in each block's two lanes, 32 lanes per row
 align 32
@@ -434,6 +457,8 @@ kg_mlkem3329_basemul_zetas_avx512:
     dw -20, 31636, -20, -31636, -20, -23860, -20, 23860, -20, 28644, -20, -28644, -20, -20257, -20, 20257
     dw -20, 23998, -20, -23998, -20, 7756, -20, -7756, -20, -17422, -20, 17422, -20, 23132, -20, -23132
 
+section .rodata.kg_mlkem3329_basemul_zetas_sse progbits alloc noexec nowrite align=32
+
 ; block zetas (w, w*q^-1 mod 2^16): R and zeta*R in each block's two lanes, 16 lanes per row
 align 32
 kg_mlkem3329_basemul_zetas_sse:
@@ -469,6 +494,8 @@ kg_mlkem3329_basemul_zetas_sse:
     dw -20, 31636, -20, -31636, -20, -23860, -20, 23860, -20, 28644, -20, -28644, -20, -20257, -20, 20257
     dw -1044, 958, -1044, -958, -1044, -1460, -1044, 1460, -1044, 1522, -1044, -1522, -1044, 1628, -1044, -1628
     dw -20, 23998, -20, -23998, -20, 7756, -20, -7756, -20, -17422, -20, 17422, -20, 23132, -20, -23132
+
+section .rodata.kg_mlkem3329_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
@@ -551,6 +578,8 @@ kg_mlkem3329_ntt_forward_twiddles_avx2:
     dw 10335, -21498, -7934, -20198, 10335, -21498, -7934, -20198, -22502, 23210, 10906, -17442, -22502, 23210, 10906, -17442
     dw -108, -308, 996, 991, -108, -308, 996, 991, 958, -1460, 1522, 1628, 958, -1460, 1522, 1628
     dw 31636, -23860, 28644, -20257, 31636, -23860, 28644, -20257, 23998, 7756, -17422, 23132, 23998, 7756, -17422, 23132
+
+section .rodata.kg_mlkem3329_ntt_forward_twiddles_avx512 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 32 lanes per row
 align 32
@@ -648,6 +677,8 @@ kg_mlkem3329_ntt_forward_twiddles_avx512:
     dw 10335, -21498, -7934, -20198, 10335, -21498, -7934, -20198, -22502, 23210, 10906, -17442, -22502, 23210, 10906, -17442
     dw 31636, -23860, 28644, -20257, 31636, -23860, 28644, -20257, 23998, 7756, -17422, 23132, 23998, 7756, -17422, 23132
 
+section .rodata.kg_mlkem3329_ntt_forward_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_mlkem3329_ntt_forward_twiddles_sse:
@@ -730,6 +761,8 @@ kg_mlkem3329_ntt_forward_twiddles_sse:
     dw -108, -308, 996, 991, -108, -308, 996, 991, 958, -1460, 1522, 1628, 958, -1460, 1522, 1628
     dw 31636, -23860, 28644, -20257, 31636, -23860, 28644, -20257, 23998, 7756, -17422, 23132, 23998, 7756, -17422, 23132
 
+section .rodata.kg_mlkem3329_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_mlkem3329_ntt_inverse_twiddles_avx2:
@@ -811,6 +844,8 @@ kg_mlkem3329_ntt_inverse_twiddles_avx2:
     dw -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745, -14745
     dw 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758
     dw -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498
+
+section .rodata.kg_mlkem3329_ntt_inverse_twiddles_avx512 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 32 lanes per row
 align 32
@@ -908,6 +943,8 @@ kg_mlkem3329_ntt_inverse_twiddles_avx512:
     dw -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498
     dw -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498
 
+section .rodata.kg_mlkem3329_ntt_inverse_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_mlkem3329_ntt_inverse_twiddles_sse:
@@ -990,50 +1027,70 @@ kg_mlkem3329_ntt_inverse_twiddles_sse:
     dw 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758, 758
     dw -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498, -31498
 
+section .rodata.pw_1441 progbits alloc noexec nowrite align=32
+
 align 32
 pw_1441:
     dw 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441
     dw 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441, 1441
+
+section .rodata.pw_20159 progbits alloc noexec nowrite align=32
 
 align 32
 pw_20159:
     dw 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159
     dw 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159, 20159
 
+section .rodata.pw_3329 progbits alloc noexec nowrite align=32
+
 align 32
 pw_3329:
     dw 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329
     dw 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329, 3329
+
+section .rodata.pw_4095 progbits alloc noexec nowrite align=32
 
 align 32
 pw_4095:
     dw 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095
     dw 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095, 4095
 
+section .rodata.pw_512 progbits alloc noexec nowrite align=32
+
 align 32
 pw_512:
     dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
     dw 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512, 512
+
+section .rodata.pw_6658 progbits alloc noexec nowrite align=32
 
 align 32
 pw_6658:
     dw 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658
     dw 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658, 6658
 
+section .rodata.pw_index64_0_1_8_9_4_5_12_13 progbits alloc noexec nowrite align=32
+
 align 32
 pw_index64_0_1_8_9_4_5_12_13:
     dw 0, 0, 0, 0, 1, 0, 0, 0, 8, 0, 0, 0, 9, 0, 0, 0
     dw 4, 0, 0, 0, 5, 0, 0, 0, 12, 0, 0, 0, 13, 0, 0, 0
+
+section .rodata.pw_index64_2_3_10_11_6_7_14_15 progbits alloc noexec nowrite align=32
 
 align 32
 pw_index64_2_3_10_11_6_7_14_15:
     dw 2, 0, 0, 0, 3, 0, 0, 0, 10, 0, 0, 0, 11, 0, 0, 0
     dw 6, 0, 0, 0, 7, 0, 0, 0, 14, 0, 0, 0, 15, 0, 0, 0
 
+section .rodata.pw_m10079 progbits alloc noexec nowrite align=32
+
 align 32
 pw_m10079:
     dw -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079
     dw -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079, -10079
+
+section .rodata.pw_m3327 progbits alloc noexec nowrite align=32
 
 align 32
 pw_m3327:
@@ -1041,7 +1098,7 @@ pw_m3327:
     dw -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327, -3327
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -1058,6 +1115,8 @@ section .text
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 5032, 6814, 8544, 10407, 12304, 14175, 16193
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_ntt_forward_avx512 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_ntt_forward_avx512.end - kg_mlkem3329_ntt_forward_avx512)
 align 32
 kg_mlkem3329_ntt_forward_avx512:
@@ -1405,6 +1464,8 @@ kg_mlkem3329_ntt_forward_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_basemul_avx512 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_basemul_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_avx512.end - kg_mlkem3329_basemul_avx512)
 align 32
 kg_mlkem3329_basemul_avx512:
@@ -1577,6 +1638,8 @@ kg_mlkem3329_basemul_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-7}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_basemul_acc2_avx512 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_basemul_acc2_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc2_avx512.end - kg_mlkem3329_basemul_acc2_avx512)
 align 32
 kg_mlkem3329_basemul_acc2_avx512:
@@ -1845,6 +1908,8 @@ kg_mlkem3329_basemul_acc2_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-7}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_basemul_acc3_avx512 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_basemul_acc3_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc3_avx512.end - kg_mlkem3329_basemul_acc3_avx512)
 align 32
 kg_mlkem3329_basemul_acc3_avx512:
@@ -2209,6 +2274,8 @@ kg_mlkem3329_basemul_acc3_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-7}, k1, rax, r11, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_basemul_acc4_avx512 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_basemul_acc4_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc4_avx512.end - kg_mlkem3329_basemul_acc4_avx512)
 align 32
 kg_mlkem3329_basemul_acc4_avx512:
@@ -2673,6 +2740,8 @@ kg_mlkem3329_basemul_acc4_avx512:
 ;   after layer 3 (its sums, for the next layer): 4 register(s), smallest indices 0,64,128,192
 ;   worst |value| after each layer: 2493, 4772, 9544, 19088, 4188, 8150, 15556
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_ntt_inverse_avx512 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_ntt_inverse_avx512.end - kg_mlkem3329_ntt_inverse_avx512)
 align 32
 kg_mlkem3329_ntt_inverse_avx512:
@@ -3043,6 +3112,8 @@ kg_mlkem3329_ntt_inverse_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_reduce_barrett_avx512 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_reduce_barrett_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_barrett_avx512.end - kg_mlkem3329_reduce_barrett_avx512)
 align 32
 kg_mlkem3329_reduce_barrett_avx512:
@@ -3120,6 +3191,8 @@ kg_mlkem3329_reduce_barrett_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_reduce_special_avx512 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_reduce_special_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_special_avx512.end - kg_mlkem3329_reduce_special_avx512)
 align 32
 kg_mlkem3329_reduce_special_avx512:
@@ -3211,6 +3284,8 @@ kg_mlkem3329_reduce_special_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_freeze_avx512 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_freeze_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_freeze_avx512.end - kg_mlkem3329_freeze_avx512)
 align 32
 kg_mlkem3329_freeze_avx512:
@@ -3295,6 +3370,8 @@ kg_mlkem3329_freeze_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_mulmod_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_mulmod_shoup_avx512.end - kg_mlkem3329_mulmod_shoup_avx512)
 align 32
 kg_mlkem3329_mulmod_shoup_avx512:
@@ -3387,6 +3464,8 @@ kg_mlkem3329_mulmod_shoup_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_muladd_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_mlkem3329_muladd_shoup_avx512.end - kg_mlkem3329_muladd_shoup_avx512)
 align 32
 kg_mlkem3329_muladd_shoup_avx512:
@@ -3509,6 +3588,8 @@ kg_mlkem3329_muladd_shoup_avx512:
 ;   policy index, special reduction, 0 vector reductions
 ;   worst |value| after each layer: 5032, 6814, 8544, 10407, 12304, 14175, 16193
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_ntt_forward_avx2.end - kg_mlkem3329_ntt_forward_avx2)
 align 32
 kg_mlkem3329_ntt_forward_avx2:
@@ -4147,6 +4228,8 @@ kg_mlkem3329_ntt_forward_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_basemul_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_avx2.end - kg_mlkem3329_basemul_avx2)
 align 32
 kg_mlkem3329_basemul_avx2:
@@ -4461,6 +4544,8 @@ kg_mlkem3329_basemul_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_basemul_acc2_avx2 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_basemul_acc2_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc2_avx2.end - kg_mlkem3329_basemul_acc2_avx2)
 align 32
 kg_mlkem3329_basemul_acc2_avx2:
@@ -4967,6 +5052,8 @@ kg_mlkem3329_basemul_acc2_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_basemul_acc3_avx2 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_basemul_acc3_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc3_avx2.end - kg_mlkem3329_basemul_acc3_avx2)
 align 32
 kg_mlkem3329_basemul_acc3_avx2:
@@ -5665,6 +5752,8 @@ kg_mlkem3329_basemul_acc3_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-7}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_basemul_acc4_avx2 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_basemul_acc4_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc4_avx2.end - kg_mlkem3329_basemul_acc4_avx2)
 align 32
 kg_mlkem3329_basemul_acc4_avx2:
@@ -6560,6 +6649,8 @@ kg_mlkem3329_basemul_acc4_avx2:
 ;   before layer 1: 4 register(s), smallest indices 0,64,128,192
 ;   worst |value| after each layer: 2493, 4772, 9544, 19088, 25484, 15860, 31720
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_ntt_inverse_avx2.end - kg_mlkem3329_ntt_inverse_avx2)
 align 32
 kg_mlkem3329_ntt_inverse_avx2:
@@ -7254,6 +7345,8 @@ kg_mlkem3329_ntt_inverse_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_reduce_barrett_avx2 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_barrett_avx2.end - kg_mlkem3329_reduce_barrett_avx2)
 align 32
 kg_mlkem3329_reduce_barrett_avx2:
@@ -7387,6 +7480,8 @@ kg_mlkem3329_reduce_barrett_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_reduce_special_avx2 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_special_avx2.end - kg_mlkem3329_reduce_special_avx2)
 align 32
 kg_mlkem3329_reduce_special_avx2:
@@ -7550,6 +7645,8 @@ kg_mlkem3329_reduce_special_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_freeze_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_freeze_avx2.end - kg_mlkem3329_freeze_avx2)
 align 32
 kg_mlkem3329_freeze_avx2:
@@ -7698,6 +7795,8 @@ kg_mlkem3329_freeze_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_mulmod_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_mulmod_shoup_avx2.end - kg_mlkem3329_mulmod_shoup_avx2)
 align 32
 kg_mlkem3329_mulmod_shoup_avx2:
@@ -7862,6 +7961,8 @@ kg_mlkem3329_mulmod_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_muladd_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_mlkem3329_muladd_shoup_avx2.end - kg_mlkem3329_muladd_shoup_avx2)
 align 32
 kg_mlkem3329_muladd_shoup_avx2:
@@ -8080,6 +8181,8 @@ kg_mlkem3329_muladd_shoup_avx2:
 ;   policy index, special reduction, 0 vector reductions
 ;   worst |value| after each layer: 5032, 6814, 8544, 10407, 12304, 14175, 16193
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_ntt_forward_sse progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_ntt_forward_sse.end - kg_mlkem3329_ntt_forward_sse)
 align 32
 kg_mlkem3329_ntt_forward_sse:
@@ -9712,6 +9815,8 @@ kg_mlkem3329_ntt_forward_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_basemul_sse progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_basemul_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_sse.end - kg_mlkem3329_basemul_sse)
 align 32
 kg_mlkem3329_basemul_sse:
@@ -10474,6 +10579,8 @@ kg_mlkem3329_basemul_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_basemul_acc2_sse progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_basemul_acc2_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc2_sse.end - kg_mlkem3329_basemul_acc2_sse)
 align 32
 kg_mlkem3329_basemul_acc2_sse:
@@ -11716,6 +11823,8 @@ kg_mlkem3329_basemul_acc2_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_basemul_acc3_sse progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_basemul_acc3_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc3_sse.end - kg_mlkem3329_basemul_acc3_sse)
 align 32
 kg_mlkem3329_basemul_acc3_sse:
@@ -13438,6 +13547,8 @@ kg_mlkem3329_basemul_acc3_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_basemul_acc4_sse progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_basemul_acc4_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_basemul_acc4_sse.end - kg_mlkem3329_basemul_acc4_sse)
 align 32
 kg_mlkem3329_basemul_acc4_sse:
@@ -15645,6 +15756,8 @@ kg_mlkem3329_basemul_acc4_sse:
 ;   before layer 1: 4 register(s), smallest indices 0,64,128,192
 ;   worst |value| after each layer: 2493, 4772, 9544, 19088, 25484, 15860, 31720
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_ntt_inverse_sse progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_ntt_inverse_sse.end - kg_mlkem3329_ntt_inverse_sse)
 align 32
 kg_mlkem3329_ntt_inverse_sse:
@@ -17446,6 +17559,8 @@ kg_mlkem3329_ntt_inverse_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_reduce_barrett_sse progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_barrett_sse.end - kg_mlkem3329_reduce_barrett_sse)
 align 32
 kg_mlkem3329_reduce_barrett_sse:
@@ -17725,6 +17840,8 @@ kg_mlkem3329_reduce_barrett_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_reduce_special_sse progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_reduce_special_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_reduce_special_sse.end - kg_mlkem3329_reduce_special_sse)
 align 32
 kg_mlkem3329_reduce_special_sse:
@@ -18096,6 +18213,8 @@ kg_mlkem3329_reduce_special_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-7}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_freeze_sse progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_freeze_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_freeze_sse.end - kg_mlkem3329_freeze_sse)
 align 32
 kg_mlkem3329_freeze_sse:
@@ -18437,6 +18556,8 @@ kg_mlkem3329_freeze_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_mulmod_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_mulmod_shoup_sse.end - kg_mlkem3329_mulmod_shoup_sse)
 align 32
 kg_mlkem3329_mulmod_shoup_sse:
@@ -18808,6 +18929,8 @@ kg_mlkem3329_mulmod_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_mlkem3329_muladd_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_mlkem3329_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_mlkem3329_muladd_shoup_sse.end - kg_mlkem3329_muladd_shoup_sse)
 align 32
 kg_mlkem3329_muladd_shoup_sse:

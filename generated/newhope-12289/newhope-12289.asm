@@ -37,7 +37,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_newhope12289_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
@@ -425,6 +428,8 @@ kg_newhope12289_ntt_forward_twiddles_avx2:
     dw 506, 1255, 1392, 5784, 3276, 8951, 2212, 9615, 10347, 8881, 2575, 1165, 2776, 11111, 6811, 3511
     dw 2698, 6692, 7423, 30845, 17470, 47734, 11796, 51275, 55179, 47361, 13732, 6212, 14804, 59253, 36322, 18723
 
+section .rodata.kg_newhope12289_ntt_forward_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
 kg_newhope12289_ntt_forward_twiddles_sse:
@@ -810,6 +815,8 @@ kg_newhope12289_ntt_forward_twiddles_sse:
     dw 24414, 2010, 63536, 8639, 55744, 63269, 53883, 63445, 32450, 43313, 60000, 60613, 53638, 33047, 14932, 1029
     dw 506, 1255, 1392, 5784, 3276, 8951, 2212, 9615, 10347, 8881, 2575, 1165, 2776, 11111, 6811, 3511
     dw 2698, 6692, 7423, 30845, 17470, 47734, 11796, 51275, 55179, 47361, 13732, 6212, 14804, 59253, 36322, 18723
+
+section .rodata.kg_newhope12289_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
@@ -1197,6 +1204,8 @@ kg_newhope12289_ntt_inverse_twiddles_avx2:
     dw 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479
     dw 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887
 
+section .rodata.kg_newhope12289_ntt_inverse_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
 kg_newhope12289_ntt_inverse_twiddles_sse:
@@ -1583,36 +1592,50 @@ kg_newhope12289_ntt_inverse_twiddles_sse:
     dw 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479, 1479
     dw 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887, 7887
 
+section .rodata.pw_1 progbits alloc noexec nowrite align=32
+
 align 32
 pw_1:
     dw 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+
+section .rodata.pw_12289 progbits alloc noexec nowrite align=32
 
 align 32
 pw_12289:
     dw 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289, 12289
 
+section .rodata.pw_24578 progbits alloc noexec nowrite align=32
+
 align 32
 pw_24578:
     dw 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578, 24578
+
+section .rodata.pw_341 progbits alloc noexec nowrite align=32
 
 align 32
 pw_341:
     dw 341, 341, 341, 341, 341, 341, 341, 341, 341, 341, 341, 341, 341, 341, 341, 341
 
+section .rodata.pw_5 progbits alloc noexec nowrite align=32
+
 align 32
 pw_5:
     dw 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5
 
+section .rodata.pw_64 progbits alloc noexec nowrite align=32
+
 align 32
 pw_64:
     dw 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64
+
+section .rodata.pw_m12287 progbits alloc noexec nowrite align=32
 
 align 32
 pw_m12287:
     dw -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287, -12287
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -1638,6 +1661,8 @@ section .text
 ;   before layer 9: 32 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480,512,544,576,608,640,672,704,736,768,800,832,864,896,928,960,992
 ;   worst |value| after each layer: 36866, 61444, 49155, 49155, 49155, 49155, 49155, 49155, 49155, 49155
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_newhope12289_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_ntt_forward_avx2.end - kg_newhope12289_ntt_forward_avx2)
 align 32
 kg_newhope12289_ntt_forward_avx2:
@@ -2432,6 +2457,8 @@ kg_newhope12289_ntt_forward_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_newhope12289_basemul_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_basemul_avx2.end - kg_newhope12289_basemul_avx2)
 align 32
 kg_newhope12289_basemul_avx2:
@@ -3107,6 +3134,8 @@ kg_newhope12289_basemul_avx2:
 ;   before layer 0: 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,512,528,544,560,576,592,608,624,640,656,672,688,704,720,736,752
 ;   worst |value| after each layer: 21506, 43012, 49154, 49154, 49154, 49154, 49154, 49154, 49154, 49154
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_newhope12289_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_ntt_inverse_avx2.end - kg_newhope12289_ntt_inverse_avx2)
 align 32
 kg_newhope12289_ntt_inverse_avx2:
@@ -3827,6 +3856,8 @@ kg_newhope12289_ntt_inverse_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_reduce_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_newhope12289_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_reduce_shoup_avx2.end - kg_newhope12289_reduce_shoup_avx2)
 align 32
 kg_newhope12289_reduce_shoup_avx2:
@@ -4232,6 +4263,8 @@ kg_newhope12289_reduce_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_newhope12289_freeze_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_freeze_avx2.end - kg_newhope12289_freeze_avx2)
 align 32
 kg_newhope12289_freeze_avx2:
@@ -4765,6 +4798,8 @@ kg_newhope12289_freeze_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_mulmod_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_newhope12289_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_mulmod_shoup_avx2.end - kg_newhope12289_mulmod_shoup_avx2)
 align 32
 kg_newhope12289_mulmod_shoup_avx2:
@@ -5361,6 +5396,8 @@ kg_newhope12289_mulmod_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-4}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_muladd_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_newhope12289_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_newhope12289_muladd_shoup_avx2.end - kg_newhope12289_muladd_shoup_avx2)
 align 32
 kg_newhope12289_muladd_shoup_avx2:
@@ -6164,6 +6201,8 @@ kg_newhope12289_muladd_shoup_avx2:
 ;   before layer 9: 32 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480,512,544,576,608,640,672,704,736,768,800,832,864,896,928,960,992
 ;   worst |value| after each layer: 36866, 61444, 49155, 49155, 49155, 49155, 49155, 49155, 49155, 49155
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_ntt_forward_sse progbits alloc exec nowrite align=32
+
 global kg_newhope12289_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_newhope12289_ntt_forward_sse.end - kg_newhope12289_ntt_forward_sse)
 align 32
 kg_newhope12289_ntt_forward_sse:
@@ -14998,6 +15037,8 @@ kg_newhope12289_ntt_forward_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_basemul_sse progbits alloc exec nowrite align=32
+
 global kg_newhope12289_basemul_sse:function KERNGEN_VISIBILITY (kg_newhope12289_basemul_sse.end - kg_newhope12289_basemul_sse)
 align 32
 kg_newhope12289_basemul_sse:
@@ -16698,6 +16739,8 @@ kg_newhope12289_basemul_sse:
 ;   before layer 0: 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,512,528,544,560,576,592,608,624,640,656,672,688,704,720,736,752
 ;   worst |value| after each layer: 21506, 43012, 49154, 49154, 49154, 49154, 49154, 49154, 49154, 49154
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_ntt_inverse_sse progbits alloc exec nowrite align=32
+
 global kg_newhope12289_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_newhope12289_ntt_inverse_sse.end - kg_newhope12289_ntt_inverse_sse)
 align 32
 kg_newhope12289_ntt_inverse_sse:
@@ -23087,6 +23130,8 @@ kg_newhope12289_ntt_inverse_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_reduce_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_newhope12289_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_newhope12289_reduce_shoup_sse.end - kg_newhope12289_reduce_shoup_sse)
 align 32
 kg_newhope12289_reduce_shoup_sse:
@@ -24006,6 +24051,8 @@ kg_newhope12289_reduce_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_freeze_sse progbits alloc exec nowrite align=32
+
 global kg_newhope12289_freeze_sse:function KERNGEN_VISIBILITY (kg_newhope12289_freeze_sse.end - kg_newhope12289_freeze_sse)
 align 32
 kg_newhope12289_freeze_sse:
@@ -25309,6 +25356,8 @@ kg_newhope12289_freeze_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_mulmod_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_newhope12289_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_newhope12289_mulmod_shoup_sse.end - kg_newhope12289_mulmod_shoup_sse)
 align 32
 kg_newhope12289_mulmod_shoup_sse:
@@ -26736,6 +26785,8 @@ kg_newhope12289_mulmod_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_newhope12289_muladd_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_newhope12289_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_newhope12289_muladd_shoup_sse.end - kg_newhope12289_muladd_shoup_sse)
 align 32
 kg_newhope12289_muladd_shoup_sse:

@@ -37,7 +37,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_nfl1073479681_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 8 lanes per row
 align 32
@@ -424,6 +427,8 @@ kg_nfl1073479681_ntt_forward_twiddles_avx2:
     dd 500773181, 209933077, 200993218, 427744722, 340050148, 263130248, 417738509, 750666038
     dd 2003581877, 839937370, 804169201, 1711396707, 1360532752, 1052778016, 1671362081, 3003397400
     dd 839937370, 839937370, 1711396707, 1711396707, 1052778016, 1052778016, 3003397400, 3003397400
+
+section .rodata.kg_nfl1073479681_ntt_forward_twiddles_avx512 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
@@ -873,6 +878,8 @@ kg_nfl1073479681_ntt_forward_twiddles_avx512:
     dd 185993008, 185993008, 2200526787, 2200526787, 3266533202, 3266533202, 2784610009, 2784610009
     dd 839937370, 839937370, 1711396707, 1711396707, 1052778016, 1052778016, 3003397400, 3003397400
 
+section .rodata.kg_nfl1073479681_ntt_forward_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 8 lanes per row
 align 32
 kg_nfl1073479681_ntt_forward_twiddles_sse:
@@ -1259,6 +1266,8 @@ kg_nfl1073479681_ntt_forward_twiddles_sse:
     dd 2003581877, 839937370, 804169201, 1711396707, 1360532752, 1052778016, 1671362081, 3003397400
     dd 839937370, 839937370, 1711396707, 1711396707, 1052778016, 1052778016, 3003397400, 3003397400
 
+section .rodata.kg_nfl1073479681_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 8 lanes per row
 align 32
 kg_nfl1073479681_ntt_inverse_twiddles_avx2:
@@ -1612,6 +1621,8 @@ kg_nfl1073479681_ntt_inverse_twiddles_avx2:
     dd 4260509871, 4260509871, 4260509871, 4260509871, 4260509871, 4260509871, 4260509871, 4260509871
     dd 103343005, 103343005, 103343005, 103343005, 103343005, 103343005, 103343005, 103343005
     dd 413472965, 413472965, 413472965, 413472965, 413472965, 413472965, 413472965, 413472965
+
+section .rodata.kg_nfl1073479681_ntt_inverse_twiddles_avx512 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 16 lanes per row
 align 32
@@ -2029,6 +2040,8 @@ kg_nfl1073479681_ntt_inverse_twiddles_avx512:
     dd 413472965, 413472965, 413472965, 413472965, 413472965, 413472965, 413472965, 413472965
     dd 413472965, 413472965, 413472965, 413472965, 413472965, 413472965, 413472965, 413472965
 
+section .rodata.kg_nfl1073479681_ntt_inverse_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 8 lanes per row
 align 32
 kg_nfl1073479681_ntt_inverse_twiddles_sse:
@@ -2383,50 +2396,70 @@ kg_nfl1073479681_ntt_inverse_twiddles_sse:
     dd 103343005, 103343005, 103343005, 103343005, 103343005, 103343005, 103343005, 103343005
     dd 413472965, 413472965, 413472965, 413472965, 413472965, 413472965, 413472965, 413472965
 
+section .rodata.pd_1 progbits alloc noexec nowrite align=32
+
 align 32
 pd_1:
     dd 1, 1, 1, 1, 1, 1, 1, 1
     dd 1, 1, 1, 1, 1, 1, 1, 1
+
+section .rodata.pd_1073479681 progbits alloc noexec nowrite align=32
 
 align 32
 pd_1073479681:
     dd 1073479681, 1073479681, 1073479681, 1073479681, 1073479681, 1073479681, 1073479681, 1073479681
     dd 1073479681, 1073479681, 1073479681, 1073479681, 1073479681, 1073479681, 1073479681, 1073479681
 
+section .rodata.pd_2146959362 progbits alloc noexec nowrite align=32
+
 align 32
 pd_2146959362:
     dd 2146959362, 2146959362, 2146959362, 2146959362, 2146959362, 2146959362, 2146959362, 2146959362
     dd 2146959362, 2146959362, 2146959362, 2146959362, 2146959362, 2146959362, 2146959362, 2146959362
+
+section .rodata.pd_33562625 progbits alloc noexec nowrite align=32
 
 align 32
 pd_33562625:
     dd 33562625, 33562625, 33562625, 33562625, 33562625, 33562625, 33562625, 33562625
     dd 33562625, 33562625, 33562625, 33562625, 33562625, 33562625, 33562625, 33562625
 
+section .rodata.pd_4 progbits alloc noexec nowrite align=32
+
 align 32
 pd_4:
     dd 4, 4, 4, 4, 4, 4, 4, 4
     dd 4, 4, 4, 4, 4, 4, 4, 4
+
+section .rodata.pd_8388608 progbits alloc noexec nowrite align=32
 
 align 32
 pd_8388608:
     dd 8388608, 8388608, 8388608, 8388608, 8388608, 8388608, 8388608, 8388608
     dd 8388608, 8388608, 8388608, 8388608, 8388608, 8388608, 8388608, 8388608
 
+section .rodata.pd_even_lanes progbits alloc noexec nowrite align=32
+
 align 32
 pd_even_lanes:
     dd 1, 0, 1, 0, 1, 0, 1, 0
     dd 1, 0, 1, 0, 1, 0, 1, 0
+
+section .rodata.pd_index64_0_1_8_9_4_5_12_13 progbits alloc noexec nowrite align=32
 
 align 32
 pd_index64_0_1_8_9_4_5_12_13:
     dd 0, 0, 1, 0, 8, 0, 9, 0
     dd 4, 0, 5, 0, 12, 0, 13, 0
 
+section .rodata.pd_index64_2_3_10_11_6_7_14_15 progbits alloc noexec nowrite align=32
+
 align 32
 pd_index64_2_3_10_11_6_7_14_15:
     dd 2, 0, 3, 0, 10, 0, 11, 0
     dd 6, 0, 7, 0, 14, 0, 15, 0
+
+section .rodata.pd_m1073479679 progbits alloc noexec nowrite align=32
 
 align 32
 pd_m1073479679:
@@ -2434,7 +2467,7 @@ pd_m1073479679:
     dd -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679, -1073479679
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -2459,6 +2492,8 @@ section .text
 ;   before layer 8: 16 register(s), smallest indices 0,32,64,96,128,160,192,224,256,288,320,352,384,416,448,480
 ;   worst |value| after each layer: 3220439042, 4293918723, 4293918723, 4293918723, 4293918723, 4293918723, 4293918723, 4293918723, 4293918723
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_ntt_forward_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_nfl1073479681_ntt_forward_avx512.end - kg_nfl1073479681_ntt_forward_avx512)
 align 32
 kg_nfl1073479681_ntt_forward_avx512:
@@ -4574,6 +4609,8 @@ kg_nfl1073479681_ntt_forward_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-10}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_basemul_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_basemul_avx512:function KERNGEN_VISIBILITY (kg_nfl1073479681_basemul_avx512.end - kg_nfl1073479681_basemul_avx512)
 align 32
 kg_nfl1073479681_basemul_avx512:
@@ -5121,6 +5158,8 @@ kg_nfl1073479681_basemul_avx512:
 ;   before layer 0: 16 register(s), smallest indices 0,16,32,48,64,80,96,112,256,272,288,304,320,336,352,368
 ;   worst |value| after each layer: 2146697282, 4293394564, 4293918722, 4293918722, 4293918722, 4293918722, 4293918722, 4293918722, 4293918722
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_ntt_inverse_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_nfl1073479681_ntt_inverse_avx512.end - kg_nfl1073479681_ntt_inverse_avx512)
 align 32
 kg_nfl1073479681_ntt_inverse_avx512:
@@ -7276,6 +7315,8 @@ kg_nfl1073479681_ntt_inverse_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_reduce_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_reduce_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl1073479681_reduce_shoup_avx512.end - kg_nfl1073479681_reduce_shoup_avx512)
 align 32
 kg_nfl1073479681_reduce_shoup_avx512:
@@ -7587,6 +7628,8 @@ kg_nfl1073479681_reduce_shoup_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_freeze_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_freeze_avx512:function KERNGEN_VISIBILITY (kg_nfl1073479681_freeze_avx512.end - kg_nfl1073479681_freeze_avx512)
 align 32
 kg_nfl1073479681_freeze_avx512:
@@ -7962,6 +8005,8 @@ kg_nfl1073479681_freeze_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-5}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_mulmod_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl1073479681_mulmod_shoup_avx512.end - kg_nfl1073479681_mulmod_shoup_avx512)
 align 32
 kg_nfl1073479681_mulmod_shoup_avx512:
@@ -8400,6 +8445,8 @@ kg_nfl1073479681_mulmod_shoup_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-6}, k2, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_muladd_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl1073479681_muladd_shoup_avx512.end - kg_nfl1073479681_muladd_shoup_avx512)
 align 32
 kg_nfl1073479681_muladd_shoup_avx512:
@@ -8949,6 +8996,8 @@ kg_nfl1073479681_muladd_shoup_avx512:
 ;   before layer 8: 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496
 ;   worst |value| after each layer: 3220439042, 4293918723, 4293918723, 4293918723, 4293918723, 4293918723, 4293918723, 4293918723, 4293918723
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_ntt_forward_avx2.end - kg_nfl1073479681_ntt_forward_avx2)
 align 32
 kg_nfl1073479681_ntt_forward_avx2:
@@ -9898,6 +9947,8 @@ kg_nfl1073479681_ntt_forward_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-10}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_basemul_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_basemul_avx2.end - kg_nfl1073479681_basemul_avx2)
 align 32
 kg_nfl1073479681_basemul_avx2:
@@ -11020,6 +11071,8 @@ kg_nfl1073479681_basemul_avx2:
 ;   before layer 0: 32 register(s), smallest indices 0,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120,256,264,272,280,288,296,304,312,320,328,336,344,352,360,368,376
 ;   worst |value| after each layer: 2146697282, 4293394564, 4293918722, 4293918722, 4293918722, 4293918722, 4293918722, 4293918722, 4293918722
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_ntt_inverse_avx2.end - kg_nfl1073479681_ntt_inverse_avx2)
 align 32
 kg_nfl1073479681_ntt_inverse_avx2:
@@ -11942,6 +11995,8 @@ kg_nfl1073479681_ntt_inverse_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_reduce_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_reduce_shoup_avx2.end - kg_nfl1073479681_reduce_shoup_avx2)
 align 32
 kg_nfl1073479681_reduce_shoup_avx2:
@@ -12603,6 +12658,8 @@ kg_nfl1073479681_reduce_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_freeze_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_freeze_avx2.end - kg_nfl1073479681_freeze_avx2)
 align 32
 kg_nfl1073479681_freeze_avx2:
@@ -13392,6 +13449,8 @@ kg_nfl1073479681_freeze_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_mulmod_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_mulmod_shoup_avx2.end - kg_nfl1073479681_mulmod_shoup_avx2)
 align 32
 kg_nfl1073479681_mulmod_shoup_avx2:
@@ -14308,6 +14367,8 @@ kg_nfl1073479681_mulmod_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-6}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_muladd_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl1073479681_muladd_shoup_avx2.end - kg_nfl1073479681_muladd_shoup_avx2)
 align 32
 kg_nfl1073479681_muladd_shoup_avx2:
@@ -15431,6 +15492,8 @@ kg_nfl1073479681_muladd_shoup_avx2:
 ;   before layer 8: 32 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496
 ;   worst |value| after each layer: 3220439042, 4293918723, 4293918723, 4293918723, 4293918723, 4293918723, 4293918723, 4293918723, 4293918723
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_ntt_forward_sse progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_ntt_forward_sse.end - kg_nfl1073479681_ntt_forward_sse)
 align 32
 kg_nfl1073479681_ntt_forward_sse:
@@ -25555,6 +25618,8 @@ kg_nfl1073479681_ntt_forward_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_basemul_sse progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_basemul_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_basemul_sse.end - kg_nfl1073479681_basemul_sse)
 align 32
 kg_nfl1073479681_basemul_sse:
@@ -28278,6 +28343,8 @@ kg_nfl1073479681_basemul_sse:
 ;   before layer 0: 32 register(s), smallest indices 0,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120,256,264,272,280,288,296,304,312,320,328,336,344,352,360,368,376
 ;   worst |value| after each layer: 2146697282, 4293394564, 4293918722, 4293918722, 4293918722, 4293918722, 4293918722, 4293918722, 4293918722
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_ntt_inverse_sse progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_ntt_inverse_sse.end - kg_nfl1073479681_ntt_inverse_sse)
 align 32
 kg_nfl1073479681_ntt_inverse_sse:
@@ -39043,6 +39110,8 @@ kg_nfl1073479681_ntt_inverse_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-11}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_reduce_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_reduce_shoup_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_reduce_shoup_sse.end - kg_nfl1073479681_reduce_shoup_sse)
 align 32
 kg_nfl1073479681_reduce_shoup_sse:
@@ -40474,6 +40543,8 @@ kg_nfl1073479681_reduce_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-11}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_freeze_sse progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_freeze_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_freeze_sse.end - kg_nfl1073479681_freeze_sse)
 align 32
 kg_nfl1073479681_freeze_sse:
@@ -42289,6 +42360,8 @@ kg_nfl1073479681_freeze_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_mulmod_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_mulmod_shoup_sse.end - kg_nfl1073479681_mulmod_shoup_sse)
 align 32
 kg_nfl1073479681_mulmod_shoup_sse:
@@ -44356,6 +44429,8 @@ kg_nfl1073479681_mulmod_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-14}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl1073479681_muladd_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_nfl1073479681_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_nfl1073479681_muladd_shoup_sse.end - kg_nfl1073479681_muladd_shoup_sse)
 align 32
 kg_nfl1073479681_muladd_shoup_sse:

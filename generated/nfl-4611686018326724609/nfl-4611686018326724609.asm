@@ -37,7 +37,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_nfl4611686018326724609_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 4 lanes per row
 align 32
@@ -2087,6 +2090,8 @@ kg_nfl4611686018326724609_ntt_forward_twiddles_avx2:
     dq 0x00000000395b20c7, 0x0000000024093b03, 0x0000000012233b17, 0x0000000017c96d9f
     dq 0x00000000e56c831e, 0x000000009024ec0d, 0x00000000488cec5d, 0x000000005f25b67e
 
+section .rodata.kg_nfl4611686018326724609_ntt_forward_twiddles_avx512 progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w, floor(w*2^W/q)) in consumption order, 8 lanes per row
 align 32
 kg_nfl4611686018326724609_ntt_forward_twiddles_avx512:
@@ -4004,6 +4009,8 @@ kg_nfl4611686018326724609_ntt_forward_twiddles_avx512:
     dq 0xe56c831e934dd86f, 0x9024ec0d2a127cb6, 0x488cec5de567885b, 0x5f25b67e3951490e
     dq 0x0000000015b8f90f, 0x00000000766361f6, 0x0000000013569358, 0x0000000073dec9ff
     dq 0x00000000e56c831e, 0x000000009024ec0d, 0x00000000488cec5d, 0x000000005f25b67e
+
+section .rodata.kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 4 lanes per row
 align 32
@@ -6053,6 +6060,8 @@ kg_nfl4611686018326724609_ntt_inverse_twiddles_avx2:
     dq 0x000000003128da2c, 0x000000003128da2c, 0x000000003128da2c, 0x000000003128da2c
     dq 0x00000000c4a368b3, 0x00000000c4a368b3, 0x00000000c4a368b3, 0x00000000c4a368b3
 
+section .rodata.kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512 progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, floor(w*2^W/q)) in consumption order, 8 lanes per row
 align 32
 kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512:
@@ -7971,73 +7980,103 @@ kg_nfl4611686018326724609_ntt_inverse_twiddles_avx512:
     dq 0x00000000c4a368b3, 0x00000000c4a368b3, 0x00000000c4a368b3, 0x00000000c4a368b3
     dq 0x00000000c4a368b3, 0x00000000c4a368b3, 0x00000000c4a368b3, 0x00000000c4a368b3
 
+section .rodata.pq_0 progbits alloc noexec nowrite align=32
+
 align 32
 pq_0:
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
     dq 0x0000000000000000, 0x0000000000000000, 0x0000000000000000, 0x0000000000000000
+
+section .rodata.pq_1 progbits alloc noexec nowrite align=32
 
 align 32
 pq_1:
     dq 0x0000000000000001, 0x0000000000000001, 0x0000000000000001, 0x0000000000000001
     dq 0x0000000000000001, 0x0000000000000001, 0x0000000000000001, 0x0000000000000001
 
+section .rodata.pq_1073741823 progbits alloc noexec nowrite align=32
+
 align 32
 pq_1073741823:
     dq 0x000000003fffffff, 0x000000003fffffff, 0x000000003fffffff, 0x000000003fffffff
     dq 0x000000003fffffff, 0x000000003fffffff, 0x000000003fffffff, 0x000000003fffffff
+
+section .rodata.pq_13845191154544410625 progbits alloc noexec nowrite align=32
 
 align 32
 pq_13845191154544410625:
     dq 0xc024000006000001, 0xc024000006000001, 0xc024000006000001, 0xc024000006000001
     dq 0xc024000006000001, 0xc024000006000001, 0xc024000006000001, 0xc024000006000001
 
+section .rodata.pq_16777216 progbits alloc noexec nowrite align=32
+
 align 32
 pq_16777216:
     dq 0x0000000001000000, 0x0000000001000000, 0x0000000001000000, 0x0000000001000000
     dq 0x0000000001000000, 0x0000000001000000, 0x0000000001000000, 0x0000000001000000
+
+section .rodata.pq_18014398509481984 progbits alloc noexec nowrite align=32
 
 align 32
 pq_18014398509481984:
     dq 0x0040000000000000, 0x0040000000000000, 0x0040000000000000, 0x0040000000000000
     dq 0x0040000000000000, 0x0040000000000000, 0x0040000000000000, 0x0040000000000000
 
+section .rodata.pq_3223584768 progbits alloc noexec nowrite align=32
+
 align 32
 pq_3223584768:
     dq 0x00000000c0240000, 0x00000000c0240000, 0x00000000c0240000, 0x00000000c0240000
+
+section .rodata.pq_4 progbits alloc noexec nowrite align=32
 
 align 32
 pq_4:
     dq 0x0000000000000004, 0x0000000000000004, 0x0000000000000004, 0x0000000000000004
     dq 0x0000000000000004, 0x0000000000000004, 0x0000000000000004, 0x0000000000000004
 
+section .rodata.pq_4194304 progbits alloc noexec nowrite align=32
+
 align 32
 pq_4194304:
     dq 0x0000000000400000, 0x0000000000400000, 0x0000000000400000, 0x0000000000400000
+
+section .rodata.pq_4294967295 progbits alloc noexec nowrite align=32
 
 align 32
 pq_4294967295:
     dq 0x00000000ffffffff, 0x00000000ffffffff, 0x00000000ffffffff, 0x00000000ffffffff
     dq 0x00000000ffffffff, 0x00000000ffffffff, 0x00000000ffffffff, 0x00000000ffffffff
 
+section .rodata.pq_4611686018326724609 progbits alloc noexec nowrite align=32
+
 align 32
 pq_4611686018326724609:
     dq 0x3ffffffffa000001, 0x3ffffffffa000001, 0x3ffffffffa000001, 0x3ffffffffa000001
     dq 0x3ffffffffa000001, 0x3ffffffffa000001, 0x3ffffffffa000001, 0x3ffffffffa000001
+
+section .rodata.pq_72057594039500799 progbits alloc noexec nowrite align=32
 
 align 32
 pq_72057594039500799:
     dq 0x010000000017ffff, 0x010000000017ffff, 0x010000000017ffff, 0x010000000017ffff
     dq 0x010000000017ffff, 0x010000000017ffff, 0x010000000017ffff, 0x010000000017ffff
 
+section .rodata.pq_9223372036653449218 progbits alloc noexec nowrite align=32
+
 align 32
 pq_9223372036653449218:
     dq 0x7ffffffff4000002, 0x7ffffffff4000002, 0x7ffffffff4000002, 0x7ffffffff4000002
     dq 0x7ffffffff4000002, 0x7ffffffff4000002, 0x7ffffffff4000002, 0x7ffffffff4000002
 
+section .rodata.pq_index64_0_1_8_9_4_5_12_13 progbits alloc noexec nowrite align=32
+
 align 32
 pq_index64_0_1_8_9_4_5_12_13:
     dq 0x0000000000000000, 0x0000000000000001, 0x0000000000000008, 0x0000000000000009
     dq 0x0000000000000004, 0x0000000000000005, 0x000000000000000c, 0x000000000000000d
+
+section .rodata.pq_index64_2_3_10_11_6_7_14_15 progbits alloc noexec nowrite align=32
 
 align 32
 pq_index64_2_3_10_11_6_7_14_15:
@@ -8045,7 +8084,7 @@ pq_index64_2_3_10_11_6_7_14_15:
     dq 0x0000000000000006, 0x0000000000000007, 0x000000000000000e, 0x000000000000000f
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -8072,6 +8111,8 @@ section .text
 ;   before layer 9: 64 register(s), smallest indices 0,16,32,48,64,80,96,112,128,144,160,176,192,208,224,240,256,272,288,304,320,336,352,368,384,400,416,432,448,464,480,496,512,528,544,560,576,592,608,624,640,656,672,688,704,720,736,752,768,784,800,816,832,848,864,880,896,912,928,944,960,976,992,1008
 ;   worst |value| after each layer: 13835058054980173826, 18446744073306898435, 18446744073306898435, 18446744073306898435, 18446744073306898435, 18446744073306898435, 18446744073306898435, 18446744073306898435, 18446744073306898435, 18446744073306898435
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_ntt_forward_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_ntt_forward_avx512:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_ntt_forward_avx512.end - kg_nfl4611686018326724609_ntt_forward_avx512)
 align 32
 kg_nfl4611686018326724609_ntt_forward_avx512:
@@ -10695,6 +10736,8 @@ kg_nfl4611686018326724609_ntt_forward_avx512:
 ;   clobbers: zmm{0-15}, rax, rdx, rsi, rdi, flags
 ;   loops: 63 x 71 instructions (repeated groups rolled: 4356 instructions run, 148 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_basemul_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_basemul_avx512:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_basemul_avx512.end - kg_nfl4611686018326724609_basemul_avx512)
 align 32
 kg_nfl4611686018326724609_basemul_avx512:
@@ -10877,6 +10920,8 @@ kg_nfl4611686018326724609_basemul_avx512:
 ;   before layer 0: 64 register(s), smallest indices 0,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120,128,136,144,152,160,168,176,184,192,200,208,216,224,232,240,248,512,520,528,536,544,552,560,568,576,584,592,600,608,616,624,632,640,648,656,664,672,680,688,696,704,712,720,728,736,744,752,760
 ;   worst |value| after each layer: 9223372036653449217, 18446744073306898434, 18446744073306898434, 18446744073306898434, 18446744073306898434, 18446744073306898434, 18446744073306898434, 18446744073306898434, 18446744073306898434, 18446744073306898434
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_ntt_inverse_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_ntt_inverse_avx512:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_ntt_inverse_avx512.end - kg_nfl4611686018326724609_ntt_inverse_avx512)
 align 32
 kg_nfl4611686018326724609_ntt_inverse_avx512:
@@ -14582,6 +14627,8 @@ kg_nfl4611686018326724609_ntt_inverse_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_reduce_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_reduce_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_reduce_shoup_avx512.end - kg_nfl4611686018326724609_reduce_shoup_avx512)
 align 32
 kg_nfl4611686018326724609_reduce_shoup_avx512:
@@ -16909,6 +16956,8 @@ kg_nfl4611686018326724609_reduce_shoup_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-9}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_freeze_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_freeze_avx512:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_freeze_avx512.end - kg_nfl4611686018326724609_freeze_avx512)
 align 32
 kg_nfl4611686018326724609_freeze_avx512:
@@ -19492,6 +19541,8 @@ kg_nfl4611686018326724609_freeze_avx512:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-8}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_mulmod_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_mulmod_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_mulmod_shoup_avx512.end - kg_nfl4611686018326724609_mulmod_shoup_avx512)
 align 32
 kg_nfl4611686018326724609_mulmod_shoup_avx512:
@@ -22330,6 +22381,8 @@ kg_nfl4611686018326724609_mulmod_shoup_avx512:
 ;   clobbers: zmm{0-9}, rax, rcx, rdx, rsi, rdi, r8, flags
 ;   loops: 127 x 30 instructions (repeated groups rolled: 3204 instructions run, 66 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_muladd_shoup_avx512 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_muladd_shoup_avx512:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_muladd_shoup_avx512.end - kg_nfl4611686018326724609_muladd_shoup_avx512)
 align 32
 kg_nfl4611686018326724609_muladd_shoup_avx512:
@@ -22431,6 +22484,8 @@ kg_nfl4611686018326724609_muladd_shoup_avx512:
 ;   before layer 9: 128 register(s), smallest indices 0,8,16,24,32,40,48,56,64,72,80,88,96,104,112,120,128,136,144,152,160,168,176,184,192,200,208,216,224,232,240,248,256,264,272,280,288,296,304,312,320,328,336,344,352,360,368,376,384,392,400,408,416,424,432,440,448,456,464,472,480,488,496,504,512,520,528,536,544,552,560,568,576,584,592,600,608,616,624,632,640,648,656,664,672,680,688,696,704,712,720,728,736,744,752,760,768,776,784,792,800,808,816,824,832,840,848,856,864,872,880,888,896,904,912,920,928,936,944,952,960,968,976,984,992,1000,1008,1016
 ;   worst |value| after each layer: 13835058054980173826, 18446744073306898435, 18446744073306898435, 18446744073306898435, 18446744073306898435, 18446744073306898435, 18446744073306898435, 18446744073306898435, 18446744073306898435, 18446744073306898435
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_ntt_forward_avx2.end - kg_nfl4611686018326724609_ntt_forward_avx2)
 align 32
 kg_nfl4611686018326724609_ntt_forward_avx2:
@@ -25249,6 +25304,8 @@ kg_nfl4611686018326724609_ntt_forward_avx2:
 ;   clobbers: ymm{0-12}, rax, rdx, rsi, rdi, flags
 ;   loops: 255 x 45 instructions (repeated groups rolled: 10757 instructions run, 97 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_basemul_avx2:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_basemul_avx2.end - kg_nfl4611686018326724609_basemul_avx2)
 align 32
 kg_nfl4611686018326724609_basemul_avx2:
@@ -25380,6 +25437,8 @@ kg_nfl4611686018326724609_basemul_avx2:
 ;   before layer 0: 128 register(s), smallest indices 0,4,8,12,16,20,24,28,32,36,40,44,48,52,56,60,64,68,72,76,80,84,88,92,96,100,104,108,112,116,120,124,128,132,136,140,144,148,152,156,160,164,168,172,176,180,184,188,192,196,200,204,208,212,216,220,224,228,232,236,240,244,248,252,512,516,520,524,528,532,536,540,544,548,552,556,560,564,568,572,576,580,584,588,592,596,600,604,608,612,616,620,624,628,632,636,640,644,648,652,656,660,664,668,672,676,680,684,688,692,696,700,704,708,712,716,720,724,728,732,736,740,744,748,752,756,760,764
 ;   worst |value| after each layer: 9223372036552785922, 18446744073105571844, 18446744073306898434, 18446744073306898434, 18446744073306898434, 18446744073306898434, 18446744073306898434, 18446744073306898434, 18446744073306898434, 18446744073306898434
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_ntt_inverse_avx2.end - kg_nfl4611686018326724609_ntt_inverse_avx2)
 align 32
 kg_nfl4611686018326724609_ntt_inverse_avx2:
@@ -27670,6 +27729,8 @@ kg_nfl4611686018326724609_ntt_inverse_avx2:
 ;   clobbers: ymm{0-12}, rax, rdi, flags
 ;   loops: 256 x 29 instructions (repeated groups rolled: 7174 instructions run, 38 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_reduce_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_reduce_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_reduce_shoup_avx2.end - kg_nfl4611686018326724609_reduce_shoup_avx2)
 align 32
 kg_nfl4611686018326724609_reduce_shoup_avx2:
@@ -27729,6 +27790,8 @@ kg_nfl4611686018326724609_reduce_shoup_avx2:
 ;   clobbers: ymm{0-12}, rax, rdi, flags
 ;   loops: 256 x 31 instructions (repeated groups rolled: 7686 instructions run, 40 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_freeze_avx2:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_freeze_avx2.end - kg_nfl4611686018326724609_freeze_avx2)
 align 32
 kg_nfl4611686018326724609_freeze_avx2:
@@ -27790,6 +27853,8 @@ kg_nfl4611686018326724609_freeze_avx2:
 ;   clobbers: ymm{0-10}, rax, rcx, rdx, rsi, rdi, flags
 ;   loops: 255 x 39 instructions (repeated groups rolled: 8964 instructions run, 84 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_mulmod_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_mulmod_shoup_avx2.end - kg_nfl4611686018326724609_mulmod_shoup_avx2)
 align 32
 kg_nfl4611686018326724609_mulmod_shoup_avx2:
@@ -27895,6 +27960,8 @@ kg_nfl4611686018326724609_mulmod_shoup_avx2:
 ;   clobbers: ymm{0-11}, rax, rcx, rdx, rsi, rdi, r8, flags
 ;   loops: 255 x 43 instructions (repeated groups rolled: 9733 instructions run, 93 written)
 ; ---------------------------------------------------------------------------
+section .text.kg_nfl4611686018326724609_muladd_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_nfl4611686018326724609_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_nfl4611686018326724609_muladd_shoup_avx2.end - kg_nfl4611686018326724609_muladd_shoup_avx2)
 align 32
 kg_nfl4611686018326724609_muladd_shoup_avx2:

@@ -36,7 +36,10 @@
 
 default rel
 
-section .rodata align=32
+
+
+
+section .rodata.kg_tiny257_ntt_forward_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
@@ -64,6 +67,8 @@ kg_tiny257_ntt_forward_twiddles_avx2:
     dw -42, -99, -118, 89, 79, 21, -84, 59, -58, -100, -114, 25, -50, 29, -116, 57
     dw 10710, 25245, 30090, -22695, -20145, -5355, 21420, -15045, 14790, 25500, 29070, -6375, 12750, -7395, 29580, -14535
 
+section .rodata.kg_tiny257_ntt_forward_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; forward NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_tiny257_ntt_forward_twiddles_sse:
@@ -89,6 +94,8 @@ kg_tiny257_ntt_forward_twiddles_sse:
     dw -2295, -28815, -15810, -9180, 18360, -31620, -4590, 7905, 15555, 13260, 12495, -3315, 6630, 24990, 31110, 26520
     dw -42, -99, -118, 89, 79, 21, -84, 59, -58, -100, -114, 25, -50, 29, -116, 57
     dw 10710, 25245, 30090, -22695, -20145, -5355, 21420, -15045, 14790, 25500, 29070, -6375, 12750, -7395, 29580, -14535
+
+section .rodata.kg_tiny257_ntt_inverse_twiddles_avx2 progbits alloc noexec nowrite align=32
 
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
@@ -116,6 +123,8 @@ kg_tiny257_ntt_inverse_twiddles_avx2:
     dw 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16
     dw -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080
 
+section .rodata.kg_tiny257_ntt_inverse_twiddles_sse progbits alloc noexec nowrite align=32
+
 ; inverse NTT twiddles (w, w*q^-1 mod 2^16) in consumption order, 16 lanes per row
 align 32
 kg_tiny257_ntt_inverse_twiddles_sse:
@@ -142,40 +151,56 @@ kg_tiny257_ntt_inverse_twiddles_sse:
     dw 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16, 16
     dw -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080, -4080
 
+section .rodata.pw_1020 progbits alloc noexec nowrite align=32
+
 align 32
 pw_1020:
     dw 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020, 1020
+
+section .rodata.pw_255 progbits alloc noexec nowrite align=32
 
 align 32
 pw_255:
     dw 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255
 
+section .rodata.pw_257 progbits alloc noexec nowrite align=32
+
 align 32
 pw_257:
     dw 257, 257, 257, 257, 257, 257, 257, 257, 257, 257, 257, 257, 257, 257, 257, 257
+
+section .rodata.pw_32640 progbits alloc noexec nowrite align=32
 
 align 32
 pw_32640:
     dw 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640, 32640
 
+section .rodata.pw_514 progbits alloc noexec nowrite align=32
+
 align 32
 pw_514:
     dw 514, 514, 514, 514, 514, 514, 514, 514, 514, 514, 514, 514, 514, 514, 514, 514
+
+section .rodata.pw_64 progbits alloc noexec nowrite align=32
 
 align 32
 pw_64:
     dw 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64
 
+section .rodata.pw_m255 progbits alloc noexec nowrite align=32
+
 align 32
 pw_m255:
     dw -255, -255, -255, -255, -255, -255, -255, -255, -255, -255, -255, -255, -255, -255, -255, -255
+
+section .rodata.pw_m4 progbits alloc noexec nowrite align=32
 
 align 32
 pw_m4:
     dw -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4, -4
 
 
-section .text
+
 
 
 ; ---------------------------------------------------------------------------
@@ -192,6 +217,8 @@ section .text
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 386, 516, 647, 777, 908, 1039
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_ntt_forward_avx2 progbits alloc exec nowrite align=32
+
 global kg_tiny257_ntt_forward_avx2:function KERNGEN_VISIBILITY (kg_tiny257_ntt_forward_avx2.end - kg_tiny257_ntt_forward_avx2)
 align 32
 kg_tiny257_ntt_forward_avx2:
@@ -311,6 +338,8 @@ kg_tiny257_ntt_forward_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_basemul_avx2 progbits alloc exec nowrite align=32
+
 global kg_tiny257_basemul_avx2:function KERNGEN_VISIBILITY (kg_tiny257_basemul_avx2.end - kg_tiny257_basemul_avx2)
 align 32
 kg_tiny257_basemul_avx2:
@@ -364,6 +393,8 @@ kg_tiny257_basemul_avx2:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 191, 371, 691, 1330, 2638, 5200
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_ntt_inverse_avx2 progbits alloc exec nowrite align=32
+
 global kg_tiny257_ntt_inverse_avx2:function KERNGEN_VISIBILITY (kg_tiny257_ntt_inverse_avx2.end - kg_tiny257_ntt_inverse_avx2)
 align 32
 kg_tiny257_ntt_inverse_avx2:
@@ -496,6 +527,8 @@ kg_tiny257_ntt_inverse_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-1}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_reduce_barrett_avx2 progbits alloc exec nowrite align=32
+
 global kg_tiny257_reduce_barrett_avx2:function KERNGEN_VISIBILITY (kg_tiny257_reduce_barrett_avx2.end - kg_tiny257_reduce_barrett_avx2)
 align 32
 kg_tiny257_reduce_barrett_avx2:
@@ -542,6 +575,8 @@ kg_tiny257_reduce_barrett_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-1}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_reduce_special_avx2 progbits alloc exec nowrite align=32
+
 global kg_tiny257_reduce_special_avx2:function KERNGEN_VISIBILITY (kg_tiny257_reduce_special_avx2.end - kg_tiny257_reduce_special_avx2)
 align 32
 kg_tiny257_reduce_special_avx2:
@@ -581,6 +616,8 @@ kg_tiny257_reduce_special_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-2}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_freeze_avx2 progbits alloc exec nowrite align=32
+
 global kg_tiny257_freeze_avx2:function KERNGEN_VISIBILITY (kg_tiny257_freeze_avx2.end - kg_tiny257_freeze_avx2)
 align 32
 kg_tiny257_freeze_avx2:
@@ -633,6 +670,8 @@ kg_tiny257_freeze_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-2}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_mulmod_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_tiny257_mulmod_shoup_avx2:function KERNGEN_VISIBILITY (kg_tiny257_mulmod_shoup_avx2.end - kg_tiny257_mulmod_shoup_avx2)
 align 32
 kg_tiny257_mulmod_shoup_avx2:
@@ -689,6 +728,8 @@ kg_tiny257_mulmod_shoup_avx2:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-2}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_muladd_shoup_avx2 progbits alloc exec nowrite align=32
+
 global kg_tiny257_muladd_shoup_avx2:function KERNGEN_VISIBILITY (kg_tiny257_muladd_shoup_avx2.end - kg_tiny257_muladd_shoup_avx2)
 align 32
 kg_tiny257_muladd_shoup_avx2:
@@ -761,6 +802,8 @@ kg_tiny257_muladd_shoup_avx2:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 386, 516, 647, 777, 908, 1039
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_ntt_forward_sse progbits alloc exec nowrite align=32
+
 global kg_tiny257_ntt_forward_sse:function KERNGEN_VISIBILITY (kg_tiny257_ntt_forward_sse.end - kg_tiny257_ntt_forward_sse)
 align 32
 kg_tiny257_ntt_forward_sse:
@@ -1027,6 +1070,8 @@ kg_tiny257_ntt_forward_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_basemul_sse progbits alloc exec nowrite align=32
+
 global kg_tiny257_basemul_sse:function KERNGEN_VISIBILITY (kg_tiny257_basemul_sse.end - kg_tiny257_basemul_sse)
 align 32
 kg_tiny257_basemul_sse:
@@ -1123,6 +1168,8 @@ kg_tiny257_basemul_sse:
 ;   policy index, barrett reduction, 0 vector reductions
 ;   worst |value| after each layer: 191, 371, 691, 1330, 2638, 5200
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_ntt_inverse_sse progbits alloc exec nowrite align=32
+
 global kg_tiny257_ntt_inverse_sse:function KERNGEN_VISIBILITY (kg_tiny257_ntt_inverse_sse.end - kg_tiny257_ntt_inverse_sse)
 align 32
 kg_tiny257_ntt_inverse_sse:
@@ -1432,6 +1479,8 @@ kg_tiny257_ntt_inverse_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-3}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_reduce_barrett_sse progbits alloc exec nowrite align=32
+
 global kg_tiny257_reduce_barrett_sse:function KERNGEN_VISIBILITY (kg_tiny257_reduce_barrett_sse.end - kg_tiny257_reduce_barrett_sse)
 align 32
 kg_tiny257_reduce_barrett_sse:
@@ -1513,6 +1562,8 @@ kg_tiny257_reduce_barrett_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-3}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_reduce_special_sse progbits alloc exec nowrite align=32
+
 global kg_tiny257_reduce_special_sse:function KERNGEN_VISIBILITY (kg_tiny257_reduce_special_sse.end - kg_tiny257_reduce_special_sse)
 align 32
 kg_tiny257_reduce_special_sse:
@@ -1579,6 +1630,8 @@ kg_tiny257_reduce_special_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-5}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_freeze_sse progbits alloc exec nowrite align=32
+
 global kg_tiny257_freeze_sse:function KERNGEN_VISIBILITY (kg_tiny257_freeze_sse.end - kg_tiny257_freeze_sse)
 align 32
 kg_tiny257_freeze_sse:
@@ -1679,6 +1732,8 @@ kg_tiny257_freeze_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-6}, rax, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_mulmod_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_tiny257_mulmod_shoup_sse:function KERNGEN_VISIBILITY (kg_tiny257_mulmod_shoup_sse.end - kg_tiny257_mulmod_shoup_sse)
 align 32
 kg_tiny257_mulmod_shoup_sse:
@@ -1786,6 +1841,8 @@ kg_tiny257_mulmod_shoup_sse:
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-6}, flags
 ; ---------------------------------------------------------------------------
+section .text.kg_tiny257_muladd_shoup_sse progbits alloc exec nowrite align=32
+
 global kg_tiny257_muladd_shoup_sse:function KERNGEN_VISIBILITY (kg_tiny257_muladd_shoup_sse.end - kg_tiny257_muladd_shoup_sse)
 align 32
 kg_tiny257_muladd_shoup_sse:
