@@ -26,7 +26,7 @@ from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
 from ...ir.instr import ArgBase, ArgSpec, Builder, Mem, VReg
 from ...machine.ops import by_width, lane_range
 from ...machine.target import Target
-from .kernels import _load, _reduce_bounded, _store
+from .kernels import WhereAbove, _load, _reduce_bounded, _store
 from .montgomery import broadcast_operands
 from .plan import Rows
 from .reducers import broadcast_const
@@ -81,10 +81,12 @@ def _twiddle(b: Builder, ar: Arithmetic, args: TwiddleArgs, entry: int, qinv: VR
 
 
 def build_rows(b: Builder, ar: Arithmetic, codelet: Rows, lanes: int, inverse: bool, in_bound: int,
-               scale: int | None = None) -> None:
+               scale: int | None = None, finish=None) -> None:
     """The codelet's instructions on argument 0 (its rows), twiddles from arguments 1 (and 2). `in_bound`:
     what the inputs reach (|value| on signed lanes, value on unsigned ones); `scale`: the inverse's constant
-    the sums of layer 0 are multiplied by (the differences' twiddles carry it)."""
+    the sums of layer 0 are multiplied by (the differences' twiddles carry it); `finish`: a reducer of every
+    output (or, as `kernels.WhereAbove`, of those bounded at its limit or above)."""
+    finish, finish_limit = (finish.reducer, finish.limit) if isinstance(finish, WhereAbove) else (finish, 0)
     mul, bits = ar.mul, ar.layout.lane_bits
     elem = bits // 8
     rows, r = 1 << codelet.radix_bits, codelet.radix_bits
@@ -110,6 +112,8 @@ def build_rows(b: Builder, ar: Arithmetic, codelet: Rows, lanes: int, inverse: b
                         b, ar, regs[lo], regs[hi], bounds[lo], bounds[hi], factor, qv, inverse, scaled, w_abs,
                         f"layer {t} of {r}")
         for k in range(rows):
+            if finish is not None and bounds[k] >= finish_limit:
+                regs[k], bounds[k] = _reduce_bounded(b, regs[k], finish, bounds[k], "the output range asked for")
             _store(b, Mem(ArgBase(0), (k * codelet.stride + column) * elem, vector), regs[k])
 
 

@@ -1,14 +1,15 @@
 """The C unit of a planned transform (NAME_plan.c): what templates/ntt_plan.j2
 is rendered from.
 
-Per ISA and direction it holds the driver (each stage a loop over its tiles,
-each tile its sub-passes' codelet calls, `plan`), the stage API that lets a
-caller's threads run a stage's tiles in ranges, and the builder of the
-twiddle tables, run once at the first call (or by the init function): every
-entry's value computed from the transform's maths in closed form
-(`planned.twiddle`) and stored as the multiplication strategy stores it, so
-the tables the tests recompute in Python (`planned.table_values`) are the
-ones the C code makes.
+Per ISA and function it holds the driver (each stage a loop over its tiles,
+each tile its rows copied in where the stage fills them, then its
+sub-passes' codelet calls, `plan`; a permutation's tiles exchange rows), the
+stage API that lets a caller's threads run a stage's tiles in ranges, and
+the builder of the twiddle tables, run once at the first call (or by the
+init function): every entry's value computed from its transform's maths in
+closed form (`planned.twiddle`) and stored as the multiplication strategy
+stores it, so the tables the tests recompute in Python
+(`planned.table_values`) are the ones the C code makes.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ from dataclasses import dataclass
 
 from ...core.bundle import Bundle, CPrototype, Function
 from .codelets import twiddle_args
-from .maths import RING_CONSTANT
-from .plan import Leaf, Rows
+from .maths import RING_CONSTANT, NttMath
+from .plan import Leaf, Permute, Rows, Stage
 from .planned import Call, Driver
 
 
 @dataclass(frozen=True)
 class SubPassUnit:
-    codelet: str
+    codelet: str  # its symbol ("" for a permutation)
     calls: int
     spread: int
     block_elements: int
@@ -34,30 +35,38 @@ class SubPassUnit:
     entries: int  # per table row
     rows: int
     first: int  # its first layer
-    radix_bits: int  # Rows: layers it does; 0 for a leaf (its entries listed in `leaf_entries`)
-    scale_layer: int  # the layer whose twiddles carry the inverse's scale, or -1
+    radix_bits: int  # Rows: layers it does; 0 for a leaf (its entries listed in the table `leaf` names)
+    scale_layer: int  # the layer whose twiddles carry `scale`, or -1
+    scale: int
+    math: int  # which of the unit's maths its twiddles come from
+    inverse: int  # 1: its twiddles inverted
     arrays: tuple[str, ...]  # the transform's argument each array argument of the codelet is a part of
+    permute: dict | None = None  # a permutation's geometry (bits, low, mid, row, out_of_place)
+    leaf: str = ""  # a leaf's: the name of its entries' (layer, block) table
+
 
 @dataclass(frozen=True)
 class StageUnit:
     tiles: int
+    tile_base: int
     low_groups: int
     block_elements: int
     low_elements: int
     subpasses: tuple[SubPassUnit, ...]
+    fill: dict | None  # where the tiles' rows come from: source, rows, stride, width, from_block_zero
 
 
 @dataclass(frozen=True)
 class DirectionUnit:
-    name: str  # the transform's symbol
-    direction: str  # "forward", "inverse", or "basemul"
+    name: str  # the function's symbol
+    direction: str  # "forward", "inverse", "basemul" or "lde"
     c_args: str  # its parameters, as C declares them
     arg_names: tuple[str, ...]
     stages: tuple[StageUnit, ...]
     entries: int  # the direction's table entries (each of w, and wp where paired)
-    leaf_entries: tuple[tuple[int, int], ...]  # the leaf's (layer, block) of row 0, where it has a leaf
     codelets: tuple[str, ...]  # the codelets' prototypes
     table: int  # which of its ISA's tables it reads (-1: none)
+    permutes: bool  # whether a stage is a permutation
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,7 @@ class IsaUnit:
     form: str  # how a twiddle s is stored: "montgomery" (s*R mod q, centred), "shoup" (s, floor(s*2^W/q)), "plain"
     companion_bits: int  # W of Shoup's w'
     directions: tuple[DirectionUnit, ...]
+    leaves: tuple[tuple[str, tuple[tuple[int, int], ...]], ...]  # per leaf codelet: its row's (layer, block)
 
     @property
     def tabled(self) -> tuple[DirectionUnit, ...]:
@@ -75,26 +85,53 @@ class IsaUnit:
         return tuple(d for d in self.directions if d.table >= 0)
 
 
-def _stages(driver: Driver, names: tuple[str, ...]) -> tuple[tuple[StageUnit, ...], int, tuple[tuple[int, int], ...]]:
-    """The driver's calls grouped by stage, in the order they run, their tables laid end to end."""
-    stages: list[tuple[object, list]] = []
-    offset, leaf = 0, ()
+def _math(math: NttMath) -> dict:
+    """A transform's maths as the table builder takes it."""
+    return {"psi": math.psi, "root_bits": math.root_bits, "coset": math.coset, "n": math.n, "layers": math.layers,
+            "negacyclic": int(RING_CONSTANT[math.ring] == -1)}
+
+
+def _fill(stage: Stage, names: tuple[str, ...]) -> dict | None:
+    if stage.fill is None:
+        return None
+    rows, stride, width = stage.extent
+    return {"source": names[stage.fill.array], "rows": rows, "stride": stride, "width": width,
+            "from_block_zero": stage.fill.from_block_zero}
+
+
+def _permute(c: Permute) -> dict:
+    return {"bits": c.bits, "low": c.low_bits, "mid": c.bits - 2 * c.low_bits, "row": c.row,
+            "out_of_place": c.out_of_place}
+
+
+def _stages(driver: Driver, names: tuple[str, ...], maths: list[dict], leaves: dict):
+    """The driver's calls grouped by stage, in the order they run, their tables laid end to end; the maths
+    and the leaves' entries they read added to `maths` and `leaves`."""
+    stages: list[tuple[Stage, list]] = []
+    offset = 0
     for call in driver.calls:
         if not stages or stages[-1][0] is not call.stage:
             stages.append((call.stage, []))
         c = call.sub.codelet
-        stages[-1][1].append(SubPassUnit(call.function.symbol, call.sub.calls, call.sub.spread,
-                                         call.sub.block_elements, call.sub.offset_elements, call.sub.tile_blocks,
-                                         offset, len(call.entries), call.rows, call.sub.first,
-                                         c.radix_bits if isinstance(c, Rows) else 0,
-                                         -1 if call.scale_layer is None else call.scale_layer,
-                                         tuple(names[k] for k in call.arrays)))
+        math = -1
+        if call.math is not None:
+            if _math(call.math) not in maths:
+                maths.append(_math(call.math))
+            math = maths.index(_math(call.math))
+        leaf = ""
         if isinstance(c, Leaf):
-            leaf = tuple((layer - call.sub.first, block) for layer, block in call.entries)
+            leaf = f"{call.function.symbol}_entries"
+            leaves[leaf] = tuple((layer - call.sub.first, block) for layer, block in call.entries)
+        stages[-1][1].append(SubPassUnit(
+            "" if call.function is None else call.function.symbol, call.sub.calls, call.sub.spread,
+            call.sub.block_elements, call.sub.offset_elements, call.sub.tile_blocks, offset, len(call.entries),
+            call.rows, call.sub.first, c.radix_bits if isinstance(c, Rows) else 0,
+            -1 if call.scale_layer is None else call.scale_layer, call.scale, math, int(call.inverse),
+            tuple(names[k] for k in call.arrays), _permute(c) if isinstance(c, Permute) else None, leaf))
         offset += call.rows * len(call.entries)
-    units = tuple(StageUnit(st.tiles, st.low_groups, st.block_elements, st.low_elements, tuple(subs))
-                  for st, subs in stages)
-    return units, offset, leaf
+    units = tuple(StageUnit(st.tiles, st.tile_base, st.low_groups, st.block_elements, st.low_elements, tuple(subs),
+                            _fill(st, names)) for st, subs in stages)
+    return units, offset
 
 
 def _prototype(fn: Function) -> str:
@@ -107,31 +144,28 @@ def context(bundle: Bundle) -> dict | None:
     if not drivers:
         return None
     p = bundle.params
-    isas = []
+    isas, maths = [], []
     for isa in dict.fromkeys(f.isa for f in drivers):
-        directions = []
+        directions, leaves = [], {}
         for fn in (f for f in drivers if f.isa == isa):
             names = tuple(a.name for a in fn.kernel.args)
-            stages, entries, leaf = _stages(fn.driver, names)
-            codelets = tuple(dict.fromkeys(_prototype(c.function) for c in fn.driver.calls))
+            stages, entries = _stages(fn.driver, names, maths, leaves)
+            codelets = tuple(dict.fromkeys(_prototype(c.function) for c in fn.driver.calls if c.function))
             table = sum(1 for d in directions if d.table >= 0) if entries else -1
             directions.append(DirectionUnit(fn.symbol, fn.driver.direction,
                                             ", ".join(a.c_declaration for a in fn.kernel.args), names, stages, entries,
-                                            leaf, codelets, table))
-        ar = drivers[0].driver.ar if drivers[0].isa == isa else next(f.driver.ar for f in drivers if f.isa == isa)
+                                            codelets, table, fn.driver.permutes))
+        ar = next(f.driver.ar for f in drivers if f.isa == isa)
         args = twiddle_args(ar)
         signed = ar.mul.signed
         form = "montgomery" if signed else "shoup" if args.paired else "plain"
-        isas.append(IsaUnit(isa, f"{'' if signed else 'u'}int{p.width}_t", f"{'' if signed else 'u'}int{p.width}_t",
-                            form, args.companion_bits or 0, tuple(directions)))
-    math = drivers[0].driver.math
-    ar = drivers[0].driver.ar
+        ctype = f"{'' if signed else 'u'}int{p.width}_t"
+        isas.append(IsaUnit(isa, ctype, ctype, form, args.companion_bits or 0, tuple(directions),
+                            tuple(leaves.items())))
     return {
-        "prefix": p.prefix, "q": p.q, "n": p.n, "layers": p.layers, "width": p.width,
-        "root_bits": math.root_bits, "psi": math.psi, "coset": math.coset,
-        "negacyclic": RING_CONSTANT[p.ring] == -1,
-        "r_mod_q": (1 << p.width) % p.q, "scale": math.inverse_scale(ar.mul.r),
-        "isas": isas,
+        "prefix": p.prefix, "q": p.q, "width": p.width, "maths": maths,
+        "max_layers": max([m["layers"] for m in maths] or [1]),
+        "r_mod_q": (1 << p.width) % p.q, "isas": isas,
     }
 
 
