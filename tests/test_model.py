@@ -320,10 +320,8 @@ AVX512_MUTANTS = {
     "freeze's vpminuw dropped": ("freeze_avx512", _freeze_mutant),
 }
 # Freeze's result is wrong only where x - q*((x*20159 >> 16) >> 10) is q, at the nine negative multiples of q
-# (test_the_freeze_mutant_runs_on_the_model_wrong_at_negative_multiples_of_q); the checks of a 16-bit unary
-# kernel give its first 32 elements none of them, so the CPU passes this mutant too (`kerngen test` on it here)
-FREEZE_SURVIVES = pytest.mark.xfail(strict=True, reason="the checks of 16-bit unary kernels give the first 32 "
-                                    "elements no negative multiple of q, the only inputs this mutant gets wrong")
+# (test_the_freeze_mutant_runs_on_the_model_wrong_at_negative_multiples_of_q): the checks of a 16-bit unary
+# kernel run every input through every vector (`exhaustive`), so they meet them
 
 
 def _hide_avx512(monkeypatch) -> None:
@@ -331,8 +329,7 @@ def _hide_avx512(monkeypatch) -> None:
 
 
 @needs_tools
-@pytest.mark.parametrize("name", [pytest.param(name, marks=FREEZE_SURVIVES) if "freeze" in name else name
-                                  for name in AVX512_MUTANTS])
+@pytest.mark.parametrize("name", list(AVX512_MUTANTS))
 def test_avx512_mutants_of_a_bundle_s_assembly_are_caught_on_the_model(name, monkeypatch, tmp_path):
     """Each mutant of the .asm of kyber-3329, its AVX-512 functions run on the model (this CPU's AVX-512
     hidden): the mutated function fails checks that ran (none "not run"), and only AVX-512 ones fail."""
@@ -371,3 +368,22 @@ def test_the_freeze_mutant_runs_on_the_model_wrong_at_negative_multiples_of_q(tm
     if {"avx512f", "avx512bw"} <= cpu_flags():
         lib = toolchain.assemble_shared(copy / "kyber-3329.asm", tmp_path)
         assert np.array_equal(protocol.run_batch(lib, symbol, fn["args"], "int16", {0: rows}, tmp_path)[0], mutant)
+
+
+def test_every_input_of_a_16_bit_freeze_runs_on_the_model():
+    """kyber-3329's AVX2 freeze on the model, every input through every vector
+    (`exhaustive`), as `kerngen test` runs it for a CPU without AVX2: it
+    passes; without its first conditional subtraction (vpminuw) it fails
+    where the input is a multiple of q and the output is q."""
+    from kerngen.families.ntt import exhaustive
+
+    bundle = _bundle("kyber-3329")
+    freeze = bundle.function("freeze", isa="avx2")
+    fn = freeze.manifest()
+    assert exhaustive.one_element_maps({"functions": [fn]}) == [fn]
+    body = list(freeze.kernel.body)
+    del body[next(i for i, ins in enumerate(body) if ins.op == "vpminuw")]
+    mutant = dataclasses.replace(freeze.kernel, body=tuple(body))
+    assert exhaustive.every_input(fn, on_model.Model({fn["symbol"]: freeze.kernel}).calls().batch)[1] is None
+    _, wrong = exhaustive.every_input(fn, on_model.Model({fn["symbol"]: mutant}).calls().batch)
+    assert wrong is not None and "gives 3329, outside [0, 3328]" in wrong, wrong

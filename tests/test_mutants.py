@@ -159,3 +159,21 @@ def test_a_copied_bundle_s_constants_are_compared_with_its_parameters(tmp_path):
         compared, differs = compare_with_parameters(copy, read_manifest(copy / "manifest.json"))
         assert compared == "fresh emission of the constant tables"
         assert (differs is None) if named is None else (differs is not None and named in differs), (name, differs)
+
+
+@needs_tools
+def test_a_freeze_missing_its_conditional_subtraction_fails_kerngen_test(tmp_path):
+    """A copied kyber-3329 bundle with the first vpminuw of the AVX2 freeze
+    deleted (its hash fixed up) leaves 3329 where the input is a multiple of
+    q in the first vector (freeze(-26632) = 3329, outside [0, 3328]); random
+    inputs and a few runs of consecutive ones missed every such input. Unary
+    kernels of 16-bit lanes are checked on all 2^16 inputs, so it fails."""
+    bundle = REPO / "generated/kyber-3329"
+    symbol = "kg_kyber3329_freeze_avx2"
+    text, what = next(instruction_mutants((bundle / "kyber-3329.asm").read_text(), symbol, "vpminuw", None))
+    assert "#0 (vpminuw      ymm0, ymm0, ymm1)" in what, what
+    copy = copied_with(bundle, {"kyber-3329.asm": text}, tmp_path / "k2")
+    outcome = run_bundle_test(copy, 3, lambda s: None, tmp_path)
+    failed = [f for f in outcome.failures if symbol in f]
+    assert failed and all("3329" in f for f in failed), outcome.failures
+    assert len(failed) == len(outcome.failures), outcome.failures  # nothing else of the bundle fails

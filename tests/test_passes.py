@@ -33,6 +33,7 @@ from kerngen.passes import roll as roll_pass
 from kerngen.passes.check import check_encoding
 from kerngen.passes.encoding import fold_broadcasts, fold_loads
 from kerngen.machine.encoding import EVEX, VEX
+from kerngen.commands import on_model
 from kerngen.passes import pipeline
 from kerngen.passes.pipeline import compile_kernel
 from kerngen.emission.files import write
@@ -145,6 +146,33 @@ def test_instructions_without_a_legacy_form_are_rewritten_or_refused():
     b.emit("store", Mem(ArgBase(0), 0, 16), b.op("vpermq", Mem(ArgBase(0), 0, 16), Imm(0)))
     with pytest.raises(CheckError, match="vpermq has no legacy encoding"):
         _sse_text(b)
+
+
+@pytest.mark.parametrize("bits, shuffle", [(32, 0x00), (64, 0x44)])
+def test_a_broadcast_from_memory_splits_into_one_xmm_register_for_both_halves(bits, shuffle):
+    """An element broadcast into a ymm register from memory (the twiddles
+    every lane of a vector shares, stored once where the rows would fill L1:
+    32-bit lanes at n = 4096) becomes on SSE one xmm register serving both
+    halves: the element loaded alone (movd, movq), then copied into every
+    element (pshufd 0, 0x44). On the model every lane of both halves holds it."""
+    target = make_target("sse", bits)
+    b = Builder(256)
+    b.table("element", bits // 8, [5, 7])
+    shared = b.op(by_width("broadcast", bits), Mem(TableBase("element"), bits // 8, bits // 8))
+    b.emit("store", Mem(ArgBase(0), 0, 32), b.op(by_width("add", bits), shared, Mem(ArgBase(0), 0, 32)))
+    legal = pipeline.legalise(b.body, target, b)
+    assert [ins.op for ins in legal[:2]] == [f"load{bits}", "vpshufd"] and legal[1].operands[2] == Imm(shuffle)
+    assert [ins.op for ins in legal].count(f"load{bits}") == 1  # both halves read the one register
+    dtype = f"int{bits}"
+    arg = ArgSpec("a", "inout", f"{dtype}_t", bits // 8, 256 // bits, 32)
+    c = compile_kernel(b, "kg_broadcast", Contract((ArgContract(arg, Values(Bound(0, 0)), Values(Bound(0, 0))),), ()),
+                       target)
+    text = body_text(c.kernel.body, c.kernel.target)
+    assert not any(line.lstrip().startswith("v") for line in text), text
+    fn = {"symbol": "kg_broadcast", "dtype": dtype, "args": [{"name": "a", "role": "inout", "count": 256 // bits}]}
+    rows = np.arange(3 * (256 // bits)).reshape(3, -1)
+    [got] = on_model.run_rows(on_model.Model({"kg_broadcast": c.kernel}), fn, {0: rows}).values()
+    assert (got == rows + 7).all()
 
 
 @needs_tools

@@ -223,7 +223,8 @@ def _test_win64(asm: Path, obj: ObjectEntry, manifest: Manifest, family: Family,
     if missing:
         say(f"{tally.name}: not running {asm.name}: the Win64 harness needs {'; '.join(missing)}")
         return
-    dll = wine.assemble_dll(asm, work, [f.symbols[obj.abi] for f in manifest.functions])
+    dll = wine.assemble_dll(asm, work, [f.symbols[obj.abi] for f in manifest.functions],
+                            [asm.parent / u for u in manifest.units])
     checks = family.checks(manifest, seed)
     say(f"{tally.name}: running {len(checks)} checks of {len(manifest.functions)} functions ({asm.name}, Wine)")
     tally.judge_results(checks, wine.run_runner_wine(dll, [c.case for c in checks], work, seed=seed), say)
@@ -236,7 +237,8 @@ def _test_macho(asm: Path, obj: ObjectEntry, manifest: Manifest, family: Family,
     if missing:
         say(f"{tally.name}: not checking {asm.name}: missing {', '.join(missing)}")
         return
-    symbols = {f.symbol: f.symbols[obj.abi] for f in manifest.functions}
+    # the functions of the bundle's C units (a planned transform's driver) are not in the object
+    symbols = {f.symbol: f.symbols[obj.abi] for f in manifest.functions if "unit" not in f.facts}
     say(f"{tally.name}: checking the Mach-O object of {asm.name} (symbols, sections, relocations)")
     problems = macho.object_problems(macho.assemble(asm, work), symbols, obj.visibility or "default")
     tally.judge(f"Mach-O object {asm.name}", "; ".join(problems) or None)

@@ -106,6 +106,7 @@ class CUnit:
     file: str
     template: str
     context: dict
+    summary: str  # what it holds, for the bundle's README
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,11 @@ second time) is taken from it. Whoever drives a build (a family's build, a
 command, a test session) creates one and passes it down to the pipeline's
 `compile_kernel`; nothing is kept in a module. It is bounded (the least
 recently used kernel goes first), counts its hits and misses, and
-`clear()` empties it.
+`clear()` empties it. A cache made `through` a pass (by its name in
+`passes.pipeline.PASSES`) compiles its kernels only that far: a dry build,
+which finds in seconds what the passes up to there refuse (legalisation:
+a form the target cannot encode) where a whole build of a large set takes
+minutes; its kernels are unverified, so nothing is emitted from them.
 
 While a cache compiles (`compiling()`), Python's cycle collector is paused:
 the passes, builders and renderer make millions of small objects and no
@@ -55,10 +59,11 @@ class CompileCache:
 
     NAME = "compiled kernels"
 
-    def __init__(self, capacity: int = 64) -> None:
+    def __init__(self, capacity: int = 64, through: str | None = None) -> None:
         if capacity < 1:
             raise ValueError(f"a compile cache keeps at least one kernel, not {capacity}")
         self.capacity = capacity
+        self.through = through  # the last pass its kernels are compiled through (None: every pass)
         self._kept: OrderedDict[Hashable, Any] = OrderedDict()
         self.hits = self.misses = 0
 

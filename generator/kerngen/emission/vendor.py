@@ -224,7 +224,7 @@ def _unit(bundle: Bundle, files: Mapping[str, str]) -> dict | None:
         base = f.symbol.removesuffix("_" + f.isa)
         if base in names:
             chain.setdefault(f.kind, base)
-    return {"sources": sorted(n for n in files if n.endswith(".c")), "declared": declared, "by_kind": chain,
+    return {"sources": [n for n in files if n.endswith("_dispatch.c")], "declared": declared, "by_kind": chain,
             "prefix": d.prefix, "rust": rust, "isas": [t.name for t in d.isas]}
 
 
@@ -296,6 +296,9 @@ def context(bundles: Bundle | Sequence[Bundle], files: Mapping[str, str], comman
         "constants": [_header_constant(item) for item in bundle.header],
         "rust_constants": [_rust_constant(item) for item in bundle.header],
         "unit": _unit(bundle, files),
+        # every C file of the bundle (the dispatch unit, a planned transform's driver): what the build files compile
+        "c_sources": sorted(n for n in files if n.endswith(".c")),
+        "c_units": [{"file": c.file, "summary": c.summary} for c in bundle.units],
         "lanes": lanes_by_type(bundle.functions),
     }
     own = bundle.family.vendoring(bundle) if bundle.family is not None else {}

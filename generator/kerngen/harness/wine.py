@@ -147,17 +147,20 @@ def global_symbols(asm_text: str) -> list[str]:
     return names
 
 
-def assemble_dll(asm_path: Path, workdir: Path, exports: Sequence[str] | None = None) -> Path:
+def assemble_dll(asm_path: Path, workdir: Path, exports: Sequence[str] | None = None,
+                 units: Sequence[Path] = ()) -> Path:
     """Assembles a NASM file with ``nasm -f win64`` and links it into a DLL
     exporting `exports` (default: every ``global`` of the file) through a
-    .def file. The file's own directory is on the include path; the result
-    is named after the file and a hash of its text and exports."""
+    .def file, with the bundle's C `units` (a planned transform's driver)
+    compiled beside it. The file's own directory is on the include path; the
+    result is named after the file and a hash of its text, the units' and the exports."""
     asm_path = Path(asm_path)
     nasm, gcc = _tool("nasm"), _tool(MINGW_GCC)
     try:
         text = asm_path.read_bytes()
+        unit_texts = [Path(u).read_bytes() for u in units]
     except OSError as exc:
-        raise HarnessError(f"cannot read {asm_path}: {exc}") from exc
+        raise HarnessError(f"cannot read the bundle's sources: {exc}") from exc
     names = list(exports) if exports is not None else global_symbols(text.decode("utf-8", "replace"))
     if not names:
         raise HarnessError(f"{asm_path.name}: nothing to export")
@@ -170,12 +173,14 @@ def assemble_dll(asm_path: Path, workdir: Path, exports: Sequence[str] | None = 
         deffile.write_text(f"LIBRARY {asm_path.stem}.dll\nEXPORTS\n" + "".join(f"    {n}\n" for n in names))
         toolchain.run_build([nasm, "-f", COFF64.name, "-I", f"{asm_path.resolve().parent}/", "-o", obj, asm_path],
                          f"assembling {asm_path.name} for Win64")
-        # no C runtime and no entry point: the kernels need neither
-        toolchain.run_build([gcc, "-shared", "-nostdlib", "-Wl,-e,0", "-o", dll, obj, deffile],
-                         f"linking {asm_path.name} into a DLL")
+        # no C runtime and no entry point where only kernels are linked: they need neither
+        # (units: the C runtime, libgcc's 128-bit division linked in, as Wine has no libgcc DLL)
+        runtime = (["-O2", "-static-libgcc", "-I", asm_path.resolve().parent, *units] if units else
+                   ["-nostdlib", "-Wl,-e,0"])
+        toolchain.run_build([gcc, "-shared", *runtime, "-o", dll, obj, deffile], f"linking {asm_path.name} into a DLL")
         return dll
 
-    key = toolchain.digest(text, *names)
+    key = toolchain.digest(text, *unit_texts, *names)
     return toolchain.cached(Path(workdir) / f"{asm_path.stem}-{key}.dll", make)
 
 

@@ -100,9 +100,26 @@ class LoadedBundle:
         layout = entry.output.layout if entry is not None else None
         if not isinstance(layout, dict):
             raise ValueError(f"bundle {self.manifest.name}: has no forward NTT whose output layout it describes")
+        if "planned" in layout:
+            return _planned_domain(layout["planned"], self.manifest.params["n"], self.manifest.params["q"])
         blocks = layout["blocks"]
         return NttDomain(np.array([b["positions"] for b in blocks], dtype=np.intp),
                          np.array([b["zeta"] for b in blocks], dtype=np.int64))
+
+
+def _planned_domain(planned: dict, n: int, q: int) -> NttDomain:
+    """A planned transform's domain from its compact layout: position p holds the evaluation at zeta_i of
+    the in-place Cooley–Tukey index i = (p // leaf) * leaf + leaf_order[p % leaf], zeta_i = g psi^(2 brv(i) + 1)
+    (negacyclic) or g psi^brv(i) (cyclic)."""
+    leaf, bits = planned["leaf"], n.bit_length() - 1
+    p = np.arange(n)
+    index = p // leaf * leaf + np.asarray(planned["leaf_order"])[p % leaf]
+    positions = np.empty(n, dtype=np.intp)
+    positions[index] = p
+    rev = [int(format(i, f"0{bits}b")[::-1], 2) for i in range(n)]
+    psi, g = planned["root"], planned["coset"]
+    zetas = [g * pow(psi, 2 * r + 1 if planned["ring"] == "negacyclic" else r, q) % q for r in rev]
+    return NttDomain(positions.reshape(n, 1), np.array(zetas, dtype=object if q >= 1 << 63 else np.int64))
 
 
 def runnable_isas(manifest: Manifest) -> list[str]:
@@ -153,7 +170,8 @@ def load_bundle(path: str | os.PathLike, isa: str | None = None) -> LoadedBundle
     if not objects:
         raise HarnessError(f"bundle {manifest.name}: has no object for the {HOST_ABI} calling convention "
                            f"(it has {', '.join(o.abi for o in manifest.objects)}); emit it with --abi {HOST_ABI}")
-    library = ctypes.CDLL(str(shared_object(directory / objects[0].file)))
+    library = ctypes.CDLL(str(shared_object(directory / objects[0].file,
+                                            tuple(directory / u for u in manifest.units))))
     loop = ctypes.CDLL(str(trampoline())).kg_call_batch
     loop.restype = ctypes.c_int
     loop.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]

@@ -22,10 +22,10 @@ def cache_dir() -> Path:
     return Path(base) / "kerngen" / "lib"
 
 
-def shared_object(asm: Path) -> Path:
-    """The bundle's .asm assembled and linked (cached by its text's hash)."""
+def shared_object(asm: Path, units: tuple[Path, ...] = ()) -> Path:
+    """The bundle's .asm assembled and linked with its C units (cached by their texts' hash)."""
     with BUILD_LOCK:
-        return toolchain.assemble_shared(asm, cache_dir())
+        return toolchain.assemble_shared(asm, cache_dir(), units)
 
 
 def trampoline() -> Path:

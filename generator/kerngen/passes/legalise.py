@@ -45,7 +45,7 @@ from ..errors import CheckError
 from ..ir.instr import Builder, GReg, IdiomTag, Imm, Instr, Mem, Operand, TableBase, VReg
 from ..ir.lanes import move_lanes
 from ..machine.encoding import Encoding
-from ..machine.ops import TABLE, by_width, spec
+from ..machine.ops import LANE_BLOCK_BITS, TABLE, Op, by_width, sized_load, spec
 from ..machine.target import Target
 from .schedule import stores_first_depth
 
@@ -57,6 +57,11 @@ def legalise(body: list[Instr], target: Target, builder: Builder) -> list[Instr]
 
 def _as_written(body: list[Instr], target: Target, builder: Builder) -> list[Instr]:
     return list(body)
+
+
+# the shuffle a broadcast from memory becomes, after a load of the element alone, where the encoding has no
+# broadcast: two selector bits per unit of its elements
+_COPY_SHUFFLE = "vpshufd"
 
 
 def _split_into_registers(body: list[Instr], target: Target, builder: Builder) -> list[Instr]:
@@ -173,13 +178,14 @@ def _split(body: list[Instr], b: Builder, wide: int, half_bits: int) -> list[Ins
                 picked.append(half(ops[1 + (sel >> 1 & 1)], sel & 1))
             halves[ops[0]] = (picked[0], picked[1])
             continue
-        if not s.halves:
-            raise CheckError(f"{ins.op} on 256-bit registers moves data between halves and cannot be split")
-        if s.cls == "load" and _same_halves(ops[1], b, wide):  # a broadcast constant: one register serves both halves
+        if s.cls == "load" and (_same_halves(ops[1], b, wide) or _halves_alike(s, ops[1], wide, half_bits)):
+            # a broadcast constant, or a broadcast from memory: one register serves both halves
             one = b.vreg(half_bits)
             halves[ops[0]] = (one, one)
             out.append(Instr(ins.op, (one, half(ops[1], 0)), ins.comment, ins.idiom))
             continue
+        if not s.halves:
+            raise CheckError(f"{ins.op} on 256-bit registers moves data between halves and cannot be split")
         for h in (0, 1):
             operands = tuple(half(op, h) for op in ops)
             if ins.op == by_width("blend", 32):  # one selector bit per dword of the whole register
@@ -191,6 +197,18 @@ def _split(body: list[Instr], b: Builder, wide: int, half_bits: int) -> list[Ins
 def _same_halves(op, b: Builder, wide: int) -> bool:
     """Whether a `wide`-bit memory operand is a constant whose two halves are equal."""
     return _same_parts(op, 2, b) and op.size == wide // 8
+
+
+def _halves_alike(s: Op, op, wide: int, half_bits: int) -> bool:
+    """Whether row `s`, loading from memory operand `op` into a `wide`-bit register, fills each half
+    with what it loads into a `half_bits`-bit one (its route on the memory's units: a broadcast of an
+    element)."""
+    if s.move is None or not isinstance(op, Mem) or 8 * op.size > half_bits:
+        return False
+    unit = s.move.unit or s.elem or 8
+    units = list(range(8 * op.size // unit))
+    whole = move_lanes(s, [units], None, unit, wide // unit, None)
+    return whole is not None and whole == 2 * move_lanes(s, [units], None, unit, half_bits // unit, None)
 
 
 def _same_parts(op, parts: int, b: Builder) -> bool:
@@ -220,10 +238,14 @@ def _rewrite(ins: Instr, b: Builder, half_bits: int, encoding: Encoding) -> list
         imm = ins.operands[3].value
         words = sum(3 << (2 * k) for k in range(4) if imm >> k & 1)
         return [Instr(by_width("blend", 16), ins.operands[:3] + (Imm(words),), ins.comment, ins.idiom)]
-    if ins.op == by_width("broadcast", 64) and isinstance(ins.operands[1], Mem):  # load, then copy to both halves
-        low = b.vreg(half_bits)
-        return [Instr("load64", (low, ins.operands[1]), ins.comment),
-                Instr("vpshufd", (ins.operands[0], low, Imm(0x44)))]
+    shuffle = spec(_COPY_SHUFFLE)
+    if s.generic == "broadcast" and s.elem >= shuffle.elem and isinstance(ins.operands[1], Mem):
+        # the element loaded alone, then copied into every element by a shuffle of its units (a dword's
+        # selector 0, a qword's 0x44)
+        low, units = b.vreg(half_bits), s.elem // shuffle.elem
+        copies = sum(k % units << (2 * k) for k in range(LANE_BLOCK_BITS // shuffle.elem))
+        return [Instr(sized_load(s.elem // 8), (low, ins.operands[1]), ins.comment),
+                Instr(_COPY_SHUFFLE, (ins.operands[0], low, Imm(copies)))]
     if ins.op == by_width("broadcast", 16) and isinstance(ins.operands[1], Mem) and ins.operands[1].size == 2:
         # a one-element vector: its element into a zero register (no byte beyond it is read)
         zero = b.vreg(half_bits)
@@ -270,12 +292,16 @@ def _tie(body: list[Instr], encoding: Encoding) -> list[Instr]:
             if isinstance(op, (VReg, GReg)):
                 last[op] = i
     rename: dict[Operand, Operand] = {}
+    tied: dict[tuple[str, int | None], bool] = {}  # by row and register width (a large body asks again and again)
     out: list[Instr] = []
     for i, ins in enumerate(body):
         ops = tuple(rename.get(op, op) for op in ins.operands)
         s = spec(ins.op)
-        if not s.ties(ins.form(encoding)) or ops[0] == ops[1]:
-            out.append(Instr(ins.op, ops, ins.comment, ins.idiom))
+        shape = (ins.op, ins.register_bits)
+        if shape not in tied:
+            tied[shape] = s.ties(ins.form(encoding))
+        if not tied[shape] or ops[0] == ops[1]:
+            out.append(ins if ops == ins.operands else Instr(ins.op, ops, ins.comment, ins.idiom))
             continue
         dst, a, b = ops[0], ops[1], ops[2]
 

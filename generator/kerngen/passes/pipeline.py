@@ -25,6 +25,7 @@ from ..core.progress import PROGRESS_AFTER, progress
 from ..errors import AllocationError, CheckError
 from ..ir.instr import ArgSpec, Builder, Instr, Kernel
 from ..machine.abi import RBP
+from ..machine.ops import lane_range
 from ..machine.registers import GENERAL, MASK, VECTOR
 from ..machine.target import Target
 from .allocate import RegisterPools, allocate
@@ -187,7 +188,7 @@ def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Ta
     `shoup_pairs`: (w, w', W) arguments the contract relates as w' = floor(w*2^W/q) (Shoup's products).
     A kernel the `cache` holds for a target differing only in object format
     or visibility is taken from there, on this target; without a cache the
-    passes always run."""
+    passes always run; a cache made `through` a pass stops there (`_dry`)."""
     if cache is None:
         return _run_passes(builder, symbol, contract, target, modulus, gf2, callee_saved, signed, shoup_pairs)
     key = _compile_key(builder, symbol, contract, target, modulus, gf2, callee_saved, signed, shoup_pairs)
@@ -195,13 +196,17 @@ def compile_kernel(builder: Builder, symbol: str, contract: Contract, target: Ta
     if done is not None:
         return dataclasses.replace(done, kernel=dataclasses.replace(done.kernel, target=target))
     with cache.compiling():
-        compiled = _run_passes(builder, symbol, contract, target, modulus, gf2, callee_saved, signed, shoup_pairs)
+        compiled = _run_passes(builder, symbol, contract, target, modulus, gf2, callee_saved, signed, shoup_pairs,
+                               cache.through)
     cache.put(key, compiled)
     return compiled
 
 
 def _run_passes(builder: Builder, symbol: str, contract: Contract, target: Target, modulus: int | None, gf2: bool,
-                callee_saved: bool, signed: bool, shoup_pairs: tuple[tuple[int, int, int], ...]) -> Compiled:
+                callee_saved: bool, signed: bool, shoup_pairs: tuple[tuple[int, int, int], ...],
+                through: str | None = None) -> Compiled:
+    if through is not None and through not in dict(PASSES):
+        raise ValueError(f"no pass is named {through!r}")
     verification = None
     if modulus is not None or gf2:
         verification = Verification({i: (b.lo, b.hi) for i, b in contract.inputs().items()} if modulus else {},
@@ -213,6 +218,8 @@ def _run_passes(builder: Builder, symbol: str, contract: Contract, target: Targe
             run(u)
         except (AllocationError, CheckError) as e:
             raise type(e)(f"{symbol}: {name}: {e}") from None
+        if name == through:
+            return _dry(u, contract, signed if modulus is not None else None)
     if u.proof is not None and modulus is not None:
         contract = contract.proven({i: Bound(*u.proof.hull(i)) for i in u.proof.outputs})
     took = time.monotonic() - started
@@ -220,3 +227,14 @@ def _run_passes(builder: Builder, symbol: str, contract: Contract, target: Targe
         progress.info("%s: %d instructions, %s in %.0f s", symbol, len(u.kernel.body),
                       "verified" if u.proof is not None else "allocated", took)
     return Compiled(u.kernel, contract, u.proof)
+
+
+def _dry(u: Unit, contract: Contract, signed: bool | None) -> Compiled:
+    """A kernel compiled no further than `u` has come: unverified, so its contract ensures no more than its
+    lanes hold (`signed`: how they are read; None: no bound to state)."""
+    kernel = Kernel(u.symbol, u.args, tuple(u.body), tuple(u.builder.tables.values()), u.target, frozenset(),
+                    u.spill_slots)
+    if signed is not None:
+        lane = Bound(*lane_range(u.target.lane_bits, signed))
+        contract = contract.proven({i: lane for i, a in enumerate(contract.args) if a.ensures is not None})
+    return Compiled(kernel, contract, None)

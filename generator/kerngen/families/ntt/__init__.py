@@ -10,7 +10,7 @@ from ...errors import ParamError
 from ...core.family import Constants, Family
 from ...core.progress import Progress
 from ...passes.lemmas import LemmaError
-from . import bench, build, checks, explore, params, planned_checks, tables, vendoring
+from . import bench, build, checks, exhaustive, explore, params, planned_checks, tables, vendoring
 from .design import design, prove_lemmas
 from .planned import leaf_design
 from .reducers import barrett_reducer
@@ -71,6 +71,7 @@ class NttFamily(Family):
                 + [("manifest layout", planned_checks.layout_check(manifest.json))]
         out = checks.round_trips(manifest.json, calls.run, seed)
         out.append(("manifest layout", checks.layout_check(manifest.json)))
+        out += [exhaustive.every_input(fn, calls.batch) for fn in exhaustive.one_element_maps(manifest.json)]
         return out + checks.basis_proofs(manifest.json, calls)
 
     def bench_items(self, bundle, library, workdir):

@@ -30,7 +30,7 @@ from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_
 from .maths import RINGS, ROOT_NAMES, modulus_text, ring_words
 from .params import NttParams, output_range
 from . import plan_unit
-from .planned import leaf_design, transform_math
+from .planned import leaf_design, transform_math, unit_file
 from .planned_functions import planned_basemul, planned_functions
 from .reducers import Reducer, freezer
 from .schedule import DIRECTIONS, ReductionSchedule, ScheduleError, forward_input, inverse_input, schedule
@@ -110,13 +110,17 @@ def build_verify_accept(output: str | int, q: int, make: Callable[[Reducer | Non
     the kernel (`make(finish)`) with each final reduction `tries` holds for
     the output range asked for, cheapest first, and accept the first whose
     proven bound of `arg` has that range and `fits` (a bound asked as a number
-    tries what a centred output tries: it is at least Barrett's)."""
+    tries what a centred output tries: it is at least Barrett's). Unverified
+    kernels (a dry build, `CompileCache.through`) prove nothing: each is built,
+    and the last taken."""
     want = output_range(output, q)
     for finish in tries["centred" if isinstance(output, int) else output]:
         c = make(finish)
         out = c.contract.arg(arg).ensures.bound
         if (want is None or want.lo <= out.lo and out.hi <= want.hi) and fits(out):
             return c
+    if c.proof is None:
+        return c
     asked = f"|value| <= {output}" if isinstance(output, int) else output
     raise VerifyError(f"{c.kernel.symbol}: no final reduction gives the {asked} output (proven {out})")
 
@@ -334,11 +338,12 @@ def _block_basemul(p: NttParams, t: Target, forward_out: Bound, cache: CompileCa
 def planned_header_constants(p: NttParams, fns) -> tuple[CDefine, ...]:
     """A planned transform's constants for C users (its NTT domain is the manifest's compact layout)."""
     macro = p.prefix.upper()
-    scale = next(f.contract.manifest_output()["scale"] for f in fns if f.kind == "ntt_inverse")
+    scales = {f.kind: f.contract.manifest_output()["scale"] for f in fns if f.kind in ("basemul", "ntt_inverse")}
     lde = p.lde
     return (CDefine(f"{macro}_N", p.n, "degree: the arrays hold N coefficients (of each column)"),
             CDefine(f"{macro}_Q", p.q, "the modulus"),
-            CDefine(f"{macro}_INVERSE_SCALE", scale, "the inverse NTT gives scale * INTT(a) mod q"),
+            CDefine(f"{macro}_BASEMUL_SCALE", scales["basemul"], "base multiplication gives scale * a*b mod q"),
+            CDefine(f"{macro}_INVERSE_SCALE", scales["ntt_inverse"], "the inverse NTT gives scale * INTT(a) mod q"),
             *((CDefine(f"{macro}_COLUMNS", p.columns, "the polynomials: columns of row-major N x COLUMNS arrays, "
                                                       "element (i, c) at i * COLUMNS + c"),) if p.columns > 1 else ()),
             *((CDefine(f"{macro}_LDE_N", p.n << lde.added_bits, "the coset extension's rows (N * 2^added_bits)"),
@@ -363,4 +368,6 @@ def planned_bundle(p: NttParams, cache: CompileCache) -> Bundle:
     bundle = Bundle(p.name, p, p.target, title, manifest_params(p, ar.reducer.kind, ar.mul.name), tuple(fns),
                     notes, header, design=ar)
     return dataclasses.replace(bundle, prototypes=plan_unit.prototypes(bundle),
-                               units=(CUnit(f"{p.name}_plan.c", "ntt_plan.j2", plan_unit.context(bundle)),))
+                               units=(CUnit(unit_file(p), "ntt_plan.j2", plan_unit.context(bundle),
+                                            "C: the planned transforms (stages of the codelets in the .asm, their "
+                                            "twiddle tables built at the first call) and their stage API"),))

@@ -141,13 +141,16 @@ def shoup_contract(p: NttParams, t: Target, kind: str) -> Contract:
 
 
 def map_proof(c: Compiled, expect: tuple[tuple[str, ...], ...], blocks: BlockLayout | None = None,
-              element: bool = False, copies: int = 1) -> MapProof:
+              element: bool = False, copies: int = 1) -> MapProof | None:
     """What the verifier proved of the map, checked against what the kernel
     must be: linear (or bilinear) mod q in the `expect`ed arguments, and, for
     base multiplication, each output block from the same block of its inputs
     (of each of its `copies` polynomials);
-    for a reduction, each element from its own. Anything else is a generator bug."""
+    for a reduction, each element from its own. Anything else is a generator bug.
+    None for an unverified kernel (a dry build)."""
     k, proof = c.kernel, c.proof
+    if proof is None:
+        return None
     [(out, form)] = proof.forms.items()
     found = monomials(form, [a.name for a in k.args])
     if found != expect:

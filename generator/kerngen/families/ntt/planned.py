@@ -38,6 +38,11 @@ from .schedule import Arithmetic, TwiddleRange, schedule
 
 # leaves of at most this many coefficients: each verified in seconds, their code rolled to a few KiB
 LEAF_BITS = 10
+UNIT = "unit"  # the manifest field naming the C file a driver function is defined in
+
+
+def unit_file(p: NttParams) -> str:
+    return f"{p.name}_plan.c"
 
 
 def rows_radix(t: Target) -> int:

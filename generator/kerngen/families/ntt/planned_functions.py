@@ -31,8 +31,8 @@ from .contracts import array_arg, basemul_contract, basemul_summary, forward_con
 from .maths import NttMath, ring_words
 from .params import NttParams
 from .plan import Fill, block_stage, permute_stage
-from .planned import (Call, Driver, Recipe, Step, Transform, build_steps, codelet_recipes, leaf_design,
-                      leaf_params, transform_math, transform_plan)
+from .planned import (UNIT, Call, Driver, Recipe, Step, Transform, build_steps, codelet_recipes, leaf_design,
+                      leaf_params, transform_math, transform_plan, unit_file)
 from .schedule import forward_input, inverse_input
 
 
@@ -147,7 +147,8 @@ def planned_functions(p: NttParams, t: Target, cache: CompileCache) -> list[Func
         summary = (f"{direction} {ring_words(p.ring, p.coset)} NTT of {rows} in place, {p.order} order: "
                    f"{_stages_text(chain.calls)}")
         out.append(Function(_signature(p, t, f"ntt_{direction}", contract, chain.calls), f"ntt_{direction}",
-                            contract, summary, (("n", p.n), ("q", p.q)), driver=Driver(direction, chain.calls, ar)))
+                            contract, summary, (("n", p.n), ("q", p.q)), ((UNIT, unit_file(p)),),
+                            driver=Driver(direction, chain.calls, ar)))
     if p.lde is not None:
         out.append(_lde_function(p, t, ar, lay, made, cache))
     return out + _codelets(made)
@@ -180,7 +181,8 @@ def _lde_function(p: NttParams, t: Target, ar, lay: PlannedLayout, made: dict, c
     summary = (f"coset low-degree extension of {p.columns} columns of {p.n} evaluations to {big.n} (added_bits "
                f"{p.lde.added_bits}, shift {p.lde.shift}), {p.order} order: {_stages_text(chain.calls)}")
     return Function(_signature(p, t, "lde", contract, chain.calls), "lde", contract, summary,
-                    (("n", p.n), ("q", p.q)), (("added_bits", p.lde.added_bits), ("shift", p.lde.shift)),
+                    (("n", p.n), ("q", p.q)),
+                    ((UNIT, unit_file(p)), ("added_bits", p.lde.added_bits), ("shift", p.lde.shift)),
                     driver=Driver("lde", chain.calls, ar))
 
 
@@ -202,4 +204,5 @@ def planned_basemul(p: NttParams, t: Target, forward_out: Bound, basemul_block, 
                        constant_time=block.kernel.constant_time)
     call = Call(stage, stage.subpasses[0], block, (), 0, None, (0, 1, 2))
     return [Function(signature, "basemul", contract, basemul_summary(1, 1) + f" (blocks of {size}, C driver)",
-                     (("n", p.n), ("q", p.q)), driver=Driver("basemul", (call,), ar)), block]
+                     (("n", p.n), ("q", p.q)), ((UNIT, unit_file(p)),), driver=Driver("basemul", (call,), ar)),
+            block]

@@ -21,6 +21,7 @@ from ...core.bundle import Bundle, CDefine, CTable, Function
 from ...core.compile_cache import memo
 from ...emission.examples import Lane, example_calls
 from .maths import ORDER_EXPONENTS, RING_CONSTANT, RINGS, ROOT_NAMES, modulus_text
+from .params import UNROLLED_MAX
 
 _CHAIN = ("ntt_forward", "basemul", "ntt_inverse")  # the kernels of a product in the NTT domain
 
@@ -38,16 +39,21 @@ def context(bundle: Bundle) -> dict[str, Any]:
     first = {f.kind: f for f in reversed(preferred)}
     if not set(_CHAIN) <= first.keys():
         return {}
-    names = {key: _named(bundle.header, suffix) for key, suffix in (
-        ("n", "_N"), ("q", "_Q"), ("d", "_NTT_D"), ("blocks", "_NTT_BLOCKS"), ("basemul_scale", "_BASEMUL_SCALE"),
-        ("inverse_scale", "_INVERSE_SCALE"), ("zetas", "_ntt_zetas"), ("positions", "_ntt_positions"))}
+    layout = fwd_layout = first["ntt_forward"].manifest()["output"]["layout"]
+    planned = fwd_layout.get("planned")  # a planned transform's compact layout: no block tables in the header
+    wanted = (("n", "_N"), ("q", "_Q"), ("basemul_scale", "_BASEMUL_SCALE"), ("inverse_scale", "_INVERSE_SCALE"))
+    if planned is None:
+        wanted += (("d", "_NTT_D"), ("blocks", "_NTT_BLOCKS"), ("zetas", "_ntt_zetas"), ("positions", "_ntt_positions"))
+    names = {key: _named(bundle.header, suffix) for key, suffix in wanted}
     if None in names.values():
         return {}
     permutation = {key: _named(bundle.header, suffix) for key, suffix in (
         ("to_standard", "_ntt_to_standard"), ("from_standard", "_ntt_from_standard"))}
     fwd, mul, inv = (first[k].manifest() for k in _CHAIN)
     layouts = [f.manifest()["output"]["layout"] for f in bundle.functions if f.kind == "ntt_forward"]
-    layout = fwd["output"]["layout"]
+    if planned is not None:  # one block of degree 1 per coefficient, its zeta by the compact rule
+        layout = {**layout, "blocks": [{"zeta": planned["root"] if planned["ring"] == "negacyclic" else 1,
+                                        "positions": [0]}] * 2}
     (mul_lo, mul_hi), (inv_lo, inv_hi) = mul["output"]["bound"], inv["input"]["bound"]
     sums = min(inv_hi // mul_hi if mul_hi > 0 else inv_hi, inv_lo // mul_lo if mul_lo < 0 else -inv_lo)
     n, q = bundle.params_manifest["n"], bundle.params_manifest["q"]
@@ -64,10 +70,11 @@ def context(bundle: Bundle) -> dict[str, Any]:
         "twins": standard_twins(bundle.name, bundle.params_manifest),
         "example": shown,
         "calls": calls.context(),
+        "planned": planned,
         "n_value": n,
         "q_value": q,
         "d_value": layout["d"],
-        "blocks_value": len(layout["blocks"]),
+        "blocks_value": n if planned is not None else len(layout["blocks"]),
         "first_block": layout["blocks"][0],
         "one_layout": all(x == layout for x in layouts),
         "forward": calls.name(first["ntt_forward"].symbol),
@@ -142,6 +149,8 @@ def example(forward: dict, shoup: Function | None, q: int) -> dict:
                      "contract": f"a[i] any {shoup_lane.ctype}, w[i] in [0, q), "
                                  f"wp[i] = floor(w[i]·2^{shoup_lane.bits}/q)"}
     return {
+        # arrays of a planned transform's sizes live in static storage, not on a thread's stack (megabytes)
+        "storage": "static " if forward["n"] > UNROLLED_MAX else "",
         "lane": lane.context(),
         "negative_b": lane.signed and lo <= -(q - 1),  # signed lanes: show that negative inputs are fine
         "contract": contract_text(forward["input"]["bound"], q),
