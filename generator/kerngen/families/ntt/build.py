@@ -345,7 +345,9 @@ def planned_header_constants(p: NttParams, fns) -> tuple[CDefine, ...]:
             CDefine(f"{macro}_BASEMUL_SCALE", scales["basemul"], "base multiplication gives scale * a*b mod q"),
             CDefine(f"{macro}_INVERSE_SCALE", scales["ntt_inverse"], "the inverse NTT gives scale * INTT(a) mod q"),
             *((CDefine(f"{macro}_COLUMNS", p.columns, "the polynomials: columns of row-major N x COLUMNS arrays, "
-                                                      "element (i, c) at i * COLUMNS + c"),) if p.columns > 1 else ()),
+                                                      "element (i, c) at i * COLUMNS + c"),
+               CDefine(f"{macro}_ARRAY_N", p.n * p.columns, "the elements of each array: N * COLUMNS"))
+              if p.columns > 1 else ()),
             *((CDefine(f"{macro}_LDE_N", p.n << lde.added_bits, "the coset extension's rows (N * 2^added_bits)"),
                CDefine(f"{macro}_LDE_SHIFT", lde.shift, "the coset extension evaluates on LDE_SHIFT times the "
                                                         "LDE_N-th roots of unity")) if lde is not None else ()))
