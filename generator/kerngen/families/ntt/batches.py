@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import ParamError, toml_value
+from ...machine.isa import AVX512, AVX512VL
 from ...machine.target import Target
 from .maths import smallest_root
 from .roots import PLONKY3_GENERATORS, RootChoice, two_adicity
@@ -48,6 +49,8 @@ def parse_columns(src: str, table: dict, targets: tuple[Target, ...]) -> int:
     if c > 1 and c % widest.lanes:
         narrower = sorted({t.isa.name for t in targets if t.lanes < widest.lanes and c % t.lanes == 0})
         hint = f"; or leave {widest.isa.name} out ({', '.join(narrower)} take {c})" if narrower else ""
+        if widest.isa.name == AVX512.name and c % (widest.lanes // 2) == 0:
+            hint += f"; {AVX512VL.name} runs AVX-512's instructions on {widest.lanes // 2}-lane vectors"
         raise ParamError(src, "columns", f"must be a multiple of {widest.lanes}, the {widest.lane_bits}-bit lanes of "
                                          f"{widest.isa.name} (every butterfly is vertical: a vector holds one row's "
                                          f"elements of {widest.lanes} columns), got {c}{hint}")

@@ -20,10 +20,10 @@ stored times the scale (`Tables`), the sum is multiplied by the constant.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
-from ...ir.instr import ArgBase, ArgSpec, Builder, Mem, VReg
+from ...ir.instr import ArgBase, ArgSpec, Builder, Instr, Mem, VReg
 from ...machine.ops import by_width, lane_range
 from ...machine.target import Target
 from .kernels import WhereAbove, _load, _reduce_bounded, _store
@@ -200,3 +200,34 @@ def leaf_contract(t: Target, ar: Arithmetic, size: int, twiddles: int, in_bound:
            for s in twiddle_args(ar).specs(t, twiddles))),
         (("requires: every a[i] in ", A_REQUIRES),
          ("ensures:  every a[i] in ", A_ENSURES)))
+
+
+def compact_twin(codelet: Rows) -> Rows:
+    """The codelet with its rows adjacent: the same instructions but for the rows' addresses, and a footprint
+    of 2^r * width elements (the verifier tracks every element of an argument, so a codelet whose rows lie
+    megabytes apart is proven as this twin, `moved_rows` relating the two)."""
+    return Rows(codelet.radix_bits, codelet.width, codelet.width)
+
+
+def moved_rows(real: tuple[Instr, ...], twin: tuple[Instr, ...], codelet: Rows, elem_bytes: int) -> str | None:
+    """Why the instruction stream `real` is not `twin`'s (of `compact_twin(codelet)`) with every access to
+    argument 0 at element k * width + c (row k, c < width) moved to k * stride + c, everything else equal;
+    None where it is. Rows that do not overlap (stride >= width) make the move a one-to-one renaming of the
+    elements read and written: each value, bound and dependence the verifier proved of the twin holds of
+    the real stream."""
+    if codelet.stride < codelet.width:
+        return f"rows {codelet.stride} elements apart overlap their {codelet.width} elements"
+    if len(real) != len(twin):
+        return f"{len(real)} instructions, the twin {len(twin)}"
+    row_bytes = codelet.width * elem_bytes
+    for k, (x, y) in enumerate(zip(real, twin)):
+        if x.op != y.op or len(x.operands) != len(y.operands):
+            return f"instruction {k}: {x.op}, the twin's {y.op}"
+        for a, b in zip(x.operands, y.operands):
+            if isinstance(a, Mem) and isinstance(b, Mem) and b.base == ArgBase(0):
+                row, within = divmod(b.offset, row_bytes)
+                if a != replace(b, offset=row * codelet.stride * elem_bytes + within):
+                    return f"instruction {k}: {a}, the twin's {b} moved to row {row}"
+            elif a != b:
+                return f"instruction {k}: operand {a}, the twin's {b}"
+    return None

@@ -340,7 +340,7 @@ def _layer(a, rows, width: int, t: int, twiddle, layer: int, block0: int, q: int
 
 
 def _permute(p: Permute, a, source) -> None:
-    rows = a.reshape(1 << p.bits, p.row)
+    rows = a.reshape(-1, p.row)[:1 << p.bits]
     src = source.reshape(-1, p.row)[:1 << p.bits].copy()
     rows[[p.target(i) for i in range(1 << p.bits)]] = src
 

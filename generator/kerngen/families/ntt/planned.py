@@ -24,10 +24,12 @@ from dataclasses import dataclass
 from ...core.bundle import Function
 from ...core.compile_cache import CompileCache
 from ...core.contract import Bound
+from ...errors import VerifyError
 from ...machine.registers import VECTOR
 from ...machine.target import Target
 from ...passes.pipeline import Compiled, compile_kernel
-from .codelets import ArgumentTwiddles, build_rows, leaf_contract, rows_contract, twiddle_args, twiddle_bound
+from .codelets import (ArgumentTwiddles, build_rows, compact_twin, leaf_contract, moved_rows, rows_contract,
+                       twiddle_args, twiddle_bound)
 from .design import design, isa_design
 from .kernels import build_ntt, kernel_builder
 from .layout import top_pass_layers
@@ -145,6 +147,25 @@ def _compile(p: NttParams, t: Target, ar: Arithmetic, b, symbol: str, contract, 
                           shoup_pairs=twiddle_args(ar).shoup_pairs, cache=cache)
 
 
+def _codelet(p: NttParams, t: Target, ar: Arithmetic, r: Recipe, bound: Bound, finish, cache: CompileCache):
+    """The codelet `r` compiled for inputs in `bound`, and its table row's entries. A Rows codelet whose rows
+    are not adjacent is verified as its compact twin (`codelets.compact_twin`), and compiled through every
+    other pass as it is: `codelets.moved_rows` proves the two streams the same but for the rows' addresses."""
+    b, contract, entries = r.make(p, t, ar, bound, finish)
+    c = r.sub.codelet
+    if not isinstance(c, Rows) or c.stride == c.width:
+        return _compile(p, t, ar, b, r.symbol, contract, cache), entries
+    twin = dataclasses.replace(r, symbol=f"{p.prefix}_{r.direction}_rows{c.radix_bits}x{c.width}_twin_{t.isa.name}",
+                               sub=dataclasses.replace(r.sub, codelet=compact_twin(c)))
+    proven = _compile(p, t, ar, twin.make(p, t, ar, bound, finish)[0], twin.symbol,
+                      rows_contract(t, ar, twin.sub.codelet, bound), cache)
+    real = compile_kernel(b, r.symbol, contract, t, cache=cache)
+    why = moved_rows(real.kernel.body, proven.kernel.body, c, t.lane_bytes)
+    if why is not None:
+        raise VerifyError(f"{r.symbol}: not the stream of its verified twin {twin.symbol} with the rows moved: {why}")
+    return Compiled(real.kernel, contract.proven({0: proven.contract.arg("a").ensures.bound}), proven.proof), entries
+
+
 @dataclass(frozen=True)
 class Recipe:
     """How one codelet is made: its symbol, where it runs (stage, sub-pass), its transform; for a given input
@@ -240,8 +261,7 @@ def build_steps(p: NttParams, t: Target, steps: list[Step], start: Bound, cache:
                     symbol = f"{r.symbol.removesuffix('_' + t.isa.name)}b_{t.isa.name}"
                     r = dataclasses.replace(r, symbol=symbol)
                 for finish in (d.ntt_finishers["lazy"] if finishing else (None,)):
-                    b, contract, entries = r.make(p, t, ar, bound, finish)
-                    compiled = _compile(p, t, ar, b, r.symbol, contract, cache)
+                    compiled, entries = _codelet(p, t, ar, r, bound, finish, cache)
                     if not finishing or d.basemul_takes_as_it_is(compiled.contract.arg("a").ensures.bound):
                         break
                 fn = Function(compiled.kernel, "codelet", compiled.contract, r.summary(p),
