@@ -77,7 +77,9 @@ def _twiddle(b: Builder, ar: Arithmetic, args: TwiddleArgs, entry: int, qinv: VR
     w = b.op(broadcast, Mem(ArgBase(1), entry * bits // 8, bits // 8))
     if not args.paired:
         return ar.mul.variable(b, w, qinv)
-    return w, b.op(broadcast, Mem(ArgBase(2), entry * bits // 8, bits // 8))
+    wp = b.op(broadcast, Mem(ArgBase(2), entry * bits // 8, bits // 8))
+    # products from even lanes take w' of the odd lanes moved down: a broadcast is its own
+    return (w, wp, wp) if getattr(ar.mul, "even_odd", False) else (w, wp)
 
 
 def build_rows(b: Builder, ar: Arithmetic, codelet: Rows, lanes: int, inverse: bool, in_bound: int,
