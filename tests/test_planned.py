@@ -20,9 +20,10 @@ from kerngen.core.contract import Bound
 from kerngen.emission.files import write
 from kerngen.emission.render import render
 from kerngen.errors import ParamError
-from kerngen.families import from_mapping
+from kerngen.families import build_all, from_mapping
 from kerngen.families.ntt.codelets import compact_twin, moved_rows
 from kerngen.families.ntt.maths import NttMath
+from kerngen.families.ntt import plan as plans
 from kerngen.families.ntt.plan import Permute, Rows, permute_stage, plan_transform, run_plan, run_stage
 from kerngen.families.ntt.planned import build_steps, leaf_design, transform_math, twiddle
 from kerngen.families.ntt.planned_functions import forward_steps, inverse_steps, lde_math, lde_steps
@@ -58,12 +59,15 @@ def _random(rows: int, columns: int, q: int, seed: int) -> np.ndarray:
 
 # --- the oracle of the plans (no kernel built) -------------------------------------------------------------
 
-def test_a_plan_of_columns_is_the_dft_of_each_column_in_bit_reversed_rows():
-    """Every layer by Rows codelets across columns, several stages (small tiles): the rows come out in the
-    in-place order, row i the evaluation at omega^brv(i); the inverse plan brings back 2^L times the input."""
+@pytest.mark.parametrize("buffer_above", [0, 1 << 30])
+def test_a_plan_of_columns_is_the_dft_of_each_column_in_bit_reversed_rows(buffer_above):
+    """Every layer by Rows codelets across columns, several stages (small tiles), their tiles copied to a
+    buffer or not: the rows come out in the in-place order, row i the evaluation at omega^brv(i); the
+    inverse plan brings back 2^L times the input."""
     n, columns, q = 64, 8, BABYBEAR
-    plan = plan_transform(n, columns, 8, 4, 3, tile_bytes=1024)
+    plan = plan_transform(n, columns, 8, 4, 3, tile_bytes=1024, buffer_above=buffer_above)
     assert len(plan.stages) > 1 and all(isinstance(s.codelet, Rows) for _, s in plan.subpasses)
+    assert any(st.buffered for st in plan.stages) == (buffer_above == 0)
     math = NttMath(n, q, 6, "cyclic", 1, pow(31, (q - 1) >> 6, q))
     a = _random(n, columns, q, 1)
     out = run_plan(plan, a.reshape(-1), q, lambda layer, block: twiddle(math, layer, block, False))
@@ -84,10 +88,15 @@ def test_the_bit_reversal_stage_is_the_permutation_it_names():
 
 
 @pytest.mark.parametrize("order", ["natural", "fastest"])
-def test_the_steps_of_each_function_compute_their_definitions(order):
-    """forward, inverse and lde as the C driver runs them (fills, split stages, permutations), by the oracle,
-    against direct evaluation on the chosen root's points and the coset's."""
+@pytest.mark.parametrize("buffered", [True, False])
+def test_the_steps_of_each_function_compute_their_definitions(order, buffered, monkeypatch):
+    """forward, inverse and lde as the C driver runs them (fills, split stages, permutations, tiles copied
+    to a buffer or not), by the oracle, against direct evaluation on the chosen root's points and the
+    coset's."""
+    monkeypatch.setattr(plans, "BUFFER_ABOVE", 0 if buffered else plans.BUFFER_ABOVE)
+    monkeypatch.setattr(plans, "TILE_BYTES", 1024)  # several stages at 64 rows
     p = _set(n=64, order=order, generator=31, lde={"added_bits": 2, "shift": 31})
+    assert any(step.stage.buffered for step in lde_steps(p, p.target)) == buffered
     t = p.target
     q, n, columns = p.q, p.n, p.columns
     psi = transform_math(p).psi
@@ -208,12 +217,22 @@ CPU_ISAS = [pytest.param("avx2", 8, id="avx2"),
 
 
 @pytest.mark.parametrize("isa, columns", CPU_ISAS)
-def test_columns_pass_kerngen_test(isa, columns, tmp_path):
+def test_columns_pass_kerngen_test(isa, columns, tmp_path, monkeypatch):
     """n = 2^13 rows of a vector's columns, natural order, Plonky3's root, an extension by 2: forward,
-    inverse, base multiplication and lde judged column by column against the reference DFT."""
+    inverse, base multiplication and lde judged column by column against the reference DFT. The AVX2 set
+    is built with the tiles of its strided stages copied to a buffer, as arrays above BUFFER_ABOVE are (so
+    not through the store, which keys bundles by the sources)."""
     p = _set(n=1 << 13, isa=isa, columns=columns, order="natural", generator=31,
              lde={"added_bits": 1, "shift": 31})
-    write(render(STORE.bundles(p), "test"), tmp_path / "cols")
+    if isa == "avx2":
+        monkeypatch.setattr(plans, "BUFFER_ABOVE", 0)
+        monkeypatch.setattr(plans, "TILE_BYTES", 32 * 1024)
+        bundles = build_all(p, CompileCache())
+    else:
+        bundles = STORE.bundles(p)
+    files = render(bundles, "test")
+    assert ("tile_rows" in files[f"{p.name}_plan.c"]) == (isa == "avx2")
+    write(files, tmp_path / "cols")
     outcome = run_kerngen_bundle(tmp_path / "cols", 3, lambda s: None, tmp_path, reemit=False)
     assert outcome.failed == 0, outcome.failures
     assert outcome.passed >= 30

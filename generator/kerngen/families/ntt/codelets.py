@@ -100,13 +100,14 @@ def build_rows(b: Builder, ar: Arithmetic, codelet: Rows, lanes: int, inverse: b
     by_scale = broadcast_operands(mul, b, scale, bits) if scale is not None else None
     vector = lanes * elem
     order = range(r - 1, -1, -1) if inverse else range(r)
-    for column in range(0, codelet.width, lanes):
-        regs = [_load(b, Mem(ArgBase(0), (k * codelet.stride + column) * elem, vector)) for k in range(rows)]
+    for block, column in ((j, c) for j in range(codelet.repeat) for c in range(0, codelet.width, lanes)):
+        at, entry = block * codelet.block + column, block * codelet.row_twiddles
+        regs = [_load(b, Mem(ArgBase(0), (k * codelet.stride + at) * elem, vector)) for k in range(rows)]
         bounds = [in_bound] * rows
         for t in order:
             half = rows >> (t + 1)
             for j in range(1 << t):
-                factor = _twiddle(b, ar, args, (1 << t) - 1 + j, qinv)
+                factor = _twiddle(b, ar, args, entry + (1 << t) - 1 + j, qinv)
                 scaled = by_scale if scale is not None and t == 0 else None
                 for lo in range(2 * j * half, 2 * j * half + half):
                     hi = lo + half
@@ -116,7 +117,7 @@ def build_rows(b: Builder, ar: Arithmetic, codelet: Rows, lanes: int, inverse: b
         for k in range(rows):
             if finish is not None and bounds[k] >= finish_limit:
                 regs[k], bounds[k] = _reduce_bounded(b, regs[k], finish, bounds[k], "the output range asked for")
-            _store(b, Mem(ArgBase(0), (k * codelet.stride + column) * elem, vector), regs[k])
+            _store(b, Mem(ArgBase(0), (k * codelet.stride + at) * elem, vector), regs[k])
 
 
 def _butterfly(b: Builder, ar: Arithmetic, x: VReg, y: VReg, x_bound: int, y_bound: int, factor, qv, inverse: bool,
@@ -208,12 +209,13 @@ def compact_twin(codelet: Rows) -> Rows:
     """The codelet with its rows adjacent: the same instructions but for the rows' addresses, and a footprint
     of 2^r * width elements (the verifier tracks every element of an argument, so a codelet whose rows lie
     megabytes apart is proven as this twin, `moved_rows` relating the two)."""
-    return Rows(codelet.radix_bits, codelet.width, codelet.width)
+    return Rows(codelet.radix_bits, codelet.width, codelet.width, codelet.repeat)
 
 
 def moved_rows(real: tuple[Instr, ...], twin: tuple[Instr, ...], codelet: Rows, elem_bytes: int) -> str | None:
     """Why the instruction stream `real` is not `twin`'s (of `compact_twin(codelet)`) with every access to
-    argument 0 at element k * width + c (row k, c < width) moved to k * stride + c, everything else equal;
+    argument 0 at element k * width + c of block j (row k, c < width) moved to k * stride + c of block j,
+    everything else equal;
     None where it is. Rows that do not overlap (stride >= width) make the move a one-to-one renaming of the
     elements read and written: each value, bound and dependence the verifier proved of the twin holds of
     the real stream."""
@@ -221,15 +223,17 @@ def moved_rows(real: tuple[Instr, ...], twin: tuple[Instr, ...], codelet: Rows, 
         return f"rows {codelet.stride} elements apart overlap their {codelet.width} elements"
     if len(real) != len(twin):
         return f"{len(real)} instructions, the twin {len(twin)}"
-    row_bytes = codelet.width * elem_bytes
+    row_bytes, block_bytes = codelet.width * elem_bytes, compact_twin(codelet).block * elem_bytes
     for k, (x, y) in enumerate(zip(real, twin)):
         if x.op != y.op or len(x.operands) != len(y.operands):
             return f"instruction {k}: {x.op}, the twin's {y.op}"
         for a, b in zip(x.operands, y.operands):
             if isinstance(a, Mem) and isinstance(b, Mem) and b.base == ArgBase(0):
-                row, within = divmod(b.offset, row_bytes)
-                if a != replace(b, offset=row * codelet.stride * elem_bytes + within):
-                    return f"instruction {k}: {a}, the twin's {b} moved to row {row}"
+                block, inside = divmod(b.offset, block_bytes)
+                row, within = divmod(inside, row_bytes)
+                moved = block * codelet.block * elem_bytes + row * codelet.stride * elem_bytes + within
+                if a != replace(b, offset=moved):
+                    return f"instruction {k}: {a}, the twin's {b} moved to row {row} of block {block}"
             elif a != b:
                 return f"instruction {k}: operand {a}, the twin's {b}"
     return None

@@ -23,12 +23,18 @@ from .plan import Leaf, Permute, Rows, Stage
 from .planned import Call, Driver
 
 
+# how many rows ahead a buffered stage's copy asks the memory for its rows: enough misses in flight to cover
+# the latency of rows each in a page of its own
+PREFETCH_ROWS = 8
+
+
 @dataclass(frozen=True)
 class SubPassUnit:
     codelet: str  # its symbol ("" for a permutation)
     calls: int
     spread: int
-    block_elements: int
+    repeat: int  # blocks (table rows) per call
+    block_elements: int  # from one call's blocks to the next's
     offset_elements: int
     tile_blocks: int
     table: int  # offset of its table in the direction's tables, in entries
@@ -53,7 +59,9 @@ class StageUnit:
     block_elements: int
     low_elements: int
     subpasses: tuple[SubPassUnit, ...]
-    fill: dict | None  # where the tiles' rows come from: source, rows, stride, width, from_block_zero
+    fill: dict | None  # where the tiles' rows come from: source, from_block_zero
+    extent: dict  # a tile's rows: how many, elements apart, elements of each
+    buffered: bool  # its sub-passes run on a copy of each tile, its rows adjacent
 
 
 @dataclass(frozen=True)
@@ -67,6 +75,7 @@ class DirectionUnit:
     codelets: tuple[str, ...]  # the codelets' prototypes
     table: int  # which of its ISA's tables it reads (-1: none)
     permutes: bool  # whether a stage is a permutation
+    buffered: bool  # whether a stage copies its tiles to a buffer
 
 
 @dataclass(frozen=True)
@@ -94,9 +103,7 @@ def _math(math: NttMath) -> dict:
 def _fill(stage: Stage, names: tuple[str, ...]) -> dict | None:
     if stage.fill is None:
         return None
-    rows, stride, width = stage.extent
-    return {"source": names[stage.fill.array], "rows": rows, "stride": stride, "width": width,
-            "from_block_zero": stage.fill.from_block_zero}
+    return {"source": names[stage.fill.array], "from_block_zero": stage.fill.from_block_zero}
 
 
 def _permute(c: Permute) -> dict:
@@ -123,14 +130,15 @@ def _stages(driver: Driver, names: tuple[str, ...], maths: list[dict], leaves: d
             leaf = f"{call.function.symbol}_entries"
             leaves[leaf] = tuple((layer - call.sub.first, block) for layer, block in call.entries)
         stages[-1][1].append(SubPassUnit(
-            "" if call.function is None else call.function.symbol, call.sub.calls, call.sub.spread,
-            call.sub.block_elements, call.sub.offset_elements, call.sub.tile_blocks, offset, len(call.entries),
+            "" if call.function is None else call.function.symbol, call.sub.calls, call.sub.spread, call.sub.repeat,
+            call.sub.block_elements * call.sub.repeat, call.sub.offset_elements, call.sub.tile_blocks, offset, len(call.entries),
             call.rows, call.sub.first, c.radix_bits if isinstance(c, Rows) else 0,
             -1 if call.scale_layer is None else call.scale_layer, call.scale, math, int(call.inverse),
             tuple(names[k] for k in call.arrays), _permute(c) if isinstance(c, Permute) else None, leaf))
         offset += call.rows * len(call.entries)
     units = tuple(StageUnit(st.tiles, st.tile_base, st.low_groups, st.block_elements, st.low_elements, tuple(subs),
-                            _fill(st, names)) for st, subs in stages)
+                            _fill(st, names), dict(zip(("rows", "apart", "width"), st.extent)), st.buffered)
+                  for st, subs in stages)
     return units, offset
 
 
@@ -154,7 +162,8 @@ def context(bundle: Bundle) -> dict | None:
             table = sum(1 for d in directions if d.table >= 0) if entries else -1
             directions.append(DirectionUnit(fn.symbol, fn.driver.direction,
                                             ", ".join(a.c_declaration for a in fn.kernel.args), names, stages, entries,
-                                            codelets, table, fn.driver.permutes))
+                                            codelets, table, fn.driver.permutes,
+                                            any(st.buffered for st in stages)))
         ar = next(f.driver.ar for f in drivers if f.isa == isa)
         args = twiddle_args(ar)
         signed = ar.mul.signed
@@ -165,7 +174,7 @@ def context(bundle: Bundle) -> dict | None:
     return {
         "prefix": p.prefix, "q": p.q, "width": p.width, "maths": maths,
         "max_layers": max([m["layers"] for m in maths] or [1]),
-        "r_mod_q": (1 << p.width) % p.q, "isas": isas,
+        "r_mod_q": (1 << p.width) % p.q, "isas": isas, "prefetch_rows": PREFETCH_ROWS,
     }
 
 
