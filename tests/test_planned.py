@@ -25,7 +25,7 @@ from kerngen.families.ntt.codelets import compact_twin, moved_rows
 from kerngen.families.ntt.maths import NttMath
 from kerngen.families.ntt import plan as plans
 from kerngen.families.ntt.plan import Permute, Rows, permute_stage, plan_transform, run_plan, run_stage
-from kerngen.families.ntt.planned import build_steps, leaf_design, transform_math, twiddle
+from kerngen.families.ntt.planned import Expansion, Transform, build_steps, leaf_design, transform_math, twiddle
 from kerngen.families.ntt.planned_functions import forward_steps, inverse_steps, lde_math, lde_steps
 from kerngen.harness.cpu import cpu_flags
 from kerngen.ir.instr import ArgBase, Mem
@@ -109,9 +109,12 @@ def test_the_steps_of_each_function_compute_their_definitions(order, buffered, m
         scales = {}
         for step in steps:
             tr = step.transform
-            w = None if tr is None else (lambda layer, block, tr=tr: twiddle(tr.math, layer, block, tr.inverse))
-            run_stage(tr.plan if tr else None, step.stage, step.subs, arrays, q, w,
-                      tr is not None and tr.inverse)
+            if isinstance(tr, Expansion):
+                w = lambda t_, m, tr=tr: tr.factor(m, t_)  # noqa: E731 (a Spread's factors, by (t, m))
+            else:
+                w = None if tr is None else (lambda layer, block, tr=tr: twiddle(tr.math, layer, block, tr.inverted))
+            run_stage(getattr(tr, "plan", None), step.stage, step.subs, arrays, q, w,
+                      isinstance(tr, Transform) and tr.inverse)
             if tr is not None and tr.scale:
                 scales[tr.name] = tr.scale
         arrays[0][:] = arrays[0] * int(np.prod([s for s in scales.values()], dtype=object)) % q

@@ -28,7 +28,7 @@ from ...machine.ops import by_width, lane_range
 from ...machine.target import Target
 from .kernels import WhereAbove, _load, _reduce_bounded, _store
 from .montgomery import broadcast_operands
-from .plan import Rows
+from .plan import Rows, Spread
 from .reducers import broadcast_const
 from .schedule import Arithmetic
 
@@ -48,14 +48,17 @@ class TwiddleArgs:
         return self.companion_bits is not None
 
     @property
+    def specs_names(self) -> tuple[str, ...]:
+        return ("w", "wp") if self.paired else ("w",)
+
+    @property
     def shoup_pairs(self) -> tuple[tuple[int, int, int], ...]:
         """What the verifier is told of the arguments (`passes.verify.Verification`)."""
         return ((1, 2, self.companion_bits),) if self.paired else ()
 
     def specs(self, t: Target, count: int) -> tuple[ArgSpec, ...]:
         ctype = f"{'' if self.signed else 'u'}int{t.lane_bits}_t"
-        names = ("w", "wp") if self.paired else ("w",)
-        return tuple(ArgSpec(name, "in", ctype, t.lane_bytes, count, t.lane_bytes) for name in names)
+        return tuple(ArgSpec(name, "in", ctype, t.lane_bytes, count, t.lane_bytes) for name in self.specs_names)
 
 
 def twiddle_args(ar: Arithmetic) -> TwiddleArgs:
@@ -120,6 +123,27 @@ def build_rows(b: Builder, ar: Arithmetic, codelet: Rows, lanes: int, inverse: b
             _store(b, Mem(ArgBase(0), (k * codelet.stride + at) * elem, vector), regs[k])
 
 
+def build_spread(b: Builder, ar: Arithmetic, codelet: Spread, lanes: int, in_bound: int) -> None:
+    """The row of argument `src` (the last) times each of the 2^bits twiddles of arguments 1 (and 2) into rows
+    0, pitch, ... of argument 0 (a product each, its input reduced first where the strategy's bounds need
+    it; each column of the row read before any is written, so the row may be the last one written)."""
+    source = len(twiddle_args(ar).specs_names) + 1
+    mul, bits = ar.mul, ar.layout.lane_bits
+    elem = bits // 8
+    vector = lanes * elem
+    args = twiddle_args(ar)
+    qv = b.op("load", broadcast_const(b, ar.math.q, bits), comment=f"q = {ar.math.q}")
+    qinv = mul.qinv_register(b) if mul.signed else None
+    w_abs = twiddle_bound(ar).magnitude
+    for column in range(0, codelet.width, lanes):
+        x, bound = _load(b, Mem(ArgBase(source), column * elem, vector)), in_bound
+        while mul.forward_bounds(0, bound, w_abs, bound) is None:  # what a butterfly's product would take
+            x, bound = _reduce_bounded(b, x, ar.reducer, bound, "before the products")
+        for t in range(codelet.twiddles):
+            product = mul.multiply(b, x, _twiddle(b, ar, args, t, qinv), qv)
+            _store(b, Mem(ArgBase(0), (t * codelet.pitch + column) * elem, vector), product)
+
+
 def _butterfly(b: Builder, ar: Arithmetic, x: VReg, y: VReg, x_bound: int, y_bound: int, factor, qv, inverse: bool,
                scale, w_abs: int, comment: str) -> tuple[VReg, VReg, int, int]:
     """One butterfly, its inputs reduced first where its bounds could leave the lane (the larger first)."""
@@ -141,18 +165,22 @@ def _butterfly(b: Builder, ar: Arithmetic, x: VReg, y: VReg, x_bound: int, y_bou
     return x, y, lo_bound, hi_bound
 
 
-def rows_contract(t: Target, ar: Arithmetic, codelet: Rows, in_bound: Bound) -> Contract:
-    """Argument a: the rows (its footprint of elements), w (and wp): the twiddle row."""
+def rows_contract(t: Target, ar: Arithmetic, codelet: Rows | Spread, in_bound: Bound) -> Contract:
+    """Argument a: the rows (its footprint of elements), w (and wp): the twiddle row; a Spread's src: the row
+    it reads (a's rows written whatever they held)."""
     signed = ar.mul.signed
-    a = ArgSpec("a", "inout", f"{'' if signed else 'u'}int{t.lane_bits}_t", t.lane_bytes, codelet.footprint,
-                t.lane_bytes)
+    ctype = f"{'' if signed else 'u'}int{t.lane_bits}_t"
+    spread = isinstance(codelet, Spread)
+    a = ArgSpec("a", "out" if spread else "inout", ctype, t.lane_bytes, codelet.footprint, t.lane_bytes)
     tw = twiddle_args(ar).specs(t, codelet.twiddles)
     w_values = Values(twiddle_bound(ar), representation="signed" if signed else "unsigned")
+    src = (ArgContract(ArgSpec("src", "in", ctype, t.lane_bytes, codelet.width, t.lane_bytes), Values(in_bound)),)
     return Contract(
-        (ArgContract(a, Values(in_bound), Values(None)),
+        (ArgContract(a, None if spread else Values(in_bound), Values(None)),
          *(ArgContract(s, w_values if s.name == "w" else Values(Bound(0, lane_range(t.lane_bits, False)[1])))
-           for s in tw)),
-        (("requires: every a[i] of the rows in ", A_REQUIRES),
+           for s in tw), *(src if spread else ())),
+        (("requires: every src[i] in " if spread else "requires: every a[i] of the rows in ",
+          BoundOf("src" if spread else "a", "requires")),
          ("ensures:  every a[i] of the rows in ", A_ENSURES)))
 
 

@@ -106,6 +106,28 @@ class Block:
 
 
 @dataclass(frozen=True)
+class Spread:
+    """Row m of a matrix of n rows (`width` elements each, a source of their own) times each of its table
+    row's 2^bits factors into rows m 2^bits .. m 2^bits + 2^bits - 1 (`pitch` elements apart): the first
+    `bits` Gentleman–Sande layers of a coset extension's transform on bit-reversed coefficients with zero
+    rows between, with the coset's twist and 1/n (`planned.Expansion`)."""
+
+    bits: int
+    pitch: int
+    width: int
+    source_origin: int  # call k reads its row (argument `src`, after the twiddles) from source_origin + m * width
+    layers = 0
+
+    @property
+    def twiddles(self) -> int:
+        return 1 << self.bits
+
+    @property
+    def footprint(self) -> int:
+        return ((1 << self.bits) - 1) * self.pitch + self.width
+
+
+@dataclass(frozen=True)
 class Permute:
     """Bit reversal of the row order of 2^bits rows of `row` elements: row i and row brv(i) exchanged in place,
     or (`out_of_place`) row i of the source written to row brv(i). With i = (hi, mid, lo), lo and hi of
@@ -135,7 +157,7 @@ class SubPass:
     table row `twiddle_row(t, k)` (`codelet.twiddles` entries a row)."""
 
     first: int
-    codelet: Rows | Leaf | Block | Permute
+    codelet: Rows | Leaf | Block | Permute | Spread
     calls: int
     # call k: (block at `first` inside the tile, offset between the tile's rows) = divmod(k, spread)
     spread: int
@@ -180,17 +202,18 @@ class Stage:
     tile_base: int = 0  # the number of the stage's first tile among its layers' (a stage split by blocks)
     fill: Fill | None = None
     buffered: bool = False  # its sub-passes run on a copy of each tile, its rows adjacent (`extent`'s)
+    origin: int = 0  # where its rows start in the array (a fill from another array reads from its start)
 
     def tile_offset(self, tile: int) -> int:
         block, low = divmod(tile + self.tile_base, self.low_groups)
-        return block * self.block_elements + low * self.low_elements
+        return self.origin + block * self.block_elements + low * self.low_elements
 
     def fill_offset(self, tile: int) -> int:
         """Where the fill reads the tile's first row from."""
         at = self.tile_offset(tile)
         if self.fill is not None and self.fill.from_block_zero:
             at -= (tile + self.tile_base) // self.low_groups * self.block_elements
-        return at
+        return at - self.origin if self.fill is not None and self.fill.array else at
 
     def local_offset(self, sub: SubPass, k: int) -> int:
         """Where call k starts inside its tile (its rows adjacent)."""
@@ -260,25 +283,25 @@ def _rows_stage(n_bits: int, columns: int, lanes: int, first: int, last: int, ra
     chunk = chunk_rows * columns
     apart = columns << (n_bits - last)
     buffered = buffered and apart != chunk
-    pitch = chunk if buffered else apart  # between the tile's rows where its codelets run
+    local = chunk if buffered else apart  # between the tile's rows where its codelets run
     call_rows = _power(max(vector_rows, CALL_BYTES // row_bytes))
     subs = []
     layer = first
     count = -(-(last - first) // radix)  # sub-passes of layers as even as they come
     for k in range(count):
         r = (last - first) // count + (k < (last - first) % count)
-        stride = pitch << (last - layer - r)  # between the codelet's rows
-        if pitch == chunk:  # a block's rows at the codelet's distance are contiguous: calls along them
+        stride = local << (last - layer - r)  # between the codelet's rows
+        if local == chunk:  # a block's rows at the codelet's distance are contiguous: calls along them
             width = columns * min(stride // columns, call_rows)
             spread, offset = stride // width, width
         else:
-            width, spread, offset = chunk, 1 << (last - layer - r), pitch
+            width, spread, offset = chunk, 1 << (last - layer - r), local
         if width % lanes:
             raise ValueError(f"a call of {width} elements is no whole number of {lanes}-lane vectors")
         # where a block's rows are narrower than a call, a call does several blocks
-        repeat = min(call_rows * columns // width, 1 << (layer - first)) if spread == 1 and pitch == chunk else 1
+        repeat = min(call_rows * columns // width, 1 << (layer - first)) if spread == 1 and local == chunk else 1
         subs.append(SubPass(layer, Rows(r, stride, width, repeat), (1 << (layer - first)) * spread // repeat,
-                            spread, pitch << (last - layer), offset, 1 << (layer - first)))
+                            spread, local << (last - layer), offset, 1 << (layer - first)))
         layer += r
     return Stage(first, last, (1 << first) * (low_rows // chunk_rows), low_rows // chunk_rows,
                  columns << (n_bits - first), chunk, tuple(subs), (1 << (last - first), apart, chunk), buffered=buffered)
@@ -298,6 +321,16 @@ def _leaf_stage(n_bits: int, first: int) -> Stage:
     size = 1 << (n_bits - first)
     return Stage(first, n_bits, 1 << first, 1, size, 0, (SubPass(first, Leaf(n_bits - first), 1, 1, size, 0, 1),),
                  (1, 0, size))
+
+
+def spread_stage(n: int, bits: int, columns: int, source_origin: int) -> Stage:
+    """A `Spread` of n rows of `columns` elements from `source_origin` to rows 2^bits apart from the start, as
+    one tile: its calls in row order, as only they may run where the source lies in the rows written (row
+    m is read before any row of m + 1 is written, and the rows of m end below row m + 1 of the source where
+    the source is the last n rows: m 2^bits + 2^bits - 1 < n (2^bits - 1) + m + 1)."""
+    step = columns << bits
+    return Stage(0, 0, 1, 1, n * step, 0, (SubPass(0, Spread(bits, columns, columns, source_origin), n, 1, step, 0,
+                                                   n),), (n << bits, columns, columns))
 
 
 # the bytes of the rows a permutation's tile moves on each side: both sides together in half an L1 cache
@@ -386,6 +419,12 @@ def run_stage(plan: Plan, stage: Stage, subs, arrays: list, q: int, twiddle, inv
         for sub in subs:
             first, layers = sub.first, list(sub.layers)
             for k in range(sub.calls):
+                if isinstance(sub.codelet, Spread):  # twiddle(t, m): factor t of row m
+                    c, m, x0 = sub.codelet, stage.twiddle_row(sub, tile, k), stage.call_offset(sub, tile, k)
+                    x = work[c.source_origin + m * c.width:c.source_origin + (m + 1) * c.width].copy()
+                    for t in range(1 << c.bits):
+                        work[x0 + t * c.pitch:x0 + t * c.pitch + c.width] = x * twiddle(t, m) % q
+                    continue
                 rows_at, call_width = call_rows(plan, stage, sub, tile, k)
                 size = len(rows_at) // sub.repeat  # rows of one block
                 for j in range(sub.repeat):

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from ...core.bundle import Bundle, CPrototype, Function
 from .codelets import twiddle_args
 from .maths import RING_CONSTANT, NttMath
-from .plan import Leaf, Permute, Rows, Stage
-from .planned import Call, Driver
+from .plan import Leaf, Permute, Rows, Spread, Stage
+from .planned import Call, Driver, Expansion
 
 
 # how many rows ahead a buffered stage's copy asks the memory for its rows: enough misses in flight to cover
@@ -49,12 +49,15 @@ class SubPassUnit:
     arrays: tuple[str, ...]  # the transform's argument each array argument of the codelet is a part of
     permute: dict | None = None  # a permutation's geometry (bits, low, mid, row, out_of_place)
     leaf: str = ""  # a leaf's: the name of its entries' (layer, block) table
+    expansion: dict | None = None  # a Spread's factors: bits, the rows' index bits, 1/n, the shift's powers' maths
+    source: dict | None = None  # a Spread's rows: where they start (origin) and their elements (pitch)
 
 
 @dataclass(frozen=True)
 class StageUnit:
     tiles: int
     tile_base: int
+    origin: int  # elements before its rows in the array
     low_groups: int
     block_elements: int
     low_elements: int
@@ -103,7 +106,22 @@ def _math(math: NttMath) -> dict:
 def _fill(stage: Stage, names: tuple[str, ...]) -> dict | None:
     if stage.fill is None:
         return None
-    return {"source": names[stage.fill.array], "from_block_zero": stage.fill.from_block_zero}
+    return {"source": names[stage.fill.array], "from_block_zero": stage.fill.from_block_zero,
+            "origin": stage.origin if stage.fill.array else 0}
+
+
+def _index(maths: list[dict], math: dict) -> int:
+    if math not in maths:
+        maths.append(math)
+    return maths.index(math)
+
+
+def _spread(e: Expansion, maths: list[dict]) -> dict:
+    """What the table builder computes a Spread's factors from (`planned.Expansion.factor`)."""
+    n_bits = e.math.layers - e.bits
+    shift = {"psi": e.shift, "root_bits": n_bits, "coset": 1, "n": 1, "layers": 0, "negacyclic": 0}
+    return {"bits": e.bits, "row_bits": n_bits, "layers": e.math.layers, "n_inverse": pow(1 << n_bits, -1, e.math.q),
+            "math": _index(maths, _math(e.math)), "shift": _index(maths, shift)}
 
 
 def _permute(c: Permute) -> dict:
@@ -120,11 +138,7 @@ def _stages(driver: Driver, names: tuple[str, ...], maths: list[dict], leaves: d
         if not stages or stages[-1][0] is not call.stage:
             stages.append((call.stage, []))
         c = call.sub.codelet
-        math = -1
-        if call.math is not None:
-            if _math(call.math) not in maths:
-                maths.append(_math(call.math))
-            math = maths.index(_math(call.math))
+        math = -1 if call.math is None else _index(maths, _math(call.math))
         leaf = ""
         if isinstance(c, Leaf):
             leaf = f"{call.function.symbol}_entries"
@@ -134,9 +148,11 @@ def _stages(driver: Driver, names: tuple[str, ...], maths: list[dict], leaves: d
             call.sub.block_elements * call.sub.repeat, call.sub.offset_elements, call.sub.tile_blocks, offset, len(call.entries),
             call.rows, call.sub.first, c.radix_bits if isinstance(c, Rows) else 0,
             -1 if call.scale_layer is None else call.scale_layer, call.scale, math, int(call.inverse),
-            tuple(names[k] for k in call.arrays), _permute(c) if isinstance(c, Permute) else None, leaf))
+            tuple(names[k] for k in call.arrays), _permute(c) if isinstance(c, Permute) else None, leaf,
+            _spread(call.expansion, maths) if call.expansion is not None else None,
+            {"origin": c.source_origin, "pitch": c.width} if isinstance(c, Spread) else None))
         offset += call.rows * len(call.entries)
-    units = tuple(StageUnit(st.tiles, st.tile_base, st.low_groups, st.block_elements, st.low_elements, tuple(subs),
+    units = tuple(StageUnit(st.tiles, st.tile_base, st.origin, st.low_groups, st.block_elements, st.low_elements, tuple(subs),
                             _fill(st, names), dict(zip(("rows", "apart", "width"), st.extent)), st.buffered)
                   for st, subs in stages)
     return units, offset

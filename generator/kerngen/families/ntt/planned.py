@@ -28,14 +28,14 @@ from ...errors import VerifyError
 from ...machine.registers import VECTOR
 from ...machine.target import Target
 from ...passes.pipeline import Compiled, compile_kernel
-from .codelets import (ArgumentTwiddles, build_rows, compact_twin, leaf_contract, moved_rows, rows_contract,
-                       twiddle_args, twiddle_bound)
+from .codelets import (ArgumentTwiddles, build_rows, build_spread, compact_twin, leaf_contract, moved_rows,
+                       rows_contract, twiddle_args, twiddle_bound)
 from .design import design, isa_design
 from .kernels import build_ntt, kernel_builder
 from .layout import top_pass_layers
 from .maths import RING_CONSTANT, NttMath, max_layers
 from .params import NttParams
-from .plan import Leaf, Permute, Plan, Rows, Stage, SubPass, plan_transform
+from .plan import Leaf, Permute, Plan, Rows, Spread, Stage, SubPass, plan_transform
 from .schedule import Arithmetic, TwiddleRange, schedule
 
 # leaves of at most this many coefficients: each verified in seconds, their code rolled to a few KiB
@@ -63,10 +63,10 @@ def leaf_params(p: NttParams, size: int) -> NttParams:
                                root=None, generator=None)
 
 
-def transform_plan(p: NttParams, t: Target, n: int | None = None, first: int = 0) -> Plan:
-    """The plan of the set's transform (of `n` rows, from layer `first`, where given)."""
-    return plan_transform(n or p.n, p.columns, t.lanes, t.lane_bytes, rows_radix(t), leaf_max=1 << LEAF_BITS,
-                          first=first)
+def transform_plan(p: NttParams, t: Target, n: int | None = None, first: int = 0, columns: int | None = None) -> Plan:
+    """The plan of the set's transform (of `n` rows of `columns`, from layer `first`, where given)."""
+    return plan_transform(n or p.n, columns or p.columns, t.lanes, t.lane_bytes, rows_radix(t),
+                          leaf_max=1 << LEAF_BITS, first=first)
 
 
 def design_size(p: NttParams, t: Target) -> int:
@@ -101,10 +101,40 @@ class Transform:
     math: NttMath
     inverse: bool
     scale: int | None = None
+    invert: bool | None = None  # whether its twiddles are inverted, where not as its butterflies say
+
+    @property
+    def inverted(self) -> bool:
+        return self.inverse if self.invert is None else self.invert
 
     def steps(self) -> list[Step]:
         stages = self.plan.stages[::-1] if self.inverse else self.plan.stages
         return [Step(st, st.subpasses[::-1] if self.inverse else st.subpasses, self) for st in stages]
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """The first `bits` layers of a Gentleman–Sande transform of N = n 2^bits rows (`math`: its root, no
+    coset) on bit-reversed coefficients of degree below n, zero rows between them: row m of n becomes rows
+    m 2^bits + t, each row m times a product of twiddles (`factor`), with the coset's twist shift^j of
+    coefficient j = brv(m) and 1/n (the transposed inverse before it leaves n times the coefficients)."""
+
+    name: str
+    math: NttMath
+    shift: int
+    bits: int
+    inverse = False
+    scale = None
+
+    def factor(self, m: int, t: int) -> int:
+        q, k, layers = self.math.q, self.bits, self.math.layers
+        n_bits = layers - k
+        rev = int(format(m, f"0{n_bits}b")[::-1], 2) if n_bits else 0
+        v = pow(self.shift, rev, q) * pow(1 << n_bits, -1, q) % q
+        for u in range(k):
+            if t >> u & 1:
+                v = v * twiddle(self.math, layers - 1 - u, m << (k - 1 - u), False) % q
+        return v
 
 
 @dataclass(frozen=True)
@@ -114,7 +144,7 @@ class Step:
 
     stage: Stage
     subs: tuple[SubPass, ...]
-    transform: Transform | None
+    transform: Transform | Expansion | None
     arrays: tuple[int, ...] = (0,)
     beside: bool = False  # the same layers as the step before on other rows: its inputs are what that one took
 
@@ -136,6 +166,7 @@ class Call:
     math: NttMath | None = None
     inverse: bool = False
     scale: int = 1
+    expansion: Expansion | None = None  # a Spread's: its factors
 
     def entry(self, row: int, k: int) -> tuple[int, int]:
         layer, block = self.entries[k]
@@ -191,6 +222,9 @@ class Recipe:
         b = kernel_builder(ar.layout)
         c = self.sub.codelet
         top = bound.magnitude if ar.mul.signed else bound.hi
+        if isinstance(c, Spread):
+            build_spread(b, ar, c, t.lanes, top)
+            return b, rows_contract(t, ar, c, bound), tuple((0, k) for k in range(c.twiddles))
         if isinstance(c, Leaf):
             twiddles = ArgumentTwiddles(b, ar)
             s = schedule(ar, p.policy, self.direction, top, twiddles=TwiddleRange(twiddle_bound(ar).magnitude))
@@ -202,6 +236,9 @@ class Recipe:
 
     def summary(self, p: NttParams) -> str:
         c = self.sub.codelet
+        if isinstance(c, Spread):
+            return (f"a row times {c.twiddles} factors into {c.twiddles} rows {c.pitch} elements apart, {c.width} "
+                    "elements each (a coset extension's zero rows), factors from w")
         if isinstance(c, Leaf):
             return (f"{self.direction} layers {self.sub.first}..{self.sub.first + c.layers - 1} of a block of "
                     f"{c.size} coefficients, twiddles from w")
@@ -215,6 +252,8 @@ class Recipe:
 
 def recipe(p: NttParams, t: Target, step: Step, sub: SubPass) -> Recipe:
     tr = step.transform
+    if isinstance(tr, Expansion):
+        return Recipe(f"{p.prefix}_{tr.name}_{t.isa.name}", step.stage, sub, tr)
     index = [s for _, s in tr.plan.subpasses].index(sub)
     name = "leaf" if isinstance(sub.codelet, Leaf) else f"rows{index}"
     return Recipe(f"{p.prefix}_{tr.name}_{name}_{t.isa.name}", step.stage, sub, tr)
@@ -270,9 +309,10 @@ def build_steps(p: NttParams, t: Target, steps: list[Step], start: Bound, cache:
                 symbols[key] = fn.symbol
             fn, entries = made[key]
             tr = r.transform
+            expansion = tr if isinstance(tr, Expansion) else None
             calls.append(Call(step.stage, sub, fn, tuple((sub.first + k, j) for k, j in entries), r.rows(),
-                              sub.first if r.scale is not None else None, step.arrays, tr.math, tr.inverse,
-                              tr.scale if r.scale is not None else 1))
+                              sub.first if r.scale is not None else None, step.arrays, tr.math,
+                              expansion is None and tr.inverted, tr.scale if r.scale is not None else 1, expansion))
             bound = fn.contract.arg("a").ensures.bound
         if after is not None:
             bound = Bound(min(bound.lo, after.lo), max(bound.hi, after.hi))
@@ -299,7 +339,10 @@ def table_values(ar: Arithmetic, call: Call) -> tuple[list[int], list[int] | Non
     for row in range(call.rows):
         for k in range(len(call.entries)):
             layer, block = call.entry(row, k)
-            s = twiddle(math, layer, block, call.inverse)
+            if call.expansion is not None:
+                s = call.expansion.factor(row, k)
+            else:
+                s = twiddle(math, layer, block, call.inverse)
             if layer == call.scale_layer:
                 s = s * call.scale % math.q
             c = ar.mul.constant(s)

@@ -30,9 +30,9 @@ from ...machine.target import Target
 from .contracts import array_arg, basemul_contract, basemul_summary, forward_contract, inverse_contract
 from .maths import NttMath, ring_words
 from .params import NttParams
-from .plan import Fill, block_stage, permute_stage
-from .planned import (UNIT, Call, Driver, Recipe, Step, Transform, build_steps, codelet_recipes, leaf_design,
-                      leaf_params, transform_math, transform_plan, unit_file)
+from .plan import Fill, block_stage, permute_stage, spread_stage
+from .planned import (UNIT, Call, Driver, Expansion, Recipe, Step, Transform, build_steps, codelet_recipes,
+                      leaf_design, leaf_params, transform_math, transform_plan, unit_file)
 from .schedule import forward_input, inverse_input
 
 
@@ -90,14 +90,17 @@ def lde_math(p: NttParams) -> NttMath:
 
 
 def lde_steps(p: NttParams, t: Target) -> list[Step]:
-    """The inverse of n rows (scaled by 2^-L), then the forward of n 2^k rows from layer k, its first stage
-    split by blocks (`Stage.split`) and filled from block 0; the input copied in by the inverse's first
-    stage (in place order) or a bit reversal (natural order), the output bit-reversed last (natural)."""
+    """In the in-place order: the inverse of n rows (scaled by 2^-L), its first stage copying the input in,
+    then the forward of n 2^k rows from layer k, its first stage split by blocks (`Stage.split`) and filled
+    from block 0. In the natural order on columns (`natural_lde_steps`) the transposed transforms; on one
+    polynomial, a bit reversal from the input first and one of the output last."""
     math, k = transform_math(p), p.lde.added_bits
+    natural = p.order == "natural"
+    if natural and p.columns > 1:
+        return natural_lde_steps(p, t)
     big = lde_math(p)
     inverse = Transform("lde_inverse", transform_plan(p, t), math, True, math.inverse_scale(1)).steps()
     forward = Transform("lde_forward", transform_plan(p, t, big.n, k), big, False).steps()
-    natural = p.order == "natural"
     if not natural:
         first = inverse[0]
         inverse[0] = dataclasses.replace(first, stage=dataclasses.replace(first.stage, fill=Fill(1)))
@@ -112,6 +115,30 @@ def planned_recipes(p: NttParams, t: Target) -> list[Recipe]:
     """Every codelet's recipe of the bundle's functions for `t` (those built share symbols: the first's)."""
     steps = forward_steps(p, t) + inverse_steps(p, t) + (lde_steps(p, t) if p.lde is not None else [])
     return codelet_recipes(p, t, steps)
+
+
+def natural_lde_steps(p: NttParams, t: Target) -> list[Step]:
+    """Natural evaluations to natural evaluations, no permutation. The inverse's transpose (Cooley–Tukey
+    butterflies, inverted twiddles, unscaled) leaves n times the coefficients in bit-reversed rows, in the last
+    n rows of the output (its first stage copying the input in). The extension's transform of N rows on
+    bit-reversed input wants coefficient j at row brv_K(j) = 2^k brv_L(j), zero rows between: its first k
+    Gentleman–Sande layers are then products of each row into 2^k rows (`Expansion`, the coset's twist and
+    1/n with them), and its other layers pair rows 2^k or more apart with the twiddles of n rows (the same
+    values): a Gentleman–Sande transform (twiddles not inverted: the forward's transpose, so natural rows
+    out) of n rows of 2^k C columns."""
+    k, lde = p.lde.added_bits, p.lde
+    origin = (p.n << k) - p.n  # rows, then elements
+    origin *= p.columns
+    coefficients = [dataclasses.replace(step, stage=dataclasses.replace(step.stage, origin=origin))
+                    for step in Transform("lde_inverse", transform_plan(p, t), transform_math(p), False,
+                                          invert=True).steps()]
+    first = coefficients[0]
+    coefficients[0] = dataclasses.replace(first, stage=dataclasses.replace(first.stage, fill=Fill(1)))
+    big = NttMath(p.n << k, p.q, p.layers + k, p.ring, 1, lde.root)
+    spread = spread_stage(p.n, k, p.columns, origin)
+    rest = Transform("lde_forward", transform_plan(p, t, columns=p.columns << k), transform_math(p), True,
+                     invert=False).steps()
+    return coefficients + [Step(spread, spread.subpasses, Expansion("lde_spread", big, lde.shift, k))] + rest
 
 
 def _signature(p: NttParams, t: Target, name: str, contract: Contract, calls: tuple[Call, ...]) -> Kernel:

@@ -48,7 +48,7 @@ def kernel_tables(p: NttParams, manifest: Manifest) -> dict[str, Table]:
             for recipe in planned_recipes(p, t):
                 fn = fns.get(recipe.symbol)
                 if fn is not None:
-                    bound = next(a.requires.bound for a in fn.args if a.name == "a")
+                    bound = next(a.requires.bound for a in fn.args if a.requires is not None)  # its rows
                     b, _, _ = recipe.make(p, t, leaf_design(p, t), Bound(*bound))
                     for table in b.tables.values():
                         out[table.label] = shared_table(out.get(table.label), table)
