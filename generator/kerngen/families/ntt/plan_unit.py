@@ -20,7 +20,7 @@ from ...core.bundle import Bundle, CPrototype, Function
 from .codelets import twiddle_args
 from .maths import RING_CONSTANT, NttMath
 from .plan import Leaf, Permute, Rows, Spread, Stage
-from .planned import Call, Driver, Expansion
+from .planned import Driver, Expansion
 
 
 # how many rows ahead a buffered stage's copy asks the memory for its rows: enough misses in flight to cover
