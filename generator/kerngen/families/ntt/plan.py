@@ -38,10 +38,12 @@ TILE_BYTES = 256 * 1024
 # at least a few cache lines (the next line's prefetch pays); and of each row a codelet call takes
 CHUNK_BYTES = 256
 CALL_BYTES = 128
-# arrays above this are beyond what the L3 cache keeps of them (a quarter of the 32 MiB of the Zen 4 of the
-# figures): their strided stages copy tiles to a buffer (measured, BabyBear x 8 columns on AVX2: 2^20 rows
-# 109 -> 69 M ticks; at 2^16, a 2 MiB array, the copies cost 20% more than the L3 cache's conflict misses)
-BUFFER_ABOVE = 8 << 20
+# arrays above this (twice the L2 cache of the Zen 4 of the figures) have their strided stages copy tiles to a
+# buffer: a tile in place, its rows a power of two apart, holds more lines per cache set than the L2 cache's
+# ways. Measured (BabyBear, AVX2, same-process medians): 2^20 x 8 columns forward 109 -> 69 M ticks, 2^16 x
+# 16 and 2^18 x 8 extensions 12-18% faster; at 2 MiB (2^16 x 8) the copies cost 20% more than the L3 cache's
+# conflict misses
+BUFFER_ABOVE = 2 << 20
 # the widest leaf: the unrolled kernels of today at n = 2048 fit the decoded-µop cache once rolled, and their
 # 2048 coefficients (and twiddles) fit L1
 LEAF_MAX = 2048
