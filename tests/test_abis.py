@@ -186,7 +186,7 @@ def test_every_shipped_set_makes_a_clean_mach_o_object(tmp_path, path, visibilit
     asm = tmp_path / obj["file"]
     asm.write_text(files[obj["file"]])
     assert ".note" not in files[obj["file"]] and "endbr64" not in files[obj["file"]]
-    symbols = {f["symbol"]: f["symbols"]["macho"] for f in manifest["functions"]}
+    symbols = {f["symbol"]: f["symbols"]["macho"] for f in manifest["functions"] if "unit" not in f}  # drivers: C
     assert macho.object_problems(macho.assemble(asm, tmp_path), symbols, visibility) == []
 
 

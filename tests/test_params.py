@@ -13,8 +13,9 @@ GOOD = {"name": "t", "family": "ntt", "n": 256, "q": 3329, "width": 16, "isa": "
     ({"q": 3328}, "q", "prime"),
     ({"q": 40961}, "q", "below 2^15"),
     ({"n": 100}, "n", "power of two"),
-    ({"n": 8192}, "n", "between 2 and 4096"),
-    ({"n": 1}, "n", "between 2 and 4096"),
+    ({"n": 1 << 25}, "n", "between 2 and 2^24"),
+    ({"n": 1}, "n", "between 2 and 2^24"),
+    ({"n": 8192, "q": 12289}, "q", "planned transform, which runs every layer"),  # 11 layers: blocks of 4
     ({"n": 2, "q": 11}, "q", "divisible by 4"),  # q-1 = 10: not even the one layer n = 2 needs
     ({"q": 7}, "q", "divisible"),          # q-1 = 6: one layer only, blocks far too large
     ({"colour": 3}, "colour", "unknown key"),

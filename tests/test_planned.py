@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import ctypes
 import random
+import shutil
 import time
 
 import numpy as np
@@ -24,10 +26,12 @@ from kerngen.families import build_all, from_mapping
 from kerngen.families.ntt.codelets import compact_twin, moved_rows
 from kerngen.families.ntt.maths import NttMath
 from kerngen.families.ntt import plan as plans
+from kerngen.families.ntt import plan_model
 from kerngen.families.ntt.plan import Permute, Rows, permute_stage, plan_transform
 from kerngen.families.ntt.plan_oracle import run_plan, run_stage
 from kerngen.families.ntt.planned import Expansion, Transform, build_steps, leaf_design, transform_math, twiddle
 from kerngen.families.ntt.planned_functions import forward_steps, inverse_steps, lde_math, lde_steps
+from kerngen.harness import toolchain
 from kerngen.harness.cpu import cpu_flags
 from kerngen.ir.instr import ArgBase, Mem
 
@@ -221,12 +225,14 @@ CPU_ISAS = [pytest.param("avx2", 8, id="avx2"),
                 "avx512f" not in cpu_flags(), reason="the CPU has no AVX-512"))]
 
 
+@pytest.mark.parametrize("on_model", [False, True], ids=["cpu", "model"])
 @pytest.mark.parametrize("isa, columns", CPU_ISAS)
-def test_columns_pass_kerngen_test(isa, columns, tmp_path, monkeypatch):
+def test_columns_pass_kerngen_test(isa, columns, on_model, tmp_path, monkeypatch):
     """n = 2^13 rows of a vector's columns, natural order, Plonky3's root, an extension by 2: forward,
-    inverse, base multiplication and lde judged column by column against the reference DFT. The AVX2 set
-    is built with the tiles of its strided stages copied to a buffer, as arrays above BUFFER_ABOVE are (so
-    not through the store, which keys bundles by the sources)."""
+    inverse, base multiplication and lde judged column by column against the reference DFT, on the CPU and
+    on the machine model (the manifest's plans run through the codelets read back: permutations, fills,
+    buffers, spreads). The AVX2 set is built with the tiles of its strided stages copied to a buffer, as
+    arrays above BUFFER_ABOVE are (so not through the store, which keys bundles by the sources)."""
     p = _set(n=1 << 13, isa=isa, columns=columns, order="natural", generator=31,
              lde={"added_bits": 1, "shift": 31})
     if isa == "avx2":
@@ -238,7 +244,7 @@ def test_columns_pass_kerngen_test(isa, columns, tmp_path, monkeypatch):
     files = render(bundles, "test")
     assert ("tile_rows" in files[f"{p.name}_plan.c"]) == (isa == "avx2")
     write(files, tmp_path / "cols")
-    outcome = run_kerngen_bundle(tmp_path / "cols", 3, lambda s: None, tmp_path, reemit=False)
+    outcome = run_kerngen_bundle(tmp_path / "cols", 3, lambda s: None, tmp_path, reemit=False, on_model=on_model)
     assert outcome.failed == 0, outcome.failures
     assert outcome.passed >= 30
 
@@ -272,3 +278,45 @@ def test_dft_batch_of_babybear_as_plonky3_defines_it(isa, columns, tmp_path):
     back = got.reshape(-1).astype(np.uint32)
     b.ntt_inverse(back)
     assert (back.reshape(8, columns).astype(object) % q == coeffs * scale % q).all()
+
+
+def test_threads_run_a_columns_plan_as_one_call_does(tmp_path):
+    """threads= splits every stage of a plan of columns (a permutation, an extension's fills and spread) into
+    tile ranges on a pool: the outputs are the single call's."""
+    import kerngen
+
+    p = _set(n=1 << 13, order="natural", generator=31, lde={"added_bits": 1, "shift": 31})
+    write(render(STORE.bundles(p), "test"), tmp_path / "t")
+    b = kerngen.load(tmp_path / "t", "avx2")
+    coeffs = _random(1 << 13, 8, BABYBEAR, 5)
+    one, four = (coeffs.reshape(-1).astype(np.uint32) for _ in range(2))
+    b.ntt_forward(one)
+    b.ntt_forward(four, threads=4)
+    assert np.array_equal(one, four)
+    out1, out4 = np.zeros(2 * one.size, dtype=np.uint32), np.zeros(2 * one.size, dtype=np.uint32)
+    b.lde(out1, one)
+    b.lde(out4, one, threads=3)
+    assert np.array_equal(out1, out4)
+
+
+@pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gcc") is None, reason="nasm and gcc are needed")
+def test_the_c_unit_builds_the_extension_tables_the_manifest_says(tmp_path):
+    """Entry by entry, the tables of every planned function of columns (a spread's factors, two transforms'
+    twiddles, inverted or not, the scale) are the ones the manifest's plan gives (`plan_model.tables`)."""
+    p = _set(n=1 << 10, generator=31, lde={"added_bits": 2, "shift": 31})
+    write(render(STORE.bundles(p), "test"), tmp_path / "t")
+    manifest = json.loads((tmp_path / "t" / "manifest.json").read_text())
+    unit = tmp_path / "t" / "cols_plan.c"
+    lib = ctypes.CDLL(str(toolchain.assemble_shared(tmp_path / "t" / "cols.asm", tmp_path, [unit])))
+    kinds = set()
+    for fn in manifest["functions"]:
+        if "plan" not in fn or not fn["plan"]["entries"]:
+            continue
+        w, wp = plan_model.tables(manifest, fn)
+        copy = getattr(lib, f"{fn['symbol']}_table")
+        copy.restype = ctypes.c_size_t
+        out = np.zeros(copy(None), dtype=np.int64)
+        assert copy(ctypes.c_void_p(out.ctypes.data)) == len(w + (wp or []))
+        assert np.array_equal(out % (1 << 32), np.array(w + (wp or []), dtype=object) % (1 << 32)), fn["symbol"]
+        kinds.add(fn["kind"])
+    assert kinds == {"ntt_forward", "ntt_inverse", "lde"}

@@ -159,7 +159,7 @@ def test_int64_uint64_or_python_integers_by_the_size_of_q(monkeypatch):
     cases = [((1 << 31) - 1, True), (below, False), ((1 << 61) - 1, True), ((1 << 61) - 1, False), (above, True)]
     for q, exact in cases:  # Mersenne primes, the last prime below 2^52, and the first above 2^62
         monkeypatch.setattr(ref, "_LONG_DOUBLE_EXACT", exact and ref._LONG_DOUBLE_EXACT)
-        assert ref._dtype(q) is (np.int64 if q < 1 << 31 else
+        assert ref.residue_dtype(q) is (np.int64 if q < 1 << 31 else
                                  np.uint64 if q < 1 << 52 or q < 1 << 62 and ref._LONG_DOUBLE_EXACT else object)
         a, b = [rng.randrange(q) for _ in range(16)], [rng.randrange(q) for _ in range(16)]
         z = rng.randrange(q)
@@ -171,9 +171,9 @@ def test_int64_uint64_or_python_integers_by_the_size_of_q(monkeypatch):
 
 def test_int64_is_used_for_16_and_32_bit_lanes():
     """q < 2^31: a product of two residues plus one stays below 2^62."""
-    assert ref._dtype((1 << 15) - 1) is np.int64
-    assert ref._dtype((1 << 31) - 1) is np.int64
-    assert ref._dtype(4294967311) is not np.int64  # the first prime above 2^32
+    assert ref.residue_dtype((1 << 15) - 1) is np.int64
+    assert ref.residue_dtype((1 << 31) - 1) is np.int64
+    assert ref.residue_dtype(4294967311) is not np.int64  # the first prime above 2^32
 
 
 @pytest.mark.skipif(not ref._LONG_DOUBLE_EXACT, reason="long double has no 64-bit significand here")

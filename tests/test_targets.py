@@ -52,6 +52,41 @@ def test_other_platforms_render_and_assemble(name, platform, fmt, abi, tmp_path)
         assert all(ln.startswith("global _kg_") for ln in asm.splitlines() if ln.startswith("global"))
 
 
+@needs_nasm
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("nm") is None, reason="cc and nm link and list")
+def test_a_program_linked_with_gc_sections_keeps_only_the_kernels_it_calls(tmp_path):
+    """Each ELF function and table has a section of its own: `ld --gc-sections` keeps the one kernel a program
+    calls and the tables it reads, and drops the other kernels; linked without it, every kernel stays."""
+    bundle = STORE.bundle(load(REPO / "params/kyber-3329.toml"))
+    (tmp_path / "k.asm").write_text(render(bundle, "test")[PLATFORMS["sysv"].asm_file("kyber-3329")])
+    subprocess.run(["nasm", "-f", "elf64", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.asm")], check=True)
+    symbols = [f.symbol for f in bundle.functions]
+    kept = symbols[0]
+    (tmp_path / "app.c").write_text(f"extern void {kept}(void);\n"
+                                    f"void (*volatile used)(void) = {kept};\n"
+                                    "int main(void) { return used == 0; }\n")
+    linked = {}
+    for name, flags in (("gc", ["-Wl,--gc-sections"]), ("all", [])):
+        subprocess.run(["cc", "-o", str(tmp_path / name), str(tmp_path / "app.c"), str(tmp_path / "k.o"), *flags],
+                       check=True)
+        nm = subprocess.run(["nm", str(tmp_path / name)], capture_output=True, text=True, check=True).stdout
+        linked[name] = {line.split()[-1] for line in nm.splitlines()}
+    assert set(symbols) <= linked["all"]
+    assert kept in linked["gc"] and not (set(symbols) - {kept}) & linked["gc"]
+
+
+@needs_nasm
+@pytest.mark.skipif(shutil.which("llvm-objdump") is None, reason="llvm-objdump reads Mach-O headers")
+def test_a_macho_object_lets_the_linker_strip_each_function(tmp_path):
+    """Mach-O has no section per function: the header's SUBSECTIONS_VIA_SYMBOLS lets ld -dead_strip drop each
+    symbol's bytes alone."""
+    (tmp_path / "k.asm").write_text(_render_for("kyber-3329", "macho"))
+    subprocess.run(["nasm", "-f", "macho64", "-o", str(tmp_path / "k.o"), str(tmp_path / "k.asm")], check=True)
+    header = subprocess.run(["llvm-objdump", "--macho", "--private-header", str(tmp_path / "k.o")],
+                            capture_output=True, text=True, check=True).stdout
+    assert "SUBSECTIONS_VIA_SYMBOLS" in header
+
+
 _SAVE = re.compile(r"^v?movdqa(?:64)? \[rsp \+ (\d+)\], (xmm\d+)$")  # EVEX kernels save with vmovdqa64
 _RESTORE = re.compile(r"^v?movdqa(?:64)? (xmm\d+), \[(rsp|rbp) \+ (\d+)\]$")
 

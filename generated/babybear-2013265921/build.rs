@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/babybear-2013265921.toml
 //
 // Cargo build script for babybear-2013265921: assembles the target's object (babybear-2013265921.asm)
-// with nasm, compiles the dispatch unit (babybear-2013265921_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles babybear-2013265921_dispatch.c with the C compiler, archives them as
 // libbabybear-2013265921.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/ctru-3457.toml
 //
 // Cargo build script for ctru-3457: assembles the target's object (ctru-3457.asm)
-// with nasm, compiles the dispatch unit (ctru-3457_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles ctru-3457_dispatch.c with the C compiler, archives them as
 // libctru-3457.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

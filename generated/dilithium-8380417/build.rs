@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/dilithium-8380417.toml
 //
 // Cargo build script for dilithium-8380417: assembles the target's object (dilithium-8380417.asm)
-// with nasm, compiles the dispatch unit (dilithium-8380417_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles dilithium-8380417_dispatch.c with the C compiler, archives them as
 // libdilithium-8380417.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

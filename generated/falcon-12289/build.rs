@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/falcon-12289.toml
 //
 // Cargo build script for falcon-12289: assembles the target's object (falcon-12289.asm)
-// with nasm, compiles the dispatch unit (falcon-12289_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles falcon-12289_dispatch.c with the C compiler, archives them as
 // libfalcon-12289.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/gf2m-409.toml
 //
 // Cargo build script for gf2m-409: assembles the target's object (gf2m-409.asm)
-// with nasm, compiles the dispatch unit (gf2m-409_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles gf2m-409_dispatch.c with the C compiler, archives them as
 // libgf2m-409.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/goldilocks-18446744069414584321.toml
 //
 // Cargo build script for goldilocks-18446744069414584321: assembles the target's object (goldilocks-18446744069414584321.asm)
-// with nasm, compiles the dispatch unit (goldilocks-18446744069414584321_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles goldilocks-18446744069414584321_dispatch.c with the C compiler, archives them as
 // libgoldilocks-18446744069414584321.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

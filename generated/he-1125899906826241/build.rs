@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/he-1125899906826241.toml
 //
 // Cargo build script for he-1125899906826241: assembles the target's object (he-1125899906826241.asm)
-// with nasm, compiles the dispatch unit (he-1125899906826241_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles he-1125899906826241_dispatch.c with the C compiler, archives them as
 // libhe-1125899906826241.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

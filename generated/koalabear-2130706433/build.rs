@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/koalabear-2130706433.toml
 //
 // Cargo build script for koalabear-2130706433: assembles the target's object (koalabear-2130706433.asm)
-// with nasm, compiles the dispatch unit (koalabear-2130706433_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles koalabear-2130706433_dispatch.c with the C compiler, archives them as
 // libkoalabear-2130706433.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

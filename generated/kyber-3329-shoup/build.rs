@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/kyber-3329-shoup.toml
 //
 // Cargo build script for kyber-3329-shoup: assembles the target's object (kyber-3329-shoup.asm)
-// with nasm, compiles the dispatch unit (kyber-3329-shoup_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles kyber-3329-shoup_dispatch.c with the C compiler, archives them as
 // libkyber-3329-shoup.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/kyber-r1-7681.toml
 //
 // Cargo build script for kyber-r1-7681: assembles the target's object (kyber-r1-7681.asm)
-// with nasm, compiles the dispatch unit (kyber-r1-7681_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles kyber-r1-7681_dispatch.c with the C compiler, archives them as
 // libkyber-r1-7681.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

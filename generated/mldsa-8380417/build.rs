@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/mldsa-8380417.toml
 //
 // Cargo build script for mldsa-8380417: assembles the target's object (mldsa-8380417.asm)
-// with nasm, compiles the dispatch unit (mldsa-8380417_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles mldsa-8380417_dispatch.c with the C compiler, archives them as
 // libmldsa-8380417.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

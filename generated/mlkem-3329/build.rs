@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/mlkem-3329.toml
 //
 // Cargo build script for mlkem-3329: assembles the target's object (mlkem-3329.asm)
-// with nasm, compiles the dispatch unit (mlkem-3329_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles mlkem-3329_dispatch.c with the C compiler, archives them as
 // libmlkem-3329.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

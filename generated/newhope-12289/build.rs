@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/newhope-12289.toml
 //
 // Cargo build script for newhope-12289: assembles the target's object (newhope-12289.asm)
-// with nasm, compiles the dispatch unit (newhope-12289_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles newhope-12289_dispatch.c with the C compiler, archives them as
 // libnewhope-12289.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/nfl-1073479681.toml
 //
 // Cargo build script for nfl-1073479681: assembles the target's object (nfl-1073479681.asm)
-// with nasm, compiles the dispatch unit (nfl-1073479681_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles nfl-1073479681_dispatch.c with the C compiler, archives them as
 // libnfl-1073479681.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/nfl-4611686018326724609.toml
 //
 // Cargo build script for nfl-4611686018326724609: assembles the target's object (nfl-4611686018326724609.asm)
-// with nasm, compiles the dispatch unit (nfl-4611686018326724609_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles nfl-4611686018326724609_dispatch.c with the C compiler, archives them as
 // libnfl-4611686018326724609.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

@@ -3,7 +3,7 @@
 // Regenerate with: kerngen emit params/tiny-257.toml
 //
 // Cargo build script for tiny-257: assembles the target's object (tiny-257.asm)
-// with nasm, compiles the dispatch unit (tiny-257_dispatch.c) with the C compiler, archives them as
+// with nasm, compiles tiny-257_dispatch.c with the C compiler, archives them as
 // libtiny-257.a in OUT_DIR and links it. It needs only the standard library, nasm, a C compiler and ar
 // (the NASM, CC, and AR environment variables name others).
 //

@@ -169,7 +169,8 @@ def parser() -> argparse.ArgumentParser:
     from .families import OPTIONS
     ap = argparse.ArgumentParser(
         prog="kerngen",
-        description="Generate fully unrolled, verified AVX2 NASM kernels (NTTs, reductions, GF(2^m) arithmetic) "
+        description="Generate verified x86-64 NASM kernels (AVX-512, AVX2, SSE, scalar: NTTs up to 2^24 "
+                    "coefficients, reductions, GF(2^m) arithmetic) "
                     "from parameter files.")
     ap.add_argument("--version", action="version", version=f"kerngen {__version__}")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")

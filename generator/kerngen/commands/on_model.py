@@ -12,7 +12,8 @@ that a change the CPU would run is what the model runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -30,16 +31,32 @@ from ..passes.interpret import ModelError, Program, compile_kernel
 def bundle_kernels(directory: Path, manifest: Manifest) -> Reading:
     """The manifest's functions read from the assembly of the bundle in
     `directory`: its native object's (the one this machine would run), else
-    its first; and, by symbol, why a function could not be read."""
+    its first; and, by symbol, why a function could not be read. The
+    functions of the bundle's C units (drivers) are not in it."""
     obj = next((o for o in manifest.objects if o.abi == NATIVE.name), manifest.objects[0])
-    return read_object(directory / obj.file, obj, manifest.functions)
+    return read_object(directory / obj.file, obj, [f for f in manifest.functions if not driver(f)])
+
+
+def driver(fn) -> bool:
+    """Whether a manifest function is defined in one of the bundle's C units."""
+    return "unit" in fn.facts
+
+
+@dataclass(frozen=True)
+class Driven:
+    """A function of a C unit on the model: its arguments, and how to run it from the kernels it calls."""
+
+    args: tuple
+    drive: Callable[[Callable, dict], dict]
 
 
 class Model:
-    """The kernels of a bundle on the machine model, each compiled once, when first called."""
+    """The kernels of a bundle on the machine model, each compiled once, when first called; its drivers
+    (`Driven`) run by their family from them."""
 
-    def __init__(self, kernels: dict[str, Kernel]):
+    def __init__(self, kernels: dict[str, Kernel], drivers: dict[str, Driven] | None = None):
         self.kernels = kernels
+        self.drivers = drivers or {}
         self.programs: dict[str, Program] = {}
 
     def calls(self) -> Calls:
@@ -51,9 +68,17 @@ class Model:
             raise protocol.KernelFault(f"{symbol}: no such function among the kernels read from the bundle's assembly")
         return self.kernels[symbol]
 
+    def args(self, symbol: str) -> tuple:
+        """A function's arguments (`ArgSpec`s of a kernel, or a driver's)."""
+        return self.drivers[symbol].args if symbol in self.drivers else self.kernel(symbol).args
+
     def run(self, symbol: str, inputs: dict, aliases: dict[int, int] | None = None) -> dict[int, np.ndarray]:
         """The kernel's buffers after one call per row; the model's refusals are
         a failed check of the kernel (as a crash on the CPU is)."""
+        if symbol in self.drivers:
+            if aliases:
+                raise protocol.KernelFault(f"{symbol}: a driver on the model takes no aliased arguments")
+            return self.drivers[symbol].drive(self.run, inputs)
         try:
             if symbol not in self.programs:
                 self.programs[symbol] = compile_kernel(self.kernel(symbol))
@@ -70,9 +95,8 @@ def run_cases(model: Model, cases: Sequence[Case]) -> list[CaseResult]:
         groups.setdefault((c.symbol, tuple(a.alias_of for a in c.args)), []).append(k)
     results: list[CaseResult | None] = [None] * len(cases)
     for (symbol, aliases), members in groups.items():
-        kernel = model.kernel(symbol)
         first = cases[members[0]].args
-        if [(a.role, a.elem_bytes, a.count) for a in first] != [(a.role, a.elem_bytes, a.count) for a in kernel.args]:
+        if [(a.role, a.elem_bytes, a.count) for a in first] != [(a.role, a.elem_bytes, a.count) for a in model.args(symbol)]:
             raise protocol.KernelFault(f"{symbol}: the cases' arguments are not the kernel's")
         inputs = {i: _words([cases[k].args[i].data for k in members], a.elem_bytes)
                   for i, a in enumerate(first) if a.data is not None}

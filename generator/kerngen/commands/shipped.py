@@ -108,8 +108,8 @@ SET_COLUMNS = [Column("name"), Column("family"), Column("n/m", numeric=True), Co
                Column("width", numeric=True), Column("L/d", numeric=True), Column("isa")]
 CHOICE_COLUMNS = [Column("name"), Column("mul"), Column("order"), Column("output"),
                   Column("reduction"), Column("reducer")]
-NOTES = ("n/m: the NTT's degree n, or m of GF(2^m) and the exponents of its polynomial; L/d: the NTT's",
-         "layers and the degree of its base blocks (n / 2^L); output: one for every kernel, or",
+NOTES = ("n/m: the NTT's degree n (as 2^k above 9999), or m of GF(2^m) and the exponents of its polynomial;",
+         "L/d: the NTT's layers and the degree of its base blocks (n / 2^L); output: one for every kernel, or",
          "forward/basemul/inverse; |x|<=B: every output proven within [-B, B]; auto: the cost model chooses",
          "when emitting")
 
@@ -117,7 +117,8 @@ NOTES = ("n/m: the NTT's degree n, or m of GF(2^m) and the exponents of its poly
 def set_row(p) -> list[str]:
     """What a parameter set is, under SET_COLUMNS ('-' where its family has no such key)."""
     ntt = hasattr(p, "q")
-    return [p.name, p.family, str(p.n if ntt else p.m), str(p.q) if ntt else ",".join(map(str, p.poly)),
+    size = (f"2^{p.n.bit_length() - 1}" if p.n > 9999 else str(p.n)) if ntt else str(p.m)  # the column's width
+    return [p.name, p.family, size, str(p.q) if ntt else ",".join(map(str, p.poly)),
             str(getattr(p, "width", "-")), f"{p.layers}/{p.d}" if ntt else "-", ",".join(p.isas)]
 
 

@@ -19,6 +19,7 @@ import dataclasses
 
 import re
 import tempfile
+from functools import partial
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -254,9 +255,14 @@ def _test_on_model(directory: Path, manifest: Manifest, family: Family, seed: in
     reading = on_model.bundle_kernels(directory, manifest)
     for symbol, why in reading.errors.items():
         tally.judge(f"{symbol} (not run)", why)
-    calls = on_model.Model(reading.kernels).calls()
-    checks = [c for c in family.checks(manifest, seed) if c.case.symbol in reading.kernels]
-    say(f"{tally.name}: running {len(checks)} checks of {len(reading.kernels)} functions on the machine model "
+    drivers = {f.symbol: on_model.Driven(tuple(protocol.manifest_arg({"role": a.role, "count": a.count,
+                                                                      "align": a.align}, f.dtype) for a in f.args),
+                                         partial(family.drive, manifest, f.symbol))
+               for f in manifest.functions if on_model.driver(f)}
+    calls = on_model.Model(reading.kernels, drivers).calls()
+    runs = set(reading.kernels) | set(drivers)
+    checks = [c for c in family.checks(manifest, seed) if c.case.symbol in runs]
+    say(f"{tally.name}: running {len(checks)} checks of {len(runs)} functions on the machine model "
         "(the instruction table's semantics run on their assembly, read back), not the CPU")
     try:
         tally.judge_results(checks, calls.run([c.case for c in checks]), say)

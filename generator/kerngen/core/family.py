@@ -93,6 +93,12 @@ class Family:
         none (manifest facts): (name, None when passed else what is wrong)."""
         return []
 
+    def drive(self, manifest: Manifest, symbol: str, run: Callable, inputs: dict) -> dict:
+        """A function of the bundle's C units (a driver: its manifest entry says which unit) run without them:
+        each of the kernels it calls through `run(symbol, inputs)` (the machine model's), on each row of
+        `inputs`; the family knows what its drivers do."""
+        raise NotImplementedError(f"{self.name} bundles have no drivers")
+
     def bench_items(self, bundle: Bundle, library: Path, workdir: Path) -> list[BenchItem]:
         """What `kerngen bench` times of the bundle (assembled as `library`), each beside its comparisons."""
         raise NotImplementedError

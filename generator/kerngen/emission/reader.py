@@ -46,16 +46,27 @@ _LABEL = re.compile(r"[A-Za-z_.$?][\w.$@?]*:")
 _DATA_BYTES = {"db": 1, "dw": 2, "dd": 4, "dq": 8}
 
 
+def _section_pattern(template: str) -> re.Pattern:
+    """A section line of the format's `template`, whatever table, function or alignment it names."""
+    pattern = re.escape(template)
+    for field, value in (("{align}", r"\d+"), ("{name}", r"[\w.$@?]+")):
+        pattern = pattern.replace(re.escape(field), value)
+    return re.compile(pattern)
+
+
 def _tables(path: Path, lines: list[Line], fmt: ObjectFormat) -> dict[str, Table]:
     """The constant tables: the labels of the data section and the data lines under each."""
-    section = re.compile(re.escape(fmt.rodata).replace(re.escape("{align}"), r"\d+"))
-    start = next((k + 1 for k, line in enumerate(lines) if section.fullmatch(line.code)), len(lines))
+    data = _section_pattern(fmt.table_section or fmt.rodata)
+    code = _section_pattern(fmt.function_section or fmt.text)
+    start = next((k for k, line in enumerate(lines) if data.fullmatch(line.code)), len(lines))
     rows: dict[str, tuple[int, list[int], int, str]] = {}
     label, align, comment = None, 1, ""
     for line in lines[start:]:
         directive, _, rest = line.code.partition(" ")
-        if line.code == fmt.text:
+        if code.fullmatch(line.code):
             break
+        if data.fullmatch(line.code):
+            continue
         if not line.code:
             comment = line.comment or comment
         elif directive == "align":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib.resources import as_file, files
 from pathlib import Path
@@ -37,10 +38,13 @@ class Kernel:
     argument in the manifest's order (`args`), or by the argument names of
     the manifest; arrays with leading axes run one call per row in one C
     loop, the GIL released. `check=False` skips the check of the input
-    contract (bounds, Shoup's w'); the rest is always checked."""
+    contract (bounds, Shoup's w'); the rest is always checked. A planned
+    transform takes `threads=`: each of its stages' tiles split into that
+    many ranges run at once (its stage API), a stage wholly before the next."""
 
-    def __init__(self, entry: FunctionEntry, address: int, loop: ctypes._CFuncPtr):
+    def __init__(self, entry: FunctionEntry, address: int, loop: ctypes._CFuncPtr, stages: tuple | None = None):
         self.entry, self._address, self._loop = entry, address, loop
+        self._stages = stages  # a driver's (stage function, tile count function)
         self.__doc__ = (f"{entry.symbol}({', '.join(f'{a.name}: {a.role} {entry.dtype}[{a.count}]' for a in entry.args)})"
                         f" -> None; {entry.kind} on {entry.isa}")
 
@@ -48,13 +52,33 @@ class Kernel:
     def args(self) -> tuple[str, ...]:
         return tuple(a.name for a in self.entry.args)
 
-    def __call__(self, *arrays: np.ndarray, check: bool = True, **named: np.ndarray) -> None:
+    def __call__(self, *arrays: np.ndarray, check: bool = True, threads: int = 1, **named: np.ndarray) -> None:
         call = prepare(self.entry, arrays, named, check)
         n = len(call.pointers)
+        if threads != 1:
+            self._threaded(call, threads)
+            return
         status = self._loop(ctypes.c_void_p(self._address), n, (ctypes.c_void_p * n)(*call.pointers),
                             (ctypes.c_ssize_t * n)(*call.strides), call.count)
         if status != 0:
             raise HarnessError(f"{self.entry.symbol}: the batch loop takes at most 6 arguments, got {n}")
+
+    def _threaded(self, call, threads: int) -> None:
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            raise ValueError(f"{self.entry.symbol}: threads must be a positive integer, got {threads!r}")
+        if self._stages is None:
+            raise ValueError(f"{self.entry.symbol}: threads= is for planned transforms (their stages split into "
+                             "tiles), and this is one kernel")
+        stage_fn, tiles_fn = self._stages
+        with ThreadPoolExecutor(threads) as pool:
+            for row in range(call.count):
+                pointers = [ctypes.c_void_p(p + row * s) for p, s in zip(call.pointers, call.strides)]
+                stage = 0
+                while tiles := tiles_fn(stage):
+                    cuts = [tiles * k // threads for k in range(threads + 1)]
+                    list(pool.map(lambda r: stage_fn(*pointers, stage, r[0], r[1] - r[0]),
+                                  [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]))
+                    stage += 1
 
     def __repr__(self) -> str:
         return f"<kerngen kernel {self.__doc__}>"
@@ -74,7 +98,7 @@ class LoadedBundle:
             if entry.isa == isa:
                 name = entry.symbol.removeprefix(prefix).removesuffix(suffix)
                 address = ctypes.cast(getattr(library, entry.symbol), ctypes.c_void_p).value
-                self.kernels[name] = Kernel(entry, address, loop)
+                self.kernels[name] = Kernel(entry, address, loop, _stage_api(library, entry))
 
     def __getattr__(self, name: str) -> Kernel:
         kernels = self.__dict__.get("kernels", {})
@@ -105,6 +129,16 @@ class LoadedBundle:
         blocks = layout["blocks"]
         return NttDomain(np.array([b["positions"] for b in blocks], dtype=np.intp),
                          np.array([b["zeta"] for b in blocks], dtype=np.int64))
+
+
+def _stage_api(library: ctypes.CDLL, entry: FunctionEntry) -> tuple | None:
+    """A driver's stage function and tile count (`NAME_plan.c`), None for a kernel."""
+    if "unit" not in entry.facts:
+        return None
+    stage, tiles = getattr(library, f"{entry.symbol}_stage"), getattr(library, f"{entry.symbol}_tiles")
+    stage.restype, tiles.restype, tiles.argtypes = None, ctypes.c_size_t, [ctypes.c_uint]
+    stage.argtypes = [ctypes.c_void_p] * len(entry.args) + [ctypes.c_uint, ctypes.c_size_t, ctypes.c_size_t]
+    return stage, tiles
 
 
 def _planned_domain(planned: dict, n: int, q: int) -> NttDomain:

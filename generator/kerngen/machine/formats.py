@@ -26,12 +26,20 @@ class ObjectFormat:
     # exports them), Mach-O's `:private_extern`; None where the format has no
     # visibility (COFF: a DLL exports only what its .def file or dllexport names)
     hidden: str | None = None
+    # a section of each function and table of its own, named from `{name}` (ELF: .text.NAME, .rodata.NAME), so
+    # that a linker collecting unreferenced sections (ld --gc-sections) drops the kernels a program never calls;
+    # None: one section for all (Mach-O drops them by `directives`' subsections_via_symbols, ld -dead_strip;
+    # COFF's linker removes only COMDAT sections, which NASM does not make)
+    function_section: str | None = None
+    table_section: str | None = None
+    directives: tuple[str, ...] = ()  # lines before the sections
 
 
 ELF64 = ObjectFormat("elf64", "", "section .rodata align={align}", "section .text", True, True, cet=True,
-                     hidden="hidden")
+                     hidden="hidden", function_section="section .text.{name} progbits alloc exec nowrite align=32",
+                     table_section="section .rodata.{name} progbits alloc noexec nowrite align={align}")
 COFF64 = ObjectFormat("win64", "", "section .rdata rdata align={align}", "section .text", False, False, True)
 # NASM puts .rodata in __TEXT,__const (read-only data that needs no relocation) and .text in __TEXT,__text
 MACHO64 = ObjectFormat("macho64", "_", "section .rodata align={align}", "section .text", False, False,
-                       hidden="private_extern")
+                       hidden="private_extern", directives=("subsections_via_symbols",))
 

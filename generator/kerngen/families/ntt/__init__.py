@@ -10,7 +10,7 @@ from ...errors import ParamError
 from ...core.family import Constants, Family
 from ...core.progress import Progress
 from ...passes.lemmas import LemmaError
-from . import bench, build, checks, exhaustive, explore, params, planned_checks, tables, vendoring
+from . import bench, build, checks, exhaustive, explore, params, plan_model, planned_checks, tables, vendoring
 from .design import design, prove_lemmas
 from .planned import leaf_design
 from .reducers import barrett_reducer
@@ -73,6 +73,10 @@ class NttFamily(Family):
         out.append(("manifest layout", checks.layout_check(manifest.json)))
         out += [exhaustive.every_input(fn, calls.batch) for fn in exhaustive.one_element_maps(manifest.json)]
         return out + checks.basis_proofs(manifest.json, calls)
+
+    def drive(self, manifest, symbol, run, inputs):
+        fn = next(f for f in manifest.json["functions"] if f["symbol"] == symbol)
+        return plan_model.drive(manifest.json, fn, run, inputs)
 
     def bench_items(self, bundle, library, workdir):
         return bench.bench_items(bundle, library, workdir)

@@ -367,6 +367,8 @@ def planned_bundle(p: NttParams, cache: CompileCache) -> Bundle:
     title = (f"{ring_words(p.ring, p.coset)} NTT kernels over Z_{p.q}[x]/({modulus_text(p.n, p.ring, p.coset)}), "
              f"{p.width}-bit {'' if ar.mul.signed else 'unsigned '}lanes, {', '.join(p.isas)} (planned)")
     header = planned_header_constants(p, fns)
+    fns = [dataclasses.replace(f, facts=f.facts + (("plan", plan_unit.plan_manifest(f)),)) if f.driver else f
+           for f in fns]
     bundle = Bundle(p.name, p, p.target, title, manifest_params(p, ar.reducer.kind, ar.mul.name), tuple(fns),
                     notes, header, design=ar)
     return dataclasses.replace(bundle, prototypes=plan_unit.prototypes(bundle),

@@ -26,7 +26,7 @@ from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
 from ...ir.instr import ArgBase, ArgSpec, Builder, Instr, Mem, VReg
 from ...machine.ops import by_width, lane_range
 from ...machine.target import Target
-from .kernels import WhereAbove, _load, _reduce_bounded, _store
+from .kernels import WhereAbove, load_vector, reduce_bounded, store_vector
 from .montgomery import broadcast_operands
 from .plan import Rows, Spread
 from .reducers import broadcast_const
@@ -105,7 +105,7 @@ def build_rows(b: Builder, ar: Arithmetic, codelet: Rows, lanes: int, inverse: b
     order = range(r - 1, -1, -1) if inverse else range(r)
     for block, column in ((j, c) for j in range(codelet.repeat) for c in range(0, codelet.width, lanes)):
         at, entry = block * codelet.block + column, block * codelet.row_twiddles
-        regs = [_load(b, Mem(ArgBase(0), (k * codelet.stride + at) * elem, vector)) for k in range(rows)]
+        regs = [load_vector(b, Mem(ArgBase(0), (k * codelet.stride + at) * elem, vector)) for k in range(rows)]
         bounds = [in_bound] * rows
         for t in order:
             half = rows >> (t + 1)
@@ -119,8 +119,8 @@ def build_rows(b: Builder, ar: Arithmetic, codelet: Rows, lanes: int, inverse: b
                         f"layer {t} of {r}")
         for k in range(rows):
             if finish is not None and bounds[k] >= finish_limit:
-                regs[k], bounds[k] = _reduce_bounded(b, regs[k], finish, bounds[k], "the output range asked for")
-            _store(b, Mem(ArgBase(0), (k * codelet.stride + at) * elem, vector), regs[k])
+                regs[k], bounds[k] = reduce_bounded(b, regs[k], finish, bounds[k], "the output range asked for")
+            store_vector(b, Mem(ArgBase(0), (k * codelet.stride + at) * elem, vector), regs[k])
 
 
 def build_spread(b: Builder, ar: Arithmetic, codelet: Spread, lanes: int, in_bound: int) -> None:
@@ -136,12 +136,12 @@ def build_spread(b: Builder, ar: Arithmetic, codelet: Spread, lanes: int, in_bou
     qinv = mul.qinv_register(b) if mul.signed else None
     w_abs = twiddle_bound(ar).magnitude
     for column in range(0, codelet.width, lanes):
-        x, bound = _load(b, Mem(ArgBase(source), column * elem, vector)), in_bound
+        x, bound = load_vector(b, Mem(ArgBase(source), column * elem, vector)), in_bound
         while mul.forward_bounds(0, bound, w_abs, bound) is None:  # what a butterfly's product would take
-            x, bound = _reduce_bounded(b, x, ar.reducer, bound, "before the products")
+            x, bound = reduce_bounded(b, x, ar.reducer, bound, "before the products")
         for t in range(codelet.twiddles):
             product = mul.multiply(b, x, _twiddle(b, ar, args, t, qinv), qv)
-            _store(b, Mem(ArgBase(0), (t * codelet.pitch + column) * elem, vector), product)
+            store_vector(b, Mem(ArgBase(0), (t * codelet.pitch + column) * elem, vector), product)
 
 
 def _butterfly(b: Builder, ar: Arithmetic, x: VReg, y: VReg, x_bound: int, y_bound: int, factor, qv, inverse: bool,
@@ -157,9 +157,9 @@ def _butterfly(b: Builder, ar: Arithmetic, x: VReg, y: VReg, x_bound: int, y_bou
         if max(x_bound, y_bound) <= ar.reducer.reduced_bound(max(x_bound, y_bound)):
             raise ValueError(f"a butterfly on inputs below {max(x_bound, y_bound)} overflows even reduced")
         if x_bound >= y_bound:
-            x, x_bound = _reduce_bounded(b, x, ar.reducer, x_bound, "before the butterfly")
+            x, x_bound = reduce_bounded(b, x, ar.reducer, x_bound, "before the butterfly")
         else:
-            y, y_bound = _reduce_bounded(b, y, ar.reducer, y_bound, "before the butterfly")
+            y, y_bound = reduce_bounded(b, y, ar.reducer, y_bound, "before the butterfly")
     lo_bound, hi_bound = after(x_bound, y_bound)
     x, y = mul.butterfly(b, x, y, factor, qv, inverse, scale, y_bound, comment)
     return x, y, lo_bound, hi_bound
@@ -209,7 +209,7 @@ class ArgumentTwiddles:
 
         def read(arg: int) -> VReg:
             m = Mem(ArgBase(arg), at, size)
-            return self.b.op(by_width("broadcast", self.bits), m) if len(key) == 1 else _load(self.b, m)
+            return self.b.op(by_width("broadcast", self.bits), m) if len(key) == 1 else load_vector(self.b, m)
         if self.args.paired:
             return read(1), read(2)
         if self.ar.mul.signed and self._qinv is None:

@@ -55,11 +55,11 @@ def _vector(layout: NttLayout, v: int, arg: int = 0) -> Mem:
     return Mem(ArgBase(arg), size * v, size)
 
 
-def _load(b: Builder, m: Mem) -> VReg:
+def load_vector(b: Builder, m: Mem) -> VReg:
     return b.op(sized_load(m.size), m)
 
 
-def _store(b: Builder, m: Mem, x: VReg) -> None:
+def store_vector(b: Builder, m: Mem, x: VReg) -> None:
     """A store of exactly the vector; a one-element vector is element 0 of the register."""
     op = sized_store(m.size)
     if spec(op).slots[-1].kind == "i":
@@ -72,7 +72,7 @@ def _reduce(b: Builder, x: VReg, reducer, why: str) -> VReg:
     return reducer.emit(b, x, f"{reducer.kind}: {why}" if why else reducer.kind)
 
 
-def _reduce_bounded(b: Builder, x: VReg, reducer, bound: int, why: str) -> tuple[VReg, int]:
+def reduce_bounded(b: Builder, x: VReg, reducer, bound: int, why: str) -> tuple[VReg, int]:
     """x reduced by what `reducer` chooses for lanes up to `bound`, and the bound after it."""
     r = reducer.choose(bound)
     return _reduce(b, x, r, why), r.reduced_bound(bound)
@@ -129,7 +129,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                         if isinstance(st, Butterflies)) if inverse and scaled else None
 
     def run_group(pass_no: int, p: Pass, group: tuple[int, ...]) -> None:
-        regs = [_load(b, _vector(layout, v)) for v in group]
+        regs = [load_vector(b, _vector(layout, v)) for v in group]
         idx = [memory[v] for v in group]
         for st in p.steps:
             for lo, hi in pairs(len(regs), st.slot_bit):
@@ -141,7 +141,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                 bounds = [max(before[i] for i in idx[s]) for s in (lo, hi)]
                 for k, s in enumerate((lo, hi)):
                     if register_key(idx[s]) in due:
-                        regs[s], bounds[k] = _reduce_bounded(b, regs[s], ar.reducer, bounds[k],
+                        regs[s], bounds[k] = reduce_bounded(b, regs[s], ar.reducer, bounds[k],
                                                              f"before layer {st.layer}")
                 scaled = st.layer == scaled_layer
                 factor = table.factor(st.layer, st.bit, idx[lo], inverse, scale if scaled else 1)
@@ -151,7 +151,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                 due, after = sched.reduced_after(st.layer), sched.bounds_after(st.layer)
                 for s in (lo, hi):
                     if register_key(idx[s]) in due:
-                        regs[s], _ = _reduce_bounded(b, regs[s], ar.reducer, max(after[i] for i in idx[s]),
+                        regs[s], _ = reduce_bounded(b, regs[s], ar.reducer, max(after[i] for i in idx[s]),
                                                      f"after layer {st.layer}")
         last = pass_no == len(passes) - 1
         if last and (sched.at_end or finish is not None):
@@ -159,11 +159,11 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
             for k, ix in enumerate(idx):
                 bound = max(final[i] for i in ix)
                 if sched.at_end:
-                    regs[k], bound = _reduce_bounded(b, regs[k], ar.reducer, bound, "eager, after the last layer")
+                    regs[k], bound = reduce_bounded(b, regs[k], ar.reducer, bound, "eager, after the last layer")
                 if finish is not None and bound >= finish_limit:
-                    regs[k], bound = _reduce_bounded(b, regs[k], finish, bound, "the output range asked for")
+                    regs[k], bound = reduce_bounded(b, regs[k], finish, bound, "the output range asked for")
         for v, r, ix in zip(group, regs, idx):
-            _store(b, _vector(layout, v), r)
+            store_vector(b, _vector(layout, v), r)
             memory[v] = ix
     for pass_no, p in enumerate(passes):
         for k in range(0, len(p.groups), interleave):
@@ -215,7 +215,7 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
         low: dict[tuple[int, int], tuple[VReg, int]] = {}
         wrap: dict[tuple[int, int], tuple[VReg, int]] = {}
         for copy in range(copies):
-            ra, rb = ([_load(b, _vector(layout, v + copy * layout.vectors, arg)) for v in unit] for arg in (1, 2))
+            ra, rb = ([load_vector(b, _vector(layout, v + copy * layout.vectors, arg)) for v in unit] for arg in (1, 2))
             if reduce_inputs:
                 ra = [_reduce(b, r, barrett, "bring inputs below q") for r in ra]
                 rb = [_reduce(b, r, barrett, "") for r in rb]
@@ -259,7 +259,7 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
             for lo, hi in unit_pairs(unit, st.slot_bit):
                 out[lo], out[hi] = layout.shuffles.emit(b, out[lo], out[hi], st)
         for v, r in zip(unit, out):
-            _store(b, _vector(layout, v), r)
+            store_vector(b, _vector(layout, v), r)
     units = block_units(layout)
     for k in range(0, len(units), interleave):
         _interleaved(b, [partial(unit_body, u) for u in units[k:k + interleave]])
@@ -362,8 +362,8 @@ def _pair_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, in_abs: int, tab
         group = b.new_group()
         sums: list[VReg | None] = [None, None]
         for copy in range(copies):
-            x = _load(b, _vector(layout, v + copy * layout.vectors, 1))
-            y = _load(b, _vector(layout, v + copy * layout.vectors, 2))
+            x = load_vector(b, _vector(layout, v + copy * layout.vectors, 1))
+            y = load_vector(b, _vector(layout, v + copy * layout.vectors, 2))
             if reduce_a:
                 x = _reduce(b, x, barrett, "keep the 32-bit sums in range")
             if reduce_b:
@@ -384,7 +384,7 @@ def _pair_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, in_abs: int, tab
                  idiom=IdiomTag(group, PAIR, "end", 1))
         if finish is not None:
             r = _reduce(b, r, finish, "the output range asked for")
-        _store(b, _vector(layout, v), r)
+        store_vector(b, _vector(layout, v), r)
 
 
 def _same_blocks(idx: list[list[int]], d: int) -> list[tuple[tuple[int, ...], list[int]]]:
@@ -427,17 +427,17 @@ def build_mulmod_shoup(b: Builder, layout: NttLayout, shoup, freeze, accumulate:
     bits, q, top = layout.lane_bits, shoup.q, (1 << layout.lane_bits) - 1
     qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
     for v in range(layout.vectors):
-        x, w, wp = (_load(b, _vector(layout, v, arg)) for arg in (1, 2, 3))
+        x, w, wp = (load_vector(b, _vector(layout, v, arg)) for arg in (1, 2, 3))
         r, bound = shoup.multiply(b, x, (w, wp), qv), shoup.bound(top)
         if accumulate:
             if bound + q - 1 > top:  # the sum could leave the lane: the product below q first
-                r, bound = _reduce_bounded(b, r, freeze, bound, "below q before the sum")
-            r, bound = b.op(by_width("add", bits), r, _load(b, _vector(layout, v, 4))), bound + q - 1
-        r, _ = _reduce_bounded(b, r, freeze, bound, "to [0, q)")
-        _store(b, _vector(layout, v), r)
+                r, bound = reduce_bounded(b, r, freeze, bound, "below q before the sum")
+            r, bound = b.op(by_width("add", bits), r, load_vector(b, _vector(layout, v, 4))), bound + q - 1
+        r, _ = reduce_bounded(b, r, freeze, bound, "to [0, q)")
+        store_vector(b, _vector(layout, v), r)
 
 
 def build_reduce(b: Builder, layout: NttLayout, reducer: Reducer) -> None:
     """Reduce every element of argument 0 in place with `reducer`."""
     for v in range(layout.vectors):
-        _store(b, _vector(layout, v), _reduce(b, _load(b, _vector(layout, v)), reducer, ""))
+        store_vector(b, _vector(layout, v), _reduce(b, load_vector(b, _vector(layout, v)), reducer, ""))

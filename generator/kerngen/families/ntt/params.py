@@ -59,9 +59,10 @@ ORDER = Option("order", "order", ORDERS, ORDERS[0],
                "positions d*j..d*j+d-1; in the cyclic ring x^d - omega^brv(j), a radix-2 DIT NTT's order) or natural "
                "(blocks in the order of psi^(2j+1), cyclic omega^j)")
 OPTIONS = (POLICY, REDUCER, ORDER)  # the command line's --policy, --reducer, --order
-# the kinds of the family's functions (each a manifest entry's `kind`)
+# the kinds of the family's functions (each a manifest entry's `kind`; codelet: a part of a planned transform,
+# which its driver calls; lde: a planned coset low-degree extension, the `lde` key's)
 KINDS = frozenset({"ntt_forward", "ntt_inverse", "basemul", "basemul_acc", "reduce", "freeze", "mulmod_shoup",
-                   "muladd_shoup", "lde"})
+                   "muladd_shoup", "codelet", "lde"})
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ stores it, so the tables the tests recompute in Python
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ...core.bundle import Bundle, CPrototype, Function
@@ -51,6 +52,8 @@ class SubPassUnit:
     leaf: str = ""  # a leaf's: the name of its entries' (layer, block) table
     expansion: dict | None = None  # a Spread's factors: bits, the rows' index bits, 1/n, the shift's powers' maths
     source: dict | None = None  # a Spread's rows: where they start (origin) and their elements (pitch)
+    stride: int = 0  # Rows: elements between its rows (it takes `width` of each); 0: it takes its whole span
+    width: int = 0
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,8 @@ def _stages(driver: Driver, names: tuple[str, ...], maths: list[dict], leaves: d
             -1 if call.scale_layer is None else call.scale_layer, call.scale, math, int(call.inverse),
             tuple(names[k] for k in call.arrays), _permute(c) if isinstance(c, Permute) else None, leaf,
             _spread(call.expansion, maths) if call.expansion is not None else None,
-            {"origin": c.source_origin, "pitch": c.width} if isinstance(c, Spread) else None))
+            {"origin": c.source_origin, "pitch": c.width} if isinstance(c, Spread) else None,
+            c.stride if isinstance(c, Rows) else 0, c.width if isinstance(c, Rows) else 0))
         offset += call.rows * len(call.entries)
     units = tuple(StageUnit(st.tiles, st.tile_base, st.origin, st.low_groups, st.block_elements, st.low_elements, tuple(subs),
                             _fill(st, names), dict(zip(("rows", "apart", "width"), st.extent)), st.buffered)
@@ -181,11 +185,8 @@ def context(bundle: Bundle) -> dict | None:
                                             codelets, table, fn.driver.permutes,
                                             any(st.buffered for st in stages)))
         ar = next(f.driver.ar for f in drivers if f.isa == isa)
-        args = twiddle_args(ar)
-        signed = ar.mul.signed
-        form = "montgomery" if signed else "shoup" if args.paired else "plain"
-        ctype = f"{'' if signed else 'u'}int{p.width}_t"
-        isas.append(IsaUnit(isa, ctype, ctype, form, args.companion_bits or 0, tuple(directions),
+        ctype = f"{'' if ar.mul.signed else 'u'}int{p.width}_t"
+        isas.append(IsaUnit(isa, ctype, ctype, _form(ar), twiddle_args(ar).companion_bits or 0, tuple(directions),
                             tuple(leaves.items())))
     return {
         "prefix": p.prefix, "q": p.q, "width": p.width, "maths": maths,
@@ -204,6 +205,11 @@ def prototypes(bundle: Bundle) -> tuple[CPrototype, ...]:
                                   f"builds the {fn.isa} transforms' twiddle tables (the first call of a transform "
                                   "does otherwise): 0, or -1 where they cannot be allocated"))
         args = ", ".join(a.c_declaration for a in fn.kernel.args)
+        if any(c.entries for c in fn.driver.calls):
+            out.append(CPrototype(f"size_t {fn.symbol}_table(int64_t *out);",
+                                  f"{fn.symbol}: its twiddle table (w of every entry, then each w' where stored), "
+                                  "built if it is not, copied into out unless NULL (each word as int64_t); the "
+                                  "count of words, 0 where it cannot be built"))
         out.append(CPrototype(f"size_t {fn.symbol}_tiles(unsigned stage);",
                               f"{fn.symbol}: the tiles of stage `stage` (0 past the last stage)"))
         out.append(CPrototype(f"void {fn.symbol}_stage({args}, unsigned stage, size_t first, size_t count);",
@@ -211,3 +217,27 @@ def prototypes(bundle: Bundle) -> tuple[CPrototype, ...]:
                               "order, each wholly before the next, are the transform (its tiles may run on "
                               "threads of their own)"))
     return tuple(out)
+
+
+def _form(ar) -> str:
+    """How a twiddle s is stored: "montgomery" (s*R mod q, centred), "shoup" (s, then w'), "plain"."""
+    return "montgomery" if ar.mul.signed else "shoup" if twiddle_args(ar).paired else "plain"
+
+
+def plan_manifest(fn: Function) -> dict:
+    """A driver's plan as the manifest records it: what the C unit runs, enough to run it again without it
+    (`plan_model`, the machine model's) and to rebuild its twiddle tables by the C unit's rule: its stages
+    (tiles, fills, buffers, sub-passes: codelet, call geometry, table rows and how their entries are made),
+    the maths its twiddles come from (indices of `maths`), the leaves' entries (by `leaf` name), the stored
+    form (R = 2^width for Montgomery's)."""
+    names = tuple(a.name for a in fn.kernel.args)
+    maths, leaves = [], {}
+    stages, entries = _stages(fn.driver, names, maths, leaves)
+    return {
+        "direction": fn.driver.direction,
+        "stages": [dataclasses.asdict(st) for st in stages],
+        "entries": entries,
+        "maths": maths,
+        "leaves": {name: [list(e) for e in row] for name, row in leaves.items()},
+        "twiddles": {"form": _form(fn.driver.ar), "companion_bits": twiddle_args(fn.driver.ar).companion_bits},
+    }

@@ -127,14 +127,9 @@ class Expansion:
     scale = None
 
     def factor(self, m: int, t: int) -> int:
-        q, k, layers = self.math.q, self.bits, self.math.layers
-        n_bits = layers - k
-        rev = int(format(m, f"0{n_bits}b")[::-1], 2) if n_bits else 0
-        v = pow(self.shift, rev, q) * pow(1 << n_bits, -1, q) % q
-        for u in range(k):
-            if t >> u & 1:
-                v = v * twiddle(self.math, layers - 1 - u, m << (k - 1 - u), False) % q
-        return v
+        q, n_bits = self.math.q, self.math.layers - self.bits
+        return spread_factor(q, self.shift, pow(1 << n_bits, -1, q), n_bits, self.bits, m, t,
+                             lambda layer, block: twiddle(self.math, layer, block, False))
 
 
 @dataclass(frozen=True)
@@ -322,14 +317,33 @@ def build_steps(p: NttParams, t: Target, steps: list[Step], start: Bound, cache:
 # --- the twiddles' values --------------------------------------------------------------------------------
 
 def twiddle(math: NttMath, layer: int, block: int, inverse: bool) -> int:
-    """The twiddle of `layer`'s butterflies in `block` (of 2^layer): s = g^m psi^(e/2), m = n / 2^(layer+1),
-    psi^e the block's root (`NttMath`), or its inverse. In closed form: e = 2^(K-1-l) (2 brv_l(b) + 1) in the
-    negacyclic ring, 2^(K-l) brv_l(b) in the cyclic one."""
-    k_bits = math.root_bits
+    """The twiddle of `layer`'s butterflies in `block` (of 2^layer) of the transform `math` (`twiddle_value`)."""
+    return twiddle_value(math.q, math.n, math.root_bits, math.psi, RING_CONSTANT[math.ring] == -1, math.coset, layer,
+                         block, inverse)
+
+
+def twiddle_value(q: int, n: int, root_bits: int, psi: int, negacyclic: bool, coset: int, layer: int, block: int,
+                  inverse: bool) -> int:
+    """s = g^m psi^(e/2), m = n / 2^(layer+1), psi^e the block's root (`NttMath`), or its inverse; in closed
+    form e = 2^(K-1-l) (2 brv_l(b) + 1) in the negacyclic ring, 2^(K-l) brv_l(b) in the cyclic one, K the
+    root's bits. The C unit computes the same (templates/ntt_plan.j2)."""
     rev = int(format(block, f"0{layer}b")[::-1], 2) if layer else 0
-    e = (1 << (k_bits - 1 - layer)) * (2 * rev + 1) if RING_CONSTANT[math.ring] == -1 else (1 << (k_bits - layer)) * rev
-    s = pow(math.coset, math.n >> (layer + 1), math.q) * math.root_power(e // 2) % math.q
-    return pow(s, -1, math.q) if inverse else s
+    e = (1 << (root_bits - 1 - layer)) * (2 * rev + 1) if negacyclic else (1 << (root_bits - layer)) * rev
+    s = pow(coset, n >> (layer + 1), q) * pow(psi, e // 2, q) % q
+    return pow(s, -1, q) if inverse else s
+
+
+def spread_factor(q: int, shift: int, n_inverse: int, row_bits: int, bits: int, m: int, t: int, twiddle_of) -> int:
+    """Factor t of row m of an `Expansion`: shift^brv(m) (brv of `row_bits` bits) times `n_inverse`, times the
+    twiddle of each of the first `bits` Gentleman–Sande layers (of row_bits + bits) that t's bits name,
+    `twiddle_of(layer, block)`. The C unit computes the same (templates/ntt_plan.j2)."""
+    layers = row_bits + bits
+    rev = int(format(m, f"0{row_bits}b")[::-1], 2) if row_bits else 0
+    v = pow(shift, rev, q) * n_inverse % q
+    for u in range(bits):
+        if t >> u & 1:
+            v = v * twiddle_of(layers - 1 - u, m << (bits - 1 - u)) % q
+    return v
 
 
 def table_values(ar: Arithmetic, call: Call) -> tuple[list[int], list[int] | None]:

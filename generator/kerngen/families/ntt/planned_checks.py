@@ -23,7 +23,7 @@ import numpy as np
 from ...core.bundle import Check
 from ...harness.protocol import Case
 from .inputs import edge_inputs, function, harness_args, inputs_rng, isas, outside
-from .reference import _dtype, _mul, _powers, _residues
+from .reference import mul_residues, powers, residue_dtype, residues
 
 # unit vectors each forward transform is run on (beside its edges and random inputs): a sample of the basis
 UNIT_VECTORS = 3
@@ -47,9 +47,9 @@ def _dft(b: np.ndarray, omega: int, q: int) -> np.ndarray:
     h = 1
     while h < n:
         w = pow(omega, n // (2 * h), q)
-        tw = _residues([pow(w, k, q) for k in range(h)], q, b.dtype).reshape((h,) + (1,) * len(rest))
+        tw = residues([pow(w, k, q) for k in range(h)], q, b.dtype).reshape((h,) + (1,) * len(rest))
         x = x.reshape((n // (2 * h), 2, h) + rest)
-        u, v = x[:, 0], _mul(x[:, 1], np.broadcast_to(tw, x[:, 1].shape), q)
+        u, v = x[:, 0], mul_residues(x[:, 1], np.broadcast_to(tw, x[:, 1].shape), q)
         x = np.stack([(u + v) % q, (u + q - v) % q], axis=1).reshape((n,) + rest)
         h *= 2
     return x
@@ -69,7 +69,7 @@ def _indices(layout: dict) -> np.ndarray:
 
 def _matrix(values, layout: dict, q: int) -> np.ndarray:
     planned = layout["planned"]
-    return _residues(list(values), q, _dtype(q)).reshape(planned["n"], planned["columns"])
+    return residues(list(values), q, residue_dtype(q)).reshape(planned["n"], planned["columns"])
 
 
 def forward_residues(coeffs: np.ndarray, layout: dict, q: int) -> np.ndarray:
@@ -79,8 +79,9 @@ def forward_residues(coeffs: np.ndarray, layout: dict, q: int) -> np.ndarray:
     psi, g = planned["root"], planned["coset"]
     negacyclic = planned["ring"] == "negacyclic"
     twist = g * psi % q if negacyclic else g % q
-    factors = _powers(_residues([twist], q, coeffs.dtype), n, q, coeffs.dtype)[0][:, None]  # (g psi)^k or g^k
-    natural = _dft(_mul(coeffs, np.broadcast_to(factors, coeffs.shape), q), psi * psi % q if negacyclic else psi, q)
+    factors = powers(residues([twist], q, coeffs.dtype), n, q, coeffs.dtype)[0][:, None]  # (g psi)^k or g^k
+    twisted = mul_residues(coeffs, np.broadcast_to(factors, coeffs.shape), q)
+    natural = _dft(twisted, psi * psi % q if negacyclic else psi, q)
     return natural[_indices(layout)]
 
 
@@ -103,12 +104,12 @@ def lde_reference(y: list[int], layout: dict, extended: dict, q: int) -> np.ndar
 
 
 def _residue_list(values: list[int], q: int) -> np.ndarray:
-    return _residues(values, q, _dtype(q))
+    return residues(values, q, residue_dtype(q))
 
 
-def _scaled(residues: np.ndarray, scale: int, q: int) -> np.ndarray:
-    """scale * residues mod q, exactly whatever q (`reference`'s products)."""
-    return _mul(residues, np.broadcast_to(_residues([scale % q], q, residues.dtype), residues.shape), q)
+def _scaled(values: np.ndarray, scale: int, q: int) -> np.ndarray:
+    """scale * values mod q (residues), exactly whatever q (`reference`'s products)."""
+    return mul_residues(values, np.broadcast_to(residues([scale % q], q, values.dtype), values.shape), q)
 
 
 def _compare(got: list[int], want: np.ndarray, q: int, what: str) -> str | None:
@@ -189,7 +190,7 @@ def _basemul_checks(fn: dict, q: int, size: int, rng, randoms: int) -> list[Chec
     def judge(a: list[int], b: list[int]):
         def check(outputs: dict[int, list[int]]) -> str | None:
             got = outputs[0]
-            want = _scaled(_mul(_residue_list(a, q), _residue_list(b, q), q), fn["output"]["scale"], q)
+            want = _scaled(mul_residues(_residue_list(a, q), _residue_list(b, q), q), fn["output"]["scale"], q)
             return outside(got, fn["output"]["bound"]) or _compare(got, want, q, "element")
         return check
     return [Check(Case(f"basemul-{fn['isa']}-{name}", fn["symbol"], harness_args(fn, a, b)), judge(a, b))
@@ -202,7 +203,7 @@ def product_judge(manifest: dict):
     q = manifest["params"]["q"]
 
     def judge(a: list[int], b: list[int], product: list[int], q_: int, c: int) -> str | None:
-        want = _mul(forward_reference(a, layout, q), forward_reference(b, layout, q), q)
+        want = mul_residues(forward_reference(a, layout, q), forward_reference(b, layout, q), q)
         wrong = np.flatnonzero(forward_reference(product, layout, q) != want)
         return None if not len(wrong) else \
             f"the product's transform differs from the transforms' product at {len(wrong)} positions"

@@ -26,7 +26,7 @@ once (`mulmod`, see there; a sum of two residues stays below 2^63): for
 q < 2^52 by float64, for q < 2^62 where the platform's long double has a
 64-bit significand (x86); elsewhere Python integers (dtype object: exact,
 only slower).
-`_dtype` picks.
+`residue_dtype` picks.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import numpy as np
 _LONG_DOUBLE_EXACT = np.finfo(np.longdouble).nmant >= 63  # x87's 80-bit format: a 64-bit significand
 
 
-def _dtype(q: int):
+def residue_dtype(q: int):
     """int64 when a product of two residues mod q plus one cannot reach 2^63
     (q < 2^31); else uint64 residues, each product reduced at once by
     `mulmod`, where that is exact; else object (Python integers)."""
@@ -73,12 +73,12 @@ def mulmod(a: np.ndarray, b: np.ndarray | np.uint64, q: int) -> np.ndarray:
     return np.where(r >= q, r - q, r).astype(np.uint64)
 
 
-def _mul(a: np.ndarray, b: np.ndarray, q: int) -> np.ndarray:
-    """a * b mod q element-wise, residues of any of `_dtype`'s types."""
+def mul_residues(a: np.ndarray, b: np.ndarray, q: int) -> np.ndarray:
+    """a * b mod q element-wise, residues of any of `residue_dtype`'s types."""
     return mulmod(a, b, q) if a.dtype == np.uint64 else a * b % q
 
 
-def _residues(values, q: int, dtype) -> np.ndarray:
+def residues(values, q: int, dtype) -> np.ndarray:
     """`values` (a list, or a list of equal-length lists) mod q, in [0, q).
     Python integers of any size and sign are accepted, as kernels' signed
     outputs are; numpy's % takes the divisor's sign, as Python's does."""
@@ -90,7 +90,7 @@ def _residues(values, q: int, dtype) -> np.ndarray:
     return (np.array(values, dtype=object) % q).astype(dtype)
 
 
-def _powers(zetas: np.ndarray, m: int, q: int, dtype) -> np.ndarray:
+def powers(zetas: np.ndarray, m: int, q: int, dtype) -> np.ndarray:
     """V[j, i] = zetas[j]^i mod q for i < m, by cumulative products mod q
     (doubling: columns [f, 2f) are columns [0, f) times zeta^f). Every
     intermediate is one product of two residues, at most (q-1)^2."""
@@ -100,8 +100,8 @@ def _powers(zetas: np.ndarray, m: int, q: int, dtype) -> np.ndarray:
     filled = 1
     while filled < m:
         take = min(filled, m - filled)
-        v[:, filled:filled + take] = _mul(v[:, :take], step[:, None], q)
-        step = _mul(step, step, q)
+        v[:, filled:filled + take] = mul_residues(v[:, :take], step[:, None], q)
+        step = mul_residues(step, step, q)
         filled += take
     return v
 
@@ -122,7 +122,7 @@ def _remainders(coeffs: np.ndarray, d: int, zetas: np.ndarray, q: int, dtype) ->
     chunks = np.concatenate([coeffs.astype(dtype), pad], axis=-1).reshape(coeffs.shape[:-1] + (m, d))
     acc = np.zeros((len(zetas), d), dtype=dtype)
     for i in reversed(range(m)):
-        acc = (_mul(acc, zetas[:, None], q) + chunks[..., i, :]) % q
+        acc = (mul_residues(acc, zetas[:, None], q) + chunks[..., i, :]) % q
     return acc
 
 
@@ -133,13 +133,13 @@ def _products(a: np.ndarray, b: np.ndarray, q: int) -> np.ndarray:
     rows, da = a.shape
     out = np.zeros((rows, da + b.shape[1] - 1), dtype=a.dtype)
     for i in range(da):
-        out[:, i:i + b.shape[1]] = (out[:, i:i + b.shape[1]] + _mul(a[:, i:i + 1], b, q)) % q
+        out[:, i:i + b.shape[1]] = (out[:, i:i + b.shape[1]] + mul_residues(a[:, i:i + 1], b, q)) % q
     return out
 
 
 def _reduce(a: list[int], d: int, zetas: list[int], q: int) -> np.ndarray:
-    dtype = _dtype(q)
-    return _remainders(_residues(a, q, dtype), d, _residues(zetas, q, dtype), q, dtype)
+    dtype = residue_dtype(q)
+    return _remainders(residues(a, q, dtype), d, residues(zetas, q, dtype), q, dtype)
 
 
 def reduce_blocks(a: list[int], layout: dict, q: int) -> list[list[int]]:
@@ -175,11 +175,11 @@ def block_products(a_blocks: list[list[int]], b_blocks: list[list[int]], zetas: 
     da, db = len(a_blocks[0]), len(b_blocks[0])
     if da == 0 or db == 0:
         raise ValueError("blocks must not be empty")
-    dtype = _dtype(q)
-    a, b = _residues(a_blocks, q, dtype), _residues(b_blocks, q, dtype)
+    dtype = residue_dtype(q)
+    a, b = residues(a_blocks, q, dtype), residues(b_blocks, q, dtype)
     if a.shape != (len(zetas), da) or b.shape != (len(zetas), db):
         raise ValueError("all a blocks must have one length, all b blocks one length")
-    return _remainders(_products(a, b, q), da, _residues(zetas, q, dtype), q, dtype).tolist()
+    return _remainders(_products(a, b, q), da, residues(zetas, q, dtype), q, dtype).tolist()
 
 
 def block_product(a: list[int], b: list[int], zeta: int, q: int) -> list[int]:
@@ -216,14 +216,14 @@ def layout_is_crt_basis(n: int, q: int, layout: dict, c: int = -1) -> str | None
     is expanded one binomial at a time: times (x^d - zeta) is a shift by d
     minus zeta times the coefficients, each step one product of residues."""
     d = layout["d"]
-    dtype = _dtype(q)
-    zetas = _residues([blk["zeta"] for blk in layout["blocks"]], q, dtype)
+    dtype = residue_dtype(q)
+    zetas = residues([blk["zeta"] for blk in layout["blocks"]], q, dtype)
     prod = np.zeros(len(zetas) * d + 1, dtype=dtype)
     prod[0] = 1
     for k, z in enumerate(zetas):
         top = k * d  # degree of the product so far
         low = prod[:top + 1].copy()
-        prod[:top + 1] = _mul(low, (q - z) % q, q)  # -z * low
+        prod[:top + 1] = mul_residues(low, (q - z) % q, q)  # -z * low
         prod[d:top + d + 1] = (prod[d:top + d + 1] + low) % q
     c %= q
     if prod.tolist() != [(q - c) % q] + [0] * (n - 1) + [1]:
@@ -244,7 +244,7 @@ def layout_is_crt_basis(n: int, q: int, layout: dict, c: int = -1) -> str | None
 
 
 def _powers_of(zetas: np.ndarray, m: int, q: int) -> np.ndarray:
-    return _powers(zetas, m, q, _dtype(q))
+    return powers(zetas, m, q, residue_dtype(q))
 
 
 def unit_images(layout: dict, n: int, q: int) -> np.ndarray:
@@ -252,8 +252,8 @@ def unit_images(layout: dict, n: int, q: int) -> np.ndarray:
     zeta_j^(i div d) x^(i mod d), so block j's coefficient i mod d is
     zeta_j^(i div d), written at positions[j][i mod d]; all else is zero."""
     d = layout["d"]
-    dtype = _dtype(q)
-    zetas = _residues([blk["zeta"] for blk in layout["blocks"]], q, dtype)
+    dtype = residue_dtype(q)
+    zetas = residues([blk["zeta"] for blk in layout["blocks"]], q, dtype)
     pos = np.array([blk["positions"] for blk in layout["blocks"]], dtype=np.int64)  # (blocks, d)
     powers = _powers_of(zetas, n // d, q)  # (blocks, n/d): zeta_j^t
     out = np.zeros((n, n), dtype=dtype)
@@ -274,9 +274,9 @@ def lagrange_images(layout: dict, n: int, q: int) -> np.ndarray:
     d = layout["d"]
     m = n // d
     inv_m = pow(m, -1, q)
-    dtype = _dtype(q)
-    zinv = _residues([pow(blk["zeta"], -1, q) for blk in layout["blocks"]], q, dtype)
-    powers = _mul(_powers_of(zinv, m, q), np.array(inv_m, dtype=zinv.dtype), q)  # (blocks, m)
+    dtype = residue_dtype(q)
+    zinv = residues([pow(blk["zeta"], -1, q) for blk in layout["blocks"]], q, dtype)
+    powers = mul_residues(_powers_of(zinv, m, q), np.array(inv_m, dtype=zinv.dtype), q)  # (blocks, m)
     out = np.zeros((n, n), dtype=dtype)
     t = np.arange(m)
     for j, blk in enumerate(layout["blocks"]):
@@ -289,7 +289,7 @@ def unit_block_products(layout: dict, n: int, q: int, k: int, l: int) -> np.ndar
     """The NTT-domain array of x^k * x^l in every block: x^(k+l) when k + l < d,
     else zeta_j x^(k+l-d) (x^d = zeta_j in block j)."""
     d = layout["d"]
-    out = np.zeros(n, dtype=_dtype(q))
+    out = np.zeros(n, dtype=residue_dtype(q))
     for blk in layout["blocks"]:
         s = k + l
         out[blk["positions"][s % d]] = 1 if s < d else blk["zeta"] % q
