@@ -282,17 +282,22 @@ def test_dft_batch_of_babybear_as_plonky3_defines_it(isa, columns, tmp_path):
 
 def test_threads_run_a_columns_plan_as_one_call_does(tmp_path):
     """threads= splits every stage of a plan of columns (a permutation, an extension's fills and spread) into
-    tile ranges on a pool: the outputs are the single call's."""
+    tile ranges on a pool: the outputs are the single call's, and the domain names each row's point."""
     import kerngen
 
+    q = BABYBEAR
     p = _set(n=1 << 13, order="natural", generator=31, lde={"added_bits": 1, "shift": 31})
     write(render(STORE.bundles(p), "test"), tmp_path / "t")
     b = kerngen.load(tmp_path / "t", "avx2")
-    coeffs = _random(1 << 13, 8, BABYBEAR, 5)
+    coeffs = _random(1 << 13, 8, q, 5)
     one, four = (coeffs.reshape(-1).astype(np.uint32) for _ in range(2))
     b.ntt_forward(one)
     b.ntt_forward(four, threads=4)
     assert np.array_equal(one, four)
+    domain = b.domain()
+    rows = [int(r) for r in domain.positions[:3, 0]]
+    assert (one.reshape(-1, 8)[rows, :1].astype(object) % q ==
+            _evaluate(coeffs[:, :1], [int(z) for z in domain.zetas[:3]], q)).all()
     out1, out4 = np.zeros(2 * one.size, dtype=np.uint32), np.zeros(2 * one.size, dtype=np.uint32)
     b.lde(out1, one)
     b.lde(out4, one, threads=3)
