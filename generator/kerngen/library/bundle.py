@@ -125,7 +125,7 @@ class LoadedBundle:
         if not isinstance(layout, dict):
             raise ValueError(f"bundle {self.manifest.name}: has no forward NTT whose output layout it describes")
         if "planned" in layout:
-            return _planned_domain(layout["planned"], self.manifest.params["n"], self.manifest.params["q"])
+            return _planned_domain(layout, self.manifest.params["n"], self.manifest.params["q"])
         blocks = layout["blocks"]
         return NttDomain(np.array([b["positions"] for b in blocks], dtype=np.intp),
                          np.array([b["zeta"] for b in blocks], dtype=np.int64))
@@ -141,18 +141,22 @@ def _stage_api(library: ctypes.CDLL, entry: FunctionEntry) -> tuple | None:
     return stage, tiles
 
 
-def _planned_domain(planned: dict, n: int, q: int) -> NttDomain:
-    """A planned transform's domain from its compact layout: position p holds the evaluation at zeta_i of
-    the in-place Cooley–Tukey index i = (p // leaf) * leaf + leaf_order[p % leaf], zeta_i = g psi^(2 brv(i) + 1)
-    (negacyclic) or g psi^brv(i) (cyclic)."""
+def _planned_domain(layout: dict, n: int, q: int) -> NttDomain:
+    """A planned transform's domain from its compact layout (of rows, where it transforms columns): position p
+    holds the evaluation at zeta_i of the natural index i = p in the natural order, else of the in-place
+    Cooley–Tukey index i = (p // leaf) * leaf + leaf_order[p % leaf], zeta_i = g psi^(2 e + 1) (negacyclic)
+    or g psi^e (cyclic), e = i in the natural order, brv(i) in the in-place one."""
+    planned = layout["planned"]
     leaf, bits = planned["leaf"], n.bit_length() - 1
     p = np.arange(n)
-    index = p // leaf * leaf + np.asarray(planned["leaf_order"])[p % leaf]
-    positions = np.empty(n, dtype=np.intp)
-    positions[index] = p
-    rev = [int(format(i, f"0{bits}b")[::-1], 2) for i in range(n)]
+    if layout["order"] == "natural":
+        positions, exponents = p, range(n)
+    else:
+        positions = np.empty(n, dtype=np.intp)
+        positions[p // leaf * leaf + np.asarray(planned["leaf_order"])[p % leaf]] = p
+        exponents = [int(format(i, f"0{bits}b")[::-1], 2) for i in range(n)]
     psi, g = planned["root"], planned["coset"]
-    zetas = [g * pow(psi, 2 * r + 1 if planned["ring"] == "negacyclic" else r, q) % q for r in rev]
+    zetas = [g * pow(psi, 2 * e + 1 if planned["ring"] == "negacyclic" else e, q) % q for e in exponents]
     return NttDomain(positions.reshape(n, 1), np.array(zetas, dtype=object if q >= 1 << 63 else np.int64))
 
 

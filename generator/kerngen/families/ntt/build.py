@@ -30,7 +30,8 @@ from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_
 from .maths import RINGS, ROOT_NAMES, modulus_text, ring_words
 from .params import NttParams, output_range
 from . import plan_unit
-from .planned import leaf_design, planned_basemul, planned_functions, transform_math, unit_file
+from .planned import leaf_design, transform_math, unit_file
+from .planned_functions import planned_basemul, planned_functions
 from .reducers import Reducer, freezer
 from .schedule import DIRECTIONS, ReductionSchedule, ScheduleError, forward_input, inverse_input, schedule
 from .harvey import ShoupReduction, UnsignedFreeze
@@ -91,6 +92,10 @@ def manifest_params(p: NttParams, reducer: str, mul: str) -> dict:
             "order": p.order, **({"ring": p.ring} if p.ring != RINGS[0] else {}),
             **({"coset": p.coset} if p.coset != 1 else {}),
             **({"order_isa": p.order_isa} if p.order_isa is not None else {}),
+            **({"root": p.root} if p.root is not None else {}),
+            **({"generator": p.generator} if p.generator is not None else {}),
+            **({"columns": p.columns} if p.columns != 1 else {}),
+            **({"lde": {"added_bits": p.lde.added_bits, "shift": p.lde.shift}} if p.lde is not None else {}),
             "basemul_acc": list(p.basemul_acc), "output": dict(p.output), "prefix": p.prefix}
 
 
@@ -334,10 +339,18 @@ def planned_header_constants(p: NttParams, fns) -> tuple[CDefine, ...]:
     """A planned transform's constants for C users (its NTT domain is the manifest's compact layout)."""
     macro = p.prefix.upper()
     scales = {f.kind: f.contract.manifest_output()["scale"] for f in fns if f.kind in ("basemul", "ntt_inverse")}
-    return (CDefine(f"{macro}_N", p.n, "degree: the arrays hold N coefficients"),
+    lde = p.lde
+    return (CDefine(f"{macro}_N", p.n, "degree: the arrays hold N coefficients (of each column)"),
             CDefine(f"{macro}_Q", p.q, "the modulus"),
             CDefine(f"{macro}_BASEMUL_SCALE", scales["basemul"], "base multiplication gives scale * a*b mod q"),
-            CDefine(f"{macro}_INVERSE_SCALE", scales["ntt_inverse"], "the inverse NTT gives scale * INTT(a) mod q"))
+            CDefine(f"{macro}_INVERSE_SCALE", scales["ntt_inverse"], "the inverse NTT gives scale * INTT(a) mod q"),
+            *((CDefine(f"{macro}_COLUMNS", p.columns, "the polynomials: columns of row-major N x COLUMNS arrays, "
+                                                      "element (i, c) at i * COLUMNS + c"),
+               CDefine(f"{macro}_ARRAY_N", p.n * p.columns, "the elements of each array: N * COLUMNS"))
+              if p.columns > 1 else ()),
+            *((CDefine(f"{macro}_LDE_N", p.n << lde.added_bits, "the coset extension's rows (N * 2^added_bits)"),
+               CDefine(f"{macro}_LDE_SHIFT", lde.shift, "the coset extension evaluates on LDE_SHIFT times the "
+                                                        "LDE_N-th roots of unity")) if lde is not None else ()))
 
 
 def planned_bundle(p: NttParams, cache: CompileCache) -> Bundle:

@@ -201,10 +201,11 @@ def round_trips(manifest: dict, run: Runner, seed: int, count: int = 2,
     `judge(a, b, got)`: what is wrong with `got` as the product (default:
     against the schoolbook product; a planned transform's by its transform)."""
     rng = random.Random(seed ^ 0x5EED)
-    n, q = manifest["params"]["n"], manifest["params"]["q"]
+    q = manifest["params"]["q"]
     c = ring_constant(manifest["params"], q)
-    lo, hi = function(manifest, "ntt_forward")["input"]["bound"]
-    edges = dict(edge_inputs(lo, hi, n, rng, 2 * count))
+    forward = function(manifest, "ntt_forward")
+    lo, hi = forward["input"]["bound"]
+    edges = dict(edge_inputs(lo, hi, forward["args"][0]["count"], rng, 2 * count))  # every column's n
     pairs = [(edges["max"], edges["min"]), (edges["near-max"], edges["near-min"])]
     pairs += [(edges[f"random{2 * k}"], edges[f"random{2 * k + 1}"]) for k in range(count)]
     trips = {f"roundtrip-{isa}-{k}": (isa, a, b) for isa in isas(manifest) for k, (a, b) in enumerate(pairs)}

@@ -45,11 +45,13 @@ def block_layout(math: NttMath, output_order: tuple[int, ...], order: str) -> Bl
 
 
 def array_arg(p: NttParams, t: Target, name: str, role: str, polys: int = 1, unsigned: bool = False) -> ArgSpec:
-    """An array of `polys` polynomials of n coefficients, signed or `unsigned`. Arrays are moved
+    """An array of `polys` polynomials of n coefficients (of n rows of the set's columns), signed or
+    `unsigned`. Arrays are moved
     with unaligned vector moves, so any element-aligned array works;
     register-aligned ones are fastest (no vector access then crosses a page:
     measured up to 9% on an NTT, 1% for other offsets)."""
-    return ArgSpec(name, role, f"{'u' if unsigned else ''}int{t.lane_bits}_t", t.lane_bytes, p.n * polys, t.lane_bytes,
+    return ArgSpec(name, role, f"{'u' if unsigned else ''}int{t.lane_bits}_t", t.lane_bytes, p.n * p.columns * polys,
+                   t.lane_bytes,
                    t.isa.vector_bits // 8)
 
 

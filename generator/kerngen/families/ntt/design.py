@@ -40,7 +40,7 @@ def design(p: NttParams, target: Target | None = None) -> Arithmetic:
     by the cost model (`strategy_cost`) of those that fit q; Montgomery on a tie.
     Raises ParamError when no schedule keeps the lanes in range (validation
     calls it, so a valid set always emits)."""
-    math = NttMath(p.n, p.q, p.layers, p.ring, p.coset)
+    math = NttMath(p.n, p.q, p.layers, p.ring, p.coset, p.psi)
     t = target or p.target
     try:
         layout = plan(p.n, p.layers, t, p.order, fastest_arrangement(p, t))

@@ -75,6 +75,14 @@ def _block_exponents(root_bits: int, root: int, layer: int) -> tuple[int, ...]:
     return tuple(exps)
 
 
+@memo(maxsize=64)
+def smallest_root(q: int, bits: int) -> int:
+    """The smallest primitive 2^bits-th root of unity mod q (2^bits | q - 1)."""
+    order = 1 << bits
+    g = sympy.primitive_root(q)
+    return min(pow(g, (q - 1) // order * k, q) for k in range(1, order, 2))
+
+
 @dataclass(frozen=True)
 class NttMath:
     n: int
@@ -82,6 +90,7 @@ class NttMath:
     layers: int
     ring: str = RINGS[0]
     coset: int = 1  # g: the NTT evaluates on g times the ring's points (1: no coset)
+    root: int | None = None  # psi, a primitive 2^K-th root of unity the set chose (None: the smallest)
 
     @property
     def d(self) -> int:
@@ -94,11 +103,8 @@ class NttMath:
 
     @cached_property
     def psi(self) -> int:
-        """The smallest primitive 2^K-th root of unity mod q."""
-        order = 1 << self.root_bits
-        g = sympy.primitive_root(self.q)
-        candidates = sorted(pow(g, (self.q - 1) // order * k, self.q) for k in range(1, order, 2))
-        return candidates[0]
+        """The primitive 2^K-th root of unity the set chose, else the smallest mod q."""
+        return self.root if self.root is not None else smallest_root(self.q, self.root_bits)
 
     def root_power(self, exponent: int) -> int:
         return pow(self.psi, exponent % (1 << self.root_bits), self.q)

@@ -12,7 +12,9 @@ from ...core.params import COMMON_KEYS, Common, Option, Overrides, check_keys, c
 from ...machine.isa import AVX2, AVX512, AVX512VL, SCALAR, SSE
 from ...machine.target import Target
 from ...passes.special64 import MAX_B, special_form
+from .batches import Lde, parse_columns, parse_lde
 from .maths import EXTRA_ROOT_BITS, RINGS, max_layers
+from .roots import RootChoice, parse_root
 
 POLICIES = ("eager", "layer", "index", "minimal")
 REDUCERS = ("auto", "barrett", "special")
@@ -36,6 +38,8 @@ MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1
 KEYS = COMMON_KEYS | {"n", "q", "width", "layers", "reduction", "reducer", "mul", "order", "basemul_acc", "output"}
 KEYS |= {"ring", "coset"}  # the ring x^n + 1 or x^n - 1, and a coset to evaluate on (`_ring_and_coset`)
 KEYS |= {"order_isa"}  # the ISA whose fastest order is the NTT domain (`_order_isa`)
+KEYS |= {"root", "generator"}  # the root of unity chosen (`roots`)
+KEYS |= {"columns", "lde"}  # batches of polynomials as a matrix's columns, their coset extension (`batches`)
 NARROW_LANES = 16  # lanes this wide take inverse inputs in half the signed range (inverse_input_top)
 ACC_COUNTS = range(2, 9)  # basemul_acc: sums of 2 to 8 products
 # transforms of more coefficients are planned (`planned`): stages of loops over verified codelets, up to this
@@ -55,9 +59,10 @@ ORDER = Option("order", "order", ORDERS, ORDERS[0],
                "positions d*j..d*j+d-1; in the cyclic ring x^d - omega^brv(j), a radix-2 DIT NTT's order) or natural "
                "(blocks in the order of psi^(2j+1), cyclic omega^j)")
 OPTIONS = (POLICY, REDUCER, ORDER)  # the command line's --policy, --reducer, --order
-# the kinds of the family's functions (each a manifest entry's `kind`)
+# the kinds of the family's functions (each a manifest entry's `kind`; codelet: a part of a planned transform,
+# which its driver calls; lde: a planned coset low-degree extension, the `lde` key's)
 KINDS = frozenset({"ntt_forward", "ntt_inverse", "basemul", "basemul_acc", "reduce", "freeze", "mulmod_shoup",
-                   "muladd_shoup", "codelet"})  # codelet: a part of a planned transform, which its driver calls
+                   "muladd_shoup", "codelet", "lde"})
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,10 @@ class NttParams:
     ring: str = RINGS[0]  # "negacyclic" or "cyclic" (maths.RINGS)
     coset: int = 1  # g: the NTT evaluates on g times the ring's points (1: no coset)
     order_isa: str | None = None  # the ISA whose fastest order is the NTT domain (None: the narrowest vectors')
+    root: int | None = None  # the key root: psi, a primitive 2^K-th root of unity (`roots`)
+    generator: int | None = None  # the key generator psi is derived from
+    columns: int = 1  # the polynomials: columns of a row-major n x C matrix (`batches`)
+    lde: Lde | None = None  # the coset extension built, if any
 
     family = "ntt"
 
@@ -93,8 +102,18 @@ class NttParams:
 
     @property
     def planned(self) -> bool:
-        """Whether the transforms are planned (`planned`): stages of verified codelets, not one unrolled kernel."""
-        return self.n > UNROLLED_MAX
+        """Whether the transforms are planned (`planned`): stages of verified codelets, not one unrolled kernel;
+        always for columns."""
+        return self.n > UNROLLED_MAX or self.columns > 1
+
+    @property
+    def psi(self) -> int | None:
+        """The root of unity chosen (None: the smallest primitive root): named, derived from the generator, or
+        the extension's to the power 2^added_bits."""
+        bits = self.layers + EXTRA_ROOT_BITS[self.ring]
+        if self.root is not None or self.generator is not None:
+            return RootChoice(self.root, self.generator).of_order(self.q, bits)
+        return None if self.lde is None else pow(self.lde.root, 1 << self.lde.added_bits, self.q)
 
     @property
     def target(self) -> Target:
@@ -181,8 +200,12 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
                                             f"2^layers must divide n; got {layers}")
     else:
         layers = top
-    if n > UNROLLED_MAX and layers != n.bit_length() - 1:
-        raise ParamError(src, "q", f"n = {n} is a planned transform, which runs every layer (blocks of degree 1): "
+    targets = c.targets(isas, width)
+    columns = parse_columns(src, table, targets)
+    planned = n > UNROLLED_MAX or columns > 1
+    if planned and layers != n.bit_length() - 1:
+        what = f"n = {n} is a planned transform" if n > UNROLLED_MAX else f"{columns} columns are transformed by a plan"
+        raise ParamError(src, "q", f"{what}, which runs every layer (blocks of degree 1): "
                                    f"q-1 = {q - 1} must be divisible by {1 << (n.bit_length() - 1 + extra)} (the "
                                    f"{ring} ring), and q allows {top} layers")
     pol = option_value(src, table, overrides, POLICY)
@@ -209,8 +232,8 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
         raise ParamError(src, "basemul_acc", f"sums of products are not built for q = {q} (values kept canonical "
                                              "by the special form's templates): leave basemul_acc out")
     outputs = _outputs(src, table)
-    if n > UNROLLED_MAX:
-        _planned_choices(src, order, acc, outputs)
+    if planned:
+        _planned_choices(src, acc, outputs)
     for kernel, given in outputs:
         if isinstance(given, int):
             _output_bound(src, kernel, given, mul)
@@ -222,23 +245,27 @@ def parse(table: dict, c: Common, overrides: Overrides) -> NttParams:
                                         f"[-{inverse_top}, {inverse_top}], and q = {q} "
                                         "puts base multiplication's outputs beyond them; use \"lazy\" (reduced "
                                         "only as far as the inverse needs)")
+    bits = layers + extra
+    roots = parse_root(src, table, q, bits, f"the {ring} NTT of n = {n} ({layers} layers)")
+    lde = parse_lde(src, table, n, q, ring, coset, bits, roots, PLANNED_MAX)
+    if lde is not None and not planned:
+        raise ParamError(src, "lde", f"a coset extension is a planned transform: it needs columns > 1 or n above "
+                                     f"{UNROLLED_MAX}")
     return NttParams(c.name, n, q, width, isas, layers, pol, red, mul, order, tuple(acc), outputs,
-                     c.prefix, src,
-                     c.targets(isas, width), c.abis, ring, coset, _order_isa(src, table, order, isas))
+                     c.prefix, src, targets, c.abis, ring, coset, _order_isa(src, table, order, isas),
+                     table.get("root"), roots.generator, columns, lde)
 
 
-def _planned_choices(src: str, order: str, acc: list[int], outputs: tuple[tuple[str, str | int], ...]) -> None:
-    """What a planned transform (n above UNROLLED_MAX) does not offer yet: the natural order (a whole-array
-    permutation after the stages), fused sums of products, outputs other than lazy."""
-    if order == "natural":
-        raise ParamError(src, "order", f"\"natural\" is not built for n above {UNROLLED_MAX} (planned transforms "
-                                       "leave the fastest or the standard order)")
+def _planned_choices(src: str, acc: list[int], outputs: tuple[tuple[str, str | int], ...]) -> None:
+    """What a planned transform (n above UNROLLED_MAX, or columns) does not offer: fused sums of products,
+    outputs other than lazy."""
     if acc:
-        raise ParamError(src, "basemul_acc", f"fused sums of products are not built for n above {UNROLLED_MAX}")
+        raise ParamError(src, "basemul_acc", f"fused sums of products are not built for planned transforms (n above "
+                                             f"{UNROLLED_MAX}, or columns)")
     eager = [k for k, v in outputs if v != OUTPUTS[0]]
     if eager:
-        raise ParamError(src, "output", f"{', '.join(eager)}: planned transforms (n above {UNROLLED_MAX}) leave "
-                                        "lazy outputs; leave output out")
+        raise ParamError(src, "output", f"{', '.join(eager)}: planned transforms (n above {UNROLLED_MAX}, or "
+                                        "columns) leave lazy outputs; leave output out")
 
 
 def _order_isa(src: str, table: dict, order: str, isas: tuple[str, ...]) -> str | None:

@@ -26,7 +26,8 @@ from .schedule import DIRECTIONS
 from .kernels import build_basemul, build_ntt, kernel_builder
 from ...core.contract import Bound
 from .params import NttParams
-from .planned import leaf_design, recipes
+from .planned import leaf_design
+from .planned_functions import planned_recipes
 from .reducers import CONST_PREFIX, broadcast_const
 from .schedule import schedule
 
@@ -44,14 +45,13 @@ def kernel_tables(p: NttParams, manifest: Manifest) -> dict[str, Table]:
     out: dict[str, Table] = {}
     if p.planned:  # their codelets' lane-move and constant tables, each built for its manifest's input bound
         for t in p.targets:
-            for direction in DIRECTIONS:
-                for recipe in recipes(p, t, direction):
-                    fn = fns.get(recipe.symbol)
-                    if fn is not None:
-                        bound = next(a.requires.bound for a in fn.args if a.name == "a")
-                        b, _, _ = recipe.make(p, t, leaf_design(p, t), direction, Bound(*bound))
-                        for table in b.tables.values():
-                            out[table.label] = shared_table(out.get(table.label), table)
+            for recipe in planned_recipes(p, t):
+                fn = fns.get(recipe.symbol)
+                if fn is not None:
+                    bound = next(a.requires.bound for a in fn.args if a.requires is not None)  # its rows
+                    b, _, _ = recipe.make(p, t, leaf_design(p, t), Bound(*bound))
+                    for table in b.tables.values():
+                        out[table.label] = shared_table(out.get(table.label), table)
         return out
     for t in p.targets:
         isa, ar = t.isa.name, design(p, t)

@@ -22,12 +22,14 @@ from ...core.compile_cache import memo
 from ...emission.examples import Lane, example_calls
 from .maths import ORDER_EXPONENTS, RING_CONSTANT, RINGS, ROOT_NAMES, modulus_text
 from .params import UNROLLED_MAX
+from .plonky3 import batch_context
 
 _CHAIN = ("ntt_forward", "basemul", "ntt_inverse")  # the kernels of a product in the NTT domain
 
 
-def _named(header: tuple[CDefine | CTable, ...], suffix: str) -> str | None:
-    found = [item.name for item in header if item.name.lower().endswith(suffix.lower())]
+def _named(header: tuple[CDefine | CTable, ...], prefix: str, suffix: str) -> str | None:
+    """The header's name `prefix` + `suffix` (in either case), if it has it."""
+    found = [item.name for item in header if item.name.lower() == (prefix + suffix).lower()]
     return found[0] if len(found) == 1 else None
 
 
@@ -44,10 +46,11 @@ def context(bundle: Bundle) -> dict[str, Any]:
     wanted = (("n", "_N"), ("q", "_Q"), ("basemul_scale", "_BASEMUL_SCALE"), ("inverse_scale", "_INVERSE_SCALE"))
     if planned is None:
         wanted += (("d", "_NTT_D"), ("blocks", "_NTT_BLOCKS"), ("zetas", "_ntt_zetas"), ("positions", "_ntt_positions"))
-    names = {key: _named(bundle.header, suffix) for key, suffix in wanted}
+    prefix = bundle.params_manifest["prefix"]
+    names = {key: _named(bundle.header, prefix, suffix) for key, suffix in wanted}
     if None in names.values():
         return {}
-    permutation = {key: _named(bundle.header, suffix) for key, suffix in (
+    permutation = {key: _named(bundle.header, prefix, suffix) for key, suffix in (
         ("to_standard", "_ntt_to_standard"), ("from_standard", "_ntt_from_standard"))}
     fwd, mul, inv = (first[k].manifest() for k in _CHAIN)
     layouts = [f.manifest()["output"]["layout"] for f in bundle.functions if f.kind == "ntt_forward"]
@@ -57,6 +60,8 @@ def context(bundle: Bundle) -> dict[str, Any]:
     (mul_lo, mul_hi), (inv_lo, inv_hi) = mul["output"]["bound"], inv["input"]["bound"]
     sums = min(inv_hi // mul_hi if mul_hi > 0 else inv_hi, inv_lo // mul_lo if mul_lo < 0 else -inv_lo)
     n, q = bundle.params_manifest["n"], bundle.params_manifest["q"]
+    # the examples' arrays: every column's coefficients
+    length = _named(bundle.header, prefix, "_ARRAY_N") or names["n"]
     shoup = first.get("mulmod_shoup")
     shown = example(fwd, shoup, q)
     called = [first[k] for k in (*_CHAIN, "freeze") if k in first] + ([shoup] if shown["shoup"] else [])
@@ -71,6 +76,8 @@ def context(bundle: Bundle) -> dict[str, Any]:
         "example": shown,
         "calls": calls.context(),
         "planned": planned,
+        "batch": batch_context(bundle, first, calls),
+        "length": length,
         "n_value": n,
         "q_value": q,
         "d_value": layout["d"],
@@ -150,7 +157,7 @@ def example(forward: dict, shoup: Function | None, q: int) -> dict:
                                  f"wp[i] = floor(w[i]·2^{shoup_lane.bits}/q)"}
     return {
         # arrays of a planned transform's sizes live in static storage, not on a thread's stack (megabytes)
-        "storage": "static " if forward["n"] > UNROLLED_MAX else "",
+        "storage": "static " if forward["args"][0]["count"] > UNROLLED_MAX else "",
         "lane": lane.context(),
         "negative_b": lane.signed and lo <= -(q - 1),  # signed lanes: show that negative inputs are fine
         "contract": contract_text(forward["input"]["bound"], q),
