@@ -48,6 +48,17 @@ def test_montgomery_lemma_holds(q):
     assert prove_montgomery(q, 16).q == q
 
 
+def test_montgomery_lemma_over_a_sum_of_products():
+    """A double-width sum S reduced as one product is: proven over S's range while S stays inside int64 and
+    hi(S) - hi(t*q) inside int32; refused beyond either."""
+    q, top = 8380417, 7 * 42035255 ** 2  # ML-DSA's L = 7 products of the forward's outputs
+    assert prove_montgomery(q, 32, products=(-top, top)).q == q
+    with pytest.raises(LemmaError, match="leaves the signed 64-bit lane"):
+        prove_montgomery(q, 32, products=(0, 1 << 63))
+    with pytest.raises(LemmaError, match="high-half subtraction wraps"):
+        prove_montgomery(q, 32, products=(0, (1 << 63) - 1))
+
+
 def test_montgomery_lemma_with_a_wrong_inverse_fails():
     with pytest.raises(LemmaError, match="low halves differ"):
         prove_montgomery(3329, 16, qinv=-3325)

@@ -12,6 +12,7 @@ which is how the set asks for the inverse's room below q."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import re
@@ -21,6 +22,20 @@ import pytest
 
 from conftest import REPO, error_lines
 from fips import NEEDS_TOOLS, Kernels, bitrev, load_kernels, of_isa, schoolbook
+
+from kerngen.core.compile_cache import CompileCache
+from kerngen.core.params import Overrides
+from kerngen.emission.files import write
+from kerngen.emission.render import render
+from kerngen.errors import VerifyError
+from kerngen.families import load
+from kerngen.families.ntt.build import build
+from kerngen.families.ntt.montgomery import Montgomery
+from kerngen.ir.instr import Mem
+from kerngen.ir.stream import executed
+from kerngen.machine.ops import wrap
+from kerngen.passes.idioms.montgomery import MONTGOMERY
+from kerngen.passes.idioms.montgomery_sum import MONTGOMERY_SUM
 
 Q, N, ZETA = 8380417, 256, 1753
 BUNDLE = REPO / "generated" / "mldsa-8380417"
@@ -181,7 +196,11 @@ def test_basemul_acc_sums_l_pointwise_products(kernels, isa, l):
     """basemul_acc for L polynomials: 2^-32 * sum of MultiplyNTT, on inputs at
     the edges of what it takes (the forward's output bound: sums of products at
     their largest) and random ones; centred output (what the inverse takes)."""
-    k = of_isa(kernels, isa)
+    _check_acc(of_isa(kernels, isa), l)
+
+
+def _check_acc(k: Kernels, l: int) -> None:
+    """basemul_acc{l} of `k` against the sum of MultiplyNTT, on the edges of its input contract and random inputs."""
     lo, hi = k.requires(f"basemul_acc{l}")
     assert (lo, hi) == tuple(k.bound("ntt_forward"))
     rng = random.Random(l)
@@ -284,3 +303,98 @@ def test_the_least_bound_the_message_names_is_met_where_lazy_is_wider(tmp_path, 
             assert f["output"]["representation"] == "centred" and f["output_range"] == least
     assert bounded["params"]["output"] == {"forward": least, "basemul": least, "inverse": least}
     assert f"inside the |a[i]| <= {least} asked" in (bound_dir / "bounded.h").read_text()
+
+
+# --- multiply-accumulate that reduces once -------------------------------------------
+
+PARAMS = REPO / "params" / "mldsa-8380417.toml"
+LANES = {"avx512": 16, "avx2": 8, "sse": 4}
+
+
+@pytest.fixture(scope="module")
+def fresh(tmp_path_factory):
+    """The bundle as this generator builds it now (generated/ is rewritten by hand), and its kernels."""
+    bundle = build(load(PARAMS), CompileCache())
+    out = tmp_path_factory.mktemp("fresh") / "mldsa-8380417"
+    write(render(bundle, "mldsa-8380417"), out)
+    return bundle, load_kernels(out, tmp_path_factory.mktemp("fresh_kernels"))
+
+
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("l", ACC)
+def test_basemul_acc_reduces_once_per_coefficient(fresh, isa, l):
+    """Each vector of coefficients: 2L widening products summed in 64 bits
+    (even and odd lanes apart) and one Montgomery reduction of each sum (two
+    more products per half); no product reduced on its own. Its results
+    match the sum of MultiplyNTT at the edges of the contract (every product
+    at its largest, of either sign) and on random inputs."""
+    bundle, kernels = fresh
+    [fn] = [f for f in bundle.functions if f.kernel.symbol == f"kg_mldsa8380417_basemul_acc{l}_{isa}"]
+    assert dict(fn.facts)["reduce_once"] is True
+    body = list(executed(fn.kernel))
+    vectors = N // LANES[isa]
+    kinds = [ins.idiom.kind for ins in body if ins.idiom is not None and ins.idiom.role == "end"]
+    assert kinds == [MONTGOMERY_SUM] * vectors and MONTGOMERY not in kinds
+    assert sum(ins.op == "vpmuldq" for ins in body) == vectors * (2 * l + 4)
+    assert sum(ins.op in ("vpaddq", "vpaddq_evex") for ins in body) == vectors * 2 * (l - 1)
+    _check_acc(of_isa(kernels, isa), l)
+
+
+def test_pointwise_products_alone_are_reduced_as_before(fresh):
+    """L = 1 (pointwise) is one Montgomery product per vector, as before: nothing to sum."""
+    bundle, _ = fresh
+    for fn in bundle.functions:
+        if fn.kind == "basemul":
+            kinds = {ins.idiom.kind for ins in executed(fn.kernel) if ins.idiom is not None}
+            assert kinds == {MONTGOMERY}, fn.kernel.symbol
+            assert "reduce_once" not in dict(fn.facts)
+
+
+def test_reduce_once_only_where_the_sums_fit():
+    """The double-width sum must stay inside int64 and its reduction inside
+    int32; 16-bit lanes (a lane-wise high half, no double-width products) keep
+    the reduced sums."""
+    mul = Montgomery(Q, 32)
+    x = 42035255  # the forward's output bound
+    assert mul.sum_bound(x, x, 7) == -(-7 * x * x // 2 ** 32) + (Q + 1) // 2
+    top = 2 ** 31 - 1
+    assert mul.sum_bound(top, top, 3) is None  # S leaves int64
+    assert 2 * top * top < 2 ** 63 and mul.sum_bound(top, top, 2) is None  # S fits, S/2^32 + (q+1)/2 leaves int32
+    assert Montgomery(3329, 16).sum_bound(3328, 3328, 2) is None
+
+
+@pytest.mark.parametrize("mutant, words", [
+    ("a term left out", "does not depend on every element of its block"),
+    ("a wrong q^-1", "multiplies lo\\(S\\) by something other than q\\^-1"),
+    ("the odd sum's t from the even sum", "takes t in lane 1 from another value than the sum it reduces"),
+])
+def test_a_wrong_reduce_once_kernel_is_refused(monkeypatch, mutant, words):
+    """Mutants of the reduce-once sum, built through the real build (AVX2):
+    the verifier refuses a wrong q^-1 and a t taken from another sum (the
+    Montgomery-sum check), and a left-out term (the map proof: every output
+    must read every input element of its block)."""
+    real = Montgomery.multiply_sum
+
+    def left_out(self, b, pairs, q):
+        return real(self, b, pairs[:-1], q)
+
+    def wrong_qinv(self, b, pairs, q):
+        with monkeypatch.context() as m:
+            m.setattr(Montgomery, "qinv", property(lambda s: wrap(pow(s.q, -1, s.r) + 2, s.bits)))
+            return real(self, b, pairs, q)
+
+    def crossed(self, b, pairs, q):
+        start = len(b.instrs)
+        r = real(self, b, pairs, q)
+        # t = lo(lo(S)*q^-1), the products by the table's q^-1: the even half's, then the odd half's
+        even, odd = [i for i in range(start, len(b.instrs))
+                     if b.instrs[i].op == "vpmuldq" and isinstance(b.instrs[i].operands[2], Mem)]
+        ins = b.instrs[odd]
+        b.instrs[odd] = dataclasses.replace(ins, operands=(ins.operands[0], b.instrs[even].operands[1],
+                                                           ins.operands[2]))
+        return r
+
+    monkeypatch.setattr(Montgomery, "multiply_sum", {"a term left out": left_out, "a wrong q^-1": wrong_qinv,
+                                                     "the odd sum's t from the even sum": crossed}[mutant])
+    with pytest.raises(VerifyError, match="basemul_acc4_avx2: .*" + words):
+        build(load(PARAMS, Overrides(isa="avx2")), CompileCache())

@@ -340,6 +340,10 @@ class MontgomeryLemma:
     mod 2^bits, where t*q = a*b*(q^-1*q), from q^-1*q = 1 mod 2^bits; (2) by
     the extremes of both high halves over the whole lane. The range of r is
     not part of the lemma: the verifier derives it.
+    (1) holds for any double-width value in place of a*b, t taken from its
+    low half: so a sum S of products inside the signed double-width lane is
+    reduced alike, r = S*2^-bits mod q, where (2) holds over S's range
+    (`prove_montgomery`'s `products`; the multiply-accumulates that reduce once).
     On unsigned lanes (`signed` False) the product is r = (H1 + q) - H2:
     H2 <= q - 1 for every t, so the subtraction cannot wrap, and the verifier
     bounds the sum H1 + q from a's and b's ranges; (1) is the lemma."""
@@ -351,8 +355,11 @@ class MontgomeryLemma:
 
 
 @memo(maxsize=256)
-def prove_montgomery(q: int, bits: int, qinv: int | None = None, signed: bool = True) -> MontgomeryLemma:
-    """`qinv` defaults to q^-1 mod 2^bits; passing another value lets tests watch a false lemma fail."""
+def prove_montgomery(q: int, bits: int, qinv: int | None = None, signed: bool = True,
+                     products: tuple[int, int] | None = None) -> MontgomeryLemma:
+    """`qinv` defaults to q^-1 mod 2^bits; passing another value lets tests watch a false lemma fail.
+    `products`: the least and greatest double-width value reduced, where it is not one product a*b
+    but a sum S of them (`MontgomeryLemma`, signed lanes); by default a*b's over the lanes."""
     if qinv is None:
         qinv = pow(q, -1, 1 << bits)
         qinv = wrap(qinv, bits) if signed else qinv
@@ -361,7 +368,11 @@ def prove_montgomery(q: int, bits: int, qinv: int | None = None, signed: bool = 
     if not signed:
         return MontgomeryLemma(q, qinv, bits, signed)
     half = 1 << (bits - 1)
-    products = (-half * (half - 1), half * half)  # a*b over signed lanes, least and greatest
+    if products is None:
+        products = (-half * (half - 1), half * half)  # a*b over signed lanes, least and greatest
+    elif products[0] < -half << bits or products[1] >= half << bits:
+        raise LemmaError(f"Montgomery reduction mod {q}: a sum in [{products[0]}, {products[1]}] leaves the "
+                         f"signed {2 * bits}-bit lane its halves are read from")
     high = [p >> bits for p in products]
     tq = [(-half * q) >> bits, ((half - 1) * q) >> bits]  # hi(t*q) over every t
     if high[0] - tq[1] < -half or high[1] - tq[0] > half - 1:

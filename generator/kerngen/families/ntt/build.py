@@ -25,8 +25,9 @@ from .contracts import (SHOUP_KERNELS, BlockLayout, basemul_contract, basemul_su
                         forward_contract, inverse_contract, map_proof, reduce_contract, shoup_contract)
 from .cost import basemul_cost
 from .design import Finishers, IsaDesign, design, isa_design, montgomery_basemul
-from .layout import NttLayout
 from .kernels import basemul_variants, build_basemul, build_mulmod_shoup, build_ntt, build_reduce, kernel_builder
+from .layout import NttLayout
+from .macc import reduce_once_fits
 from .maths import RINGS, ROOT_NAMES, modulus_text, ring_words
 from .params import NttParams, output_range
 from . import plan_unit
@@ -222,11 +223,11 @@ def _ntt(p: NttParams, t: Target, d: IsaDesign, direction: str, contract, summar
 
 
 def _build_basemul(p: NttParams, t: Target, d: IsaDesign, kind: str, k: int, magnitude: int, contract,
-                   cache: CompileCache, variant: tuple[bool, bool, int], finish: Reducer | None) -> Compiled:
-    karatsuba, summed, interleave = variant
+                   cache: CompileCache, variant: tuple[bool, bool, int, bool], finish: Reducer | None) -> Compiled:
+    karatsuba, summed, interleave, once = variant
     b = kernel_builder(d.ar.layout)
     build_basemul(b, d.basemul, d.basemul_reducer, f"{p.prefix}_{kind}_zetas_{t.isa.name}", magnitude, finish, k,
-                  karatsuba, summed, interleave, qinv_in_register=t.isa.encoding.unaligned_memory)
+                  karatsuba, summed, interleave, qinv_in_register=t.isa.encoding.unaligned_memory, reduce_once=once)
     return _compile(b, f"{p.prefix}_{kind}_{t.isa.name}", contract, p, t, cache, signed=d.basemul.mul.signed)
 
 
@@ -234,8 +235,9 @@ def _basemuls(p: NttParams, t: Target, d: IsaDesign, lay: BlockLayout, forward_o
               cache: CompileCache) -> list[Function]:
     """Base multiplication and its multiply-accumulates: reduced at the end only if the output could
     exceed the range asked for, or the inverse's input; blocks of degree 1 by Karatsuba where that,
-    with its looser bound, costs less or as much with fewer multiplications; two units of blocks
-    interleaved unless that spills (a tie goes to the interleaved build: shorter chains)."""
+    with its looser bound, costs less or as much with fewer multiplications; a sum of pointwise
+    products reduced once where it fits (`macc`) and costs less; two units of blocks interleaved
+    unless that spills (a tie goes to the interleaved build: shorter chains)."""
     layout, signed = d.ar.layout, d.ar.mul.signed
     output, finishers = d.basemul_finishers(p, forward_out)
     inputs = Values(forward_out, layout="ntt_forward output")
@@ -243,14 +245,15 @@ def _basemuls(p: NttParams, t: Target, d: IsaDesign, lay: BlockLayout, forward_o
     for k in (1, *p.basemul_acc):
         kind = "basemul" if k == 1 else f"basemul_acc{k}"
         contract = basemul_contract(p, t, d.ar.math.d, k, inputs, output, d.ar.mul.r, signed)
+        once_fits = reduce_once_fits(d.basemul.mul, layout, k, forward_out.magnitude)
         builds = {v: build_verify_accept(output, p.q, partial(_build_basemul, p, t, d, kind, k, forward_out.magnitude,
                                                               contract, cache, v), "r", finishers,
                                          lambda out: inverse_in.lo <= out.lo and out.hi <= inverse_in.hi)
-                  for v in basemul_variants(layout)}
-        (kara, summed, il), bc = min(builds.items(), key=lambda kv: basemul_cost(executed(kv[1].kernel)))
+                  for v in basemul_variants(layout, once_fits)}
+        (kara, summed, il, once), bc = min(builds.items(), key=lambda kv: basemul_cost(executed(kv[1].kernel)))
         facts = (("output_range", output),
                  *((("karatsuba", kara),) if layout.d == 2 else ()), *((("summed_factors", summed),) if kara else ()),
-                 ("interleaved_units", il))
+                 ("interleaved_units", il), *((("reduce_once", once),) if once_fits else ()))
         fns.append(Function(bc.kernel, "basemul" if k == 1 else "basemul_acc", bc.contract,
                             basemul_summary(d.ar.math.d, k), (("n", p.n), ("q", p.q)),
                             facts if k == 1 else (("k", k), *facts),

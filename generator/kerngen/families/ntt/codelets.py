@@ -26,7 +26,8 @@ from ...core.contract import ArgContract, Bound, BoundOf, Contract, Values
 from ...ir.instr import ArgBase, ArgSpec, Builder, Instr, Mem, VReg
 from ...machine.ops import by_width, lane_range
 from ...machine.target import Target
-from .kernels import WhereAbove, load_vector, reduce_bounded, store_vector
+from .kernels import WhereAbove, reduce_bounded
+from .vectors import load_vector, store_vector
 from .montgomery import broadcast_operands
 from .plan import Rows, Spread
 from .reducers import broadcast_const

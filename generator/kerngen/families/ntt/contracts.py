@@ -145,7 +145,8 @@ def map_proof(c: Compiled, expect: tuple[tuple[str, ...], ...], blocks: BlockLay
     """What the verifier proved of the map, checked against what the kernel
     must be: linear (or bilinear) mod q in the `expect`ed arguments, and, for
     base multiplication, each output block from the same block of its inputs
-    (of each of its `copies` polynomials);
+    (of each of its `copies` polynomials), and from every element of it (a
+    block's product reads all of them: a term left out of a sum is missed);
     for a reduction, each element from its own. Anything else is a generator bug.
     None for an unverified kernel (a dry build)."""
     k, proof = c.kernel, c.proof
@@ -169,4 +170,6 @@ def map_proof(c: Compiled, expect: tuple[tuple[str, ...], ...], blocks: BlockLay
                           for copy in range(copies))
             if any(deps[p] & ~allowed for p in positions):
                 raise VerifyError(f"{k.symbol}: output block {j} depends on inputs outside its block")
+            if any(deps[p] & allowed != allowed for p in positions):
+                raise VerifyError(f"{k.symbol}: output block {j} does not depend on every element of its block")
     return MapProof("q", found, "element" if element else "block" if blocks is not None else None)

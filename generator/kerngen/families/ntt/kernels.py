@@ -22,16 +22,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 
-from ...ir.instr import ArgBase, Builder, IdiomTag, Imm, Mem, VReg
-from ...machine.ops import by_width, sized_load, sized_store, spec
+from ...ir.instr import Builder, IdiomTag, Imm, VReg
+from ...machine.ops import by_width
 from ...passes.idioms.karatsuba import KARATSUBA
 from ...passes.idioms.pair import PAIR
 from .layout import Butterflies, NttLayout, Pass, block_units, pairs, register_key, unit_pairs
+from .macc import build_basemul_once
 from .montgomery import broadcast_operands
 from .reducers import Reducer, broadcast_const
 from .schedule import Arithmetic, ReductionSchedule
 from .special64 import NAME as SPECIAL
 from .twiddles import L1_BYTES, TwiddleTable
+from .vectors import array_vector, interleaved, load_vector, store_vector
 
 
 @dataclass(frozen=True)
@@ -47,25 +49,6 @@ class WhereAbove:
 
 def kernel_builder(layout: NttLayout) -> Builder:
     return Builder(vector_bits=layout.register_bits)
-
-
-def _vector(layout: NttLayout, v: int, arg: int = 0) -> Mem:
-    """Vector `v` of array argument `arg`: exactly its bytes."""
-    size = layout.vector_bytes
-    return Mem(ArgBase(arg), size * v, size)
-
-
-def load_vector(b: Builder, m: Mem) -> VReg:
-    return b.op(sized_load(m.size), m)
-
-
-def store_vector(b: Builder, m: Mem, x: VReg) -> None:
-    """A store of exactly the vector; a one-element vector is element 0 of the register."""
-    op = sized_store(m.size)
-    if spec(op).slots[-1].kind == "i":
-        b.emit(op, m, x, Imm(0))
-    else:
-        b.emit(op, m, x)
 
 
 def _reduce(b: Builder, x: VReg, reducer, why: str) -> VReg:
@@ -105,7 +88,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
     place; `finish` reduces every output (the range the caller asked for), or,
     given as `WhereAbove`, the outputs the schedule bounds at its limit or above.
     `interleave` groups of a pass at a time have their instructions merged
-    (`_interleaved`): one group's layers are a chain of multiplications as
+    (`interleaved`): one group's layers are a chain of multiplications as
     deep as the layers, which a second group's independent one fills.
     `twiddles`: where the products' factors come from (default: constants in
     the table `table_label`, `ConstantTwiddles`; a leaf of a planned
@@ -129,7 +112,7 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                         if isinstance(st, Butterflies)) if inverse and scaled else None
 
     def run_group(pass_no: int, p: Pass, group: tuple[int, ...]) -> None:
-        regs = [load_vector(b, _vector(layout, v)) for v in group]
+        regs = [load_vector(b, array_vector(layout, v)) for v in group]
         idx = [memory[v] for v in group]
         for st in p.steps:
             for lo, hi in pairs(len(regs), st.slot_bit):
@@ -163,11 +146,11 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
                 if finish is not None and bound >= finish_limit:
                     regs[k], bound = reduce_bounded(b, regs[k], finish, bound, "the output range asked for")
         for v, r, ix in zip(group, regs, idx):
-            store_vector(b, _vector(layout, v), r)
+            store_vector(b, array_vector(layout, v), r)
             memory[v] = ix
     for pass_no, p in enumerate(passes):
         for k in range(0, len(p.groups), interleave):
-            _interleaved(b, [partial(run_group, pass_no, p, g) for g in p.groups[k:k + interleave]])
+            interleaved(b, [partial(run_group, pass_no, p, g) for g in p.groups[k:k + interleave]])
     expect = list(range(layout.n)) if inverse else list(layout.output_order)
     if [i for reg in memory for i in reg] != expect:
         raise AssertionError("NTT builder left coefficients where the layout does not say")
@@ -176,7 +159,8 @@ def build_ntt(b: Builder, ar: Arithmetic, sched: ReductionSchedule, table_label:
 
 def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str, in_abs: int,
                   finish: Reducer | None = None, copies: int = 1, karatsuba: bool = False,
-                  summed_factors: bool = False, interleave: int = 1, qinv_in_register: bool = False) -> None:
+                  summed_factors: bool = False, interleave: int = 1, qinv_in_register: bool = False,
+                  reduce_once: bool = False) -> None:
     """r = sum over i < copies of a_i*b_i/R blockwise mod (x^d - zeta_j): args
     (r, a, b), a and b `copies` arrays of n one after the other, r may alias
     any of them. `in_abs` bounds |a[i]| and |b[i]|; inputs are reduced first
@@ -187,11 +171,15 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
     every output. `karatsuba`: blocks of degree 1 with three products where
     the sums fit the lanes (`_karatsuba_terms`; `summed_factors`: the sum's
     factor w' added from the others'); `interleave` units of
-    blocks are emitted at once, their instructions merged (`_interleaved`).
+    blocks are emitted at once, their instructions merged (`interleaved`).
     `qinv_in_register`: q^-1 for the variable factors loaded once, so that
     the factor can take an input as its memory operand (where the encoding's
     memory operands may be unaligned, `passes.encoding.fold_loads`); else
-    read from the table, a register fewer."""
+    read from the table, a register fewer. `reduce_once`: the products'
+    double-width sums reduced once instead (`macc`, where it applies)."""
+    if reduce_once:
+        build_basemul_once(b, ar, in_abs, finish, copies, interleave)
+        return
     math, layout, mul = ar.math, ar.layout, ar.mul
     bits = layout.lane_bits
     q, d = math.q, layout.d
@@ -215,7 +203,8 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
         low: dict[tuple[int, int], tuple[VReg, int]] = {}
         wrap: dict[tuple[int, int], tuple[VReg, int]] = {}
         for copy in range(copies):
-            ra, rb = ([load_vector(b, _vector(layout, v + copy * layout.vectors, arg)) for v in unit] for arg in (1, 2))
+            ra, rb = ([load_vector(b, array_vector(layout, v + copy * layout.vectors, arg)) for v in unit]
+                      for arg in (1, 2))
             if reduce_inputs:
                 ra = [_reduce(b, r, barrett, "bring inputs below q") for r in ra]
                 rb = [_reduce(b, r, barrett, "") for r in rb]
@@ -259,42 +248,29 @@ def build_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, table_label: str
             for lo, hi in unit_pairs(unit, st.slot_bit):
                 out[lo], out[hi] = layout.shuffles.emit(b, out[lo], out[hi], st)
         for v, r in zip(unit, out):
-            store_vector(b, _vector(layout, v), r)
+            store_vector(b, array_vector(layout, v), r)
     units = block_units(layout)
     for k in range(0, len(units), interleave):
-        _interleaved(b, [partial(unit_body, u) for u in units[k:k + interleave]])
+        interleaved(b, [partial(unit_body, u) for u in units[k:k + interleave]])
     if table.rows:
         table.finish(f"block zetas (w, w*q^-1 mod 2^{bits}) for base multiplication")
 
 
-def basemul_variants(layout: NttLayout) -> list[tuple[bool, bool, int]]:
-    """The (karatsuba, summed_factors, interleave) choices `build_basemul`
-    has for a layout, in order of preference on a tie of cost and
-    multiplications: four products (a Karatsuba build the same in both is
-    one where it did not apply), the sum's factor w' multiplied (a register
-    fewer held), two units of blocks interleaved (where there are two). The
-    pair form has none."""
+def basemul_variants(layout: NttLayout, reduce_once: bool = False) -> list[tuple[bool, bool, int, bool]]:
+    """The (karatsuba, summed_factors, interleave, reduce_once) choices
+    `build_basemul` has for a layout, in order of preference on a tie of
+    cost and multiplications: four products (a Karatsuba build the same in
+    both is one where it did not apply), the sum's factor w' multiplied (a
+    register fewer held), two units of blocks interleaved (where there are
+    two), the reduced sums; with `reduce_once` (where `macc.reduce_once_fits`)
+    also the sum reduced once, two vectors or one at a time. The pair form
+    has none."""
     if layout.pair_basemul:
-        return [(False, False, 1)]
+        return [(False, False, 1, False)]
     forms = [(False, False), (True, False), (True, True)] if layout.d == 2 else [(False, False)]
-    return [(kara, summed, il) for kara, summed in forms for il in ((2, 1) if len(block_units(layout)) > 1 else (1,))]
-
-
-def _interleaved(b: Builder, emitters) -> None:
-    """Each emitter's instructions, merged round-robin: independent blocks'
-    dependency chains (loads, three multiplications deep, then the zeta's)
-    overlap inside the core's scheduler window, which one block's chain
-    alone leaves idle. The blocks touch disjoint memory, so the order
-    between them is free even when the output aliases an input."""
-    start = len(b.instrs)
-    slices = []
-    for emit in emitters:
-        first = len(b.instrs)
-        emit()
-        slices.append(b.instrs[first:])
-    del b.instrs[start:]
-    for k in range(max(map(len, slices))):
-        b.instrs.extend(sl[k] for sl in slices if k < len(sl))
+    units = (2, 1) if len(block_units(layout)) > 1 else (1,)
+    once = [(False, False, il, True) for il in ((2, 1) if layout.vectors > 1 else (1,))] if reduce_once else []
+    return [(kara, summed, il, False) for kara, summed in forms for il in units] + once
 
 
 def _karatsuba_bound(mul, x_abs: int) -> int:
@@ -362,8 +338,8 @@ def _pair_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, in_abs: int, tab
         group = b.new_group()
         sums: list[VReg | None] = [None, None]
         for copy in range(copies):
-            x = load_vector(b, _vector(layout, v + copy * layout.vectors, 1))
-            y = load_vector(b, _vector(layout, v + copy * layout.vectors, 2))
+            x = load_vector(b, array_vector(layout, v + copy * layout.vectors, 1))
+            y = load_vector(b, array_vector(layout, v + copy * layout.vectors, 2))
             if reduce_a:
                 x = _reduce(b, x, barrett, "keep the 32-bit sums in range")
             if reduce_b:
@@ -384,7 +360,7 @@ def _pair_basemul(b: Builder, ar: Arithmetic, barrett: Reducer, in_abs: int, tab
                  idiom=IdiomTag(group, PAIR, "end", 1))
         if finish is not None:
             r = _reduce(b, r, finish, "the output range asked for")
-        store_vector(b, _vector(layout, v), r)
+        store_vector(b, array_vector(layout, v), r)
 
 
 def _same_blocks(idx: list[list[int]], d: int) -> list[tuple[tuple[int, ...], list[int]]]:
@@ -427,17 +403,17 @@ def build_mulmod_shoup(b: Builder, layout: NttLayout, shoup, freeze, accumulate:
     bits, q, top = layout.lane_bits, shoup.q, (1 << layout.lane_bits) - 1
     qv = b.op("load", broadcast_const(b, q, bits), comment=f"q = {q}")
     for v in range(layout.vectors):
-        x, w, wp = (load_vector(b, _vector(layout, v, arg)) for arg in (1, 2, 3))
+        x, w, wp = (load_vector(b, array_vector(layout, v, arg)) for arg in (1, 2, 3))
         r, bound = shoup.multiply(b, x, (w, wp), qv), shoup.bound(top)
         if accumulate:
             if bound + q - 1 > top:  # the sum could leave the lane: the product below q first
                 r, bound = reduce_bounded(b, r, freeze, bound, "below q before the sum")
-            r, bound = b.op(by_width("add", bits), r, load_vector(b, _vector(layout, v, 4))), bound + q - 1
+            r, bound = b.op(by_width("add", bits), r, load_vector(b, array_vector(layout, v, 4))), bound + q - 1
         r, _ = reduce_bounded(b, r, freeze, bound, "to [0, q)")
-        store_vector(b, _vector(layout, v), r)
+        store_vector(b, array_vector(layout, v), r)
 
 
 def build_reduce(b: Builder, layout: NttLayout, reducer: Reducer) -> None:
     """Reduce every element of argument 0 in place with `reducer`."""
     for v in range(layout.vectors):
-        store_vector(b, _vector(layout, v), _reduce(b, load_vector(b, _vector(layout, v)), reducer, ""))
+        store_vector(b, array_vector(layout, v), _reduce(b, load_vector(b, array_vector(layout, v)), reducer, ""))

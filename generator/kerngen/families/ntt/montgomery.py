@@ -31,6 +31,7 @@ from ...ir.instr import Builder, IdiomTag, Imm, KReg, Mem, VReg
 from ...machine.ops import by_width, has, lane_range, wrap
 from ...passes import wide
 from ...passes.idioms.montgomery import MONTGOMERY
+from ...passes.idioms.montgomery_sum import MONTGOMERY_SUM
 from ...passes.lemmas import MontgomeryLemma, prove_montgomery
 from ...machine.isa import AVX2, Isa
 from .maths import centred
@@ -145,6 +146,43 @@ class Montgomery:
             for xs, ws, wqs in ((x, w, wq), (x_odd, w_odd, wq_odd)):
                 halves.append(op(sub, op(widen, xs, ws), op(widen, op(widen, xs, wqs), q)))  # hi(x*w) - hi(t*q)
         return high_halves(b, self.bits, halves[0], lambda: halves[1], mask, group, MONTGOMERY, "end")
+
+    def multiply_sum(self, b: Builder, pairs: Sequence[tuple[VReg, VReg]], q: VReg) -> VReg:
+        """sum of x*w over `pairs` times R^-1 mod q, reduced once (even/odd
+        lanes only): the double-width products x*w of the even lanes summed
+        (double-width additions), likewise those of the odd lanes moved
+        down, and each sum S reduced as one product is, t = lo(lo(S)*q^-1),
+        r = hi(S) - hi(t*q) (`sum_bound` says where S and r fit). Tagged as
+        one group of kind MONTGOMERY_SUM, which the verifier checks."""
+        group = b.new_group()
+
+        def op(name: str, *sources, role: str = "body") -> VReg:
+            return b.op(name, *sources, idiom=IdiomTag(group, MONTGOMERY_SUM, role, 1))
+
+        mask = even_lanes(b, self.isa, self.bits, pairs[0][0].bits)
+        odd_down, widen, add = by_width("duplicate_odd", self.bits), "vpmuldq", by_width("add", 2 * self.bits)
+        qinv = broadcast_const(b, self.qinv, self.bits)
+        halves = []
+        for odd in (False, True):
+            total = None
+            for x, w in pairs:
+                if odd:
+                    x, w = op(odd_down, x), op(odd_down, w)
+                p = op(widen, x, w, role="start" if total is None and not odd else "body")
+                total = p if total is None else op(add, total, p)
+            halves.append(op(by_width("sub", self.bits), total, op(widen, op(widen, total, qinv), q)))
+        return high_halves(b, self.bits, halves[0], lambda: halves[1], mask, group, MONTGOMERY_SUM, "end")
+
+    def sum_bound(self, x_abs: int, w_abs: int, terms: int) -> int | None:
+        """Upper bound of |multiply_sum| of `terms` products with |x| <= x_abs,
+        |w| <= w_abs: |S|/R + (q+1)/2; None where S could leave the signed
+        double-width lane or r the lane (or the lanes have a high half of
+        their own, where the products are not double-width)."""
+        total = terms * x_abs * w_abs
+        if not self.even_odd or total >= 1 << (2 * self.bits - 1):
+            return None
+        r = -(-total // self.r) + (self.q + 1) // 2
+        return r if r <= self.lane_max else None
 
     def bound(self, x_abs: int, w_abs: int) -> int:
         """Upper bound of |multiply(x, w)| for |x| <= x_abs, |w| <= w_abs."""

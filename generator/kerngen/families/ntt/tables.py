@@ -77,7 +77,8 @@ def kernel_tables(p: NttParams, manifest: Manifest) -> dict[str, Table]:
             build_basemul(b, bm_ar, isa_design(p, t, ar).basemul_reducer, f"{p.prefix}_{kind}_zetas_{isa}",
                           max(map(abs, forward.output.bound)), None, k, fn.fact("karatsuba", False),
                           fn.fact("summed_factors", False), fn.facts["interleaved_units"],
-                          qinv_in_register=t.isa.encoding.unaligned_memory)
+                          qinv_in_register=t.isa.encoding.unaligned_memory,
+                          reduce_once=fn.fact("reduce_once", False))
             built.append(b)
         for b in built:
             for label, t in b.tables.items():

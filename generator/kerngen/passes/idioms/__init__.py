@@ -4,11 +4,11 @@ registers is a scalar idiom, proven by its lemma (`lemma`)."""
 
 from __future__ import annotations
 
-from . import karatsuba, lemma, montgomery, pair, shoup, shoup52, special64
+from . import karatsuba, lemma, montgomery, montgomery_sum, pair, shoup, shoup52, special64
 from .base import IdiomCheck
 
-REGISTERED: tuple[IdiomCheck, ...] = (montgomery.CHECK, pair.CHECK, shoup.CHECK, shoup52.CHECK,
-                                      karatsuba.CHECK, special64.CHECK)
+REGISTERED: tuple[IdiomCheck, ...] = (montgomery.CHECK, montgomery_sum.CHECK, pair.CHECK, shoup.CHECK,
+                                      shoup52.CHECK, karatsuba.CHECK, special64.CHECK)
 _BY_KIND = {kind: c for c in REGISTERED for kind in c.kinds}
 
 

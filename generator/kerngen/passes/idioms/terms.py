@@ -1,8 +1,9 @@
 """The product-term algebra of the product checks: a lane of a product's
 result written as a term over lanes of values made outside the product
 ("leaf"), followed back through element-wise instructions (of any number of
-sources: an accumulating multiply-add's accumulator first), widening products
-and lane moves; on 64-bit lanes one term for every lane, matched against the
+sources: an accumulating multiply-add's accumulator first), widening products,
+double-width sums of them (read as their "low" or "high" half) and lane
+moves; on 64-bit lanes one term for every lane, matched against the
 templates of products assembled from 32-bit pieces (`wide.recognise`)."""
 
 from __future__ import annotations
@@ -116,6 +117,9 @@ def _made_term(mc: MachineView, v: Value, lane: int | None, inside: set[int], ba
         a, b = d.sources
         return (s.widen if part else "mullo", _lane_term(mc, a, first, inside, bad, seen),
                 _lane_term(mc, b, first, inside, bad, seen))
+    if s.generic == "add" and s.elem == 2 * mc.bits and lane is not EVERY_LANE:  # a double-width sum
+        first = lane - lane % 2
+        return ("high" if lane % 2 else "low", _double_sum(mc, v, first, inside, bad, seen))
     if elementwise:
         if d.imm is not None:  # a shift by a count
             return (d.generic, _lane_term(mc, d.sources[0], lane, inside, bad, seen), ("imm", d.imm))
@@ -124,6 +128,26 @@ def _made_term(mc: MachineView, v: Value, lane: int | None, inside: set[int], ba
     if moved is not None:
         return _lane_term(mc, *moved, inside, bad, seen)
     bad(f"has a `{d.op}` that cannot be followed lane by lane")
+
+
+def _double_sum(mc: MachineView, v: Value, first: int, inside: set[int], bad, seen: dict) -> tuple:
+    """The double-width unit of v at lanes `first`, `first` + 1 as ("sum", product, ...), each product
+    ("product", x, w) a widening product of lanes `first` of x and w, through double-width additions
+    (flattened: the order of a sum does not matter). One term object for the unit (`seen`), whichever
+    of its halves is read, so that a check can see both halves read the same sum."""
+    key = (v.vid, "double", first)
+    if key not in seen:
+        d = mc.made(v.vid) if v.vid in inside else None
+        s = spec(d.op) if d is not None else None
+        if s is not None and s.widen is not None and s.elem == 2 * mc.bits:
+            factors = (_lane_term(mc, src, first, inside, bad, seen) for src in d.sources)
+            seen[key] = ("sum", ("product", *factors))
+        elif s is not None and s.generic == "add" and s.elem == 2 * mc.bits:
+            parts = (_double_sum(mc, src, first, inside, bad, seen)[1:] for src in d.sources)
+            seen[key] = ("sum", *(p for part in parts for p in part))
+        else:
+            bad(f"adds double-width units of v{v.vid}, which is not a sum of widening products made inside it")
+    return seen[key]
 
 
 def product_factors(term: tuple) -> list[tuple] | None:
