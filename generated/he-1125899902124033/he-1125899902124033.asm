@@ -271,13 +271,13 @@ pq_index64_2_3_10_11_6_7_14_15:
 
 
 ; ---------------------------------------------------------------------------
-; kg_he1125899902124033_ntt_forward_rows0_avx512: forward layers 0..3 of 16 rows 4096 elements apart, 32 elements each, twiddles from w
+; kg_he1125899902124033_ntt_forward_rows0_avx512: forward layers 0..2 of 8 rows 8192 elements apart, 32 elements each, twiddles from w
 ;
 ;   requires: every a[i] of the rows in [0, 1125899902124032]
 ;   ensures:  every a[i] of the rows in [0, 7881299314868230]
 ;   cpu: AVX512F, AVX512IFMA (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-22}, flags
+;   clobbers: zmm{0-14}, flags
 ; ---------------------------------------------------------------------------
 section .text.kg_he1125899902124033_ntt_forward_rows0_avx512 progbits alloc exec nowrite align=32
 
@@ -285,1614 +285,638 @@ global kg_he1125899902124033_ntt_forward_rows0_avx512:function KERNGEN_VISIBILIT
 align 32
 kg_he1125899902124033_ntt_forward_rows0_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm20, [rel pq_2251799804248066]    ; held in a register: read 224 times
-    vmovdqu64    zmm21, [rel pq_3377699725246463]    ; held in a register: read 128 times
-    vmovdqu64    zmm22, [rel pq_4503599627370495]    ; held in a register: read 128 times
+    vmovdqu64    zmm12, [rel pq_2251799804248066]    ; held in a register: read 80 times
+    vmovdqu64    zmm13, [rel pq_3377699725246463]    ; held in a register: read 48 times
+    vmovdqu64    zmm14, [rel pq_4503599627370495]    ; held in a register: read 48 times
     vmovdqu64    zmm0, [rdi]
-    vmovdqu64    zmm1, [rdi + 32768]
-    vmovdqu64    zmm2, [rdi + 65536]
-    vmovdqu64    zmm3, [rdi + 98304]
-    vmovdqu64    zmm4, [rdi + 131072]
-    vmovdqu64    zmm5, [rdi + 163840]
-    vmovdqu64    zmm6, [rdi + 196608]
-    vmovdqu64    zmm7, [rdi + 229376]
-    vmovdqu64    zmm8, [rdi + 262144]
-    vmovdqu64    zmm9, [rdi + 294912]
-    vmovdqu64    zmm10, [rdi + 327680]
-    vmovdqu64    zmm11, [rdi + 360448]
-    vmovdqu64    zmm12, [rdi + 393216]
-    vmovdqu64    zmm13, [rdi + 425984]
-    vmovdqu64    zmm14, [rdi + 458752]
-    vmovdqu64    zmm15, [rdi + 491520]
-    vpbroadcastq zmm16, qword [rsi]
-    vpbroadcastq zmm17, qword [rdx]
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm8, zmm17
-    vpmadd52luq  zmm19, zmm8, zmm16
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm18, zmm0, zmm8                   ; layer 0 of 4
-    vpaddq       zmm0, zmm0, zmm20
-    vpsubq       zmm0, zmm0, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm9, zmm17
-    vpmadd52luq  zmm19, zmm9, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm9, zmm1, zmm8                    ; layer 0 of 4
-    vpaddq       zmm1, zmm1, zmm20
-    vpsubq       zmm1, zmm1, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm10, zmm17
-    vpmadd52luq  zmm19, zmm10, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm10, zmm2, zmm8                   ; layer 0 of 4
-    vpaddq       zmm2, zmm2, zmm20
-    vpsubq       zmm2, zmm2, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm11, zmm17
-    vpmadd52luq  zmm19, zmm11, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm11, zmm3, zmm8                   ; layer 0 of 4
-    vpaddq       zmm3, zmm3, zmm20
-    vpsubq       zmm3, zmm3, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm12, zmm17
-    vpmadd52luq  zmm19, zmm12, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm12, zmm4, zmm8                   ; layer 0 of 4
-    vpaddq       zmm4, zmm4, zmm20
-    vpsubq       zmm4, zmm4, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm13, zmm17
-    vpmadd52luq  zmm19, zmm13, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm13, zmm5, zmm8                   ; layer 0 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm14, zmm17
-    vpmadd52luq  zmm19, zmm14, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm14, zmm6, zmm8                   ; layer 0 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm15, zmm17
-    vpmadd52luq  zmm19, zmm15, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm15, zmm7, zmm8                   ; layer 0 of 4
-    vpaddq       zmm7, zmm7, zmm20
-    vpsubq       zmm7, zmm7, zmm8
-    vpbroadcastq zmm8, qword [rsi + 8]
-    vpbroadcastq zmm16, qword [rdx + 8]
-    vpsubq       zmm17, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm18, zmm17
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm12, zmm16
-    vpmadd52luq  zmm19, zmm12, zmm8
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm18, zmm17, zmm12                 ; layer 1 of 4
-    vpaddq       zmm17, zmm17, zmm20
-    vpsubq       zmm12, zmm17, zmm12
-    vpsubq       zmm17, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm17
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm13, zmm16
-    vpmadd52luq  zmm19, zmm13, zmm8
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm13, zmm19, zmm22
-    vpaddq       zmm17, zmm9, zmm13                  ; layer 1 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm9, zmm9, zmm13
-    vpsubq       zmm13, zmm10, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm10, zmm13
-    vpxord       zmm13, zmm13, zmm13
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm13, zmm14, zmm16
-    vpmadd52luq  zmm19, zmm14, zmm8
-    vpmadd52luq  zmm19, zmm13, zmm21
-    vpandq       zmm13, zmm19, zmm22
-    vpaddq       zmm14, zmm10, zmm13                 ; layer 1 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm10, zmm10, zmm13
-    vpsubq       zmm13, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm11, zmm13
-    vpxord       zmm13, zmm13, zmm13
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm13, zmm15, zmm16
-    vpmadd52luq  zmm19, zmm15, zmm8
-    vpmadd52luq  zmm19, zmm13, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm13, zmm11, zmm8                  ; layer 1 of 4
-    vpaddq       zmm11, zmm11, zmm20
-    vpsubq       zmm8, zmm11, zmm8
-    vpbroadcastq zmm11, qword [rsi + 16]
-    vpbroadcastq zmm15, qword [rdx + 16]
-    vpsubq       zmm16, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm16
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm4, zmm15
-    vpmadd52luq  zmm19, zmm4, zmm11
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm16, zmm0, zmm4                   ; layer 1 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vmovdqu64    zmm1, [rdi + 65536]
+    vmovdqu64    zmm2, [rdi + 131072]
+    vmovdqu64    zmm3, [rdi + 196608]
+    vmovdqu64    zmm4, [rdi + 262144]
+    vmovdqu64    zmm5, [rdi + 327680]
+    vmovdqu64    zmm6, [rdi + 393216]
+    vmovdqu64    zmm7, [rdi + 458752]
+    vpbroadcastq zmm8, qword [rsi]
+    vpbroadcastq zmm9, qword [rdx]
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm9
+    vpmadd52luq  zmm11, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm10, zmm0, zmm4                   ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm4
-    vpsubq       zmm4, zmm1, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm1, zmm1, zmm4
     vpxord       zmm4, zmm4, zmm4
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm4, zmm5, zmm15
-    vpmadd52luq  zmm19, zmm5, zmm11
-    vpmadd52luq  zmm19, zmm4, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm5, zmm1, zmm4                    ; layer 1 of 4
-    vpaddq       zmm1, zmm1, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm5, zmm9
+    vpmadd52luq  zmm11, zmm5, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm5, zmm1, zmm4                    ; layer 0 of 3
+    vpaddq       zmm1, zmm1, zmm12
     vpsubq       zmm1, zmm1, zmm4
-    vpsubq       zmm4, zmm2, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm2, zmm2, zmm4
     vpxord       zmm4, zmm4, zmm4
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm4, zmm6, zmm15
-    vpmadd52luq  zmm19, zmm6, zmm11
-    vpmadd52luq  zmm19, zmm4, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm6, zmm2, zmm4                    ; layer 1 of 4
-    vpaddq       zmm2, zmm2, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm6, zmm9
+    vpmadd52luq  zmm11, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm6, zmm2, zmm4                    ; layer 0 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm4
-    vpsubq       zmm4, zmm3, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm3, zmm3, zmm4
     vpxord       zmm4, zmm4, zmm4
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm4, zmm7, zmm15
-    vpmadd52luq  zmm19, zmm7, zmm11
-    vpmadd52luq  zmm19, zmm4, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm7, zmm3, zmm4                    ; layer 1 of 4
-    vpaddq       zmm3, zmm3, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm7, zmm9
+    vpmadd52luq  zmm11, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm3, zmm4                    ; layer 0 of 3
+    vpaddq       zmm3, zmm3, zmm12
     vpsubq       zmm3, zmm3, zmm4
-    vpbroadcastq zmm4, qword [rsi + 24]
-    vpbroadcastq zmm11, qword [rdx + 24]
-    vpsubq       zmm15, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm18, zmm15
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm14, zmm11
-    vpmadd52luq  zmm19, zmm14, zmm4
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm14, zmm19, zmm22
-    vpaddq       zmm18, zmm15, zmm14                 ; layer 2 of 4
-    vpaddq       zmm15, zmm15, zmm20
-    vpsubq       zmm14, zmm15, zmm14
-    vpsubq       zmm15, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm17, zmm15
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm13, zmm11
-    vpmadd52luq  zmm19, zmm13, zmm4
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm11, zmm15, zmm4                  ; layer 2 of 4
-    vpaddq       zmm13, zmm15, zmm20
-    vpsubq       zmm4, zmm13, zmm4
-    vpbroadcastq zmm13, qword [rsi + 32]
-    vpbroadcastq zmm15, qword [rdx + 32]
-    vpsubq       zmm17, zmm12, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm12, zmm17
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm10, zmm15
-    vpmadd52luq  zmm19, zmm10, zmm13
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm10, zmm19, zmm22
-    vpaddq       zmm17, zmm12, zmm10                 ; layer 2 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm10, zmm12, zmm10
-    vpsubq       zmm12, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm12
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm8, zmm15
-    vpmadd52luq  zmm19, zmm8, zmm13
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm12, zmm9, zmm8                   ; layer 2 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm8, zmm9, zmm8
-    vpbroadcastq zmm9, qword [rsi + 40]
-    vpbroadcastq zmm13, qword [rdx + 40]
-    vpsubq       zmm15, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm16, zmm15
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm6, zmm13
-    vpmadd52luq  zmm19, zmm6, zmm9
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm6, zmm19, zmm22
-    vpaddq       zmm16, zmm15, zmm6                  ; layer 2 of 4
-    vpaddq       zmm15, zmm15, zmm20
-    vpsubq       zmm6, zmm15, zmm6
-    vpsubq       zmm15, zmm5, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm5, zmm5, zmm15
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm7, zmm13
-    vpmadd52luq  zmm19, zmm7, zmm9
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm9, zmm5, zmm7                    ; layer 2 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm7
-    vpbroadcastq zmm7, qword [rsi + 48]
-    vpbroadcastq zmm13, qword [rdx + 48]
-    vpsubq       zmm15, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm15
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm2, zmm13
-    vpmadd52luq  zmm19, zmm2, zmm7
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpaddq       zmm15, zmm0, zmm2                   ; layer 2 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpbroadcastq zmm4, qword [rsi + 8]
+    vpbroadcastq zmm8, qword [rdx + 8]
+    vpsubq       zmm9, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm10, zmm9
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm10, zmm9, zmm6                   ; layer 1 of 3
+    vpaddq       zmm9, zmm9, zmm12
+    vpsubq       zmm6, zmm9, zmm6
+    vpsubq       zmm9, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm7, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm5, zmm4                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm4, zmm5, zmm4
+    vpbroadcastq zmm5, qword [rsi + 16]
+    vpbroadcastq zmm8, qword [rdx + 16]
+    vpsubq       zmm9, zmm0, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm5
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm2                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm2
-    vpsubq       zmm2, zmm1, zmm20                   ; csub: before the butterfly
+    vpsubq       zmm2, zmm1, zmm12                   ; csub: before the butterfly
     vpminuq      zmm1, zmm1, zmm2
     vpxord       zmm2, zmm2, zmm2
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm2, zmm3, zmm13
-    vpmadd52luq  zmm19, zmm3, zmm7
-    vpmadd52luq  zmm19, zmm2, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpaddq       zmm3, zmm1, zmm2                    ; layer 2 of 4
-    vpaddq       zmm1, zmm1, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm2, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm5
+    vpmadd52luq  zmm11, zmm2, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm3, zmm1, zmm2                    ; layer 1 of 3
+    vpaddq       zmm1, zmm1, zmm12
     vpsubq       zmm1, zmm1, zmm2
-    vpbroadcastq zmm2, qword [rsi + 56]
-    vpbroadcastq zmm7, qword [rdx + 56]
-    vpsubq       zmm13, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm13, zmm18, zmm13
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm11, zmm7
-    vpmadd52luq  zmm19, zmm11, zmm2
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpaddq       zmm7, zmm13, zmm2                   ; layer 3 of 4
-    vpaddq       zmm11, zmm13, zmm20
-    vpsubq       zmm2, zmm11, zmm2
-    vpbroadcastq zmm11, qword [rsi + 64]
-    vpbroadcastq zmm13, qword [rdx + 64]
-    vpsubq       zmm18, zmm14, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm14, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm4, zmm13
-    vpmadd52luq  zmm19, zmm4, zmm11
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm11, zmm14, zmm4                  ; layer 3 of 4
-    vpaddq       zmm13, zmm14, zmm20
-    vpsubq       zmm4, zmm13, zmm4
-    vpbroadcastq zmm13, qword [rsi + 72]
-    vpbroadcastq zmm14, qword [rdx + 72]
-    vpsubq       zmm18, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm17, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm12, zmm14
-    vpmadd52luq  zmm19, zmm12, zmm13
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm13, zmm17, zmm12                 ; layer 3 of 4
-    vpaddq       zmm14, zmm17, zmm20
-    vpsubq       zmm12, zmm14, zmm12
-    vpbroadcastq zmm14, qword [rsi + 80]
-    vpbroadcastq zmm17, qword [rdx + 80]
-    vpsubq       zmm18, zmm10, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm10, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm8, zmm17
-    vpmadd52luq  zmm19, zmm8, zmm14
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm14, zmm10, zmm8                  ; layer 3 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm8, zmm10, zmm8
-    vpbroadcastq zmm10, qword [rsi + 88]
-    vpbroadcastq zmm17, qword [rdx + 88]
-    vpsubq       zmm18, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm16, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm9, zmm17
-    vpmadd52luq  zmm19, zmm9, zmm10
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm9, zmm19, zmm22
-    vpaddq       zmm10, zmm16, zmm9                  ; layer 3 of 4
-    vpaddq       zmm16, zmm16, zmm20
-    vpsubq       zmm9, zmm16, zmm9
-    vpbroadcastq zmm16, qword [rsi + 96]
-    vpbroadcastq zmm17, qword [rdx + 96]
-    vpsubq       zmm18, zmm6, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm6, zmm6, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm5, zmm17
-    vpmadd52luq  zmm19, zmm5, zmm16
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpaddq       zmm16, zmm6, zmm5                   ; layer 3 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm5, zmm6, zmm5
-    vpbroadcastq zmm6, qword [rsi + 104]
-    vpbroadcastq zmm17, qword [rdx + 104]
-    vpsubq       zmm18, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm15, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm3, zmm17
-    vpmadd52luq  zmm19, zmm3, zmm6
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm3, zmm19, zmm22
-    vpaddq       zmm6, zmm15, zmm3                   ; layer 3 of 4
-    vpaddq       zmm15, zmm15, zmm20
-    vpsubq       zmm3, zmm15, zmm3
-    vpbroadcastq zmm15, qword [rsi + 112]
-    vpbroadcastq zmm17, qword [rdx + 112]
-    vpsubq       zmm18, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm1, zmm17
-    vpmadd52luq  zmm19, zmm1, zmm15
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm1, zmm19, zmm22
-    vpaddq       zmm15, zmm0, zmm1                   ; layer 3 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpbroadcastq zmm2, qword [rsi + 24]
+    vpbroadcastq zmm5, qword [rdx + 24]
+    vpsubq       zmm8, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm10, zmm8
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm7, zmm5
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm5, zmm8, zmm2                    ; layer 2 of 3
+    vpaddq       zmm7, zmm8, zmm12
+    vpsubq       zmm2, zmm7, zmm2
+    vpbroadcastq zmm7, qword [rsi + 32]
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm10, zmm6, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm6, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm7
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm6, zmm4                    ; layer 2 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm4, zmm6, zmm4
+    vpbroadcastq zmm6, qword [rsi + 40]
+    vpbroadcastq zmm8, qword [rdx + 40]
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm6
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm3, zmm11, zmm14
+    vpaddq       zmm6, zmm9, zmm3                    ; layer 2 of 3
+    vpaddq       zmm8, zmm9, zmm12
+    vpsubq       zmm3, zmm8, zmm3
+    vpbroadcastq zmm8, qword [rsi + 48]
+    vpbroadcastq zmm9, qword [rdx + 48]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm1, zmm9
+    vpmadd52luq  zmm11, zmm1, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpaddq       zmm8, zmm0, zmm1                    ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi], zmm7
-    vmovdqu64    [rdi + 32768], zmm2
-    vmovdqu64    [rdi + 65536], zmm11
-    vmovdqu64    [rdi + 98304], zmm4
-    vmovdqu64    [rdi + 131072], zmm13
-    vmovdqu64    [rdi + 163840], zmm12
-    vmovdqu64    [rdi + 196608], zmm14
-    vmovdqu64    [rdi + 229376], zmm8
-    vmovdqu64    [rdi + 262144], zmm10
-    vmovdqu64    [rdi + 294912], zmm9
-    vmovdqu64    [rdi + 327680], zmm16
-    vmovdqu64    [rdi + 360448], zmm5
-    vmovdqu64    [rdi + 393216], zmm6
-    vmovdqu64    [rdi + 425984], zmm3
-    vmovdqu64    [rdi + 458752], zmm15
-    vmovdqu64    [rdi + 491520], zmm0
+    vmovdqu64    [rdi], zmm5
+    vmovdqu64    [rdi + 65536], zmm2
+    vmovdqu64    [rdi + 131072], zmm7
+    vmovdqu64    [rdi + 196608], zmm4
+    vmovdqu64    [rdi + 262144], zmm6
+    vmovdqu64    [rdi + 327680], zmm3
+    vmovdqu64    [rdi + 393216], zmm8
+    vmovdqu64    [rdi + 458752], zmm0
     vmovdqu64    zmm0, [rdi + 64]
-    vmovdqu64    zmm1, [rdi + 32832]
-    vmovdqu64    zmm2, [rdi + 65600]
-    vmovdqu64    zmm3, [rdi + 98368]
-    vmovdqu64    zmm4, [rdi + 131136]
-    vmovdqu64    zmm5, [rdi + 163904]
-    vmovdqu64    zmm6, [rdi + 196672]
-    vmovdqu64    zmm7, [rdi + 229440]
-    vmovdqu64    zmm8, [rdi + 262208]
-    vmovdqu64    zmm9, [rdi + 294976]
-    vmovdqu64    zmm10, [rdi + 327744]
-    vmovdqu64    zmm11, [rdi + 360512]
-    vmovdqu64    zmm12, [rdi + 393280]
-    vmovdqu64    zmm13, [rdi + 426048]
-    vmovdqu64    zmm14, [rdi + 458816]
-    vmovdqu64    zmm15, [rdi + 491584]
-    vpbroadcastq zmm16, qword [rsi]
-    vpbroadcastq zmm17, qword [rdx]
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm8, zmm17
-    vpmadd52luq  zmm19, zmm8, zmm16
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm18, zmm0, zmm8                   ; layer 0 of 4
-    vpaddq       zmm0, zmm0, zmm20
-    vpsubq       zmm0, zmm0, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm9, zmm17
-    vpmadd52luq  zmm19, zmm9, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm9, zmm1, zmm8                    ; layer 0 of 4
-    vpaddq       zmm1, zmm1, zmm20
-    vpsubq       zmm1, zmm1, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm10, zmm17
-    vpmadd52luq  zmm19, zmm10, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm10, zmm2, zmm8                   ; layer 0 of 4
-    vpaddq       zmm2, zmm2, zmm20
-    vpsubq       zmm2, zmm2, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm11, zmm17
-    vpmadd52luq  zmm19, zmm11, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm11, zmm3, zmm8                   ; layer 0 of 4
-    vpaddq       zmm3, zmm3, zmm20
-    vpsubq       zmm3, zmm3, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm12, zmm17
-    vpmadd52luq  zmm19, zmm12, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm12, zmm4, zmm8                   ; layer 0 of 4
-    vpaddq       zmm4, zmm4, zmm20
-    vpsubq       zmm4, zmm4, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm13, zmm17
-    vpmadd52luq  zmm19, zmm13, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm13, zmm5, zmm8                   ; layer 0 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm14, zmm17
-    vpmadd52luq  zmm19, zmm14, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm14, zmm6, zmm8                   ; layer 0 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm15, zmm17
-    vpmadd52luq  zmm19, zmm15, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm15, zmm7, zmm8                   ; layer 0 of 4
-    vpaddq       zmm7, zmm7, zmm20
-    vpsubq       zmm7, zmm7, zmm8
-    vpbroadcastq zmm8, qword [rsi + 8]
-    vpbroadcastq zmm16, qword [rdx + 8]
-    vpsubq       zmm17, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm18, zmm17
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm12, zmm16
-    vpmadd52luq  zmm19, zmm12, zmm8
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm18, zmm17, zmm12                 ; layer 1 of 4
-    vpaddq       zmm17, zmm17, zmm20
-    vpsubq       zmm12, zmm17, zmm12
-    vpsubq       zmm17, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm17
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm13, zmm16
-    vpmadd52luq  zmm19, zmm13, zmm8
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm13, zmm19, zmm22
-    vpaddq       zmm17, zmm9, zmm13                  ; layer 1 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm9, zmm9, zmm13
-    vpsubq       zmm13, zmm10, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm10, zmm13
-    vpxord       zmm13, zmm13, zmm13
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm13, zmm14, zmm16
-    vpmadd52luq  zmm19, zmm14, zmm8
-    vpmadd52luq  zmm19, zmm13, zmm21
-    vpandq       zmm13, zmm19, zmm22
-    vpaddq       zmm14, zmm10, zmm13                 ; layer 1 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm10, zmm10, zmm13
-    vpsubq       zmm13, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm11, zmm13
-    vpxord       zmm13, zmm13, zmm13
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm13, zmm15, zmm16
-    vpmadd52luq  zmm19, zmm15, zmm8
-    vpmadd52luq  zmm19, zmm13, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm13, zmm11, zmm8                  ; layer 1 of 4
-    vpaddq       zmm11, zmm11, zmm20
-    vpsubq       zmm8, zmm11, zmm8
-    vpbroadcastq zmm11, qword [rsi + 16]
-    vpbroadcastq zmm15, qword [rdx + 16]
-    vpsubq       zmm16, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm16
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm4, zmm15
-    vpmadd52luq  zmm19, zmm4, zmm11
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm16, zmm0, zmm4                   ; layer 1 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vmovdqu64    zmm1, [rdi + 65600]
+    vmovdqu64    zmm2, [rdi + 131136]
+    vmovdqu64    zmm3, [rdi + 196672]
+    vmovdqu64    zmm4, [rdi + 262208]
+    vmovdqu64    zmm5, [rdi + 327744]
+    vmovdqu64    zmm6, [rdi + 393280]
+    vmovdqu64    zmm7, [rdi + 458816]
+    vpbroadcastq zmm8, qword [rsi]
+    vpbroadcastq zmm9, qword [rdx]
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm9
+    vpmadd52luq  zmm11, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm10, zmm0, zmm4                   ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm4
-    vpsubq       zmm4, zmm1, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm1, zmm1, zmm4
     vpxord       zmm4, zmm4, zmm4
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm4, zmm5, zmm15
-    vpmadd52luq  zmm19, zmm5, zmm11
-    vpmadd52luq  zmm19, zmm4, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm5, zmm1, zmm4                    ; layer 1 of 4
-    vpaddq       zmm1, zmm1, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm5, zmm9
+    vpmadd52luq  zmm11, zmm5, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm5, zmm1, zmm4                    ; layer 0 of 3
+    vpaddq       zmm1, zmm1, zmm12
     vpsubq       zmm1, zmm1, zmm4
-    vpsubq       zmm4, zmm2, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm2, zmm2, zmm4
     vpxord       zmm4, zmm4, zmm4
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm4, zmm6, zmm15
-    vpmadd52luq  zmm19, zmm6, zmm11
-    vpmadd52luq  zmm19, zmm4, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm6, zmm2, zmm4                    ; layer 1 of 4
-    vpaddq       zmm2, zmm2, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm6, zmm9
+    vpmadd52luq  zmm11, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm6, zmm2, zmm4                    ; layer 0 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm4
-    vpsubq       zmm4, zmm3, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm3, zmm3, zmm4
     vpxord       zmm4, zmm4, zmm4
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm4, zmm7, zmm15
-    vpmadd52luq  zmm19, zmm7, zmm11
-    vpmadd52luq  zmm19, zmm4, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm7, zmm3, zmm4                    ; layer 1 of 4
-    vpaddq       zmm3, zmm3, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm7, zmm9
+    vpmadd52luq  zmm11, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm3, zmm4                    ; layer 0 of 3
+    vpaddq       zmm3, zmm3, zmm12
     vpsubq       zmm3, zmm3, zmm4
-    vpbroadcastq zmm4, qword [rsi + 24]
-    vpbroadcastq zmm11, qword [rdx + 24]
-    vpsubq       zmm15, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm18, zmm15
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm14, zmm11
-    vpmadd52luq  zmm19, zmm14, zmm4
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm14, zmm19, zmm22
-    vpaddq       zmm18, zmm15, zmm14                 ; layer 2 of 4
-    vpaddq       zmm15, zmm15, zmm20
-    vpsubq       zmm14, zmm15, zmm14
-    vpsubq       zmm15, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm17, zmm15
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm13, zmm11
-    vpmadd52luq  zmm19, zmm13, zmm4
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm11, zmm15, zmm4                  ; layer 2 of 4
-    vpaddq       zmm13, zmm15, zmm20
-    vpsubq       zmm4, zmm13, zmm4
-    vpbroadcastq zmm13, qword [rsi + 32]
-    vpbroadcastq zmm15, qword [rdx + 32]
-    vpsubq       zmm17, zmm12, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm12, zmm17
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm10, zmm15
-    vpmadd52luq  zmm19, zmm10, zmm13
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm10, zmm19, zmm22
-    vpaddq       zmm17, zmm12, zmm10                 ; layer 2 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm10, zmm12, zmm10
-    vpsubq       zmm12, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm12
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm8, zmm15
-    vpmadd52luq  zmm19, zmm8, zmm13
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm12, zmm9, zmm8                   ; layer 2 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm8, zmm9, zmm8
-    vpbroadcastq zmm9, qword [rsi + 40]
-    vpbroadcastq zmm13, qword [rdx + 40]
-    vpsubq       zmm15, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm16, zmm15
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm6, zmm13
-    vpmadd52luq  zmm19, zmm6, zmm9
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm6, zmm19, zmm22
-    vpaddq       zmm16, zmm15, zmm6                  ; layer 2 of 4
-    vpaddq       zmm15, zmm15, zmm20
-    vpsubq       zmm6, zmm15, zmm6
-    vpsubq       zmm15, zmm5, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm5, zmm5, zmm15
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm7, zmm13
-    vpmadd52luq  zmm19, zmm7, zmm9
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm9, zmm5, zmm7                    ; layer 2 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm7
-    vpbroadcastq zmm7, qword [rsi + 48]
-    vpbroadcastq zmm13, qword [rdx + 48]
-    vpsubq       zmm15, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm15
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm2, zmm13
-    vpmadd52luq  zmm19, zmm2, zmm7
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpaddq       zmm15, zmm0, zmm2                   ; layer 2 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpbroadcastq zmm4, qword [rsi + 8]
+    vpbroadcastq zmm8, qword [rdx + 8]
+    vpsubq       zmm9, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm10, zmm9
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm10, zmm9, zmm6                   ; layer 1 of 3
+    vpaddq       zmm9, zmm9, zmm12
+    vpsubq       zmm6, zmm9, zmm6
+    vpsubq       zmm9, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm7, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm5, zmm4                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm4, zmm5, zmm4
+    vpbroadcastq zmm5, qword [rsi + 16]
+    vpbroadcastq zmm8, qword [rdx + 16]
+    vpsubq       zmm9, zmm0, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm5
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm2                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm2
-    vpsubq       zmm2, zmm1, zmm20                   ; csub: before the butterfly
+    vpsubq       zmm2, zmm1, zmm12                   ; csub: before the butterfly
     vpminuq      zmm1, zmm1, zmm2
     vpxord       zmm2, zmm2, zmm2
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm2, zmm3, zmm13
-    vpmadd52luq  zmm19, zmm3, zmm7
-    vpmadd52luq  zmm19, zmm2, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpaddq       zmm3, zmm1, zmm2                    ; layer 2 of 4
-    vpaddq       zmm1, zmm1, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm2, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm5
+    vpmadd52luq  zmm11, zmm2, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm3, zmm1, zmm2                    ; layer 1 of 3
+    vpaddq       zmm1, zmm1, zmm12
     vpsubq       zmm1, zmm1, zmm2
-    vpbroadcastq zmm2, qword [rsi + 56]
-    vpbroadcastq zmm7, qword [rdx + 56]
-    vpsubq       zmm13, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm13, zmm18, zmm13
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm11, zmm7
-    vpmadd52luq  zmm19, zmm11, zmm2
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpaddq       zmm7, zmm13, zmm2                   ; layer 3 of 4
-    vpaddq       zmm11, zmm13, zmm20
-    vpsubq       zmm2, zmm11, zmm2
-    vpbroadcastq zmm11, qword [rsi + 64]
-    vpbroadcastq zmm13, qword [rdx + 64]
-    vpsubq       zmm18, zmm14, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm14, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm4, zmm13
-    vpmadd52luq  zmm19, zmm4, zmm11
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm11, zmm14, zmm4                  ; layer 3 of 4
-    vpaddq       zmm13, zmm14, zmm20
-    vpsubq       zmm4, zmm13, zmm4
-    vpbroadcastq zmm13, qword [rsi + 72]
-    vpbroadcastq zmm14, qword [rdx + 72]
-    vpsubq       zmm18, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm17, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm12, zmm14
-    vpmadd52luq  zmm19, zmm12, zmm13
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm13, zmm17, zmm12                 ; layer 3 of 4
-    vpaddq       zmm14, zmm17, zmm20
-    vpsubq       zmm12, zmm14, zmm12
-    vpbroadcastq zmm14, qword [rsi + 80]
-    vpbroadcastq zmm17, qword [rdx + 80]
-    vpsubq       zmm18, zmm10, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm10, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm8, zmm17
-    vpmadd52luq  zmm19, zmm8, zmm14
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm14, zmm10, zmm8                  ; layer 3 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm8, zmm10, zmm8
-    vpbroadcastq zmm10, qword [rsi + 88]
-    vpbroadcastq zmm17, qword [rdx + 88]
-    vpsubq       zmm18, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm16, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm9, zmm17
-    vpmadd52luq  zmm19, zmm9, zmm10
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm9, zmm19, zmm22
-    vpaddq       zmm10, zmm16, zmm9                  ; layer 3 of 4
-    vpaddq       zmm16, zmm16, zmm20
-    vpsubq       zmm9, zmm16, zmm9
-    vpbroadcastq zmm16, qword [rsi + 96]
-    vpbroadcastq zmm17, qword [rdx + 96]
-    vpsubq       zmm18, zmm6, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm6, zmm6, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm5, zmm17
-    vpmadd52luq  zmm19, zmm5, zmm16
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpaddq       zmm16, zmm6, zmm5                   ; layer 3 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm5, zmm6, zmm5
-    vpbroadcastq zmm6, qword [rsi + 104]
-    vpbroadcastq zmm17, qword [rdx + 104]
-    vpsubq       zmm18, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm15, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm3, zmm17
-    vpmadd52luq  zmm19, zmm3, zmm6
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm3, zmm19, zmm22
-    vpaddq       zmm6, zmm15, zmm3                   ; layer 3 of 4
-    vpaddq       zmm15, zmm15, zmm20
-    vpsubq       zmm3, zmm15, zmm3
-    vpbroadcastq zmm15, qword [rsi + 112]
-    vpbroadcastq zmm17, qword [rdx + 112]
-    vpsubq       zmm18, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm1, zmm17
-    vpmadd52luq  zmm19, zmm1, zmm15
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm1, zmm19, zmm22
-    vpaddq       zmm15, zmm0, zmm1                   ; layer 3 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpbroadcastq zmm2, qword [rsi + 24]
+    vpbroadcastq zmm5, qword [rdx + 24]
+    vpsubq       zmm8, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm10, zmm8
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm7, zmm5
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm5, zmm8, zmm2                    ; layer 2 of 3
+    vpaddq       zmm7, zmm8, zmm12
+    vpsubq       zmm2, zmm7, zmm2
+    vpbroadcastq zmm7, qword [rsi + 32]
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm10, zmm6, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm6, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm7
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm6, zmm4                    ; layer 2 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm4, zmm6, zmm4
+    vpbroadcastq zmm6, qword [rsi + 40]
+    vpbroadcastq zmm8, qword [rdx + 40]
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm6
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm3, zmm11, zmm14
+    vpaddq       zmm6, zmm9, zmm3                    ; layer 2 of 3
+    vpaddq       zmm8, zmm9, zmm12
+    vpsubq       zmm3, zmm8, zmm3
+    vpbroadcastq zmm8, qword [rsi + 48]
+    vpbroadcastq zmm9, qword [rdx + 48]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm1, zmm9
+    vpmadd52luq  zmm11, zmm1, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpaddq       zmm8, zmm0, zmm1                    ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 64], zmm7
-    vmovdqu64    [rdi + 32832], zmm2
-    vmovdqu64    [rdi + 65600], zmm11
-    vmovdqu64    [rdi + 98368], zmm4
-    vmovdqu64    [rdi + 131136], zmm13
-    vmovdqu64    [rdi + 163904], zmm12
-    vmovdqu64    [rdi + 196672], zmm14
-    vmovdqu64    [rdi + 229440], zmm8
-    vmovdqu64    [rdi + 262208], zmm10
-    vmovdqu64    [rdi + 294976], zmm9
-    vmovdqu64    [rdi + 327744], zmm16
-    vmovdqu64    [rdi + 360512], zmm5
-    vmovdqu64    [rdi + 393280], zmm6
-    vmovdqu64    [rdi + 426048], zmm3
-    vmovdqu64    [rdi + 458816], zmm15
-    vmovdqu64    [rdi + 491584], zmm0
+    vmovdqu64    [rdi + 64], zmm5
+    vmovdqu64    [rdi + 65600], zmm2
+    vmovdqu64    [rdi + 131136], zmm7
+    vmovdqu64    [rdi + 196672], zmm4
+    vmovdqu64    [rdi + 262208], zmm6
+    vmovdqu64    [rdi + 327744], zmm3
+    vmovdqu64    [rdi + 393280], zmm8
+    vmovdqu64    [rdi + 458816], zmm0
     vmovdqu64    zmm0, [rdi + 128]
-    vmovdqu64    zmm1, [rdi + 32896]
-    vmovdqu64    zmm2, [rdi + 65664]
-    vmovdqu64    zmm3, [rdi + 98432]
-    vmovdqu64    zmm4, [rdi + 131200]
-    vmovdqu64    zmm5, [rdi + 163968]
-    vmovdqu64    zmm6, [rdi + 196736]
-    vmovdqu64    zmm7, [rdi + 229504]
-    vmovdqu64    zmm8, [rdi + 262272]
-    vmovdqu64    zmm9, [rdi + 295040]
-    vmovdqu64    zmm10, [rdi + 327808]
-    vmovdqu64    zmm11, [rdi + 360576]
-    vmovdqu64    zmm12, [rdi + 393344]
-    vmovdqu64    zmm13, [rdi + 426112]
-    vmovdqu64    zmm14, [rdi + 458880]
-    vmovdqu64    zmm15, [rdi + 491648]
-    vpbroadcastq zmm16, qword [rsi]
-    vpbroadcastq zmm17, qword [rdx]
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm8, zmm17
-    vpmadd52luq  zmm19, zmm8, zmm16
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm18, zmm0, zmm8                   ; layer 0 of 4
-    vpaddq       zmm0, zmm0, zmm20
-    vpsubq       zmm0, zmm0, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm9, zmm17
-    vpmadd52luq  zmm19, zmm9, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm9, zmm1, zmm8                    ; layer 0 of 4
-    vpaddq       zmm1, zmm1, zmm20
-    vpsubq       zmm1, zmm1, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm10, zmm17
-    vpmadd52luq  zmm19, zmm10, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm10, zmm2, zmm8                   ; layer 0 of 4
-    vpaddq       zmm2, zmm2, zmm20
-    vpsubq       zmm2, zmm2, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm11, zmm17
-    vpmadd52luq  zmm19, zmm11, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm11, zmm3, zmm8                   ; layer 0 of 4
-    vpaddq       zmm3, zmm3, zmm20
-    vpsubq       zmm3, zmm3, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm12, zmm17
-    vpmadd52luq  zmm19, zmm12, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm12, zmm4, zmm8                   ; layer 0 of 4
-    vpaddq       zmm4, zmm4, zmm20
-    vpsubq       zmm4, zmm4, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm13, zmm17
-    vpmadd52luq  zmm19, zmm13, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm13, zmm5, zmm8                   ; layer 0 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm14, zmm17
-    vpmadd52luq  zmm19, zmm14, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm14, zmm6, zmm8                   ; layer 0 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm15, zmm17
-    vpmadd52luq  zmm19, zmm15, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm15, zmm7, zmm8                   ; layer 0 of 4
-    vpaddq       zmm7, zmm7, zmm20
-    vpsubq       zmm7, zmm7, zmm8
-    vpbroadcastq zmm8, qword [rsi + 8]
-    vpbroadcastq zmm16, qword [rdx + 8]
-    vpsubq       zmm17, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm18, zmm17
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm12, zmm16
-    vpmadd52luq  zmm19, zmm12, zmm8
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm18, zmm17, zmm12                 ; layer 1 of 4
-    vpaddq       zmm17, zmm17, zmm20
-    vpsubq       zmm12, zmm17, zmm12
-    vpsubq       zmm17, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm17
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm13, zmm16
-    vpmadd52luq  zmm19, zmm13, zmm8
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm13, zmm19, zmm22
-    vpaddq       zmm17, zmm9, zmm13                  ; layer 1 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm9, zmm9, zmm13
-    vpsubq       zmm13, zmm10, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm10, zmm13
-    vpxord       zmm13, zmm13, zmm13
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm13, zmm14, zmm16
-    vpmadd52luq  zmm19, zmm14, zmm8
-    vpmadd52luq  zmm19, zmm13, zmm21
-    vpandq       zmm13, zmm19, zmm22
-    vpaddq       zmm14, zmm10, zmm13                 ; layer 1 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm10, zmm10, zmm13
-    vpsubq       zmm13, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm11, zmm13
-    vpxord       zmm13, zmm13, zmm13
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm13, zmm15, zmm16
-    vpmadd52luq  zmm19, zmm15, zmm8
-    vpmadd52luq  zmm19, zmm13, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm13, zmm11, zmm8                  ; layer 1 of 4
-    vpaddq       zmm11, zmm11, zmm20
-    vpsubq       zmm8, zmm11, zmm8
-    vpbroadcastq zmm11, qword [rsi + 16]
-    vpbroadcastq zmm15, qword [rdx + 16]
-    vpsubq       zmm16, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm16
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm4, zmm15
-    vpmadd52luq  zmm19, zmm4, zmm11
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm16, zmm0, zmm4                   ; layer 1 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vmovdqu64    zmm1, [rdi + 65664]
+    vmovdqu64    zmm2, [rdi + 131200]
+    vmovdqu64    zmm3, [rdi + 196736]
+    vmovdqu64    zmm4, [rdi + 262272]
+    vmovdqu64    zmm5, [rdi + 327808]
+    vmovdqu64    zmm6, [rdi + 393344]
+    vmovdqu64    zmm7, [rdi + 458880]
+    vpbroadcastq zmm8, qword [rsi]
+    vpbroadcastq zmm9, qword [rdx]
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm9
+    vpmadd52luq  zmm11, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm10, zmm0, zmm4                   ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm4
-    vpsubq       zmm4, zmm1, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm1, zmm1, zmm4
     vpxord       zmm4, zmm4, zmm4
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm4, zmm5, zmm15
-    vpmadd52luq  zmm19, zmm5, zmm11
-    vpmadd52luq  zmm19, zmm4, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm5, zmm1, zmm4                    ; layer 1 of 4
-    vpaddq       zmm1, zmm1, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm5, zmm9
+    vpmadd52luq  zmm11, zmm5, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm5, zmm1, zmm4                    ; layer 0 of 3
+    vpaddq       zmm1, zmm1, zmm12
     vpsubq       zmm1, zmm1, zmm4
-    vpsubq       zmm4, zmm2, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm2, zmm2, zmm4
     vpxord       zmm4, zmm4, zmm4
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm4, zmm6, zmm15
-    vpmadd52luq  zmm19, zmm6, zmm11
-    vpmadd52luq  zmm19, zmm4, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm6, zmm2, zmm4                    ; layer 1 of 4
-    vpaddq       zmm2, zmm2, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm6, zmm9
+    vpmadd52luq  zmm11, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm6, zmm2, zmm4                    ; layer 0 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm4
-    vpsubq       zmm4, zmm3, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm3, zmm3, zmm4
     vpxord       zmm4, zmm4, zmm4
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm4, zmm7, zmm15
-    vpmadd52luq  zmm19, zmm7, zmm11
-    vpmadd52luq  zmm19, zmm4, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm7, zmm3, zmm4                    ; layer 1 of 4
-    vpaddq       zmm3, zmm3, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm7, zmm9
+    vpmadd52luq  zmm11, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm3, zmm4                    ; layer 0 of 3
+    vpaddq       zmm3, zmm3, zmm12
     vpsubq       zmm3, zmm3, zmm4
-    vpbroadcastq zmm4, qword [rsi + 24]
-    vpbroadcastq zmm11, qword [rdx + 24]
-    vpsubq       zmm15, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm18, zmm15
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm14, zmm11
-    vpmadd52luq  zmm19, zmm14, zmm4
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm14, zmm19, zmm22
-    vpaddq       zmm18, zmm15, zmm14                 ; layer 2 of 4
-    vpaddq       zmm15, zmm15, zmm20
-    vpsubq       zmm14, zmm15, zmm14
-    vpsubq       zmm15, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm17, zmm15
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm13, zmm11
-    vpmadd52luq  zmm19, zmm13, zmm4
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm11, zmm15, zmm4                  ; layer 2 of 4
-    vpaddq       zmm13, zmm15, zmm20
-    vpsubq       zmm4, zmm13, zmm4
-    vpbroadcastq zmm13, qword [rsi + 32]
-    vpbroadcastq zmm15, qword [rdx + 32]
-    vpsubq       zmm17, zmm12, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm12, zmm17
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm10, zmm15
-    vpmadd52luq  zmm19, zmm10, zmm13
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm10, zmm19, zmm22
-    vpaddq       zmm17, zmm12, zmm10                 ; layer 2 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm10, zmm12, zmm10
-    vpsubq       zmm12, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm12
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm8, zmm15
-    vpmadd52luq  zmm19, zmm8, zmm13
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm12, zmm9, zmm8                   ; layer 2 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm8, zmm9, zmm8
-    vpbroadcastq zmm9, qword [rsi + 40]
-    vpbroadcastq zmm13, qword [rdx + 40]
-    vpsubq       zmm15, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm16, zmm15
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm6, zmm13
-    vpmadd52luq  zmm19, zmm6, zmm9
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm6, zmm19, zmm22
-    vpaddq       zmm16, zmm15, zmm6                  ; layer 2 of 4
-    vpaddq       zmm15, zmm15, zmm20
-    vpsubq       zmm6, zmm15, zmm6
-    vpsubq       zmm15, zmm5, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm5, zmm5, zmm15
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm7, zmm13
-    vpmadd52luq  zmm19, zmm7, zmm9
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm9, zmm5, zmm7                    ; layer 2 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm7
-    vpbroadcastq zmm7, qword [rsi + 48]
-    vpbroadcastq zmm13, qword [rdx + 48]
-    vpsubq       zmm15, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm15
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm2, zmm13
-    vpmadd52luq  zmm19, zmm2, zmm7
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpaddq       zmm15, zmm0, zmm2                   ; layer 2 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpbroadcastq zmm4, qword [rsi + 8]
+    vpbroadcastq zmm8, qword [rdx + 8]
+    vpsubq       zmm9, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm10, zmm9
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm10, zmm9, zmm6                   ; layer 1 of 3
+    vpaddq       zmm9, zmm9, zmm12
+    vpsubq       zmm6, zmm9, zmm6
+    vpsubq       zmm9, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm7, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm5, zmm4                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm4, zmm5, zmm4
+    vpbroadcastq zmm5, qword [rsi + 16]
+    vpbroadcastq zmm8, qword [rdx + 16]
+    vpsubq       zmm9, zmm0, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm5
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm2                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm2
-    vpsubq       zmm2, zmm1, zmm20                   ; csub: before the butterfly
+    vpsubq       zmm2, zmm1, zmm12                   ; csub: before the butterfly
     vpminuq      zmm1, zmm1, zmm2
     vpxord       zmm2, zmm2, zmm2
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm2, zmm3, zmm13
-    vpmadd52luq  zmm19, zmm3, zmm7
-    vpmadd52luq  zmm19, zmm2, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpaddq       zmm3, zmm1, zmm2                    ; layer 2 of 4
-    vpaddq       zmm1, zmm1, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm2, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm5
+    vpmadd52luq  zmm11, zmm2, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm3, zmm1, zmm2                    ; layer 1 of 3
+    vpaddq       zmm1, zmm1, zmm12
     vpsubq       zmm1, zmm1, zmm2
-    vpbroadcastq zmm2, qword [rsi + 56]
-    vpbroadcastq zmm7, qword [rdx + 56]
-    vpsubq       zmm13, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm13, zmm18, zmm13
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm11, zmm7
-    vpmadd52luq  zmm19, zmm11, zmm2
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpaddq       zmm7, zmm13, zmm2                   ; layer 3 of 4
-    vpaddq       zmm11, zmm13, zmm20
-    vpsubq       zmm2, zmm11, zmm2
-    vpbroadcastq zmm11, qword [rsi + 64]
-    vpbroadcastq zmm13, qword [rdx + 64]
-    vpsubq       zmm18, zmm14, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm14, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm4, zmm13
-    vpmadd52luq  zmm19, zmm4, zmm11
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm11, zmm14, zmm4                  ; layer 3 of 4
-    vpaddq       zmm13, zmm14, zmm20
-    vpsubq       zmm4, zmm13, zmm4
-    vpbroadcastq zmm13, qword [rsi + 72]
-    vpbroadcastq zmm14, qword [rdx + 72]
-    vpsubq       zmm18, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm17, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm12, zmm14
-    vpmadd52luq  zmm19, zmm12, zmm13
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm13, zmm17, zmm12                 ; layer 3 of 4
-    vpaddq       zmm14, zmm17, zmm20
-    vpsubq       zmm12, zmm14, zmm12
-    vpbroadcastq zmm14, qword [rsi + 80]
-    vpbroadcastq zmm17, qword [rdx + 80]
-    vpsubq       zmm18, zmm10, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm10, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm8, zmm17
-    vpmadd52luq  zmm19, zmm8, zmm14
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm14, zmm10, zmm8                  ; layer 3 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm8, zmm10, zmm8
-    vpbroadcastq zmm10, qword [rsi + 88]
-    vpbroadcastq zmm17, qword [rdx + 88]
-    vpsubq       zmm18, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm16, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm9, zmm17
-    vpmadd52luq  zmm19, zmm9, zmm10
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm9, zmm19, zmm22
-    vpaddq       zmm10, zmm16, zmm9                  ; layer 3 of 4
-    vpaddq       zmm16, zmm16, zmm20
-    vpsubq       zmm9, zmm16, zmm9
-    vpbroadcastq zmm16, qword [rsi + 96]
-    vpbroadcastq zmm17, qword [rdx + 96]
-    vpsubq       zmm18, zmm6, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm6, zmm6, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm5, zmm17
-    vpmadd52luq  zmm19, zmm5, zmm16
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpaddq       zmm16, zmm6, zmm5                   ; layer 3 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm5, zmm6, zmm5
-    vpbroadcastq zmm6, qword [rsi + 104]
-    vpbroadcastq zmm17, qword [rdx + 104]
-    vpsubq       zmm18, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm15, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm3, zmm17
-    vpmadd52luq  zmm19, zmm3, zmm6
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm3, zmm19, zmm22
-    vpaddq       zmm6, zmm15, zmm3                   ; layer 3 of 4
-    vpaddq       zmm15, zmm15, zmm20
-    vpsubq       zmm3, zmm15, zmm3
-    vpbroadcastq zmm15, qword [rsi + 112]
-    vpbroadcastq zmm17, qword [rdx + 112]
-    vpsubq       zmm18, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm1, zmm17
-    vpmadd52luq  zmm19, zmm1, zmm15
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm1, zmm19, zmm22
-    vpaddq       zmm15, zmm0, zmm1                   ; layer 3 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpbroadcastq zmm2, qword [rsi + 24]
+    vpbroadcastq zmm5, qword [rdx + 24]
+    vpsubq       zmm8, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm10, zmm8
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm7, zmm5
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm5, zmm8, zmm2                    ; layer 2 of 3
+    vpaddq       zmm7, zmm8, zmm12
+    vpsubq       zmm2, zmm7, zmm2
+    vpbroadcastq zmm7, qword [rsi + 32]
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm10, zmm6, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm6, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm7
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm6, zmm4                    ; layer 2 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm4, zmm6, zmm4
+    vpbroadcastq zmm6, qword [rsi + 40]
+    vpbroadcastq zmm8, qword [rdx + 40]
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm6
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm3, zmm11, zmm14
+    vpaddq       zmm6, zmm9, zmm3                    ; layer 2 of 3
+    vpaddq       zmm8, zmm9, zmm12
+    vpsubq       zmm3, zmm8, zmm3
+    vpbroadcastq zmm8, qword [rsi + 48]
+    vpbroadcastq zmm9, qword [rdx + 48]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm1, zmm9
+    vpmadd52luq  zmm11, zmm1, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpaddq       zmm8, zmm0, zmm1                    ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 128], zmm7
-    vmovdqu64    [rdi + 32896], zmm2
-    vmovdqu64    [rdi + 65664], zmm11
-    vmovdqu64    [rdi + 98432], zmm4
-    vmovdqu64    [rdi + 131200], zmm13
-    vmovdqu64    [rdi + 163968], zmm12
-    vmovdqu64    [rdi + 196736], zmm14
-    vmovdqu64    [rdi + 229504], zmm8
-    vmovdqu64    [rdi + 262272], zmm10
-    vmovdqu64    [rdi + 295040], zmm9
-    vmovdqu64    [rdi + 327808], zmm16
-    vmovdqu64    [rdi + 360576], zmm5
-    vmovdqu64    [rdi + 393344], zmm6
-    vmovdqu64    [rdi + 426112], zmm3
-    vmovdqu64    [rdi + 458880], zmm15
-    vmovdqu64    [rdi + 491648], zmm0
+    vmovdqu64    [rdi + 128], zmm5
+    vmovdqu64    [rdi + 65664], zmm2
+    vmovdqu64    [rdi + 131200], zmm7
+    vmovdqu64    [rdi + 196736], zmm4
+    vmovdqu64    [rdi + 262272], zmm6
+    vmovdqu64    [rdi + 327808], zmm3
+    vmovdqu64    [rdi + 393344], zmm8
+    vmovdqu64    [rdi + 458880], zmm0
     vmovdqu64    zmm0, [rdi + 192]
-    vmovdqu64    zmm1, [rdi + 32960]
-    vmovdqu64    zmm2, [rdi + 65728]
-    vmovdqu64    zmm3, [rdi + 98496]
-    vmovdqu64    zmm4, [rdi + 131264]
-    vmovdqu64    zmm5, [rdi + 164032]
-    vmovdqu64    zmm6, [rdi + 196800]
-    vmovdqu64    zmm7, [rdi + 229568]
-    vmovdqu64    zmm8, [rdi + 262336]
-    vmovdqu64    zmm9, [rdi + 295104]
-    vmovdqu64    zmm10, [rdi + 327872]
-    vmovdqu64    zmm11, [rdi + 360640]
-    vmovdqu64    zmm12, [rdi + 393408]
-    vmovdqu64    zmm13, [rdi + 426176]
-    vmovdqu64    zmm14, [rdi + 458944]
-    vmovdqu64    zmm15, [rdi + 491712]
-    vpbroadcastq zmm16, qword [rsi]
-    vpbroadcastq zmm17, qword [rdx]
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm8, zmm17
-    vpmadd52luq  zmm19, zmm8, zmm16
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm18, zmm0, zmm8                   ; layer 0 of 4
-    vpaddq       zmm0, zmm0, zmm20
-    vpsubq       zmm0, zmm0, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm9, zmm17
-    vpmadd52luq  zmm19, zmm9, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm9, zmm1, zmm8                    ; layer 0 of 4
-    vpaddq       zmm1, zmm1, zmm20
-    vpsubq       zmm1, zmm1, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm10, zmm17
-    vpmadd52luq  zmm19, zmm10, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm10, zmm2, zmm8                   ; layer 0 of 4
-    vpaddq       zmm2, zmm2, zmm20
-    vpsubq       zmm2, zmm2, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm11, zmm17
-    vpmadd52luq  zmm19, zmm11, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm11, zmm3, zmm8                   ; layer 0 of 4
-    vpaddq       zmm3, zmm3, zmm20
-    vpsubq       zmm3, zmm3, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm12, zmm17
-    vpmadd52luq  zmm19, zmm12, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm12, zmm4, zmm8                   ; layer 0 of 4
-    vpaddq       zmm4, zmm4, zmm20
-    vpsubq       zmm4, zmm4, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm13, zmm17
-    vpmadd52luq  zmm19, zmm13, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm13, zmm5, zmm8                   ; layer 0 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm14, zmm17
-    vpmadd52luq  zmm19, zmm14, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm14, zmm6, zmm8                   ; layer 0 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm15, zmm17
-    vpmadd52luq  zmm19, zmm15, zmm16
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm15, zmm7, zmm8                   ; layer 0 of 4
-    vpaddq       zmm7, zmm7, zmm20
-    vpsubq       zmm7, zmm7, zmm8
-    vpbroadcastq zmm8, qword [rsi + 8]
-    vpbroadcastq zmm16, qword [rdx + 8]
-    vpsubq       zmm17, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm18, zmm17
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm12, zmm16
-    vpmadd52luq  zmm19, zmm12, zmm8
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm18, zmm17, zmm12                 ; layer 1 of 4
-    vpaddq       zmm17, zmm17, zmm20
-    vpsubq       zmm12, zmm17, zmm12
-    vpsubq       zmm17, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm17
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm13, zmm16
-    vpmadd52luq  zmm19, zmm13, zmm8
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm13, zmm19, zmm22
-    vpaddq       zmm17, zmm9, zmm13                  ; layer 1 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm9, zmm9, zmm13
-    vpsubq       zmm13, zmm10, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm10, zmm13
-    vpxord       zmm13, zmm13, zmm13
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm13, zmm14, zmm16
-    vpmadd52luq  zmm19, zmm14, zmm8
-    vpmadd52luq  zmm19, zmm13, zmm21
-    vpandq       zmm13, zmm19, zmm22
-    vpaddq       zmm14, zmm10, zmm13                 ; layer 1 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm10, zmm10, zmm13
-    vpsubq       zmm13, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm11, zmm13
-    vpxord       zmm13, zmm13, zmm13
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm13, zmm15, zmm16
-    vpmadd52luq  zmm19, zmm15, zmm8
-    vpmadd52luq  zmm19, zmm13, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm13, zmm11, zmm8                  ; layer 1 of 4
-    vpaddq       zmm11, zmm11, zmm20
-    vpsubq       zmm8, zmm11, zmm8
-    vpbroadcastq zmm11, qword [rsi + 16]
-    vpbroadcastq zmm15, qword [rdx + 16]
-    vpsubq       zmm16, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm16
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm4, zmm15
-    vpmadd52luq  zmm19, zmm4, zmm11
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm16, zmm0, zmm4                   ; layer 1 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vmovdqu64    zmm1, [rdi + 65728]
+    vmovdqu64    zmm2, [rdi + 131264]
+    vmovdqu64    zmm3, [rdi + 196800]
+    vmovdqu64    zmm4, [rdi + 262336]
+    vmovdqu64    zmm5, [rdi + 327872]
+    vmovdqu64    zmm6, [rdi + 393408]
+    vmovdqu64    zmm7, [rdi + 458944]
+    vpbroadcastq zmm8, qword [rsi]
+    vpbroadcastq zmm9, qword [rdx]
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm9
+    vpmadd52luq  zmm11, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm10, zmm0, zmm4                   ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm4
-    vpsubq       zmm4, zmm1, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm1, zmm1, zmm4
     vpxord       zmm4, zmm4, zmm4
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm4, zmm5, zmm15
-    vpmadd52luq  zmm19, zmm5, zmm11
-    vpmadd52luq  zmm19, zmm4, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm5, zmm1, zmm4                    ; layer 1 of 4
-    vpaddq       zmm1, zmm1, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm5, zmm9
+    vpmadd52luq  zmm11, zmm5, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm5, zmm1, zmm4                    ; layer 0 of 3
+    vpaddq       zmm1, zmm1, zmm12
     vpsubq       zmm1, zmm1, zmm4
-    vpsubq       zmm4, zmm2, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm2, zmm2, zmm4
     vpxord       zmm4, zmm4, zmm4
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm4, zmm6, zmm15
-    vpmadd52luq  zmm19, zmm6, zmm11
-    vpmadd52luq  zmm19, zmm4, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm6, zmm2, zmm4                    ; layer 1 of 4
-    vpaddq       zmm2, zmm2, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm6, zmm9
+    vpmadd52luq  zmm11, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm6, zmm2, zmm4                    ; layer 0 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm4
-    vpsubq       zmm4, zmm3, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm3, zmm3, zmm4
     vpxord       zmm4, zmm4, zmm4
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm4, zmm7, zmm15
-    vpmadd52luq  zmm19, zmm7, zmm11
-    vpmadd52luq  zmm19, zmm4, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm7, zmm3, zmm4                    ; layer 1 of 4
-    vpaddq       zmm3, zmm3, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm7, zmm9
+    vpmadd52luq  zmm11, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm3, zmm4                    ; layer 0 of 3
+    vpaddq       zmm3, zmm3, zmm12
     vpsubq       zmm3, zmm3, zmm4
-    vpbroadcastq zmm4, qword [rsi + 24]
-    vpbroadcastq zmm11, qword [rdx + 24]
-    vpsubq       zmm15, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm18, zmm15
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm14, zmm11
-    vpmadd52luq  zmm19, zmm14, zmm4
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm14, zmm19, zmm22
-    vpaddq       zmm18, zmm15, zmm14                 ; layer 2 of 4
-    vpaddq       zmm15, zmm15, zmm20
-    vpsubq       zmm14, zmm15, zmm14
-    vpsubq       zmm15, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm17, zmm15
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm13, zmm11
-    vpmadd52luq  zmm19, zmm13, zmm4
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm11, zmm15, zmm4                  ; layer 2 of 4
-    vpaddq       zmm13, zmm15, zmm20
-    vpsubq       zmm4, zmm13, zmm4
-    vpbroadcastq zmm13, qword [rsi + 32]
-    vpbroadcastq zmm15, qword [rdx + 32]
-    vpsubq       zmm17, zmm12, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm12, zmm17
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm10, zmm15
-    vpmadd52luq  zmm19, zmm10, zmm13
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm10, zmm19, zmm22
-    vpaddq       zmm17, zmm12, zmm10                 ; layer 2 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm10, zmm12, zmm10
-    vpsubq       zmm12, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm12
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm8, zmm15
-    vpmadd52luq  zmm19, zmm8, zmm13
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm12, zmm9, zmm8                   ; layer 2 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm8, zmm9, zmm8
-    vpbroadcastq zmm9, qword [rsi + 40]
-    vpbroadcastq zmm13, qword [rdx + 40]
-    vpsubq       zmm15, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm16, zmm15
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm6, zmm13
-    vpmadd52luq  zmm19, zmm6, zmm9
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm6, zmm19, zmm22
-    vpaddq       zmm16, zmm15, zmm6                  ; layer 2 of 4
-    vpaddq       zmm15, zmm15, zmm20
-    vpsubq       zmm6, zmm15, zmm6
-    vpsubq       zmm15, zmm5, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm5, zmm5, zmm15
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm7, zmm13
-    vpmadd52luq  zmm19, zmm7, zmm9
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm9, zmm5, zmm7                    ; layer 2 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm7
-    vpbroadcastq zmm7, qword [rsi + 48]
-    vpbroadcastq zmm13, qword [rdx + 48]
-    vpsubq       zmm15, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm15
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm2, zmm13
-    vpmadd52luq  zmm19, zmm2, zmm7
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpaddq       zmm15, zmm0, zmm2                   ; layer 2 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpbroadcastq zmm4, qword [rsi + 8]
+    vpbroadcastq zmm8, qword [rdx + 8]
+    vpsubq       zmm9, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm10, zmm9
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm10, zmm9, zmm6                   ; layer 1 of 3
+    vpaddq       zmm9, zmm9, zmm12
+    vpsubq       zmm6, zmm9, zmm6
+    vpsubq       zmm9, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm7, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm5, zmm4                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm4, zmm5, zmm4
+    vpbroadcastq zmm5, qword [rsi + 16]
+    vpbroadcastq zmm8, qword [rdx + 16]
+    vpsubq       zmm9, zmm0, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm5
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm2                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm2
-    vpsubq       zmm2, zmm1, zmm20                   ; csub: before the butterfly
+    vpsubq       zmm2, zmm1, zmm12                   ; csub: before the butterfly
     vpminuq      zmm1, zmm1, zmm2
     vpxord       zmm2, zmm2, zmm2
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm2, zmm3, zmm13
-    vpmadd52luq  zmm19, zmm3, zmm7
-    vpmadd52luq  zmm19, zmm2, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpaddq       zmm3, zmm1, zmm2                    ; layer 2 of 4
-    vpaddq       zmm1, zmm1, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm2, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm5
+    vpmadd52luq  zmm11, zmm2, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm3, zmm1, zmm2                    ; layer 1 of 3
+    vpaddq       zmm1, zmm1, zmm12
     vpsubq       zmm1, zmm1, zmm2
-    vpbroadcastq zmm2, qword [rsi + 56]
-    vpbroadcastq zmm7, qword [rdx + 56]
-    vpsubq       zmm13, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm13, zmm18, zmm13
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm11, zmm7
-    vpmadd52luq  zmm19, zmm11, zmm2
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpaddq       zmm7, zmm13, zmm2                   ; layer 3 of 4
-    vpaddq       zmm11, zmm13, zmm20
-    vpsubq       zmm2, zmm11, zmm2
-    vpbroadcastq zmm11, qword [rsi + 64]
-    vpbroadcastq zmm13, qword [rdx + 64]
-    vpsubq       zmm18, zmm14, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm14, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm4, zmm13
-    vpmadd52luq  zmm19, zmm4, zmm11
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpaddq       zmm11, zmm14, zmm4                  ; layer 3 of 4
-    vpaddq       zmm13, zmm14, zmm20
-    vpsubq       zmm4, zmm13, zmm4
-    vpbroadcastq zmm13, qword [rsi + 72]
-    vpbroadcastq zmm14, qword [rdx + 72]
-    vpsubq       zmm18, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm17, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm12, zmm14
-    vpmadd52luq  zmm19, zmm12, zmm13
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm13, zmm17, zmm12                 ; layer 3 of 4
-    vpaddq       zmm14, zmm17, zmm20
-    vpsubq       zmm12, zmm14, zmm12
-    vpbroadcastq zmm14, qword [rsi + 80]
-    vpbroadcastq zmm17, qword [rdx + 80]
-    vpsubq       zmm18, zmm10, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm10, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm8, zmm17
-    vpmadd52luq  zmm19, zmm8, zmm14
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm14, zmm10, zmm8                  ; layer 3 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm8, zmm10, zmm8
-    vpbroadcastq zmm10, qword [rsi + 88]
-    vpbroadcastq zmm17, qword [rdx + 88]
-    vpsubq       zmm18, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm16, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm9, zmm17
-    vpmadd52luq  zmm19, zmm9, zmm10
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm9, zmm19, zmm22
-    vpaddq       zmm10, zmm16, zmm9                  ; layer 3 of 4
-    vpaddq       zmm16, zmm16, zmm20
-    vpsubq       zmm9, zmm16, zmm9
-    vpbroadcastq zmm16, qword [rsi + 96]
-    vpbroadcastq zmm17, qword [rdx + 96]
-    vpsubq       zmm18, zmm6, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm6, zmm6, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm5, zmm17
-    vpmadd52luq  zmm19, zmm5, zmm16
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpaddq       zmm16, zmm6, zmm5                   ; layer 3 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm5, zmm6, zmm5
-    vpbroadcastq zmm6, qword [rsi + 104]
-    vpbroadcastq zmm17, qword [rdx + 104]
-    vpsubq       zmm18, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm15, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm3, zmm17
-    vpmadd52luq  zmm19, zmm3, zmm6
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm3, zmm19, zmm22
-    vpaddq       zmm6, zmm15, zmm3                   ; layer 3 of 4
-    vpaddq       zmm15, zmm15, zmm20
-    vpsubq       zmm3, zmm15, zmm3
-    vpbroadcastq zmm15, qword [rsi + 112]
-    vpbroadcastq zmm17, qword [rdx + 112]
-    vpsubq       zmm18, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm18
-    vpxord       zmm18, zmm18, zmm18
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm18, zmm1, zmm17
-    vpmadd52luq  zmm19, zmm1, zmm15
-    vpmadd52luq  zmm19, zmm18, zmm21
-    vpandq       zmm1, zmm19, zmm22
-    vpaddq       zmm15, zmm0, zmm1                   ; layer 3 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpbroadcastq zmm2, qword [rsi + 24]
+    vpbroadcastq zmm5, qword [rdx + 24]
+    vpsubq       zmm8, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm10, zmm8
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm7, zmm5
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm5, zmm8, zmm2                    ; layer 2 of 3
+    vpaddq       zmm7, zmm8, zmm12
+    vpsubq       zmm2, zmm7, zmm2
+    vpbroadcastq zmm7, qword [rsi + 32]
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm10, zmm6, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm6, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm7
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm6, zmm4                    ; layer 2 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm4, zmm6, zmm4
+    vpbroadcastq zmm6, qword [rsi + 40]
+    vpbroadcastq zmm8, qword [rdx + 40]
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm6
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm3, zmm11, zmm14
+    vpaddq       zmm6, zmm9, zmm3                    ; layer 2 of 3
+    vpaddq       zmm8, zmm9, zmm12
+    vpsubq       zmm3, zmm8, zmm3
+    vpbroadcastq zmm8, qword [rsi + 48]
+    vpbroadcastq zmm9, qword [rdx + 48]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm1, zmm9
+    vpmadd52luq  zmm11, zmm1, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpaddq       zmm8, zmm0, zmm1                    ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 192], zmm7
-    vmovdqu64    [rdi + 32960], zmm2
-    vmovdqu64    [rdi + 65728], zmm11
-    vmovdqu64    [rdi + 98496], zmm4
-    vmovdqu64    [rdi + 131264], zmm13
-    vmovdqu64    [rdi + 164032], zmm12
-    vmovdqu64    [rdi + 196800], zmm14
-    vmovdqu64    [rdi + 229568], zmm8
-    vmovdqu64    [rdi + 262336], zmm10
-    vmovdqu64    [rdi + 295104], zmm9
-    vmovdqu64    [rdi + 327872], zmm16
-    vmovdqu64    [rdi + 360640], zmm5
-    vmovdqu64    [rdi + 393408], zmm6
-    vmovdqu64    [rdi + 426176], zmm3
-    vmovdqu64    [rdi + 458944], zmm15
-    vmovdqu64    [rdi + 491712], zmm0
+    vmovdqu64    [rdi + 192], zmm5
+    vmovdqu64    [rdi + 65728], zmm2
+    vmovdqu64    [rdi + 131264], zmm7
+    vmovdqu64    [rdi + 196800], zmm4
+    vmovdqu64    [rdi + 262336], zmm6
+    vmovdqu64    [rdi + 327872], zmm3
+    vmovdqu64    [rdi + 393408], zmm8
+    vmovdqu64    [rdi + 458944], zmm0
     vzeroupper
     ret
 .end:
 
 
 ; ---------------------------------------------------------------------------
-; kg_he1125899902124033_ntt_forward_rows1_avx512: forward layers 4..5 of 4 rows 1024 elements apart, 32 elements each, twiddles from w
+; kg_he1125899902124033_ntt_forward_rows1_avx512: forward layers 3..5 of 8 rows 1024 elements apart, 32 elements each, twiddles from w
 ;
 ;   requires: every a[i] of the rows in [0, 4503599608496131]
 ;   ensures:  every a[i] of the rows in [0, 14636698727612428]
 ;   cpu: AVX512F, AVX512IFMA (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-10}, flags
+;   clobbers: zmm{0-14}, flags
 ; ---------------------------------------------------------------------------
 section .text.kg_he1125899902124033_ntt_forward_rows1_avx512 progbits alloc exec nowrite align=32
 
@@ -1900,241 +924,657 @@ global kg_he1125899902124033_ntt_forward_rows1_avx512:function KERNGEN_VISIBILIT
 align 32
 kg_he1125899902124033_ntt_forward_rows1_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm8, [rel pq_2251799804248066]     ; held in a register: read 32 times
-    vmovdqu64    zmm9, [rel pq_3377699725246463]     ; held in a register: read 16 times
-    vmovdqu64    zmm10, [rel pq_4503599627370495]    ; held in a register: read 16 times
+    vmovdqu64    zmm12, [rel pq_2251799804248066]    ; held in a register: read 96 times
+    vmovdqu64    zmm13, [rel pq_3377699725246463]    ; held in a register: read 48 times
+    vmovdqu64    zmm14, [rel pq_4503599627370495]    ; held in a register: read 48 times
     vmovdqu64    zmm0, [rdi]
     vmovdqu64    zmm1, [rdi + 8192]
     vmovdqu64    zmm2, [rdi + 16384]
     vmovdqu64    zmm3, [rdi + 24576]
-    vpbroadcastq zmm4, qword [rsi]
-    vpbroadcastq zmm5, qword [rdx]
-    vpsubq       zmm6, zmm0, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm6
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm6, zmm2, zmm5
-    vpmadd52luq  zmm7, zmm2, zmm4
-    vpmadd52luq  zmm7, zmm6, zmm9
-    vpandq       zmm2, zmm7, zmm10
-    vpaddq       zmm6, zmm0, zmm2                    ; layer 0 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vmovdqu64    zmm4, [rdi + 32768]
+    vmovdqu64    zmm5, [rdi + 40960]
+    vmovdqu64    zmm6, [rdi + 49152]
+    vmovdqu64    zmm7, [rdi + 57344]
+    vpbroadcastq zmm8, qword [rsi]
+    vpbroadcastq zmm9, qword [rdx]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm9
+    vpmadd52luq  zmm11, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm10, zmm0, zmm4                   ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
+    vpsubq       zmm0, zmm0, zmm4
+    vpsubq       zmm4, zmm1, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm1, zmm1, zmm4
+    vpxord       zmm4, zmm4, zmm4
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm5, zmm9
+    vpmadd52luq  zmm11, zmm5, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm5, zmm1, zmm4                    ; layer 0 of 3
+    vpaddq       zmm1, zmm1, zmm12
+    vpsubq       zmm1, zmm1, zmm4
+    vpsubq       zmm4, zmm2, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm2, zmm2, zmm4
+    vpxord       zmm4, zmm4, zmm4
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm6, zmm9
+    vpmadd52luq  zmm11, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm6, zmm2, zmm4                    ; layer 0 of 3
+    vpaddq       zmm2, zmm2, zmm12
+    vpsubq       zmm2, zmm2, zmm4
+    vpsubq       zmm4, zmm3, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm3, zmm3, zmm4
+    vpxord       zmm4, zmm4, zmm4
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm7, zmm9
+    vpmadd52luq  zmm11, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm3, zmm4                    ; layer 0 of 3
+    vpaddq       zmm3, zmm3, zmm12
+    vpsubq       zmm3, zmm3, zmm4
+    vpbroadcastq zmm4, qword [rsi + 8]
+    vpbroadcastq zmm8, qword [rdx + 8]
+    vpsubq       zmm9, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm10, zmm9
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm10, zmm9, zmm6                   ; layer 1 of 3
+    vpaddq       zmm9, zmm9, zmm12
+    vpsubq       zmm6, zmm9, zmm6
+    vpsubq       zmm9, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm7, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm5, zmm4                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm4, zmm5, zmm4
+    vpbroadcastq zmm5, qword [rsi + 16]
+    vpbroadcastq zmm8, qword [rdx + 16]
+    vpsubq       zmm9, zmm0, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm5
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm2                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; csub: before the butterfly
+    vpsubq       zmm2, zmm1, zmm12                   ; csub: before the butterfly
     vpminuq      zmm1, zmm1, zmm2
     vpxord       zmm2, zmm2, zmm2
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm2, zmm3, zmm5
-    vpmadd52luq  zmm7, zmm3, zmm4
-    vpmadd52luq  zmm7, zmm2, zmm9
-    vpandq       zmm2, zmm7, zmm10
-    vpaddq       zmm3, zmm1, zmm2                    ; layer 0 of 2
-    vpaddq       zmm1, zmm1, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm2, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm5
+    vpmadd52luq  zmm11, zmm2, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm3, zmm1, zmm2                    ; layer 1 of 3
+    vpaddq       zmm1, zmm1, zmm12
     vpsubq       zmm1, zmm1, zmm2
-    vpbroadcastq zmm2, qword [rsi + 8]
-    vpbroadcastq zmm4, qword [rdx + 8]
-    vpsubq       zmm5, zmm6, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm5, zmm6, zmm5
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm6, zmm3, zmm4
-    vpmadd52luq  zmm7, zmm3, zmm2
-    vpmadd52luq  zmm7, zmm6, zmm9
-    vpandq       zmm2, zmm7, zmm10
-    vpaddq       zmm3, zmm5, zmm2                    ; layer 1 of 2
-    vpaddq       zmm4, zmm5, zmm8
-    vpsubq       zmm2, zmm4, zmm2
-    vpbroadcastq zmm4, qword [rsi + 16]
-    vpbroadcastq zmm5, qword [rdx + 16]
-    vpsubq       zmm6, zmm0, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm6
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm6, zmm1, zmm5
-    vpmadd52luq  zmm7, zmm1, zmm4
-    vpmadd52luq  zmm7, zmm6, zmm9
-    vpandq       zmm1, zmm7, zmm10
-    vpaddq       zmm4, zmm0, zmm1                    ; layer 1 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vpbroadcastq zmm2, qword [rsi + 24]
+    vpbroadcastq zmm5, qword [rdx + 24]
+    vpsubq       zmm8, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm10, zmm8
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm7, zmm5
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm5, zmm8, zmm2                    ; layer 2 of 3
+    vpaddq       zmm7, zmm8, zmm12
+    vpsubq       zmm2, zmm7, zmm2
+    vpbroadcastq zmm7, qword [rsi + 32]
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm10, zmm6, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm6, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm7
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm6, zmm4                    ; layer 2 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm4, zmm6, zmm4
+    vpbroadcastq zmm6, qword [rsi + 40]
+    vpbroadcastq zmm8, qword [rdx + 40]
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm6
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm3, zmm11, zmm14
+    vpaddq       zmm6, zmm9, zmm3                    ; layer 2 of 3
+    vpaddq       zmm8, zmm9, zmm12
+    vpsubq       zmm3, zmm8, zmm3
+    vpbroadcastq zmm8, qword [rsi + 48]
+    vpbroadcastq zmm9, qword [rdx + 48]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm1, zmm9
+    vpmadd52luq  zmm11, zmm1, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpaddq       zmm8, zmm0, zmm1                    ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi], zmm3
+    vmovdqu64    [rdi], zmm5
     vmovdqu64    [rdi + 8192], zmm2
-    vmovdqu64    [rdi + 16384], zmm4
-    vmovdqu64    [rdi + 24576], zmm0
+    vmovdqu64    [rdi + 16384], zmm7
+    vmovdqu64    [rdi + 24576], zmm4
+    vmovdqu64    [rdi + 32768], zmm6
+    vmovdqu64    [rdi + 40960], zmm3
+    vmovdqu64    [rdi + 49152], zmm8
+    vmovdqu64    [rdi + 57344], zmm0
     vmovdqu64    zmm0, [rdi + 64]
     vmovdqu64    zmm1, [rdi + 8256]
     vmovdqu64    zmm2, [rdi + 16448]
     vmovdqu64    zmm3, [rdi + 24640]
-    vpbroadcastq zmm4, qword [rsi]
-    vpbroadcastq zmm5, qword [rdx]
-    vpsubq       zmm6, zmm0, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm6
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm6, zmm2, zmm5
-    vpmadd52luq  zmm7, zmm2, zmm4
-    vpmadd52luq  zmm7, zmm6, zmm9
-    vpandq       zmm2, zmm7, zmm10
-    vpaddq       zmm6, zmm0, zmm2                    ; layer 0 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vmovdqu64    zmm4, [rdi + 32832]
+    vmovdqu64    zmm5, [rdi + 41024]
+    vmovdqu64    zmm6, [rdi + 49216]
+    vmovdqu64    zmm7, [rdi + 57408]
+    vpbroadcastq zmm8, qword [rsi]
+    vpbroadcastq zmm9, qword [rdx]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm9
+    vpmadd52luq  zmm11, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm10, zmm0, zmm4                   ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
+    vpsubq       zmm0, zmm0, zmm4
+    vpsubq       zmm4, zmm1, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm1, zmm1, zmm4
+    vpxord       zmm4, zmm4, zmm4
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm5, zmm9
+    vpmadd52luq  zmm11, zmm5, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm5, zmm1, zmm4                    ; layer 0 of 3
+    vpaddq       zmm1, zmm1, zmm12
+    vpsubq       zmm1, zmm1, zmm4
+    vpsubq       zmm4, zmm2, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm2, zmm2, zmm4
+    vpxord       zmm4, zmm4, zmm4
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm6, zmm9
+    vpmadd52luq  zmm11, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm6, zmm2, zmm4                    ; layer 0 of 3
+    vpaddq       zmm2, zmm2, zmm12
+    vpsubq       zmm2, zmm2, zmm4
+    vpsubq       zmm4, zmm3, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm3, zmm3, zmm4
+    vpxord       zmm4, zmm4, zmm4
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm7, zmm9
+    vpmadd52luq  zmm11, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm3, zmm4                    ; layer 0 of 3
+    vpaddq       zmm3, zmm3, zmm12
+    vpsubq       zmm3, zmm3, zmm4
+    vpbroadcastq zmm4, qword [rsi + 8]
+    vpbroadcastq zmm8, qword [rdx + 8]
+    vpsubq       zmm9, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm10, zmm9
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm10, zmm9, zmm6                   ; layer 1 of 3
+    vpaddq       zmm9, zmm9, zmm12
+    vpsubq       zmm6, zmm9, zmm6
+    vpsubq       zmm9, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm7, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm5, zmm4                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm4, zmm5, zmm4
+    vpbroadcastq zmm5, qword [rsi + 16]
+    vpbroadcastq zmm8, qword [rdx + 16]
+    vpsubq       zmm9, zmm0, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm5
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm2                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; csub: before the butterfly
+    vpsubq       zmm2, zmm1, zmm12                   ; csub: before the butterfly
     vpminuq      zmm1, zmm1, zmm2
     vpxord       zmm2, zmm2, zmm2
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm2, zmm3, zmm5
-    vpmadd52luq  zmm7, zmm3, zmm4
-    vpmadd52luq  zmm7, zmm2, zmm9
-    vpandq       zmm2, zmm7, zmm10
-    vpaddq       zmm3, zmm1, zmm2                    ; layer 0 of 2
-    vpaddq       zmm1, zmm1, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm2, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm5
+    vpmadd52luq  zmm11, zmm2, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm3, zmm1, zmm2                    ; layer 1 of 3
+    vpaddq       zmm1, zmm1, zmm12
     vpsubq       zmm1, zmm1, zmm2
-    vpbroadcastq zmm2, qword [rsi + 8]
-    vpbroadcastq zmm4, qword [rdx + 8]
-    vpsubq       zmm5, zmm6, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm5, zmm6, zmm5
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm6, zmm3, zmm4
-    vpmadd52luq  zmm7, zmm3, zmm2
-    vpmadd52luq  zmm7, zmm6, zmm9
-    vpandq       zmm2, zmm7, zmm10
-    vpaddq       zmm3, zmm5, zmm2                    ; layer 1 of 2
-    vpaddq       zmm4, zmm5, zmm8
-    vpsubq       zmm2, zmm4, zmm2
-    vpbroadcastq zmm4, qword [rsi + 16]
-    vpbroadcastq zmm5, qword [rdx + 16]
-    vpsubq       zmm6, zmm0, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm6
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm6, zmm1, zmm5
-    vpmadd52luq  zmm7, zmm1, zmm4
-    vpmadd52luq  zmm7, zmm6, zmm9
-    vpandq       zmm1, zmm7, zmm10
-    vpaddq       zmm4, zmm0, zmm1                    ; layer 1 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vpbroadcastq zmm2, qword [rsi + 24]
+    vpbroadcastq zmm5, qword [rdx + 24]
+    vpsubq       zmm8, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm10, zmm8
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm7, zmm5
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm5, zmm8, zmm2                    ; layer 2 of 3
+    vpaddq       zmm7, zmm8, zmm12
+    vpsubq       zmm2, zmm7, zmm2
+    vpbroadcastq zmm7, qword [rsi + 32]
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm10, zmm6, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm6, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm7
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm6, zmm4                    ; layer 2 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm4, zmm6, zmm4
+    vpbroadcastq zmm6, qword [rsi + 40]
+    vpbroadcastq zmm8, qword [rdx + 40]
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm6
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm3, zmm11, zmm14
+    vpaddq       zmm6, zmm9, zmm3                    ; layer 2 of 3
+    vpaddq       zmm8, zmm9, zmm12
+    vpsubq       zmm3, zmm8, zmm3
+    vpbroadcastq zmm8, qword [rsi + 48]
+    vpbroadcastq zmm9, qword [rdx + 48]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm1, zmm9
+    vpmadd52luq  zmm11, zmm1, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpaddq       zmm8, zmm0, zmm1                    ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 64], zmm3
+    vmovdqu64    [rdi + 64], zmm5
     vmovdqu64    [rdi + 8256], zmm2
-    vmovdqu64    [rdi + 16448], zmm4
-    vmovdqu64    [rdi + 24640], zmm0
+    vmovdqu64    [rdi + 16448], zmm7
+    vmovdqu64    [rdi + 24640], zmm4
+    vmovdqu64    [rdi + 32832], zmm6
+    vmovdqu64    [rdi + 41024], zmm3
+    vmovdqu64    [rdi + 49216], zmm8
+    vmovdqu64    [rdi + 57408], zmm0
     vmovdqu64    zmm0, [rdi + 128]
     vmovdqu64    zmm1, [rdi + 8320]
     vmovdqu64    zmm2, [rdi + 16512]
     vmovdqu64    zmm3, [rdi + 24704]
-    vpbroadcastq zmm4, qword [rsi]
-    vpbroadcastq zmm5, qword [rdx]
-    vpsubq       zmm6, zmm0, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm6
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm6, zmm2, zmm5
-    vpmadd52luq  zmm7, zmm2, zmm4
-    vpmadd52luq  zmm7, zmm6, zmm9
-    vpandq       zmm2, zmm7, zmm10
-    vpaddq       zmm6, zmm0, zmm2                    ; layer 0 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vmovdqu64    zmm4, [rdi + 32896]
+    vmovdqu64    zmm5, [rdi + 41088]
+    vmovdqu64    zmm6, [rdi + 49280]
+    vmovdqu64    zmm7, [rdi + 57472]
+    vpbroadcastq zmm8, qword [rsi]
+    vpbroadcastq zmm9, qword [rdx]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm9
+    vpmadd52luq  zmm11, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm10, zmm0, zmm4                   ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
+    vpsubq       zmm0, zmm0, zmm4
+    vpsubq       zmm4, zmm1, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm1, zmm1, zmm4
+    vpxord       zmm4, zmm4, zmm4
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm5, zmm9
+    vpmadd52luq  zmm11, zmm5, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm5, zmm1, zmm4                    ; layer 0 of 3
+    vpaddq       zmm1, zmm1, zmm12
+    vpsubq       zmm1, zmm1, zmm4
+    vpsubq       zmm4, zmm2, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm2, zmm2, zmm4
+    vpxord       zmm4, zmm4, zmm4
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm6, zmm9
+    vpmadd52luq  zmm11, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm6, zmm2, zmm4                    ; layer 0 of 3
+    vpaddq       zmm2, zmm2, zmm12
+    vpsubq       zmm2, zmm2, zmm4
+    vpsubq       zmm4, zmm3, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm3, zmm3, zmm4
+    vpxord       zmm4, zmm4, zmm4
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm7, zmm9
+    vpmadd52luq  zmm11, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm3, zmm4                    ; layer 0 of 3
+    vpaddq       zmm3, zmm3, zmm12
+    vpsubq       zmm3, zmm3, zmm4
+    vpbroadcastq zmm4, qword [rsi + 8]
+    vpbroadcastq zmm8, qword [rdx + 8]
+    vpsubq       zmm9, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm10, zmm9
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm10, zmm9, zmm6                   ; layer 1 of 3
+    vpaddq       zmm9, zmm9, zmm12
+    vpsubq       zmm6, zmm9, zmm6
+    vpsubq       zmm9, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm7, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm5, zmm4                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm4, zmm5, zmm4
+    vpbroadcastq zmm5, qword [rsi + 16]
+    vpbroadcastq zmm8, qword [rdx + 16]
+    vpsubq       zmm9, zmm0, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm5
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm2                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; csub: before the butterfly
+    vpsubq       zmm2, zmm1, zmm12                   ; csub: before the butterfly
     vpminuq      zmm1, zmm1, zmm2
     vpxord       zmm2, zmm2, zmm2
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm2, zmm3, zmm5
-    vpmadd52luq  zmm7, zmm3, zmm4
-    vpmadd52luq  zmm7, zmm2, zmm9
-    vpandq       zmm2, zmm7, zmm10
-    vpaddq       zmm3, zmm1, zmm2                    ; layer 0 of 2
-    vpaddq       zmm1, zmm1, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm2, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm5
+    vpmadd52luq  zmm11, zmm2, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm3, zmm1, zmm2                    ; layer 1 of 3
+    vpaddq       zmm1, zmm1, zmm12
     vpsubq       zmm1, zmm1, zmm2
-    vpbroadcastq zmm2, qword [rsi + 8]
-    vpbroadcastq zmm4, qword [rdx + 8]
-    vpsubq       zmm5, zmm6, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm5, zmm6, zmm5
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm6, zmm3, zmm4
-    vpmadd52luq  zmm7, zmm3, zmm2
-    vpmadd52luq  zmm7, zmm6, zmm9
-    vpandq       zmm2, zmm7, zmm10
-    vpaddq       zmm3, zmm5, zmm2                    ; layer 1 of 2
-    vpaddq       zmm4, zmm5, zmm8
-    vpsubq       zmm2, zmm4, zmm2
-    vpbroadcastq zmm4, qword [rsi + 16]
-    vpbroadcastq zmm5, qword [rdx + 16]
-    vpsubq       zmm6, zmm0, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm6
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm6, zmm1, zmm5
-    vpmadd52luq  zmm7, zmm1, zmm4
-    vpmadd52luq  zmm7, zmm6, zmm9
-    vpandq       zmm1, zmm7, zmm10
-    vpaddq       zmm4, zmm0, zmm1                    ; layer 1 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vpbroadcastq zmm2, qword [rsi + 24]
+    vpbroadcastq zmm5, qword [rdx + 24]
+    vpsubq       zmm8, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm10, zmm8
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm7, zmm5
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm5, zmm8, zmm2                    ; layer 2 of 3
+    vpaddq       zmm7, zmm8, zmm12
+    vpsubq       zmm2, zmm7, zmm2
+    vpbroadcastq zmm7, qword [rsi + 32]
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm10, zmm6, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm6, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm7
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm6, zmm4                    ; layer 2 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm4, zmm6, zmm4
+    vpbroadcastq zmm6, qword [rsi + 40]
+    vpbroadcastq zmm8, qword [rdx + 40]
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm6
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm3, zmm11, zmm14
+    vpaddq       zmm6, zmm9, zmm3                    ; layer 2 of 3
+    vpaddq       zmm8, zmm9, zmm12
+    vpsubq       zmm3, zmm8, zmm3
+    vpbroadcastq zmm8, qword [rsi + 48]
+    vpbroadcastq zmm9, qword [rdx + 48]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm1, zmm9
+    vpmadd52luq  zmm11, zmm1, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpaddq       zmm8, zmm0, zmm1                    ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 128], zmm3
+    vmovdqu64    [rdi + 128], zmm5
     vmovdqu64    [rdi + 8320], zmm2
-    vmovdqu64    [rdi + 16512], zmm4
-    vmovdqu64    [rdi + 24704], zmm0
+    vmovdqu64    [rdi + 16512], zmm7
+    vmovdqu64    [rdi + 24704], zmm4
+    vmovdqu64    [rdi + 32896], zmm6
+    vmovdqu64    [rdi + 41088], zmm3
+    vmovdqu64    [rdi + 49280], zmm8
+    vmovdqu64    [rdi + 57472], zmm0
     vmovdqu64    zmm0, [rdi + 192]
     vmovdqu64    zmm1, [rdi + 8384]
     vmovdqu64    zmm2, [rdi + 16576]
     vmovdqu64    zmm3, [rdi + 24768]
-    vpbroadcastq zmm4, qword [rsi]
-    vpbroadcastq zmm5, qword [rdx]
-    vpsubq       zmm6, zmm0, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm6
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm6, zmm2, zmm5
-    vpmadd52luq  zmm7, zmm2, zmm4
-    vpmadd52luq  zmm7, zmm6, zmm9
-    vpandq       zmm2, zmm7, zmm10
-    vpaddq       zmm6, zmm0, zmm2                    ; layer 0 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vmovdqu64    zmm4, [rdi + 32960]
+    vmovdqu64    zmm5, [rdi + 41152]
+    vmovdqu64    zmm6, [rdi + 49344]
+    vmovdqu64    zmm7, [rdi + 57536]
+    vpbroadcastq zmm8, qword [rsi]
+    vpbroadcastq zmm9, qword [rdx]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm9
+    vpmadd52luq  zmm11, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm10, zmm0, zmm4                   ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
+    vpsubq       zmm0, zmm0, zmm4
+    vpsubq       zmm4, zmm1, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm1, zmm1, zmm4
+    vpxord       zmm4, zmm4, zmm4
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm5, zmm9
+    vpmadd52luq  zmm11, zmm5, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm5, zmm1, zmm4                    ; layer 0 of 3
+    vpaddq       zmm1, zmm1, zmm12
+    vpsubq       zmm1, zmm1, zmm4
+    vpsubq       zmm4, zmm2, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm2, zmm2, zmm4
+    vpxord       zmm4, zmm4, zmm4
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm6, zmm9
+    vpmadd52luq  zmm11, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm6, zmm2, zmm4                    ; layer 0 of 3
+    vpaddq       zmm2, zmm2, zmm12
+    vpsubq       zmm2, zmm2, zmm4
+    vpsubq       zmm4, zmm3, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm3, zmm3, zmm4
+    vpxord       zmm4, zmm4, zmm4
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm4, zmm7, zmm9
+    vpmadd52luq  zmm11, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm3, zmm4                    ; layer 0 of 3
+    vpaddq       zmm3, zmm3, zmm12
+    vpsubq       zmm3, zmm3, zmm4
+    vpbroadcastq zmm4, qword [rsi + 8]
+    vpbroadcastq zmm8, qword [rdx + 8]
+    vpsubq       zmm9, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm10, zmm9
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm6, zmm8
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm10, zmm9, zmm6                   ; layer 1 of 3
+    vpaddq       zmm9, zmm9, zmm12
+    vpsubq       zmm6, zmm9, zmm6
+    vpsubq       zmm9, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm7, zmm8
+    vpmadd52luq  zmm11, zmm7, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm5, zmm4                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm4, zmm5, zmm4
+    vpbroadcastq zmm5, qword [rsi + 16]
+    vpbroadcastq zmm8, qword [rdx + 16]
+    vpsubq       zmm9, zmm0, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm5
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm2                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm2
-    vpsubq       zmm2, zmm1, zmm8                    ; csub: before the butterfly
+    vpsubq       zmm2, zmm1, zmm12                   ; csub: before the butterfly
     vpminuq      zmm1, zmm1, zmm2
     vpxord       zmm2, zmm2, zmm2
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm2, zmm3, zmm5
-    vpmadd52luq  zmm7, zmm3, zmm4
-    vpmadd52luq  zmm7, zmm2, zmm9
-    vpandq       zmm2, zmm7, zmm10
-    vpaddq       zmm3, zmm1, zmm2                    ; layer 0 of 2
-    vpaddq       zmm1, zmm1, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm2, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm5
+    vpmadd52luq  zmm11, zmm2, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm3, zmm1, zmm2                    ; layer 1 of 3
+    vpaddq       zmm1, zmm1, zmm12
     vpsubq       zmm1, zmm1, zmm2
-    vpbroadcastq zmm2, qword [rsi + 8]
-    vpbroadcastq zmm4, qword [rdx + 8]
-    vpsubq       zmm5, zmm6, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm5, zmm6, zmm5
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm6, zmm3, zmm4
-    vpmadd52luq  zmm7, zmm3, zmm2
-    vpmadd52luq  zmm7, zmm6, zmm9
-    vpandq       zmm2, zmm7, zmm10
-    vpaddq       zmm3, zmm5, zmm2                    ; layer 1 of 2
-    vpaddq       zmm4, zmm5, zmm8
-    vpsubq       zmm2, zmm4, zmm2
-    vpbroadcastq zmm4, qword [rsi + 16]
-    vpbroadcastq zmm5, qword [rdx + 16]
-    vpsubq       zmm6, zmm0, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm6
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm6, zmm1, zmm5
-    vpmadd52luq  zmm7, zmm1, zmm4
-    vpmadd52luq  zmm7, zmm6, zmm9
-    vpandq       zmm1, zmm7, zmm10
-    vpaddq       zmm4, zmm0, zmm1                    ; layer 1 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vpbroadcastq zmm2, qword [rsi + 24]
+    vpbroadcastq zmm5, qword [rdx + 24]
+    vpsubq       zmm8, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm10, zmm8
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm7, zmm5
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpaddq       zmm5, zmm8, zmm2                    ; layer 2 of 3
+    vpaddq       zmm7, zmm8, zmm12
+    vpsubq       zmm2, zmm7, zmm2
+    vpbroadcastq zmm7, qword [rsi + 32]
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm10, zmm6, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm6, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm4, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm7
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpaddq       zmm7, zmm6, zmm4                    ; layer 2 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm4, zmm6, zmm4
+    vpbroadcastq zmm6, qword [rsi + 40]
+    vpbroadcastq zmm8, qword [rdx + 40]
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm3, zmm8
+    vpmadd52luq  zmm11, zmm3, zmm6
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm3, zmm11, zmm14
+    vpaddq       zmm6, zmm9, zmm3                    ; layer 2 of 3
+    vpaddq       zmm8, zmm9, zmm12
+    vpsubq       zmm3, zmm8, zmm3
+    vpbroadcastq zmm8, qword [rsi + 48]
+    vpbroadcastq zmm9, qword [rdx + 48]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpxord       zmm10, zmm10, zmm10
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm10, zmm1, zmm9
+    vpmadd52luq  zmm11, zmm1, zmm8
+    vpmadd52luq  zmm11, zmm10, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpaddq       zmm8, zmm0, zmm1                    ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
-    vmovdqu64    [rdi + 192], zmm3
+    vmovdqu64    [rdi + 192], zmm5
     vmovdqu64    [rdi + 8384], zmm2
-    vmovdqu64    [rdi + 16576], zmm4
-    vmovdqu64    [rdi + 24768], zmm0
+    vmovdqu64    [rdi + 16576], zmm7
+    vmovdqu64    [rdi + 24768], zmm4
+    vmovdqu64    [rdi + 32960], zmm6
+    vmovdqu64    [rdi + 41152], zmm3
+    vmovdqu64    [rdi + 49344], zmm8
+    vmovdqu64    [rdi + 57536], zmm0
     vzeroupper
     ret
 .end:
@@ -4340,13 +3780,13 @@ kg_he1125899902124033_ntt_inverse_leaf_avx512:
 
 
 ; ---------------------------------------------------------------------------
-; kg_he1125899902124033_ntt_inverse_rows1_avx512: inverse layers 4..5 of 4 rows 1024 elements apart, 32 elements each, twiddles from w
+; kg_he1125899902124033_ntt_inverse_rows1_avx512: inverse layers 3..5 of 8 rows 1024 elements apart, 32 elements each, twiddles from w
 ;
 ;   requires: every a[i] of the rows in [0, 4503599608496130]
 ;   ensures:  every a[i] of the rows in [0, 18446743996400148480]
 ;   cpu: AVX512F, AVX512IFMA (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-10}, flags
+;   clobbers: zmm{0-14}, flags
 ; ---------------------------------------------------------------------------
 section .text.kg_he1125899902124033_ntt_inverse_rows1_avx512 progbits alloc exec nowrite align=32
 
@@ -4354,270 +3794,702 @@ global kg_he1125899902124033_ntt_inverse_rows1_avx512:function KERNGEN_VISIBILIT
 align 32
 kg_he1125899902124033_ntt_inverse_rows1_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm8, [rel pq_2251799804248066]     ; held in a register: read 40 times
-    vmovdqu64    zmm9, [rel pq_3377699725246463]     ; held in a register: read 16 times
-    vmovdqu64    zmm10, [rel pq_4503599627370495]    ; held in a register: read 16 times
+    vmovdqu64    zmm12, [rel pq_2251799804248066]    ; held in a register: read 112 times
+    vmovdqu64    zmm13, [rel pq_3377699725246463]    ; held in a register: read 48 times
+    vmovdqu64    zmm14, [rel pq_4503599627370495]    ; held in a register: read 48 times
     vmovdqu64    zmm0, [rdi]
     vmovdqu64    zmm1, [rdi + 8192]
     vmovdqu64    zmm2, [rdi + 16384]
     vmovdqu64    zmm3, [rdi + 24576]
-    vpbroadcastq zmm4, qword [rsi + 8]
-    vpbroadcastq zmm5, qword [rdx + 8]
-    vpsubq       zmm6, zmm0, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm6
-    vpsubq       zmm6, zmm1, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm1, zmm1, zmm6
-    vpaddq       zmm6, zmm0, zmm1                    ; layer 1 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vmovdqu64    zmm4, [rdi + 32768]
+    vmovdqu64    zmm5, [rdi + 40960]
+    vmovdqu64    zmm6, [rdi + 49152]
+    vmovdqu64    zmm7, [rdi + 57344]
+    vpbroadcastq zmm8, qword [rsi + 24]
+    vpbroadcastq zmm9, qword [rdx + 24]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpsubq       zmm10, zmm1, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm1, zmm1, zmm10
+    vpaddq       zmm10, zmm0, zmm1                   ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm1, zmm0, zmm5
-    vpmadd52luq  zmm7, zmm0, zmm4
-    vpmadd52luq  zmm7, zmm1, zmm9
-    vpandq       zmm0, zmm7, zmm10
-    vpbroadcastq zmm1, qword [rsi + 16]
-    vpbroadcastq zmm4, qword [rdx + 16]
-    vpsubq       zmm5, zmm2, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm2, zmm2, zmm5
-    vpsubq       zmm5, zmm3, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm3, zmm3, zmm5
-    vpaddq       zmm5, zmm2, zmm3                    ; layer 1 of 2
-    vpaddq       zmm2, zmm2, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm9
+    vpmadd52luq  zmm11, zmm0, zmm8
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
+    vpbroadcastq zmm1, qword [rsi + 32]
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm9, zmm2, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm2, zmm2, zmm9
+    vpsubq       zmm9, zmm3, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm9, zmm2, zmm3                    ; layer 2 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm3
     vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm3, zmm2, zmm4
-    vpmadd52luq  zmm7, zmm2, zmm1
-    vpmadd52luq  zmm7, zmm3, zmm9
-    vpandq       zmm1, zmm7, zmm10
-    vpbroadcastq zmm2, qword [rsi]
-    vpbroadcastq zmm3, qword [rdx]
-    vpsubq       zmm4, zmm6, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm4, zmm6, zmm4
-    vpsubq       zmm6, zmm5, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm4, zmm5                    ; layer 0 of 2
-    vpaddq       zmm4, zmm4, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm3, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpbroadcastq zmm2, qword [rsi + 40]
+    vpbroadcastq zmm3, qword [rdx + 40]
+    vpsubq       zmm8, zmm4, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm4, zmm4, zmm8
+    vpsubq       zmm8, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm8
+    vpaddq       zmm8, zmm4, zmm5                    ; layer 2 of 3
+    vpaddq       zmm4, zmm4, zmm12
     vpsubq       zmm4, zmm4, zmm5
     vpxord       zmm5, zmm5, zmm5
-    vpxord       zmm7, zmm7, zmm7
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm5, zmm4, zmm3
-    vpmadd52luq  zmm7, zmm4, zmm2
-    vpmadd52luq  zmm7, zmm5, zmm9
-    vpandq       zmm4, zmm7, zmm10
-    vpaddq       zmm5, zmm0, zmm1                    ; layer 0 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm5, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpbroadcastq zmm3, qword [rsi + 48]
+    vpbroadcastq zmm4, qword [rdx + 48]
+    vpsubq       zmm5, zmm6, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm6, zmm5
+    vpsubq       zmm6, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm6, zmm7, zmm6
+    vpaddq       zmm7, zmm5, zmm6                    ; layer 2 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm6
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm3, zmm11, zmm14
+    vpbroadcastq zmm4, qword [rsi + 8]
+    vpbroadcastq zmm5, qword [rdx + 8]
+    vpsubq       zmm6, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm10, zmm6
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm6, zmm9                   ; layer 1 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm6, zmm6, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm6, zmm5
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm1                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm5
+    vpmadd52luq  zmm11, zmm0, zmm4
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
+    vpbroadcastq zmm1, qword [rsi + 16]
+    vpbroadcastq zmm4, qword [rdx + 16]
+    vpsubq       zmm5, zmm8, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm8, zmm5
+    vpsubq       zmm8, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm8
+    vpaddq       zmm8, zmm5, zmm7                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm7
     vpxord       zmm7, zmm7, zmm7
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm7, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm1
+    vpmadd52luq  zmm11, zmm7, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpaddq       zmm7, zmm2, zmm3                    ; layer 1 of 3
+    vpaddq       zmm2, zmm2, zmm12
+    vpsubq       zmm2, zmm2, zmm3
+    vpxord       zmm3, zmm3, zmm3
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm3, zmm2, zmm4
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpbroadcastq zmm2, qword [rsi]
+    vpbroadcastq zmm3, qword [rdx]
+    vpsubq       zmm4, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm4, zmm10, zmm4
+    vpsubq       zmm10, zmm8, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm10, zmm4, zmm8                   ; layer 0 of 3
+    vpaddq       zmm4, zmm4, zmm12
+    vpsubq       zmm4, zmm4, zmm8
+    vpxord       zmm8, zmm8, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm4, zmm3
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpsubq       zmm8, zmm9, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm8, zmm9, zmm8
+    vpsubq       zmm9, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm9
+    vpaddq       zmm9, zmm8, zmm7                    ; layer 0 of 3
+    vpaddq       zmm8, zmm8, zmm12
+    vpsubq       zmm7, zmm8, zmm7
+    vpxord       zmm8, zmm8, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm7, zmm3
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm7, zmm11, zmm14
+    vpaddq       zmm8, zmm6, zmm5                    ; layer 0 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm5, zmm6, zmm5
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm5, zmm2
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpaddq       zmm6, zmm0, zmm1                    ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
+    vpsubq       zmm0, zmm0, zmm1
+    vpxord       zmm1, zmm1, zmm1
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm1, zmm0, zmm3
-    vpmadd52luq  zmm7, zmm0, zmm2
-    vpmadd52luq  zmm7, zmm1, zmm9
-    vpandq       zmm0, zmm7, zmm10
-    vmovdqu64    [rdi], zmm6
-    vmovdqu64    [rdi + 8192], zmm5
-    vmovdqu64    [rdi + 16384], zmm4
-    vmovdqu64    [rdi + 24576], zmm0
+    vpmadd52luq  zmm11, zmm0, zmm2
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
+    vmovdqu64    [rdi], zmm10
+    vmovdqu64    [rdi + 8192], zmm9
+    vmovdqu64    [rdi + 16384], zmm8
+    vmovdqu64    [rdi + 24576], zmm6
+    vmovdqu64    [rdi + 32768], zmm4
+    vmovdqu64    [rdi + 40960], zmm7
+    vmovdqu64    [rdi + 49152], zmm5
+    vmovdqu64    [rdi + 57344], zmm0
     vmovdqu64    zmm0, [rdi + 64]
     vmovdqu64    zmm1, [rdi + 8256]
     vmovdqu64    zmm2, [rdi + 16448]
     vmovdqu64    zmm3, [rdi + 24640]
-    vpbroadcastq zmm4, qword [rsi + 8]
-    vpbroadcastq zmm5, qword [rdx + 8]
-    vpsubq       zmm6, zmm0, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm6
-    vpsubq       zmm6, zmm1, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm1, zmm1, zmm6
-    vpaddq       zmm6, zmm0, zmm1                    ; layer 1 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vmovdqu64    zmm4, [rdi + 32832]
+    vmovdqu64    zmm5, [rdi + 41024]
+    vmovdqu64    zmm6, [rdi + 49216]
+    vmovdqu64    zmm7, [rdi + 57408]
+    vpbroadcastq zmm8, qword [rsi + 24]
+    vpbroadcastq zmm9, qword [rdx + 24]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpsubq       zmm10, zmm1, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm1, zmm1, zmm10
+    vpaddq       zmm10, zmm0, zmm1                   ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm1, zmm0, zmm5
-    vpmadd52luq  zmm7, zmm0, zmm4
-    vpmadd52luq  zmm7, zmm1, zmm9
-    vpandq       zmm0, zmm7, zmm10
-    vpbroadcastq zmm1, qword [rsi + 16]
-    vpbroadcastq zmm4, qword [rdx + 16]
-    vpsubq       zmm5, zmm2, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm2, zmm2, zmm5
-    vpsubq       zmm5, zmm3, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm3, zmm3, zmm5
-    vpaddq       zmm5, zmm2, zmm3                    ; layer 1 of 2
-    vpaddq       zmm2, zmm2, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm9
+    vpmadd52luq  zmm11, zmm0, zmm8
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
+    vpbroadcastq zmm1, qword [rsi + 32]
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm9, zmm2, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm2, zmm2, zmm9
+    vpsubq       zmm9, zmm3, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm9, zmm2, zmm3                    ; layer 2 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm3
     vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm3, zmm2, zmm4
-    vpmadd52luq  zmm7, zmm2, zmm1
-    vpmadd52luq  zmm7, zmm3, zmm9
-    vpandq       zmm1, zmm7, zmm10
-    vpbroadcastq zmm2, qword [rsi]
-    vpbroadcastq zmm3, qword [rdx]
-    vpsubq       zmm4, zmm6, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm4, zmm6, zmm4
-    vpsubq       zmm6, zmm5, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm4, zmm5                    ; layer 0 of 2
-    vpaddq       zmm4, zmm4, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm3, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpbroadcastq zmm2, qword [rsi + 40]
+    vpbroadcastq zmm3, qword [rdx + 40]
+    vpsubq       zmm8, zmm4, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm4, zmm4, zmm8
+    vpsubq       zmm8, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm8
+    vpaddq       zmm8, zmm4, zmm5                    ; layer 2 of 3
+    vpaddq       zmm4, zmm4, zmm12
     vpsubq       zmm4, zmm4, zmm5
     vpxord       zmm5, zmm5, zmm5
-    vpxord       zmm7, zmm7, zmm7
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm5, zmm4, zmm3
-    vpmadd52luq  zmm7, zmm4, zmm2
-    vpmadd52luq  zmm7, zmm5, zmm9
-    vpandq       zmm4, zmm7, zmm10
-    vpaddq       zmm5, zmm0, zmm1                    ; layer 0 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm5, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpbroadcastq zmm3, qword [rsi + 48]
+    vpbroadcastq zmm4, qword [rdx + 48]
+    vpsubq       zmm5, zmm6, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm6, zmm5
+    vpsubq       zmm6, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm6, zmm7, zmm6
+    vpaddq       zmm7, zmm5, zmm6                    ; layer 2 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm6
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm3, zmm11, zmm14
+    vpbroadcastq zmm4, qword [rsi + 8]
+    vpbroadcastq zmm5, qword [rdx + 8]
+    vpsubq       zmm6, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm10, zmm6
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm6, zmm9                   ; layer 1 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm6, zmm6, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm6, zmm5
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm1                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm5
+    vpmadd52luq  zmm11, zmm0, zmm4
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
+    vpbroadcastq zmm1, qword [rsi + 16]
+    vpbroadcastq zmm4, qword [rdx + 16]
+    vpsubq       zmm5, zmm8, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm8, zmm5
+    vpsubq       zmm8, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm8
+    vpaddq       zmm8, zmm5, zmm7                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm7
     vpxord       zmm7, zmm7, zmm7
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm7, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm1
+    vpmadd52luq  zmm11, zmm7, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpaddq       zmm7, zmm2, zmm3                    ; layer 1 of 3
+    vpaddq       zmm2, zmm2, zmm12
+    vpsubq       zmm2, zmm2, zmm3
+    vpxord       zmm3, zmm3, zmm3
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm3, zmm2, zmm4
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpbroadcastq zmm2, qword [rsi]
+    vpbroadcastq zmm3, qword [rdx]
+    vpsubq       zmm4, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm4, zmm10, zmm4
+    vpsubq       zmm10, zmm8, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm10, zmm4, zmm8                   ; layer 0 of 3
+    vpaddq       zmm4, zmm4, zmm12
+    vpsubq       zmm4, zmm4, zmm8
+    vpxord       zmm8, zmm8, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm4, zmm3
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpsubq       zmm8, zmm9, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm8, zmm9, zmm8
+    vpsubq       zmm9, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm9
+    vpaddq       zmm9, zmm8, zmm7                    ; layer 0 of 3
+    vpaddq       zmm8, zmm8, zmm12
+    vpsubq       zmm7, zmm8, zmm7
+    vpxord       zmm8, zmm8, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm7, zmm3
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm7, zmm11, zmm14
+    vpaddq       zmm8, zmm6, zmm5                    ; layer 0 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm5, zmm6, zmm5
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm5, zmm2
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpaddq       zmm6, zmm0, zmm1                    ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
+    vpsubq       zmm0, zmm0, zmm1
+    vpxord       zmm1, zmm1, zmm1
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm1, zmm0, zmm3
-    vpmadd52luq  zmm7, zmm0, zmm2
-    vpmadd52luq  zmm7, zmm1, zmm9
-    vpandq       zmm0, zmm7, zmm10
-    vmovdqu64    [rdi + 64], zmm6
-    vmovdqu64    [rdi + 8256], zmm5
-    vmovdqu64    [rdi + 16448], zmm4
-    vmovdqu64    [rdi + 24640], zmm0
+    vpmadd52luq  zmm11, zmm0, zmm2
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
+    vmovdqu64    [rdi + 64], zmm10
+    vmovdqu64    [rdi + 8256], zmm9
+    vmovdqu64    [rdi + 16448], zmm8
+    vmovdqu64    [rdi + 24640], zmm6
+    vmovdqu64    [rdi + 32832], zmm4
+    vmovdqu64    [rdi + 41024], zmm7
+    vmovdqu64    [rdi + 49216], zmm5
+    vmovdqu64    [rdi + 57408], zmm0
     vmovdqu64    zmm0, [rdi + 128]
     vmovdqu64    zmm1, [rdi + 8320]
     vmovdqu64    zmm2, [rdi + 16512]
     vmovdqu64    zmm3, [rdi + 24704]
-    vpbroadcastq zmm4, qword [rsi + 8]
-    vpbroadcastq zmm5, qword [rdx + 8]
-    vpsubq       zmm6, zmm0, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm6
-    vpsubq       zmm6, zmm1, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm1, zmm1, zmm6
-    vpaddq       zmm6, zmm0, zmm1                    ; layer 1 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vmovdqu64    zmm4, [rdi + 32896]
+    vmovdqu64    zmm5, [rdi + 41088]
+    vmovdqu64    zmm6, [rdi + 49280]
+    vmovdqu64    zmm7, [rdi + 57472]
+    vpbroadcastq zmm8, qword [rsi + 24]
+    vpbroadcastq zmm9, qword [rdx + 24]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpsubq       zmm10, zmm1, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm1, zmm1, zmm10
+    vpaddq       zmm10, zmm0, zmm1                   ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm1, zmm0, zmm5
-    vpmadd52luq  zmm7, zmm0, zmm4
-    vpmadd52luq  zmm7, zmm1, zmm9
-    vpandq       zmm0, zmm7, zmm10
-    vpbroadcastq zmm1, qword [rsi + 16]
-    vpbroadcastq zmm4, qword [rdx + 16]
-    vpsubq       zmm5, zmm2, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm2, zmm2, zmm5
-    vpsubq       zmm5, zmm3, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm3, zmm3, zmm5
-    vpaddq       zmm5, zmm2, zmm3                    ; layer 1 of 2
-    vpaddq       zmm2, zmm2, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm9
+    vpmadd52luq  zmm11, zmm0, zmm8
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
+    vpbroadcastq zmm1, qword [rsi + 32]
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm9, zmm2, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm2, zmm2, zmm9
+    vpsubq       zmm9, zmm3, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm9, zmm2, zmm3                    ; layer 2 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm3
     vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm3, zmm2, zmm4
-    vpmadd52luq  zmm7, zmm2, zmm1
-    vpmadd52luq  zmm7, zmm3, zmm9
-    vpandq       zmm1, zmm7, zmm10
-    vpbroadcastq zmm2, qword [rsi]
-    vpbroadcastq zmm3, qword [rdx]
-    vpsubq       zmm4, zmm6, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm4, zmm6, zmm4
-    vpsubq       zmm6, zmm5, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm4, zmm5                    ; layer 0 of 2
-    vpaddq       zmm4, zmm4, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm3, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpbroadcastq zmm2, qword [rsi + 40]
+    vpbroadcastq zmm3, qword [rdx + 40]
+    vpsubq       zmm8, zmm4, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm4, zmm4, zmm8
+    vpsubq       zmm8, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm8
+    vpaddq       zmm8, zmm4, zmm5                    ; layer 2 of 3
+    vpaddq       zmm4, zmm4, zmm12
     vpsubq       zmm4, zmm4, zmm5
     vpxord       zmm5, zmm5, zmm5
-    vpxord       zmm7, zmm7, zmm7
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm5, zmm4, zmm3
-    vpmadd52luq  zmm7, zmm4, zmm2
-    vpmadd52luq  zmm7, zmm5, zmm9
-    vpandq       zmm4, zmm7, zmm10
-    vpaddq       zmm5, zmm0, zmm1                    ; layer 0 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm5, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpbroadcastq zmm3, qword [rsi + 48]
+    vpbroadcastq zmm4, qword [rdx + 48]
+    vpsubq       zmm5, zmm6, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm6, zmm5
+    vpsubq       zmm6, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm6, zmm7, zmm6
+    vpaddq       zmm7, zmm5, zmm6                    ; layer 2 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm6
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm3, zmm11, zmm14
+    vpbroadcastq zmm4, qword [rsi + 8]
+    vpbroadcastq zmm5, qword [rdx + 8]
+    vpsubq       zmm6, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm10, zmm6
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm6, zmm9                   ; layer 1 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm6, zmm6, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm6, zmm5
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm1                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm5
+    vpmadd52luq  zmm11, zmm0, zmm4
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
+    vpbroadcastq zmm1, qword [rsi + 16]
+    vpbroadcastq zmm4, qword [rdx + 16]
+    vpsubq       zmm5, zmm8, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm8, zmm5
+    vpsubq       zmm8, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm8
+    vpaddq       zmm8, zmm5, zmm7                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm7
     vpxord       zmm7, zmm7, zmm7
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm7, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm1
+    vpmadd52luq  zmm11, zmm7, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpaddq       zmm7, zmm2, zmm3                    ; layer 1 of 3
+    vpaddq       zmm2, zmm2, zmm12
+    vpsubq       zmm2, zmm2, zmm3
+    vpxord       zmm3, zmm3, zmm3
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm3, zmm2, zmm4
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpbroadcastq zmm2, qword [rsi]
+    vpbroadcastq zmm3, qword [rdx]
+    vpsubq       zmm4, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm4, zmm10, zmm4
+    vpsubq       zmm10, zmm8, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm10, zmm4, zmm8                   ; layer 0 of 3
+    vpaddq       zmm4, zmm4, zmm12
+    vpsubq       zmm4, zmm4, zmm8
+    vpxord       zmm8, zmm8, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm4, zmm3
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpsubq       zmm8, zmm9, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm8, zmm9, zmm8
+    vpsubq       zmm9, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm9
+    vpaddq       zmm9, zmm8, zmm7                    ; layer 0 of 3
+    vpaddq       zmm8, zmm8, zmm12
+    vpsubq       zmm7, zmm8, zmm7
+    vpxord       zmm8, zmm8, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm7, zmm3
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm7, zmm11, zmm14
+    vpaddq       zmm8, zmm6, zmm5                    ; layer 0 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm5, zmm6, zmm5
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm5, zmm2
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpaddq       zmm6, zmm0, zmm1                    ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
+    vpsubq       zmm0, zmm0, zmm1
+    vpxord       zmm1, zmm1, zmm1
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm1, zmm0, zmm3
-    vpmadd52luq  zmm7, zmm0, zmm2
-    vpmadd52luq  zmm7, zmm1, zmm9
-    vpandq       zmm0, zmm7, zmm10
-    vmovdqu64    [rdi + 128], zmm6
-    vmovdqu64    [rdi + 8320], zmm5
-    vmovdqu64    [rdi + 16512], zmm4
-    vmovdqu64    [rdi + 24704], zmm0
+    vpmadd52luq  zmm11, zmm0, zmm2
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
+    vmovdqu64    [rdi + 128], zmm10
+    vmovdqu64    [rdi + 8320], zmm9
+    vmovdqu64    [rdi + 16512], zmm8
+    vmovdqu64    [rdi + 24704], zmm6
+    vmovdqu64    [rdi + 32896], zmm4
+    vmovdqu64    [rdi + 41088], zmm7
+    vmovdqu64    [rdi + 49280], zmm5
+    vmovdqu64    [rdi + 57472], zmm0
     vmovdqu64    zmm0, [rdi + 192]
     vmovdqu64    zmm1, [rdi + 8384]
     vmovdqu64    zmm2, [rdi + 16576]
     vmovdqu64    zmm3, [rdi + 24768]
-    vpbroadcastq zmm4, qword [rsi + 8]
-    vpbroadcastq zmm5, qword [rdx + 8]
-    vpsubq       zmm6, zmm0, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm6
-    vpsubq       zmm6, zmm1, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm1, zmm1, zmm6
-    vpaddq       zmm6, zmm0, zmm1                    ; layer 1 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vmovdqu64    zmm4, [rdi + 32960]
+    vmovdqu64    zmm5, [rdi + 41152]
+    vmovdqu64    zmm6, [rdi + 49344]
+    vmovdqu64    zmm7, [rdi + 57536]
+    vpbroadcastq zmm8, qword [rsi + 24]
+    vpbroadcastq zmm9, qword [rdx + 24]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpsubq       zmm10, zmm1, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm1, zmm1, zmm10
+    vpaddq       zmm10, zmm0, zmm1                   ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm1, zmm0, zmm5
-    vpmadd52luq  zmm7, zmm0, zmm4
-    vpmadd52luq  zmm7, zmm1, zmm9
-    vpandq       zmm0, zmm7, zmm10
-    vpbroadcastq zmm1, qword [rsi + 16]
-    vpbroadcastq zmm4, qword [rdx + 16]
-    vpsubq       zmm5, zmm2, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm2, zmm2, zmm5
-    vpsubq       zmm5, zmm3, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm3, zmm3, zmm5
-    vpaddq       zmm5, zmm2, zmm3                    ; layer 1 of 2
-    vpaddq       zmm2, zmm2, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm9
+    vpmadd52luq  zmm11, zmm0, zmm8
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
+    vpbroadcastq zmm1, qword [rsi + 32]
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm9, zmm2, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm2, zmm2, zmm9
+    vpsubq       zmm9, zmm3, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm9, zmm2, zmm3                    ; layer 2 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm3
     vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm7, zmm7, zmm7
-    vpmadd52huq  zmm3, zmm2, zmm4
-    vpmadd52luq  zmm7, zmm2, zmm1
-    vpmadd52luq  zmm7, zmm3, zmm9
-    vpandq       zmm1, zmm7, zmm10
-    vpbroadcastq zmm2, qword [rsi]
-    vpbroadcastq zmm3, qword [rdx]
-    vpsubq       zmm4, zmm6, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm4, zmm6, zmm4
-    vpsubq       zmm6, zmm5, zmm8                    ; csub: before the butterfly
-    vpminuq      zmm5, zmm5, zmm6
-    vpaddq       zmm6, zmm4, zmm5                    ; layer 0 of 2
-    vpaddq       zmm4, zmm4, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm3, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpbroadcastq zmm2, qword [rsi + 40]
+    vpbroadcastq zmm3, qword [rdx + 40]
+    vpsubq       zmm8, zmm4, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm4, zmm4, zmm8
+    vpsubq       zmm8, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm8
+    vpaddq       zmm8, zmm4, zmm5                    ; layer 2 of 3
+    vpaddq       zmm4, zmm4, zmm12
     vpsubq       zmm4, zmm4, zmm5
     vpxord       zmm5, zmm5, zmm5
-    vpxord       zmm7, zmm7, zmm7
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm5, zmm4, zmm3
-    vpmadd52luq  zmm7, zmm4, zmm2
-    vpmadd52luq  zmm7, zmm5, zmm9
-    vpandq       zmm4, zmm7, zmm10
-    vpaddq       zmm5, zmm0, zmm1                    ; layer 0 of 2
-    vpaddq       zmm0, zmm0, zmm8
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm5, zmm13
+    vpandq       zmm2, zmm11, zmm14
+    vpbroadcastq zmm3, qword [rsi + 48]
+    vpbroadcastq zmm4, qword [rdx + 48]
+    vpsubq       zmm5, zmm6, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm6, zmm5
+    vpsubq       zmm6, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm6, zmm7, zmm6
+    vpaddq       zmm7, zmm5, zmm6                    ; layer 2 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm6
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm3, zmm11, zmm14
+    vpbroadcastq zmm4, qword [rsi + 8]
+    vpbroadcastq zmm5, qword [rdx + 8]
+    vpsubq       zmm6, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm10, zmm6
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm6, zmm9                   ; layer 1 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm6, zmm6, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm6, zmm5
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm1                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm5
+    vpmadd52luq  zmm11, zmm0, zmm4
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
+    vpbroadcastq zmm1, qword [rsi + 16]
+    vpbroadcastq zmm4, qword [rdx + 16]
+    vpsubq       zmm5, zmm8, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm8, zmm5
+    vpsubq       zmm8, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm8
+    vpaddq       zmm8, zmm5, zmm7                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm7
     vpxord       zmm7, zmm7, zmm7
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm7, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm1
+    vpmadd52luq  zmm11, zmm7, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpaddq       zmm7, zmm2, zmm3                    ; layer 1 of 3
+    vpaddq       zmm2, zmm2, zmm12
+    vpsubq       zmm2, zmm2, zmm3
+    vpxord       zmm3, zmm3, zmm3
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm3, zmm2, zmm4
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
+    vpbroadcastq zmm2, qword [rsi]
+    vpbroadcastq zmm3, qword [rdx]
+    vpsubq       zmm4, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm4, zmm10, zmm4
+    vpsubq       zmm10, zmm8, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm10, zmm4, zmm8                   ; layer 0 of 3
+    vpaddq       zmm4, zmm4, zmm12
+    vpsubq       zmm4, zmm4, zmm8
+    vpxord       zmm8, zmm8, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm4, zmm3
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm4, zmm11, zmm14
+    vpsubq       zmm8, zmm9, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm8, zmm9, zmm8
+    vpsubq       zmm9, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm9
+    vpaddq       zmm9, zmm8, zmm7                    ; layer 0 of 3
+    vpaddq       zmm8, zmm8, zmm12
+    vpsubq       zmm7, zmm8, zmm7
+    vpxord       zmm8, zmm8, zmm8
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm7, zmm3
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm7, zmm11, zmm14
+    vpaddq       zmm8, zmm6, zmm5                    ; layer 0 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm5, zmm6, zmm5
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm5, zmm2
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpaddq       zmm6, zmm0, zmm1                    ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
+    vpsubq       zmm0, zmm0, zmm1
+    vpxord       zmm1, zmm1, zmm1
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm1, zmm0, zmm3
-    vpmadd52luq  zmm7, zmm0, zmm2
-    vpmadd52luq  zmm7, zmm1, zmm9
-    vpandq       zmm0, zmm7, zmm10
-    vmovdqu64    [rdi + 192], zmm6
-    vmovdqu64    [rdi + 8384], zmm5
-    vmovdqu64    [rdi + 16576], zmm4
-    vmovdqu64    [rdi + 24768], zmm0
+    vpmadd52luq  zmm11, zmm0, zmm2
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
+    vmovdqu64    [rdi + 192], zmm10
+    vmovdqu64    [rdi + 8384], zmm9
+    vmovdqu64    [rdi + 16576], zmm8
+    vmovdqu64    [rdi + 24768], zmm6
+    vmovdqu64    [rdi + 32960], zmm4
+    vmovdqu64    [rdi + 41152], zmm7
+    vmovdqu64    [rdi + 49344], zmm5
+    vmovdqu64    [rdi + 57536], zmm0
     vzeroupper
     ret
 .end:
 
 
 ; ---------------------------------------------------------------------------
-; kg_he1125899902124033_ntt_inverse_rows0_avx512: inverse layers 0..3 of 16 rows 4096 elements apart, 32 elements each, twiddles from w
+; kg_he1125899902124033_ntt_inverse_rows0_avx512: inverse layers 0..2 of 8 rows 8192 elements apart, 32 elements each, twiddles from w
 ;
 ;   requires: every a[i] of the rows in [0, 4503599608496130]
-;   ensures:  every a[i] of the rows in [0, 18446743996400148480]
+;   ensures:  every a[i] of the rows in [0, 2251799799529474]
 ;   cpu: AVX512F, AVX512IFMA (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-24}, flags
+;   clobbers: zmm{0-16}, flags
 ; ---------------------------------------------------------------------------
 section .text.kg_he1125899902124033_ntt_inverse_rows0_avx512 progbits alloc exec nowrite align=32
 
@@ -4625,1923 +4497,787 @@ global kg_he1125899902124033_ntt_inverse_rows0_avx512:function KERNGEN_VISIBILIT
 align 32
 kg_he1125899902124033_ntt_inverse_rows0_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm20, [rel pq_2251799804248066]    ; held in a register: read 288 times
-    vmovdqu64    zmm21, [rel pq_3377699725246463]    ; held in a register: read 160 times
-    vmovdqu64    zmm22, [rel pq_4503599627370495]    ; held in a register: read 160 times
-    vmovdqu64    zmm23, [rel pq_1125899911561215]    ; held in a register: read 32 times
-    vmovdqu64    zmm24, [rel pq_281474976710656]     ; held in a register: read 32 times
+    vmovdqu64    zmm12, [rel pq_2251799804248066]    ; held in a register: read 112 times
+    vmovdqu64    zmm13, [rel pq_3377699725246463]    ; held in a register: read 64 times
+    vmovdqu64    zmm14, [rel pq_4503599627370495]    ; held in a register: read 64 times
+    vmovdqu64    zmm15, [rel pq_1125899911561215]    ; held in a register: read 16 times
+    vmovdqu64    zmm16, [rel pq_281474976710656]     ; held in a register: read 16 times
     vmovdqu64    zmm0, [rdi]
-    vmovdqu64    zmm1, [rdi + 32768]
-    vmovdqu64    zmm2, [rdi + 65536]
-    vmovdqu64    zmm3, [rdi + 98304]
-    vmovdqu64    zmm4, [rdi + 131072]
-    vmovdqu64    zmm5, [rdi + 163840]
-    vmovdqu64    zmm6, [rdi + 196608]
-    vmovdqu64    zmm7, [rdi + 229376]
-    vmovdqu64    zmm8, [rdi + 262144]
-    vmovdqu64    zmm9, [rdi + 294912]
-    vmovdqu64    zmm10, [rdi + 327680]
-    vmovdqu64    zmm11, [rdi + 360448]
-    vmovdqu64    zmm12, [rdi + 393216]
-    vmovdqu64    zmm13, [rdi + 425984]
-    vmovdqu64    zmm14, [rdi + 458752]
-    vmovdqu64    zmm15, [rdi + 491520]
-    vpbroadcastq zmm16, qword [rsi + 56]
-    vpbroadcastq zmm17, qword [rdx + 56]
-    vpsubq       zmm18, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm18
-    vpsubq       zmm18, zmm1, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm1, zmm1, zmm18
-    vpaddq       zmm18, zmm0, zmm1                   ; layer 3 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vmovdqu64    zmm1, [rdi + 65536]
+    vmovdqu64    zmm2, [rdi + 131072]
+    vmovdqu64    zmm3, [rdi + 196608]
+    vmovdqu64    zmm4, [rdi + 262144]
+    vmovdqu64    zmm5, [rdi + 327680]
+    vmovdqu64    zmm6, [rdi + 393216]
+    vmovdqu64    zmm7, [rdi + 458752]
+    vpbroadcastq zmm8, qword [rsi + 24]
+    vpbroadcastq zmm9, qword [rdx + 24]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpsubq       zmm10, zmm1, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm1, zmm1, zmm10
+    vpaddq       zmm10, zmm0, zmm1                   ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm1, zmm0, zmm17
-    vpmadd52luq  zmm19, zmm0, zmm16
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
-    vpbroadcastq zmm1, qword [rsi + 64]
-    vpbroadcastq zmm16, qword [rdx + 64]
-    vpsubq       zmm17, zmm2, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm2, zmm2, zmm17
-    vpsubq       zmm17, zmm3, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm3, zmm3, zmm17
-    vpaddq       zmm17, zmm2, zmm3                   ; layer 3 of 4
-    vpaddq       zmm2, zmm2, zmm20
-    vpsubq       zmm2, zmm2, zmm3
-    vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm3, zmm2, zmm16
-    vpmadd52luq  zmm19, zmm2, zmm1
-    vpmadd52luq  zmm19, zmm3, zmm21
-    vpandq       zmm1, zmm19, zmm22
-    vpbroadcastq zmm2, qword [rsi + 72]
-    vpbroadcastq zmm3, qword [rdx + 72]
-    vpsubq       zmm16, zmm4, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm4, zmm4, zmm16
-    vpsubq       zmm16, zmm5, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm5, zmm5, zmm16
-    vpaddq       zmm16, zmm4, zmm5                   ; layer 3 of 4
-    vpaddq       zmm4, zmm4, zmm20
-    vpsubq       zmm4, zmm4, zmm5
-    vpxord       zmm5, zmm5, zmm5
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm5, zmm4, zmm3
-    vpmadd52luq  zmm19, zmm4, zmm2
-    vpmadd52luq  zmm19, zmm5, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpbroadcastq zmm3, qword [rsi + 80]
-    vpbroadcastq zmm4, qword [rdx + 80]
-    vpsubq       zmm5, zmm6, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm5, zmm6, zmm5
-    vpsubq       zmm6, zmm7, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm6, zmm7, zmm6
-    vpaddq       zmm7, zmm5, zmm6                    ; layer 3 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm6
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm6, zmm5, zmm4
-    vpmadd52luq  zmm19, zmm5, zmm3
-    vpmadd52luq  zmm19, zmm6, zmm21
-    vpandq       zmm3, zmm19, zmm22
-    vpbroadcastq zmm4, qword [rsi + 88]
-    vpbroadcastq zmm5, qword [rdx + 88]
-    vpsubq       zmm6, zmm8, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm6, zmm8, zmm6
-    vpsubq       zmm8, zmm9, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm8, zmm9, zmm8
-    vpaddq       zmm9, zmm6, zmm8                    ; layer 3 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm6, zmm5
-    vpmadd52luq  zmm19, zmm6, zmm4
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpbroadcastq zmm5, qword [rsi + 96]
-    vpbroadcastq zmm6, qword [rdx + 96]
-    vpsubq       zmm8, zmm10, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm8, zmm10, zmm8
-    vpsubq       zmm10, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm11, zmm10
-    vpaddq       zmm11, zmm8, zmm10                  ; layer 3 of 4
-    vpaddq       zmm8, zmm8, zmm20
-    vpsubq       zmm8, zmm8, zmm10
-    vpxord       zmm10, zmm10, zmm10
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm10, zmm8, zmm6
-    vpmadd52luq  zmm19, zmm8, zmm5
-    vpmadd52luq  zmm19, zmm10, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpbroadcastq zmm6, qword [rsi + 104]
-    vpbroadcastq zmm8, qword [rdx + 104]
-    vpsubq       zmm10, zmm12, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm12, zmm10
-    vpsubq       zmm12, zmm13, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm13, zmm12
-    vpaddq       zmm13, zmm10, zmm12                 ; layer 3 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm10, zmm10, zmm12
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm10, zmm8
-    vpmadd52luq  zmm19, zmm10, zmm6
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm6, zmm19, zmm22
-    vpbroadcastq zmm8, qword [rsi + 112]
-    vpbroadcastq zmm10, qword [rdx + 112]
-    vpsubq       zmm12, zmm14, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm14, zmm12
-    vpsubq       zmm14, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm15, zmm14
-    vpaddq       zmm15, zmm12, zmm14                 ; layer 3 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm12, zmm12, zmm14
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm12, zmm10
-    vpmadd52luq  zmm19, zmm12, zmm8
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpbroadcastq zmm10, qword [rsi + 24]
-    vpbroadcastq zmm12, qword [rdx + 24]
-    vpsubq       zmm14, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm18, zmm14
-    vpsubq       zmm18, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm17, zmm18
-    vpaddq       zmm18, zmm14, zmm17                 ; layer 2 of 4
-    vpaddq       zmm14, zmm14, zmm20
-    vpsubq       zmm14, zmm14, zmm17
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm14, zmm12
-    vpmadd52luq  zmm19, zmm14, zmm10
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm14, zmm19, zmm22
-    vpaddq       zmm17, zmm0, zmm1                   ; layer 2 of 4
-    vpaddq       zmm0, zmm0, zmm20
-    vpsubq       zmm0, zmm0, zmm1
-    vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm1, zmm0, zmm12
-    vpmadd52luq  zmm19, zmm0, zmm10
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm9
+    vpmadd52luq  zmm11, zmm0, zmm8
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
     vpbroadcastq zmm1, qword [rsi + 32]
-    vpbroadcastq zmm10, qword [rdx + 32]
-    vpsubq       zmm12, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm16, zmm12
-    vpsubq       zmm16, zmm7, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm7, zmm7, zmm16
-    vpaddq       zmm16, zmm12, zmm7                  ; layer 2 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm7, zmm12, zmm7
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm7, zmm10
-    vpmadd52luq  zmm19, zmm7, zmm1
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm12, zmm2, zmm3                   ; layer 2 of 4
-    vpaddq       zmm2, zmm2, zmm20
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm9, zmm2, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm2, zmm2, zmm9
+    vpsubq       zmm9, zmm3, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm9, zmm2, zmm3                    ; layer 2 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm3
     vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm3, zmm2, zmm10
-    vpmadd52luq  zmm19, zmm2, zmm1
-    vpmadd52luq  zmm19, zmm3, zmm21
-    vpandq       zmm1, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm3, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
     vpbroadcastq zmm2, qword [rsi + 40]
     vpbroadcastq zmm3, qword [rdx + 40]
-    vpsubq       zmm10, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm10
-    vpsubq       zmm10, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm11, zmm10
-    vpaddq       zmm11, zmm9, zmm10                  ; layer 2 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm9, zmm9, zmm10
-    vpxord       zmm10, zmm10, zmm10
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm10, zmm9, zmm3
-    vpmadd52luq  zmm19, zmm9, zmm2
-    vpmadd52luq  zmm19, zmm10, zmm21
-    vpandq       zmm9, zmm19, zmm22
-    vpaddq       zmm10, zmm4, zmm5                   ; layer 2 of 4
-    vpaddq       zmm4, zmm4, zmm20
+    vpsubq       zmm8, zmm4, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm4, zmm4, zmm8
+    vpsubq       zmm8, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm8
+    vpaddq       zmm8, zmm4, zmm5                    ; layer 2 of 3
+    vpaddq       zmm4, zmm4, zmm12
     vpsubq       zmm4, zmm4, zmm5
     vpxord       zmm5, zmm5, zmm5
-    vpxord       zmm19, zmm19, zmm19
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm5, zmm4, zmm3
-    vpmadd52luq  zmm19, zmm4, zmm2
-    vpmadd52luq  zmm19, zmm5, zmm21
-    vpandq       zmm2, zmm19, zmm22
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm5, zmm13
+    vpandq       zmm2, zmm11, zmm14
     vpbroadcastq zmm3, qword [rsi + 48]
     vpbroadcastq zmm4, qword [rdx + 48]
-    vpsubq       zmm5, zmm13, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm5, zmm13, zmm5
-    vpsubq       zmm13, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm13, zmm15, zmm13
-    vpaddq       zmm15, zmm5, zmm13                  ; layer 2 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm13
-    vpxord       zmm13, zmm13, zmm13
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm13, zmm5, zmm4
-    vpmadd52luq  zmm19, zmm5, zmm3
-    vpmadd52luq  zmm19, zmm13, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpaddq       zmm13, zmm6, zmm8                   ; layer 2 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm6, zmm4
-    vpmadd52luq  zmm19, zmm6, zmm3
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm3, zmm19, zmm22
+    vpsubq       zmm5, zmm6, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm6, zmm5
+    vpsubq       zmm6, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm6, zmm7, zmm6
+    vpaddq       zmm7, zmm5, zmm6                    ; layer 2 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm6
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm3, zmm11, zmm14
     vpbroadcastq zmm4, qword [rsi + 8]
-    vpbroadcastq zmm6, qword [rdx + 8]
-    vpsubq       zmm8, zmm18, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm8, zmm18, zmm8
-    vpsubq       zmm18, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm16, zmm18
-    vpaddq       zmm18, zmm8, zmm16                  ; layer 1 of 4
-    vpaddq       zmm8, zmm8, zmm20
-    vpsubq       zmm8, zmm8, zmm16
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm8, zmm6
-    vpmadd52luq  zmm19, zmm8, zmm4
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpsubq       zmm16, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm17, zmm16
-    vpsubq       zmm17, zmm12, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm12, zmm17
-    vpaddq       zmm17, zmm16, zmm12                 ; layer 1 of 4
-    vpaddq       zmm16, zmm16, zmm20
-    vpsubq       zmm12, zmm16, zmm12
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm12, zmm6
-    vpmadd52luq  zmm19, zmm12, zmm4
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm16, zmm14, zmm7                  ; layer 1 of 4
-    vpaddq       zmm14, zmm14, zmm20
-    vpsubq       zmm7, zmm14, zmm7
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm7, zmm6
-    vpmadd52luq  zmm19, zmm7, zmm4
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm14, zmm0, zmm1                   ; layer 1 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpbroadcastq zmm5, qword [rdx + 8]
+    vpsubq       zmm6, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm10, zmm6
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm6, zmm9                   ; layer 1 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm6, zmm6, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm6, zmm5
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm1                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm1, zmm0, zmm6
-    vpmadd52luq  zmm19, zmm0, zmm4
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm5
+    vpmadd52luq  zmm11, zmm0, zmm4
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
     vpbroadcastq zmm1, qword [rsi + 16]
     vpbroadcastq zmm4, qword [rdx + 16]
-    vpsubq       zmm6, zmm11, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm6, zmm11, zmm6
-    vpsubq       zmm11, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm15, zmm11
-    vpaddq       zmm15, zmm6, zmm11                  ; layer 1 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm11
+    vpsubq       zmm5, zmm8, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm8, zmm5
+    vpsubq       zmm8, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm8
+    vpaddq       zmm8, zmm5, zmm7                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm7
+    vpxord       zmm7, zmm7, zmm7
     vpxord       zmm11, zmm11, zmm11
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm11, zmm6, zmm4
-    vpmadd52luq  zmm19, zmm6, zmm1
-    vpmadd52luq  zmm19, zmm11, zmm21
-    vpandq       zmm6, zmm19, zmm22
-    vpsubq       zmm11, zmm10, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm10, zmm11
-    vpsubq       zmm11, zmm13, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm13, zmm11
-    vpaddq       zmm13, zmm10, zmm11                 ; layer 1 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm10, zmm10, zmm11
-    vpxord       zmm11, zmm11, zmm11
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm11, zmm10, zmm4
-    vpmadd52luq  zmm19, zmm10, zmm1
-    vpmadd52luq  zmm19, zmm11, zmm21
-    vpandq       zmm10, zmm19, zmm22
-    vpaddq       zmm11, zmm9, zmm5                   ; layer 1 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm5, zmm9, zmm5
-    vpxord       zmm9, zmm9, zmm9
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm9, zmm5, zmm4
-    vpmadd52luq  zmm19, zmm5, zmm1
-    vpmadd52luq  zmm19, zmm9, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpaddq       zmm9, zmm2, zmm3                    ; layer 1 of 4
-    vpaddq       zmm2, zmm2, zmm20
+    vpmadd52huq  zmm7, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm1
+    vpmadd52luq  zmm11, zmm7, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpaddq       zmm7, zmm2, zmm3                    ; layer 1 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm3
     vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm19, zmm19, zmm19
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm3, zmm2, zmm4
-    vpmadd52luq  zmm19, zmm2, zmm1
-    vpmadd52luq  zmm19, zmm3, zmm21
-    vpandq       zmm1, zmm19, zmm22
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
     vpbroadcastq zmm2, qword [rsi]
     vpbroadcastq zmm3, qword [rdx]
-    vpsubq       zmm4, zmm18, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm4, zmm18, zmm4
-    vpsubq       zmm18, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm15, zmm18
-    vpaddq       zmm18, zmm4, zmm15                  ; layer 0 of 4
-    vpaddq       zmm4, zmm4, zmm20
-    vpsubq       zmm4, zmm4, zmm15
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm4, zmm3
-    vpmadd52luq  zmm19, zmm4, zmm2
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm15, zmm19, zmm22
-    vpsubq       zmm18, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm17, zmm18
-    vpsubq       zmm18, zmm13, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm13, zmm13, zmm18
-    vpaddq       zmm18, zmm17, zmm13                 ; layer 0 of 4
-    vpaddq       zmm17, zmm17, zmm20
-    vpsubq       zmm13, zmm17, zmm13
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm13, zmm3
-    vpmadd52luq  zmm19, zmm13, zmm2
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm13, zmm19, zmm22
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm17, zmm19, zmm22
-    vpsubq       zmm18, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm16, zmm18
-    vpsubq       zmm18, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm11, zmm18
-    vpaddq       zmm18, zmm16, zmm11                 ; layer 0 of 4
-    vpaddq       zmm16, zmm16, zmm20
-    vpsubq       zmm11, zmm16, zmm11
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm11, zmm3
-    vpmadd52luq  zmm19, zmm11, zmm2
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm11, zmm19, zmm22
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm16, zmm19, zmm22
-    vpsubq       zmm18, zmm14, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm14, zmm18
-    vpsubq       zmm18, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm18
-    vpaddq       zmm18, zmm14, zmm9                  ; layer 0 of 4
-    vpaddq       zmm14, zmm14, zmm20
-    vpsubq       zmm9, zmm14, zmm9
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm9, zmm3
-    vpmadd52luq  zmm19, zmm9, zmm2
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm9, zmm19, zmm22
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm14, zmm19, zmm22
-    vpaddq       zmm18, zmm8, zmm6                   ; layer 0 of 4
-    vpaddq       zmm8, zmm8, zmm20
-    vpsubq       zmm6, zmm8, zmm6
+    vpsubq       zmm4, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm4, zmm10, zmm4
+    vpsubq       zmm10, zmm8, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm10, zmm4, zmm8                   ; layer 0 of 3
+    vpaddq       zmm4, zmm4, zmm12
+    vpsubq       zmm4, zmm4, zmm8
     vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm6, zmm3
-    vpmadd52luq  zmm19, zmm6, zmm2
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm6, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm4, zmm3
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm4, zmm11, zmm14
     vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm18, zmm12, zmm10                 ; layer 0 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm10, zmm12, zmm10
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm10, zmm3
-    vpmadd52luq  zmm19, zmm10, zmm2
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm10, zmm19, zmm22
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm18, zmm7, zmm5                   ; layer 0 of 4
-    vpaddq       zmm7, zmm7, zmm20
-    vpsubq       zmm5, zmm7, zmm5
-    vpxord       zmm7, zmm7, zmm7
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm7, zmm5, zmm3
-    vpmadd52luq  zmm19, zmm5, zmm2
-    vpmadd52luq  zmm19, zmm7, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpxord       zmm7, zmm7, zmm7
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm7, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm7, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm18, zmm0, zmm1                   ; layer 0 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm10, zmm15
+    vpmadd52luq  zmm11, zmm10, zmm16
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm8, zmm11, zmm14
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpsubq       zmm10, zmm7, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm10
+    vpaddq       zmm10, zmm9, zmm7                   ; layer 0 of 3
+    vpaddq       zmm9, zmm9, zmm12
+    vpsubq       zmm7, zmm9, zmm7
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm7, zmm3
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm7, zmm11, zmm14
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm10, zmm15
+    vpmadd52luq  zmm11, zmm10, zmm16
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm9, zmm11, zmm14
+    vpaddq       zmm10, zmm6, zmm5                   ; layer 0 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm5, zmm6, zmm5
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm5, zmm2
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm10, zmm15
+    vpmadd52luq  zmm11, zmm10, zmm16
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm10, zmm0, zmm1                   ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm1, zmm0, zmm3
-    vpmadd52luq  zmm19, zmm0, zmm2
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
+    vpmadd52luq  zmm11, zmm0, zmm2
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
     vpxord       zmm1, zmm1, zmm1
     vpxord       zmm2, zmm2, zmm2
-    vpmadd52huq  zmm1, zmm18, zmm23
-    vpmadd52luq  zmm2, zmm18, zmm24
-    vpmadd52luq  zmm2, zmm1, zmm21
-    vpandq       zmm1, zmm2, zmm22
-    vmovdqu64    [rdi], zmm15
-    vmovdqu64    [rdi + 32768], zmm17
-    vmovdqu64    [rdi + 65536], zmm16
-    vmovdqu64    [rdi + 98304], zmm14
-    vmovdqu64    [rdi + 131072], zmm8
-    vmovdqu64    [rdi + 163840], zmm12
-    vmovdqu64    [rdi + 196608], zmm7
-    vmovdqu64    [rdi + 229376], zmm1
+    vpmadd52huq  zmm1, zmm10, zmm15
+    vpmadd52luq  zmm2, zmm10, zmm16
+    vpmadd52luq  zmm2, zmm1, zmm13
+    vpandq       zmm1, zmm2, zmm14
+    vmovdqu64    [rdi], zmm8
+    vmovdqu64    [rdi + 65536], zmm9
+    vmovdqu64    [rdi + 131072], zmm6
+    vmovdqu64    [rdi + 196608], zmm1
     vmovdqu64    [rdi + 262144], zmm4
-    vmovdqu64    [rdi + 294912], zmm13
-    vmovdqu64    [rdi + 327680], zmm11
-    vmovdqu64    [rdi + 360448], zmm9
-    vmovdqu64    [rdi + 393216], zmm6
-    vmovdqu64    [rdi + 425984], zmm10
-    vmovdqu64    [rdi + 458752], zmm5
-    vmovdqu64    [rdi + 491520], zmm0
+    vmovdqu64    [rdi + 327680], zmm7
+    vmovdqu64    [rdi + 393216], zmm5
+    vmovdqu64    [rdi + 458752], zmm0
     vmovdqu64    zmm0, [rdi + 64]
-    vmovdqu64    zmm1, [rdi + 32832]
-    vmovdqu64    zmm2, [rdi + 65600]
-    vmovdqu64    zmm3, [rdi + 98368]
-    vmovdqu64    zmm4, [rdi + 131136]
-    vmovdqu64    zmm5, [rdi + 163904]
-    vmovdqu64    zmm6, [rdi + 196672]
-    vmovdqu64    zmm7, [rdi + 229440]
-    vmovdqu64    zmm8, [rdi + 262208]
-    vmovdqu64    zmm9, [rdi + 294976]
-    vmovdqu64    zmm10, [rdi + 327744]
-    vmovdqu64    zmm11, [rdi + 360512]
-    vmovdqu64    zmm12, [rdi + 393280]
-    vmovdqu64    zmm13, [rdi + 426048]
-    vmovdqu64    zmm14, [rdi + 458816]
-    vmovdqu64    zmm15, [rdi + 491584]
-    vpbroadcastq zmm16, qword [rsi + 56]
-    vpbroadcastq zmm17, qword [rdx + 56]
-    vpsubq       zmm18, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm18
-    vpsubq       zmm18, zmm1, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm1, zmm1, zmm18
-    vpaddq       zmm18, zmm0, zmm1                   ; layer 3 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vmovdqu64    zmm1, [rdi + 65600]
+    vmovdqu64    zmm2, [rdi + 131136]
+    vmovdqu64    zmm3, [rdi + 196672]
+    vmovdqu64    zmm4, [rdi + 262208]
+    vmovdqu64    zmm5, [rdi + 327744]
+    vmovdqu64    zmm6, [rdi + 393280]
+    vmovdqu64    zmm7, [rdi + 458816]
+    vpbroadcastq zmm8, qword [rsi + 24]
+    vpbroadcastq zmm9, qword [rdx + 24]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpsubq       zmm10, zmm1, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm1, zmm1, zmm10
+    vpaddq       zmm10, zmm0, zmm1                   ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm1, zmm0, zmm17
-    vpmadd52luq  zmm19, zmm0, zmm16
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
-    vpbroadcastq zmm1, qword [rsi + 64]
-    vpbroadcastq zmm16, qword [rdx + 64]
-    vpsubq       zmm17, zmm2, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm2, zmm2, zmm17
-    vpsubq       zmm17, zmm3, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm3, zmm3, zmm17
-    vpaddq       zmm17, zmm2, zmm3                   ; layer 3 of 4
-    vpaddq       zmm2, zmm2, zmm20
-    vpsubq       zmm2, zmm2, zmm3
-    vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm3, zmm2, zmm16
-    vpmadd52luq  zmm19, zmm2, zmm1
-    vpmadd52luq  zmm19, zmm3, zmm21
-    vpandq       zmm1, zmm19, zmm22
-    vpbroadcastq zmm2, qword [rsi + 72]
-    vpbroadcastq zmm3, qword [rdx + 72]
-    vpsubq       zmm16, zmm4, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm4, zmm4, zmm16
-    vpsubq       zmm16, zmm5, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm5, zmm5, zmm16
-    vpaddq       zmm16, zmm4, zmm5                   ; layer 3 of 4
-    vpaddq       zmm4, zmm4, zmm20
-    vpsubq       zmm4, zmm4, zmm5
-    vpxord       zmm5, zmm5, zmm5
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm5, zmm4, zmm3
-    vpmadd52luq  zmm19, zmm4, zmm2
-    vpmadd52luq  zmm19, zmm5, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpbroadcastq zmm3, qword [rsi + 80]
-    vpbroadcastq zmm4, qword [rdx + 80]
-    vpsubq       zmm5, zmm6, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm5, zmm6, zmm5
-    vpsubq       zmm6, zmm7, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm6, zmm7, zmm6
-    vpaddq       zmm7, zmm5, zmm6                    ; layer 3 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm6
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm6, zmm5, zmm4
-    vpmadd52luq  zmm19, zmm5, zmm3
-    vpmadd52luq  zmm19, zmm6, zmm21
-    vpandq       zmm3, zmm19, zmm22
-    vpbroadcastq zmm4, qword [rsi + 88]
-    vpbroadcastq zmm5, qword [rdx + 88]
-    vpsubq       zmm6, zmm8, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm6, zmm8, zmm6
-    vpsubq       zmm8, zmm9, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm8, zmm9, zmm8
-    vpaddq       zmm9, zmm6, zmm8                    ; layer 3 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm6, zmm5
-    vpmadd52luq  zmm19, zmm6, zmm4
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpbroadcastq zmm5, qword [rsi + 96]
-    vpbroadcastq zmm6, qword [rdx + 96]
-    vpsubq       zmm8, zmm10, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm8, zmm10, zmm8
-    vpsubq       zmm10, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm11, zmm10
-    vpaddq       zmm11, zmm8, zmm10                  ; layer 3 of 4
-    vpaddq       zmm8, zmm8, zmm20
-    vpsubq       zmm8, zmm8, zmm10
-    vpxord       zmm10, zmm10, zmm10
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm10, zmm8, zmm6
-    vpmadd52luq  zmm19, zmm8, zmm5
-    vpmadd52luq  zmm19, zmm10, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpbroadcastq zmm6, qword [rsi + 104]
-    vpbroadcastq zmm8, qword [rdx + 104]
-    vpsubq       zmm10, zmm12, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm12, zmm10
-    vpsubq       zmm12, zmm13, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm13, zmm12
-    vpaddq       zmm13, zmm10, zmm12                 ; layer 3 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm10, zmm10, zmm12
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm10, zmm8
-    vpmadd52luq  zmm19, zmm10, zmm6
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm6, zmm19, zmm22
-    vpbroadcastq zmm8, qword [rsi + 112]
-    vpbroadcastq zmm10, qword [rdx + 112]
-    vpsubq       zmm12, zmm14, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm14, zmm12
-    vpsubq       zmm14, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm15, zmm14
-    vpaddq       zmm15, zmm12, zmm14                 ; layer 3 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm12, zmm12, zmm14
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm12, zmm10
-    vpmadd52luq  zmm19, zmm12, zmm8
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpbroadcastq zmm10, qword [rsi + 24]
-    vpbroadcastq zmm12, qword [rdx + 24]
-    vpsubq       zmm14, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm18, zmm14
-    vpsubq       zmm18, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm17, zmm18
-    vpaddq       zmm18, zmm14, zmm17                 ; layer 2 of 4
-    vpaddq       zmm14, zmm14, zmm20
-    vpsubq       zmm14, zmm14, zmm17
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm14, zmm12
-    vpmadd52luq  zmm19, zmm14, zmm10
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm14, zmm19, zmm22
-    vpaddq       zmm17, zmm0, zmm1                   ; layer 2 of 4
-    vpaddq       zmm0, zmm0, zmm20
-    vpsubq       zmm0, zmm0, zmm1
-    vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm1, zmm0, zmm12
-    vpmadd52luq  zmm19, zmm0, zmm10
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm9
+    vpmadd52luq  zmm11, zmm0, zmm8
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
     vpbroadcastq zmm1, qword [rsi + 32]
-    vpbroadcastq zmm10, qword [rdx + 32]
-    vpsubq       zmm12, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm16, zmm12
-    vpsubq       zmm16, zmm7, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm7, zmm7, zmm16
-    vpaddq       zmm16, zmm12, zmm7                  ; layer 2 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm7, zmm12, zmm7
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm7, zmm10
-    vpmadd52luq  zmm19, zmm7, zmm1
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm12, zmm2, zmm3                   ; layer 2 of 4
-    vpaddq       zmm2, zmm2, zmm20
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm9, zmm2, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm2, zmm2, zmm9
+    vpsubq       zmm9, zmm3, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm9, zmm2, zmm3                    ; layer 2 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm3
     vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm3, zmm2, zmm10
-    vpmadd52luq  zmm19, zmm2, zmm1
-    vpmadd52luq  zmm19, zmm3, zmm21
-    vpandq       zmm1, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm3, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
     vpbroadcastq zmm2, qword [rsi + 40]
     vpbroadcastq zmm3, qword [rdx + 40]
-    vpsubq       zmm10, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm10
-    vpsubq       zmm10, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm11, zmm10
-    vpaddq       zmm11, zmm9, zmm10                  ; layer 2 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm9, zmm9, zmm10
-    vpxord       zmm10, zmm10, zmm10
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm10, zmm9, zmm3
-    vpmadd52luq  zmm19, zmm9, zmm2
-    vpmadd52luq  zmm19, zmm10, zmm21
-    vpandq       zmm9, zmm19, zmm22
-    vpaddq       zmm10, zmm4, zmm5                   ; layer 2 of 4
-    vpaddq       zmm4, zmm4, zmm20
+    vpsubq       zmm8, zmm4, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm4, zmm4, zmm8
+    vpsubq       zmm8, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm8
+    vpaddq       zmm8, zmm4, zmm5                    ; layer 2 of 3
+    vpaddq       zmm4, zmm4, zmm12
     vpsubq       zmm4, zmm4, zmm5
     vpxord       zmm5, zmm5, zmm5
-    vpxord       zmm19, zmm19, zmm19
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm5, zmm4, zmm3
-    vpmadd52luq  zmm19, zmm4, zmm2
-    vpmadd52luq  zmm19, zmm5, zmm21
-    vpandq       zmm2, zmm19, zmm22
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm5, zmm13
+    vpandq       zmm2, zmm11, zmm14
     vpbroadcastq zmm3, qword [rsi + 48]
     vpbroadcastq zmm4, qword [rdx + 48]
-    vpsubq       zmm5, zmm13, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm5, zmm13, zmm5
-    vpsubq       zmm13, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm13, zmm15, zmm13
-    vpaddq       zmm15, zmm5, zmm13                  ; layer 2 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm13
-    vpxord       zmm13, zmm13, zmm13
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm13, zmm5, zmm4
-    vpmadd52luq  zmm19, zmm5, zmm3
-    vpmadd52luq  zmm19, zmm13, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpaddq       zmm13, zmm6, zmm8                   ; layer 2 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm6, zmm4
-    vpmadd52luq  zmm19, zmm6, zmm3
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm3, zmm19, zmm22
+    vpsubq       zmm5, zmm6, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm6, zmm5
+    vpsubq       zmm6, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm6, zmm7, zmm6
+    vpaddq       zmm7, zmm5, zmm6                    ; layer 2 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm6
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm3, zmm11, zmm14
     vpbroadcastq zmm4, qword [rsi + 8]
-    vpbroadcastq zmm6, qword [rdx + 8]
-    vpsubq       zmm8, zmm18, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm8, zmm18, zmm8
-    vpsubq       zmm18, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm16, zmm18
-    vpaddq       zmm18, zmm8, zmm16                  ; layer 1 of 4
-    vpaddq       zmm8, zmm8, zmm20
-    vpsubq       zmm8, zmm8, zmm16
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm8, zmm6
-    vpmadd52luq  zmm19, zmm8, zmm4
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpsubq       zmm16, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm17, zmm16
-    vpsubq       zmm17, zmm12, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm12, zmm17
-    vpaddq       zmm17, zmm16, zmm12                 ; layer 1 of 4
-    vpaddq       zmm16, zmm16, zmm20
-    vpsubq       zmm12, zmm16, zmm12
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm12, zmm6
-    vpmadd52luq  zmm19, zmm12, zmm4
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm16, zmm14, zmm7                  ; layer 1 of 4
-    vpaddq       zmm14, zmm14, zmm20
-    vpsubq       zmm7, zmm14, zmm7
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm7, zmm6
-    vpmadd52luq  zmm19, zmm7, zmm4
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm14, zmm0, zmm1                   ; layer 1 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpbroadcastq zmm5, qword [rdx + 8]
+    vpsubq       zmm6, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm10, zmm6
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm6, zmm9                   ; layer 1 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm6, zmm6, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm6, zmm5
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm1                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm1, zmm0, zmm6
-    vpmadd52luq  zmm19, zmm0, zmm4
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm5
+    vpmadd52luq  zmm11, zmm0, zmm4
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
     vpbroadcastq zmm1, qword [rsi + 16]
     vpbroadcastq zmm4, qword [rdx + 16]
-    vpsubq       zmm6, zmm11, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm6, zmm11, zmm6
-    vpsubq       zmm11, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm15, zmm11
-    vpaddq       zmm15, zmm6, zmm11                  ; layer 1 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm11
+    vpsubq       zmm5, zmm8, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm8, zmm5
+    vpsubq       zmm8, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm8
+    vpaddq       zmm8, zmm5, zmm7                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm7
+    vpxord       zmm7, zmm7, zmm7
     vpxord       zmm11, zmm11, zmm11
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm11, zmm6, zmm4
-    vpmadd52luq  zmm19, zmm6, zmm1
-    vpmadd52luq  zmm19, zmm11, zmm21
-    vpandq       zmm6, zmm19, zmm22
-    vpsubq       zmm11, zmm10, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm10, zmm11
-    vpsubq       zmm11, zmm13, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm13, zmm11
-    vpaddq       zmm13, zmm10, zmm11                 ; layer 1 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm10, zmm10, zmm11
-    vpxord       zmm11, zmm11, zmm11
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm11, zmm10, zmm4
-    vpmadd52luq  zmm19, zmm10, zmm1
-    vpmadd52luq  zmm19, zmm11, zmm21
-    vpandq       zmm10, zmm19, zmm22
-    vpaddq       zmm11, zmm9, zmm5                   ; layer 1 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm5, zmm9, zmm5
-    vpxord       zmm9, zmm9, zmm9
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm9, zmm5, zmm4
-    vpmadd52luq  zmm19, zmm5, zmm1
-    vpmadd52luq  zmm19, zmm9, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpaddq       zmm9, zmm2, zmm3                    ; layer 1 of 4
-    vpaddq       zmm2, zmm2, zmm20
+    vpmadd52huq  zmm7, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm1
+    vpmadd52luq  zmm11, zmm7, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpaddq       zmm7, zmm2, zmm3                    ; layer 1 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm3
     vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm19, zmm19, zmm19
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm3, zmm2, zmm4
-    vpmadd52luq  zmm19, zmm2, zmm1
-    vpmadd52luq  zmm19, zmm3, zmm21
-    vpandq       zmm1, zmm19, zmm22
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
     vpbroadcastq zmm2, qword [rsi]
     vpbroadcastq zmm3, qword [rdx]
-    vpsubq       zmm4, zmm18, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm4, zmm18, zmm4
-    vpsubq       zmm18, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm15, zmm18
-    vpaddq       zmm18, zmm4, zmm15                  ; layer 0 of 4
-    vpaddq       zmm4, zmm4, zmm20
-    vpsubq       zmm4, zmm4, zmm15
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm4, zmm3
-    vpmadd52luq  zmm19, zmm4, zmm2
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm15, zmm19, zmm22
-    vpsubq       zmm18, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm17, zmm18
-    vpsubq       zmm18, zmm13, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm13, zmm13, zmm18
-    vpaddq       zmm18, zmm17, zmm13                 ; layer 0 of 4
-    vpaddq       zmm17, zmm17, zmm20
-    vpsubq       zmm13, zmm17, zmm13
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm13, zmm3
-    vpmadd52luq  zmm19, zmm13, zmm2
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm13, zmm19, zmm22
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm17, zmm19, zmm22
-    vpsubq       zmm18, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm16, zmm18
-    vpsubq       zmm18, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm11, zmm18
-    vpaddq       zmm18, zmm16, zmm11                 ; layer 0 of 4
-    vpaddq       zmm16, zmm16, zmm20
-    vpsubq       zmm11, zmm16, zmm11
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm11, zmm3
-    vpmadd52luq  zmm19, zmm11, zmm2
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm11, zmm19, zmm22
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm16, zmm19, zmm22
-    vpsubq       zmm18, zmm14, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm14, zmm18
-    vpsubq       zmm18, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm18
-    vpaddq       zmm18, zmm14, zmm9                  ; layer 0 of 4
-    vpaddq       zmm14, zmm14, zmm20
-    vpsubq       zmm9, zmm14, zmm9
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm9, zmm3
-    vpmadd52luq  zmm19, zmm9, zmm2
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm9, zmm19, zmm22
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm14, zmm19, zmm22
-    vpaddq       zmm18, zmm8, zmm6                   ; layer 0 of 4
-    vpaddq       zmm8, zmm8, zmm20
-    vpsubq       zmm6, zmm8, zmm6
+    vpsubq       zmm4, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm4, zmm10, zmm4
+    vpsubq       zmm10, zmm8, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm10, zmm4, zmm8                   ; layer 0 of 3
+    vpaddq       zmm4, zmm4, zmm12
+    vpsubq       zmm4, zmm4, zmm8
     vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm6, zmm3
-    vpmadd52luq  zmm19, zmm6, zmm2
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm6, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm4, zmm3
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm4, zmm11, zmm14
     vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm18, zmm12, zmm10                 ; layer 0 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm10, zmm12, zmm10
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm10, zmm3
-    vpmadd52luq  zmm19, zmm10, zmm2
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm10, zmm19, zmm22
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm18, zmm7, zmm5                   ; layer 0 of 4
-    vpaddq       zmm7, zmm7, zmm20
-    vpsubq       zmm5, zmm7, zmm5
-    vpxord       zmm7, zmm7, zmm7
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm7, zmm5, zmm3
-    vpmadd52luq  zmm19, zmm5, zmm2
-    vpmadd52luq  zmm19, zmm7, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpxord       zmm7, zmm7, zmm7
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm7, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm7, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm18, zmm0, zmm1                   ; layer 0 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm10, zmm15
+    vpmadd52luq  zmm11, zmm10, zmm16
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm8, zmm11, zmm14
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpsubq       zmm10, zmm7, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm10
+    vpaddq       zmm10, zmm9, zmm7                   ; layer 0 of 3
+    vpaddq       zmm9, zmm9, zmm12
+    vpsubq       zmm7, zmm9, zmm7
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm7, zmm3
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm7, zmm11, zmm14
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm10, zmm15
+    vpmadd52luq  zmm11, zmm10, zmm16
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm9, zmm11, zmm14
+    vpaddq       zmm10, zmm6, zmm5                   ; layer 0 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm5, zmm6, zmm5
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm5, zmm2
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm10, zmm15
+    vpmadd52luq  zmm11, zmm10, zmm16
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm10, zmm0, zmm1                   ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm1, zmm0, zmm3
-    vpmadd52luq  zmm19, zmm0, zmm2
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
+    vpmadd52luq  zmm11, zmm0, zmm2
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
     vpxord       zmm1, zmm1, zmm1
     vpxord       zmm2, zmm2, zmm2
-    vpmadd52huq  zmm1, zmm18, zmm23
-    vpmadd52luq  zmm2, zmm18, zmm24
-    vpmadd52luq  zmm2, zmm1, zmm21
-    vpandq       zmm1, zmm2, zmm22
-    vmovdqu64    [rdi + 64], zmm15
-    vmovdqu64    [rdi + 32832], zmm17
-    vmovdqu64    [rdi + 65600], zmm16
-    vmovdqu64    [rdi + 98368], zmm14
-    vmovdqu64    [rdi + 131136], zmm8
-    vmovdqu64    [rdi + 163904], zmm12
-    vmovdqu64    [rdi + 196672], zmm7
-    vmovdqu64    [rdi + 229440], zmm1
+    vpmadd52huq  zmm1, zmm10, zmm15
+    vpmadd52luq  zmm2, zmm10, zmm16
+    vpmadd52luq  zmm2, zmm1, zmm13
+    vpandq       zmm1, zmm2, zmm14
+    vmovdqu64    [rdi + 64], zmm8
+    vmovdqu64    [rdi + 65600], zmm9
+    vmovdqu64    [rdi + 131136], zmm6
+    vmovdqu64    [rdi + 196672], zmm1
     vmovdqu64    [rdi + 262208], zmm4
-    vmovdqu64    [rdi + 294976], zmm13
-    vmovdqu64    [rdi + 327744], zmm11
-    vmovdqu64    [rdi + 360512], zmm9
-    vmovdqu64    [rdi + 393280], zmm6
-    vmovdqu64    [rdi + 426048], zmm10
-    vmovdqu64    [rdi + 458816], zmm5
-    vmovdqu64    [rdi + 491584], zmm0
+    vmovdqu64    [rdi + 327744], zmm7
+    vmovdqu64    [rdi + 393280], zmm5
+    vmovdqu64    [rdi + 458816], zmm0
     vmovdqu64    zmm0, [rdi + 128]
-    vmovdqu64    zmm1, [rdi + 32896]
-    vmovdqu64    zmm2, [rdi + 65664]
-    vmovdqu64    zmm3, [rdi + 98432]
-    vmovdqu64    zmm4, [rdi + 131200]
-    vmovdqu64    zmm5, [rdi + 163968]
-    vmovdqu64    zmm6, [rdi + 196736]
-    vmovdqu64    zmm7, [rdi + 229504]
-    vmovdqu64    zmm8, [rdi + 262272]
-    vmovdqu64    zmm9, [rdi + 295040]
-    vmovdqu64    zmm10, [rdi + 327808]
-    vmovdqu64    zmm11, [rdi + 360576]
-    vmovdqu64    zmm12, [rdi + 393344]
-    vmovdqu64    zmm13, [rdi + 426112]
-    vmovdqu64    zmm14, [rdi + 458880]
-    vmovdqu64    zmm15, [rdi + 491648]
-    vpbroadcastq zmm16, qword [rsi + 56]
-    vpbroadcastq zmm17, qword [rdx + 56]
-    vpsubq       zmm18, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm18
-    vpsubq       zmm18, zmm1, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm1, zmm1, zmm18
-    vpaddq       zmm18, zmm0, zmm1                   ; layer 3 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vmovdqu64    zmm1, [rdi + 65664]
+    vmovdqu64    zmm2, [rdi + 131200]
+    vmovdqu64    zmm3, [rdi + 196736]
+    vmovdqu64    zmm4, [rdi + 262272]
+    vmovdqu64    zmm5, [rdi + 327808]
+    vmovdqu64    zmm6, [rdi + 393344]
+    vmovdqu64    zmm7, [rdi + 458880]
+    vpbroadcastq zmm8, qword [rsi + 24]
+    vpbroadcastq zmm9, qword [rdx + 24]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpsubq       zmm10, zmm1, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm1, zmm1, zmm10
+    vpaddq       zmm10, zmm0, zmm1                   ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm1, zmm0, zmm17
-    vpmadd52luq  zmm19, zmm0, zmm16
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
-    vpbroadcastq zmm1, qword [rsi + 64]
-    vpbroadcastq zmm16, qword [rdx + 64]
-    vpsubq       zmm17, zmm2, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm2, zmm2, zmm17
-    vpsubq       zmm17, zmm3, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm3, zmm3, zmm17
-    vpaddq       zmm17, zmm2, zmm3                   ; layer 3 of 4
-    vpaddq       zmm2, zmm2, zmm20
-    vpsubq       zmm2, zmm2, zmm3
-    vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm3, zmm2, zmm16
-    vpmadd52luq  zmm19, zmm2, zmm1
-    vpmadd52luq  zmm19, zmm3, zmm21
-    vpandq       zmm1, zmm19, zmm22
-    vpbroadcastq zmm2, qword [rsi + 72]
-    vpbroadcastq zmm3, qword [rdx + 72]
-    vpsubq       zmm16, zmm4, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm4, zmm4, zmm16
-    vpsubq       zmm16, zmm5, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm5, zmm5, zmm16
-    vpaddq       zmm16, zmm4, zmm5                   ; layer 3 of 4
-    vpaddq       zmm4, zmm4, zmm20
-    vpsubq       zmm4, zmm4, zmm5
-    vpxord       zmm5, zmm5, zmm5
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm5, zmm4, zmm3
-    vpmadd52luq  zmm19, zmm4, zmm2
-    vpmadd52luq  zmm19, zmm5, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpbroadcastq zmm3, qword [rsi + 80]
-    vpbroadcastq zmm4, qword [rdx + 80]
-    vpsubq       zmm5, zmm6, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm5, zmm6, zmm5
-    vpsubq       zmm6, zmm7, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm6, zmm7, zmm6
-    vpaddq       zmm7, zmm5, zmm6                    ; layer 3 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm6
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm6, zmm5, zmm4
-    vpmadd52luq  zmm19, zmm5, zmm3
-    vpmadd52luq  zmm19, zmm6, zmm21
-    vpandq       zmm3, zmm19, zmm22
-    vpbroadcastq zmm4, qword [rsi + 88]
-    vpbroadcastq zmm5, qword [rdx + 88]
-    vpsubq       zmm6, zmm8, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm6, zmm8, zmm6
-    vpsubq       zmm8, zmm9, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm8, zmm9, zmm8
-    vpaddq       zmm9, zmm6, zmm8                    ; layer 3 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm6, zmm5
-    vpmadd52luq  zmm19, zmm6, zmm4
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpbroadcastq zmm5, qword [rsi + 96]
-    vpbroadcastq zmm6, qword [rdx + 96]
-    vpsubq       zmm8, zmm10, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm8, zmm10, zmm8
-    vpsubq       zmm10, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm11, zmm10
-    vpaddq       zmm11, zmm8, zmm10                  ; layer 3 of 4
-    vpaddq       zmm8, zmm8, zmm20
-    vpsubq       zmm8, zmm8, zmm10
-    vpxord       zmm10, zmm10, zmm10
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm10, zmm8, zmm6
-    vpmadd52luq  zmm19, zmm8, zmm5
-    vpmadd52luq  zmm19, zmm10, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpbroadcastq zmm6, qword [rsi + 104]
-    vpbroadcastq zmm8, qword [rdx + 104]
-    vpsubq       zmm10, zmm12, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm12, zmm10
-    vpsubq       zmm12, zmm13, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm13, zmm12
-    vpaddq       zmm13, zmm10, zmm12                 ; layer 3 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm10, zmm10, zmm12
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm10, zmm8
-    vpmadd52luq  zmm19, zmm10, zmm6
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm6, zmm19, zmm22
-    vpbroadcastq zmm8, qword [rsi + 112]
-    vpbroadcastq zmm10, qword [rdx + 112]
-    vpsubq       zmm12, zmm14, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm14, zmm12
-    vpsubq       zmm14, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm15, zmm14
-    vpaddq       zmm15, zmm12, zmm14                 ; layer 3 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm12, zmm12, zmm14
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm12, zmm10
-    vpmadd52luq  zmm19, zmm12, zmm8
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpbroadcastq zmm10, qword [rsi + 24]
-    vpbroadcastq zmm12, qword [rdx + 24]
-    vpsubq       zmm14, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm18, zmm14
-    vpsubq       zmm18, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm17, zmm18
-    vpaddq       zmm18, zmm14, zmm17                 ; layer 2 of 4
-    vpaddq       zmm14, zmm14, zmm20
-    vpsubq       zmm14, zmm14, zmm17
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm14, zmm12
-    vpmadd52luq  zmm19, zmm14, zmm10
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm14, zmm19, zmm22
-    vpaddq       zmm17, zmm0, zmm1                   ; layer 2 of 4
-    vpaddq       zmm0, zmm0, zmm20
-    vpsubq       zmm0, zmm0, zmm1
-    vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm1, zmm0, zmm12
-    vpmadd52luq  zmm19, zmm0, zmm10
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm9
+    vpmadd52luq  zmm11, zmm0, zmm8
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
     vpbroadcastq zmm1, qword [rsi + 32]
-    vpbroadcastq zmm10, qword [rdx + 32]
-    vpsubq       zmm12, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm16, zmm12
-    vpsubq       zmm16, zmm7, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm7, zmm7, zmm16
-    vpaddq       zmm16, zmm12, zmm7                  ; layer 2 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm7, zmm12, zmm7
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm7, zmm10
-    vpmadd52luq  zmm19, zmm7, zmm1
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm12, zmm2, zmm3                   ; layer 2 of 4
-    vpaddq       zmm2, zmm2, zmm20
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm9, zmm2, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm2, zmm2, zmm9
+    vpsubq       zmm9, zmm3, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm9, zmm2, zmm3                    ; layer 2 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm3
     vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm3, zmm2, zmm10
-    vpmadd52luq  zmm19, zmm2, zmm1
-    vpmadd52luq  zmm19, zmm3, zmm21
-    vpandq       zmm1, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm3, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
     vpbroadcastq zmm2, qword [rsi + 40]
     vpbroadcastq zmm3, qword [rdx + 40]
-    vpsubq       zmm10, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm10
-    vpsubq       zmm10, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm11, zmm10
-    vpaddq       zmm11, zmm9, zmm10                  ; layer 2 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm9, zmm9, zmm10
-    vpxord       zmm10, zmm10, zmm10
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm10, zmm9, zmm3
-    vpmadd52luq  zmm19, zmm9, zmm2
-    vpmadd52luq  zmm19, zmm10, zmm21
-    vpandq       zmm9, zmm19, zmm22
-    vpaddq       zmm10, zmm4, zmm5                   ; layer 2 of 4
-    vpaddq       zmm4, zmm4, zmm20
+    vpsubq       zmm8, zmm4, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm4, zmm4, zmm8
+    vpsubq       zmm8, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm8
+    vpaddq       zmm8, zmm4, zmm5                    ; layer 2 of 3
+    vpaddq       zmm4, zmm4, zmm12
     vpsubq       zmm4, zmm4, zmm5
     vpxord       zmm5, zmm5, zmm5
-    vpxord       zmm19, zmm19, zmm19
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm5, zmm4, zmm3
-    vpmadd52luq  zmm19, zmm4, zmm2
-    vpmadd52luq  zmm19, zmm5, zmm21
-    vpandq       zmm2, zmm19, zmm22
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm5, zmm13
+    vpandq       zmm2, zmm11, zmm14
     vpbroadcastq zmm3, qword [rsi + 48]
     vpbroadcastq zmm4, qword [rdx + 48]
-    vpsubq       zmm5, zmm13, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm5, zmm13, zmm5
-    vpsubq       zmm13, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm13, zmm15, zmm13
-    vpaddq       zmm15, zmm5, zmm13                  ; layer 2 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm13
-    vpxord       zmm13, zmm13, zmm13
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm13, zmm5, zmm4
-    vpmadd52luq  zmm19, zmm5, zmm3
-    vpmadd52luq  zmm19, zmm13, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpaddq       zmm13, zmm6, zmm8                   ; layer 2 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm6, zmm4
-    vpmadd52luq  zmm19, zmm6, zmm3
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm3, zmm19, zmm22
+    vpsubq       zmm5, zmm6, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm6, zmm5
+    vpsubq       zmm6, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm6, zmm7, zmm6
+    vpaddq       zmm7, zmm5, zmm6                    ; layer 2 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm6
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm3, zmm11, zmm14
     vpbroadcastq zmm4, qword [rsi + 8]
-    vpbroadcastq zmm6, qword [rdx + 8]
-    vpsubq       zmm8, zmm18, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm8, zmm18, zmm8
-    vpsubq       zmm18, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm16, zmm18
-    vpaddq       zmm18, zmm8, zmm16                  ; layer 1 of 4
-    vpaddq       zmm8, zmm8, zmm20
-    vpsubq       zmm8, zmm8, zmm16
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm8, zmm6
-    vpmadd52luq  zmm19, zmm8, zmm4
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpsubq       zmm16, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm17, zmm16
-    vpsubq       zmm17, zmm12, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm12, zmm17
-    vpaddq       zmm17, zmm16, zmm12                 ; layer 1 of 4
-    vpaddq       zmm16, zmm16, zmm20
-    vpsubq       zmm12, zmm16, zmm12
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm12, zmm6
-    vpmadd52luq  zmm19, zmm12, zmm4
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm16, zmm14, zmm7                  ; layer 1 of 4
-    vpaddq       zmm14, zmm14, zmm20
-    vpsubq       zmm7, zmm14, zmm7
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm7, zmm6
-    vpmadd52luq  zmm19, zmm7, zmm4
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm14, zmm0, zmm1                   ; layer 1 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpbroadcastq zmm5, qword [rdx + 8]
+    vpsubq       zmm6, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm10, zmm6
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm6, zmm9                   ; layer 1 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm6, zmm6, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm6, zmm5
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm1                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm1, zmm0, zmm6
-    vpmadd52luq  zmm19, zmm0, zmm4
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm5
+    vpmadd52luq  zmm11, zmm0, zmm4
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
     vpbroadcastq zmm1, qword [rsi + 16]
     vpbroadcastq zmm4, qword [rdx + 16]
-    vpsubq       zmm6, zmm11, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm6, zmm11, zmm6
-    vpsubq       zmm11, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm15, zmm11
-    vpaddq       zmm15, zmm6, zmm11                  ; layer 1 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm11
+    vpsubq       zmm5, zmm8, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm8, zmm5
+    vpsubq       zmm8, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm8
+    vpaddq       zmm8, zmm5, zmm7                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm7
+    vpxord       zmm7, zmm7, zmm7
     vpxord       zmm11, zmm11, zmm11
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm11, zmm6, zmm4
-    vpmadd52luq  zmm19, zmm6, zmm1
-    vpmadd52luq  zmm19, zmm11, zmm21
-    vpandq       zmm6, zmm19, zmm22
-    vpsubq       zmm11, zmm10, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm10, zmm11
-    vpsubq       zmm11, zmm13, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm13, zmm11
-    vpaddq       zmm13, zmm10, zmm11                 ; layer 1 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm10, zmm10, zmm11
-    vpxord       zmm11, zmm11, zmm11
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm11, zmm10, zmm4
-    vpmadd52luq  zmm19, zmm10, zmm1
-    vpmadd52luq  zmm19, zmm11, zmm21
-    vpandq       zmm10, zmm19, zmm22
-    vpaddq       zmm11, zmm9, zmm5                   ; layer 1 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm5, zmm9, zmm5
-    vpxord       zmm9, zmm9, zmm9
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm9, zmm5, zmm4
-    vpmadd52luq  zmm19, zmm5, zmm1
-    vpmadd52luq  zmm19, zmm9, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpaddq       zmm9, zmm2, zmm3                    ; layer 1 of 4
-    vpaddq       zmm2, zmm2, zmm20
+    vpmadd52huq  zmm7, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm1
+    vpmadd52luq  zmm11, zmm7, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpaddq       zmm7, zmm2, zmm3                    ; layer 1 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm3
     vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm19, zmm19, zmm19
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm3, zmm2, zmm4
-    vpmadd52luq  zmm19, zmm2, zmm1
-    vpmadd52luq  zmm19, zmm3, zmm21
-    vpandq       zmm1, zmm19, zmm22
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
     vpbroadcastq zmm2, qword [rsi]
     vpbroadcastq zmm3, qword [rdx]
-    vpsubq       zmm4, zmm18, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm4, zmm18, zmm4
-    vpsubq       zmm18, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm15, zmm18
-    vpaddq       zmm18, zmm4, zmm15                  ; layer 0 of 4
-    vpaddq       zmm4, zmm4, zmm20
-    vpsubq       zmm4, zmm4, zmm15
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm4, zmm3
-    vpmadd52luq  zmm19, zmm4, zmm2
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm15, zmm19, zmm22
-    vpsubq       zmm18, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm17, zmm18
-    vpsubq       zmm18, zmm13, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm13, zmm13, zmm18
-    vpaddq       zmm18, zmm17, zmm13                 ; layer 0 of 4
-    vpaddq       zmm17, zmm17, zmm20
-    vpsubq       zmm13, zmm17, zmm13
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm13, zmm3
-    vpmadd52luq  zmm19, zmm13, zmm2
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm13, zmm19, zmm22
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm17, zmm19, zmm22
-    vpsubq       zmm18, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm16, zmm18
-    vpsubq       zmm18, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm11, zmm18
-    vpaddq       zmm18, zmm16, zmm11                 ; layer 0 of 4
-    vpaddq       zmm16, zmm16, zmm20
-    vpsubq       zmm11, zmm16, zmm11
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm11, zmm3
-    vpmadd52luq  zmm19, zmm11, zmm2
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm11, zmm19, zmm22
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm16, zmm19, zmm22
-    vpsubq       zmm18, zmm14, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm14, zmm18
-    vpsubq       zmm18, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm18
-    vpaddq       zmm18, zmm14, zmm9                  ; layer 0 of 4
-    vpaddq       zmm14, zmm14, zmm20
-    vpsubq       zmm9, zmm14, zmm9
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm9, zmm3
-    vpmadd52luq  zmm19, zmm9, zmm2
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm9, zmm19, zmm22
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm14, zmm19, zmm22
-    vpaddq       zmm18, zmm8, zmm6                   ; layer 0 of 4
-    vpaddq       zmm8, zmm8, zmm20
-    vpsubq       zmm6, zmm8, zmm6
+    vpsubq       zmm4, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm4, zmm10, zmm4
+    vpsubq       zmm10, zmm8, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm10, zmm4, zmm8                   ; layer 0 of 3
+    vpaddq       zmm4, zmm4, zmm12
+    vpsubq       zmm4, zmm4, zmm8
     vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm6, zmm3
-    vpmadd52luq  zmm19, zmm6, zmm2
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm6, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm4, zmm3
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm4, zmm11, zmm14
     vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm18, zmm12, zmm10                 ; layer 0 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm10, zmm12, zmm10
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm10, zmm3
-    vpmadd52luq  zmm19, zmm10, zmm2
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm10, zmm19, zmm22
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm18, zmm7, zmm5                   ; layer 0 of 4
-    vpaddq       zmm7, zmm7, zmm20
-    vpsubq       zmm5, zmm7, zmm5
-    vpxord       zmm7, zmm7, zmm7
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm7, zmm5, zmm3
-    vpmadd52luq  zmm19, zmm5, zmm2
-    vpmadd52luq  zmm19, zmm7, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpxord       zmm7, zmm7, zmm7
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm7, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm7, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm18, zmm0, zmm1                   ; layer 0 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm10, zmm15
+    vpmadd52luq  zmm11, zmm10, zmm16
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm8, zmm11, zmm14
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpsubq       zmm10, zmm7, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm10
+    vpaddq       zmm10, zmm9, zmm7                   ; layer 0 of 3
+    vpaddq       zmm9, zmm9, zmm12
+    vpsubq       zmm7, zmm9, zmm7
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm7, zmm3
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm7, zmm11, zmm14
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm10, zmm15
+    vpmadd52luq  zmm11, zmm10, zmm16
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm9, zmm11, zmm14
+    vpaddq       zmm10, zmm6, zmm5                   ; layer 0 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm5, zmm6, zmm5
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm5, zmm2
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm10, zmm15
+    vpmadd52luq  zmm11, zmm10, zmm16
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm10, zmm0, zmm1                   ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm1, zmm0, zmm3
-    vpmadd52luq  zmm19, zmm0, zmm2
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
+    vpmadd52luq  zmm11, zmm0, zmm2
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
     vpxord       zmm1, zmm1, zmm1
     vpxord       zmm2, zmm2, zmm2
-    vpmadd52huq  zmm1, zmm18, zmm23
-    vpmadd52luq  zmm2, zmm18, zmm24
-    vpmadd52luq  zmm2, zmm1, zmm21
-    vpandq       zmm1, zmm2, zmm22
-    vmovdqu64    [rdi + 128], zmm15
-    vmovdqu64    [rdi + 32896], zmm17
-    vmovdqu64    [rdi + 65664], zmm16
-    vmovdqu64    [rdi + 98432], zmm14
-    vmovdqu64    [rdi + 131200], zmm8
-    vmovdqu64    [rdi + 163968], zmm12
-    vmovdqu64    [rdi + 196736], zmm7
-    vmovdqu64    [rdi + 229504], zmm1
+    vpmadd52huq  zmm1, zmm10, zmm15
+    vpmadd52luq  zmm2, zmm10, zmm16
+    vpmadd52luq  zmm2, zmm1, zmm13
+    vpandq       zmm1, zmm2, zmm14
+    vmovdqu64    [rdi + 128], zmm8
+    vmovdqu64    [rdi + 65664], zmm9
+    vmovdqu64    [rdi + 131200], zmm6
+    vmovdqu64    [rdi + 196736], zmm1
     vmovdqu64    [rdi + 262272], zmm4
-    vmovdqu64    [rdi + 295040], zmm13
-    vmovdqu64    [rdi + 327808], zmm11
-    vmovdqu64    [rdi + 360576], zmm9
-    vmovdqu64    [rdi + 393344], zmm6
-    vmovdqu64    [rdi + 426112], zmm10
-    vmovdqu64    [rdi + 458880], zmm5
-    vmovdqu64    [rdi + 491648], zmm0
+    vmovdqu64    [rdi + 327808], zmm7
+    vmovdqu64    [rdi + 393344], zmm5
+    vmovdqu64    [rdi + 458880], zmm0
     vmovdqu64    zmm0, [rdi + 192]
-    vmovdqu64    zmm1, [rdi + 32960]
-    vmovdqu64    zmm2, [rdi + 65728]
-    vmovdqu64    zmm3, [rdi + 98496]
-    vmovdqu64    zmm4, [rdi + 131264]
-    vmovdqu64    zmm5, [rdi + 164032]
-    vmovdqu64    zmm6, [rdi + 196800]
-    vmovdqu64    zmm7, [rdi + 229568]
-    vmovdqu64    zmm8, [rdi + 262336]
-    vmovdqu64    zmm9, [rdi + 295104]
-    vmovdqu64    zmm10, [rdi + 327872]
-    vmovdqu64    zmm11, [rdi + 360640]
-    vmovdqu64    zmm12, [rdi + 393408]
-    vmovdqu64    zmm13, [rdi + 426176]
-    vmovdqu64    zmm14, [rdi + 458944]
-    vmovdqu64    zmm15, [rdi + 491712]
-    vpbroadcastq zmm16, qword [rsi + 56]
-    vpbroadcastq zmm17, qword [rdx + 56]
-    vpsubq       zmm18, zmm0, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm0, zmm0, zmm18
-    vpsubq       zmm18, zmm1, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm1, zmm1, zmm18
-    vpaddq       zmm18, zmm0, zmm1                   ; layer 3 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vmovdqu64    zmm1, [rdi + 65728]
+    vmovdqu64    zmm2, [rdi + 131264]
+    vmovdqu64    zmm3, [rdi + 196800]
+    vmovdqu64    zmm4, [rdi + 262336]
+    vmovdqu64    zmm5, [rdi + 327872]
+    vmovdqu64    zmm6, [rdi + 393408]
+    vmovdqu64    zmm7, [rdi + 458944]
+    vpbroadcastq zmm8, qword [rsi + 24]
+    vpbroadcastq zmm9, qword [rdx + 24]
+    vpsubq       zmm10, zmm0, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm0, zmm0, zmm10
+    vpsubq       zmm10, zmm1, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm1, zmm1, zmm10
+    vpaddq       zmm10, zmm0, zmm1                   ; layer 2 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm1, zmm0, zmm17
-    vpmadd52luq  zmm19, zmm0, zmm16
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
-    vpbroadcastq zmm1, qword [rsi + 64]
-    vpbroadcastq zmm16, qword [rdx + 64]
-    vpsubq       zmm17, zmm2, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm2, zmm2, zmm17
-    vpsubq       zmm17, zmm3, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm3, zmm3, zmm17
-    vpaddq       zmm17, zmm2, zmm3                   ; layer 3 of 4
-    vpaddq       zmm2, zmm2, zmm20
-    vpsubq       zmm2, zmm2, zmm3
-    vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm3, zmm2, zmm16
-    vpmadd52luq  zmm19, zmm2, zmm1
-    vpmadd52luq  zmm19, zmm3, zmm21
-    vpandq       zmm1, zmm19, zmm22
-    vpbroadcastq zmm2, qword [rsi + 72]
-    vpbroadcastq zmm3, qword [rdx + 72]
-    vpsubq       zmm16, zmm4, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm4, zmm4, zmm16
-    vpsubq       zmm16, zmm5, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm5, zmm5, zmm16
-    vpaddq       zmm16, zmm4, zmm5                   ; layer 3 of 4
-    vpaddq       zmm4, zmm4, zmm20
-    vpsubq       zmm4, zmm4, zmm5
-    vpxord       zmm5, zmm5, zmm5
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm5, zmm4, zmm3
-    vpmadd52luq  zmm19, zmm4, zmm2
-    vpmadd52luq  zmm19, zmm5, zmm21
-    vpandq       zmm2, zmm19, zmm22
-    vpbroadcastq zmm3, qword [rsi + 80]
-    vpbroadcastq zmm4, qword [rdx + 80]
-    vpsubq       zmm5, zmm6, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm5, zmm6, zmm5
-    vpsubq       zmm6, zmm7, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm6, zmm7, zmm6
-    vpaddq       zmm7, zmm5, zmm6                    ; layer 3 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm6
-    vpxord       zmm6, zmm6, zmm6
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm6, zmm5, zmm4
-    vpmadd52luq  zmm19, zmm5, zmm3
-    vpmadd52luq  zmm19, zmm6, zmm21
-    vpandq       zmm3, zmm19, zmm22
-    vpbroadcastq zmm4, qword [rsi + 88]
-    vpbroadcastq zmm5, qword [rdx + 88]
-    vpsubq       zmm6, zmm8, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm6, zmm8, zmm6
-    vpsubq       zmm8, zmm9, zmm20                   ; csub: before the butterfly
-    vpminuq      zmm8, zmm9, zmm8
-    vpaddq       zmm9, zmm6, zmm8                    ; layer 3 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm6, zmm5
-    vpmadd52luq  zmm19, zmm6, zmm4
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpbroadcastq zmm5, qword [rsi + 96]
-    vpbroadcastq zmm6, qword [rdx + 96]
-    vpsubq       zmm8, zmm10, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm8, zmm10, zmm8
-    vpsubq       zmm10, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm11, zmm10
-    vpaddq       zmm11, zmm8, zmm10                  ; layer 3 of 4
-    vpaddq       zmm8, zmm8, zmm20
-    vpsubq       zmm8, zmm8, zmm10
-    vpxord       zmm10, zmm10, zmm10
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm10, zmm8, zmm6
-    vpmadd52luq  zmm19, zmm8, zmm5
-    vpmadd52luq  zmm19, zmm10, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpbroadcastq zmm6, qword [rsi + 104]
-    vpbroadcastq zmm8, qword [rdx + 104]
-    vpsubq       zmm10, zmm12, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm12, zmm10
-    vpsubq       zmm12, zmm13, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm13, zmm12
-    vpaddq       zmm13, zmm10, zmm12                 ; layer 3 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm10, zmm10, zmm12
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm10, zmm8
-    vpmadd52luq  zmm19, zmm10, zmm6
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm6, zmm19, zmm22
-    vpbroadcastq zmm8, qword [rsi + 112]
-    vpbroadcastq zmm10, qword [rdx + 112]
-    vpsubq       zmm12, zmm14, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm14, zmm12
-    vpsubq       zmm14, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm15, zmm14
-    vpaddq       zmm15, zmm12, zmm14                 ; layer 3 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm12, zmm12, zmm14
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm12, zmm10
-    vpmadd52luq  zmm19, zmm12, zmm8
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpbroadcastq zmm10, qword [rsi + 24]
-    vpbroadcastq zmm12, qword [rdx + 24]
-    vpsubq       zmm14, zmm18, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm18, zmm14
-    vpsubq       zmm18, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm17, zmm18
-    vpaddq       zmm18, zmm14, zmm17                 ; layer 2 of 4
-    vpaddq       zmm14, zmm14, zmm20
-    vpsubq       zmm14, zmm14, zmm17
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm14, zmm12
-    vpmadd52luq  zmm19, zmm14, zmm10
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm14, zmm19, zmm22
-    vpaddq       zmm17, zmm0, zmm1                   ; layer 2 of 4
-    vpaddq       zmm0, zmm0, zmm20
-    vpsubq       zmm0, zmm0, zmm1
-    vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm1, zmm0, zmm12
-    vpmadd52luq  zmm19, zmm0, zmm10
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm9
+    vpmadd52luq  zmm11, zmm0, zmm8
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
     vpbroadcastq zmm1, qword [rsi + 32]
-    vpbroadcastq zmm10, qword [rdx + 32]
-    vpsubq       zmm12, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm16, zmm12
-    vpsubq       zmm16, zmm7, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm7, zmm7, zmm16
-    vpaddq       zmm16, zmm12, zmm7                  ; layer 2 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm7, zmm12, zmm7
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm7, zmm10
-    vpmadd52luq  zmm19, zmm7, zmm1
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm12, zmm2, zmm3                   ; layer 2 of 4
-    vpaddq       zmm2, zmm2, zmm20
+    vpbroadcastq zmm8, qword [rdx + 32]
+    vpsubq       zmm9, zmm2, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm2, zmm2, zmm9
+    vpsubq       zmm9, zmm3, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm3, zmm3, zmm9
+    vpaddq       zmm9, zmm2, zmm3                    ; layer 2 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm3
     vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm3, zmm2, zmm10
-    vpmadd52luq  zmm19, zmm2, zmm1
-    vpmadd52luq  zmm19, zmm3, zmm21
-    vpandq       zmm1, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm3, zmm2, zmm8
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
     vpbroadcastq zmm2, qword [rsi + 40]
     vpbroadcastq zmm3, qword [rdx + 40]
-    vpsubq       zmm10, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm10
-    vpsubq       zmm10, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm11, zmm10
-    vpaddq       zmm11, zmm9, zmm10                  ; layer 2 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm9, zmm9, zmm10
-    vpxord       zmm10, zmm10, zmm10
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm10, zmm9, zmm3
-    vpmadd52luq  zmm19, zmm9, zmm2
-    vpmadd52luq  zmm19, zmm10, zmm21
-    vpandq       zmm9, zmm19, zmm22
-    vpaddq       zmm10, zmm4, zmm5                   ; layer 2 of 4
-    vpaddq       zmm4, zmm4, zmm20
+    vpsubq       zmm8, zmm4, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm4, zmm4, zmm8
+    vpsubq       zmm8, zmm5, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm5, zmm8
+    vpaddq       zmm8, zmm4, zmm5                    ; layer 2 of 3
+    vpaddq       zmm4, zmm4, zmm12
     vpsubq       zmm4, zmm4, zmm5
     vpxord       zmm5, zmm5, zmm5
-    vpxord       zmm19, zmm19, zmm19
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm5, zmm4, zmm3
-    vpmadd52luq  zmm19, zmm4, zmm2
-    vpmadd52luq  zmm19, zmm5, zmm21
-    vpandq       zmm2, zmm19, zmm22
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm5, zmm13
+    vpandq       zmm2, zmm11, zmm14
     vpbroadcastq zmm3, qword [rsi + 48]
     vpbroadcastq zmm4, qword [rdx + 48]
-    vpsubq       zmm5, zmm13, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm5, zmm13, zmm5
-    vpsubq       zmm13, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm13, zmm15, zmm13
-    vpaddq       zmm15, zmm5, zmm13                  ; layer 2 of 4
-    vpaddq       zmm5, zmm5, zmm20
-    vpsubq       zmm5, zmm5, zmm13
-    vpxord       zmm13, zmm13, zmm13
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm13, zmm5, zmm4
-    vpmadd52luq  zmm19, zmm5, zmm3
-    vpmadd52luq  zmm19, zmm13, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpaddq       zmm13, zmm6, zmm8                   ; layer 2 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm8
-    vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm6, zmm4
-    vpmadd52luq  zmm19, zmm6, zmm3
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm3, zmm19, zmm22
+    vpsubq       zmm5, zmm6, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm6, zmm5
+    vpsubq       zmm6, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm6, zmm7, zmm6
+    vpaddq       zmm7, zmm5, zmm6                    ; layer 2 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm6
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm3, zmm11, zmm14
     vpbroadcastq zmm4, qword [rsi + 8]
-    vpbroadcastq zmm6, qword [rdx + 8]
-    vpsubq       zmm8, zmm18, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm8, zmm18, zmm8
-    vpsubq       zmm18, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm16, zmm18
-    vpaddq       zmm18, zmm8, zmm16                  ; layer 1 of 4
-    vpaddq       zmm8, zmm8, zmm20
-    vpsubq       zmm8, zmm8, zmm16
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm8, zmm6
-    vpmadd52luq  zmm19, zmm8, zmm4
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpsubq       zmm16, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm17, zmm16
-    vpsubq       zmm17, zmm12, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm12, zmm12, zmm17
-    vpaddq       zmm17, zmm16, zmm12                 ; layer 1 of 4
-    vpaddq       zmm16, zmm16, zmm20
-    vpsubq       zmm12, zmm16, zmm12
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm12, zmm6
-    vpmadd52luq  zmm19, zmm12, zmm4
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm16, zmm14, zmm7                  ; layer 1 of 4
-    vpaddq       zmm14, zmm14, zmm20
-    vpsubq       zmm7, zmm14, zmm7
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm7, zmm6
-    vpmadd52luq  zmm19, zmm7, zmm4
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm14, zmm0, zmm1                   ; layer 1 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpbroadcastq zmm5, qword [rdx + 8]
+    vpsubq       zmm6, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm6, zmm10, zmm6
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpaddq       zmm10, zmm6, zmm9                   ; layer 1 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm6, zmm6, zmm9
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm6, zmm5
+    vpmadd52luq  zmm11, zmm6, zmm4
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm9, zmm0, zmm1                    ; layer 1 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm1, zmm0, zmm6
-    vpmadd52luq  zmm19, zmm0, zmm4
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm1, zmm0, zmm5
+    vpmadd52luq  zmm11, zmm0, zmm4
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
     vpbroadcastq zmm1, qword [rsi + 16]
     vpbroadcastq zmm4, qword [rdx + 16]
-    vpsubq       zmm6, zmm11, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm6, zmm11, zmm6
-    vpsubq       zmm11, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm15, zmm11
-    vpaddq       zmm15, zmm6, zmm11                  ; layer 1 of 4
-    vpaddq       zmm6, zmm6, zmm20
-    vpsubq       zmm6, zmm6, zmm11
+    vpsubq       zmm5, zmm8, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm5, zmm8, zmm5
+    vpsubq       zmm8, zmm7, zmm12                   ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm8
+    vpaddq       zmm8, zmm5, zmm7                    ; layer 1 of 3
+    vpaddq       zmm5, zmm5, zmm12
+    vpsubq       zmm5, zmm5, zmm7
+    vpxord       zmm7, zmm7, zmm7
     vpxord       zmm11, zmm11, zmm11
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm11, zmm6, zmm4
-    vpmadd52luq  zmm19, zmm6, zmm1
-    vpmadd52luq  zmm19, zmm11, zmm21
-    vpandq       zmm6, zmm19, zmm22
-    vpsubq       zmm11, zmm10, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm10, zmm10, zmm11
-    vpsubq       zmm11, zmm13, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm13, zmm11
-    vpaddq       zmm13, zmm10, zmm11                 ; layer 1 of 4
-    vpaddq       zmm10, zmm10, zmm20
-    vpsubq       zmm10, zmm10, zmm11
-    vpxord       zmm11, zmm11, zmm11
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm11, zmm10, zmm4
-    vpmadd52luq  zmm19, zmm10, zmm1
-    vpmadd52luq  zmm19, zmm11, zmm21
-    vpandq       zmm10, zmm19, zmm22
-    vpaddq       zmm11, zmm9, zmm5                   ; layer 1 of 4
-    vpaddq       zmm9, zmm9, zmm20
-    vpsubq       zmm5, zmm9, zmm5
-    vpxord       zmm9, zmm9, zmm9
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm9, zmm5, zmm4
-    vpmadd52luq  zmm19, zmm5, zmm1
-    vpmadd52luq  zmm19, zmm9, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpaddq       zmm9, zmm2, zmm3                    ; layer 1 of 4
-    vpaddq       zmm2, zmm2, zmm20
+    vpmadd52huq  zmm7, zmm5, zmm4
+    vpmadd52luq  zmm11, zmm5, zmm1
+    vpmadd52luq  zmm11, zmm7, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpaddq       zmm7, zmm2, zmm3                    ; layer 1 of 3
+    vpaddq       zmm2, zmm2, zmm12
     vpsubq       zmm2, zmm2, zmm3
     vpxord       zmm3, zmm3, zmm3
-    vpxord       zmm19, zmm19, zmm19
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm3, zmm2, zmm4
-    vpmadd52luq  zmm19, zmm2, zmm1
-    vpmadd52luq  zmm19, zmm3, zmm21
-    vpandq       zmm1, zmm19, zmm22
+    vpmadd52luq  zmm11, zmm2, zmm1
+    vpmadd52luq  zmm11, zmm3, zmm13
+    vpandq       zmm1, zmm11, zmm14
     vpbroadcastq zmm2, qword [rsi]
     vpbroadcastq zmm3, qword [rdx]
-    vpsubq       zmm4, zmm18, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm4, zmm18, zmm4
-    vpsubq       zmm18, zmm15, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm15, zmm15, zmm18
-    vpaddq       zmm18, zmm4, zmm15                  ; layer 0 of 4
-    vpaddq       zmm4, zmm4, zmm20
-    vpsubq       zmm4, zmm4, zmm15
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm4, zmm3
-    vpmadd52luq  zmm19, zmm4, zmm2
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm4, zmm19, zmm22
-    vpxord       zmm15, zmm15, zmm15
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm15, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm15, zmm21
-    vpandq       zmm15, zmm19, zmm22
-    vpsubq       zmm18, zmm17, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm17, zmm17, zmm18
-    vpsubq       zmm18, zmm13, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm13, zmm13, zmm18
-    vpaddq       zmm18, zmm17, zmm13                 ; layer 0 of 4
-    vpaddq       zmm17, zmm17, zmm20
-    vpsubq       zmm13, zmm17, zmm13
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm13, zmm3
-    vpmadd52luq  zmm19, zmm13, zmm2
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm13, zmm19, zmm22
-    vpxord       zmm17, zmm17, zmm17
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm17, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm17, zmm21
-    vpandq       zmm17, zmm19, zmm22
-    vpsubq       zmm18, zmm16, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm16, zmm16, zmm18
-    vpsubq       zmm18, zmm11, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm11, zmm11, zmm18
-    vpaddq       zmm18, zmm16, zmm11                 ; layer 0 of 4
-    vpaddq       zmm16, zmm16, zmm20
-    vpsubq       zmm11, zmm16, zmm11
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm11, zmm3
-    vpmadd52luq  zmm19, zmm11, zmm2
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm11, zmm19, zmm22
-    vpxord       zmm16, zmm16, zmm16
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm16, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm16, zmm21
-    vpandq       zmm16, zmm19, zmm22
-    vpsubq       zmm18, zmm14, zmm20                 ; csub: before the butterfly
-    vpminuq      zmm14, zmm14, zmm18
-    vpsubq       zmm18, zmm9, zmm20                  ; csub: before the butterfly
-    vpminuq      zmm9, zmm9, zmm18
-    vpaddq       zmm18, zmm14, zmm9                  ; layer 0 of 4
-    vpaddq       zmm14, zmm14, zmm20
-    vpsubq       zmm9, zmm14, zmm9
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm9, zmm3
-    vpmadd52luq  zmm19, zmm9, zmm2
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm9, zmm19, zmm22
-    vpxord       zmm14, zmm14, zmm14
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm14, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm14, zmm21
-    vpandq       zmm14, zmm19, zmm22
-    vpaddq       zmm18, zmm8, zmm6                   ; layer 0 of 4
-    vpaddq       zmm8, zmm8, zmm20
-    vpsubq       zmm6, zmm8, zmm6
+    vpsubq       zmm4, zmm10, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm4, zmm10, zmm4
+    vpsubq       zmm10, zmm8, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm8, zmm8, zmm10
+    vpaddq       zmm10, zmm4, zmm8                   ; layer 0 of 3
+    vpaddq       zmm4, zmm4, zmm12
+    vpsubq       zmm4, zmm4, zmm8
     vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm6, zmm3
-    vpmadd52luq  zmm19, zmm6, zmm2
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm6, zmm19, zmm22
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm4, zmm3
+    vpmadd52luq  zmm11, zmm4, zmm2
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm4, zmm11, zmm14
     vpxord       zmm8, zmm8, zmm8
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm8, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm8, zmm21
-    vpandq       zmm8, zmm19, zmm22
-    vpaddq       zmm18, zmm12, zmm10                 ; layer 0 of 4
-    vpaddq       zmm12, zmm12, zmm20
-    vpsubq       zmm10, zmm12, zmm10
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm10, zmm3
-    vpmadd52luq  zmm19, zmm10, zmm2
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm10, zmm19, zmm22
-    vpxord       zmm12, zmm12, zmm12
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm12, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm12, zmm21
-    vpandq       zmm12, zmm19, zmm22
-    vpaddq       zmm18, zmm7, zmm5                   ; layer 0 of 4
-    vpaddq       zmm7, zmm7, zmm20
-    vpsubq       zmm5, zmm7, zmm5
-    vpxord       zmm7, zmm7, zmm7
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm7, zmm5, zmm3
-    vpmadd52luq  zmm19, zmm5, zmm2
-    vpmadd52luq  zmm19, zmm7, zmm21
-    vpandq       zmm5, zmm19, zmm22
-    vpxord       zmm7, zmm7, zmm7
-    vpxord       zmm19, zmm19, zmm19
-    vpmadd52huq  zmm7, zmm18, zmm23
-    vpmadd52luq  zmm19, zmm18, zmm24
-    vpmadd52luq  zmm19, zmm7, zmm21
-    vpandq       zmm7, zmm19, zmm22
-    vpaddq       zmm18, zmm0, zmm1                   ; layer 0 of 4
-    vpaddq       zmm0, zmm0, zmm20
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm8, zmm10, zmm15
+    vpmadd52luq  zmm11, zmm10, zmm16
+    vpmadd52luq  zmm11, zmm8, zmm13
+    vpandq       zmm8, zmm11, zmm14
+    vpsubq       zmm10, zmm9, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm9, zmm9, zmm10
+    vpsubq       zmm10, zmm7, zmm12                  ; csub: before the butterfly
+    vpminuq      zmm7, zmm7, zmm10
+    vpaddq       zmm10, zmm9, zmm7                   ; layer 0 of 3
+    vpaddq       zmm9, zmm9, zmm12
+    vpsubq       zmm7, zmm9, zmm7
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm7, zmm3
+    vpmadd52luq  zmm11, zmm7, zmm2
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm7, zmm11, zmm14
+    vpxord       zmm9, zmm9, zmm9
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm9, zmm10, zmm15
+    vpmadd52luq  zmm11, zmm10, zmm16
+    vpmadd52luq  zmm11, zmm9, zmm13
+    vpandq       zmm9, zmm11, zmm14
+    vpaddq       zmm10, zmm6, zmm5                   ; layer 0 of 3
+    vpaddq       zmm6, zmm6, zmm12
+    vpsubq       zmm5, zmm6, zmm5
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm5, zmm3
+    vpmadd52luq  zmm11, zmm5, zmm2
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm5, zmm11, zmm14
+    vpxord       zmm6, zmm6, zmm6
+    vpxord       zmm11, zmm11, zmm11
+    vpmadd52huq  zmm6, zmm10, zmm15
+    vpmadd52luq  zmm11, zmm10, zmm16
+    vpmadd52luq  zmm11, zmm6, zmm13
+    vpandq       zmm6, zmm11, zmm14
+    vpaddq       zmm10, zmm0, zmm1                   ; layer 0 of 3
+    vpaddq       zmm0, zmm0, zmm12
     vpsubq       zmm0, zmm0, zmm1
     vpxord       zmm1, zmm1, zmm1
-    vpxord       zmm19, zmm19, zmm19
+    vpxord       zmm11, zmm11, zmm11
     vpmadd52huq  zmm1, zmm0, zmm3
-    vpmadd52luq  zmm19, zmm0, zmm2
-    vpmadd52luq  zmm19, zmm1, zmm21
-    vpandq       zmm0, zmm19, zmm22
+    vpmadd52luq  zmm11, zmm0, zmm2
+    vpmadd52luq  zmm11, zmm1, zmm13
+    vpandq       zmm0, zmm11, zmm14
     vpxord       zmm1, zmm1, zmm1
     vpxord       zmm2, zmm2, zmm2
-    vpmadd52huq  zmm1, zmm18, zmm23
-    vpmadd52luq  zmm2, zmm18, zmm24
-    vpmadd52luq  zmm2, zmm1, zmm21
-    vpandq       zmm1, zmm2, zmm22
-    vmovdqu64    [rdi + 192], zmm15
-    vmovdqu64    [rdi + 32960], zmm17
-    vmovdqu64    [rdi + 65728], zmm16
-    vmovdqu64    [rdi + 98496], zmm14
-    vmovdqu64    [rdi + 131264], zmm8
-    vmovdqu64    [rdi + 164032], zmm12
-    vmovdqu64    [rdi + 196800], zmm7
-    vmovdqu64    [rdi + 229568], zmm1
+    vpmadd52huq  zmm1, zmm10, zmm15
+    vpmadd52luq  zmm2, zmm10, zmm16
+    vpmadd52luq  zmm2, zmm1, zmm13
+    vpandq       zmm1, zmm2, zmm14
+    vmovdqu64    [rdi + 192], zmm8
+    vmovdqu64    [rdi + 65728], zmm9
+    vmovdqu64    [rdi + 131264], zmm6
+    vmovdqu64    [rdi + 196800], zmm1
     vmovdqu64    [rdi + 262336], zmm4
-    vmovdqu64    [rdi + 295104], zmm13
-    vmovdqu64    [rdi + 327872], zmm11
-    vmovdqu64    [rdi + 360640], zmm9
-    vmovdqu64    [rdi + 393408], zmm6
-    vmovdqu64    [rdi + 426176], zmm10
-    vmovdqu64    [rdi + 458944], zmm5
-    vmovdqu64    [rdi + 491712], zmm0
+    vmovdqu64    [rdi + 327872], zmm7
+    vmovdqu64    [rdi + 393408], zmm5
+    vmovdqu64    [rdi + 458944], zmm0
     vzeroupper
     ret
 .end:
@@ -16054,7 +14790,7 @@ kg_he1125899902124033_ntt_inverse_rows1_avx2:
 ; kg_he1125899902124033_ntt_inverse_rows0_avx2: inverse layers 0..2 of 8 rows 8192 elements apart, 32 elements each, twiddles from w
 ;
 ;   requires: every a[i] of the rows in [0, 18446743996400148480]
-;   ensures:  every a[i] of the rows in [0, 18446743996400148480]
+;   ensures:  every a[i] of the rows in [0, 2251799799529474]
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rdi, flags

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* degree: the arrays hold N coefficients */
+/* degree: the arrays hold N coefficients (of each column) */
 #define KG_HE1125899902124033_N 65536
 
 /* the modulus */
@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 
-/* forward negacyclic NTT of a[65536] in place: 2 stages of verified codelets (C driver, he-1125899902124033_plan.c)
+/* forward negacyclic NTT of a[65536] in place, fastest order: 2 stages of verified codelets (C driver)
  *   requires: every a[i] in [0, 1125899902124032]
  *   ensures:  every a[i] in [0, 37154696770093088] (proven), block j at kg_he1125899902124033_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1125899902124033 (scale 1)
@@ -62,9 +62,9 @@ extern "C" {
 void kg_he1125899902124033_ntt_forward_avx512(uint64_t *a);
 
 
-/* inverse negacyclic NTT of a[65536] in place: 2 stages of verified codelets (C driver, he-1125899902124033_plan.c)
+/* inverse negacyclic NTT of a[65536] in place, fastest order: 2 stages of verified codelets (C driver)
  *   requires: every a[i] in [0, 2251799804248065] (base multiplication's output is), in the forward NTT's layout
- *   ensures:  every a[i] in [0, 18446743996400148480] (proven), natural order,
+ *   ensures:  every a[i] in [0, 2251799799529474] (proven), natural order,
  *             a = 2^64 * INTT(a) mod 1125899902124033: forward, basemul, inverse give a*b mod (x^65536+1, 1125899902124033)
  *   cpu: AVX512F, AVX512IFMA (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
@@ -73,26 +73,26 @@ void kg_he1125899902124033_ntt_forward_avx512(uint64_t *a);
 void kg_he1125899902124033_ntt_inverse_avx512(uint64_t *a);
 
 
-/* forward layers 0..3 of 16 rows 4096 elements apart, 32 elements each, twiddles from w
+/* forward layers 0..2 of 8 rows 8192 elements apart, 32 elements each, twiddles from w
  *   requires: every a[i] of the rows in [0, 1125899902124032]
  *   ensures:  every a[i] of the rows in [0, 7881299314868230]
  *   cpu: AVX512F, AVX512IFMA (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
- *   a: 61472 x uint64_t, inout, 8-byte aligned
- *   w: 15 x uint64_t, in, 8-byte aligned
- *   wp: 15 x uint64_t, in, 8-byte aligned
+ *   a: 57376 x uint64_t, inout, 8-byte aligned
+ *   w: 7 x uint64_t, in, 8-byte aligned
+ *   wp: 7 x uint64_t, in, 8-byte aligned
  */
 void kg_he1125899902124033_ntt_forward_rows0_avx512(uint64_t *a, const uint64_t *w, const uint64_t *wp);
 
 
-/* forward layers 4..5 of 4 rows 1024 elements apart, 32 elements each, twiddles from w
+/* forward layers 3..5 of 8 rows 1024 elements apart, 32 elements each, twiddles from w
  *   requires: every a[i] of the rows in [0, 4503599608496131]
  *   ensures:  every a[i] of the rows in [0, 14636698727612428]
  *   cpu: AVX512F, AVX512IFMA (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
- *   a: 3104 x uint64_t, inout, 8-byte aligned
- *   w: 3 x uint64_t, in, 8-byte aligned
- *   wp: 3 x uint64_t, in, 8-byte aligned
+ *   a: 7200 x uint64_t, inout, 8-byte aligned
+ *   w: 7 x uint64_t, in, 8-byte aligned
+ *   wp: 7 x uint64_t, in, 8-byte aligned
  */
 void kg_he1125899902124033_ntt_forward_rows1_avx512(uint64_t *a, const uint64_t *w, const uint64_t *wp);
 
@@ -121,31 +121,31 @@ void kg_he1125899902124033_ntt_forward_leaf_avx512(uint64_t *a, const uint64_t *
 void kg_he1125899902124033_ntt_inverse_leaf_avx512(uint64_t *a, const uint64_t *w, const uint64_t *wp);
 
 
-/* inverse layers 4..5 of 4 rows 1024 elements apart, 32 elements each, twiddles from w
+/* inverse layers 3..5 of 8 rows 1024 elements apart, 32 elements each, twiddles from w
  *   requires: every a[i] of the rows in [0, 4503599608496130]
  *   ensures:  every a[i] of the rows in [0, 18446743996400148480]
  *   cpu: AVX512F, AVX512IFMA (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
- *   a: 3104 x uint64_t, inout, 8-byte aligned
- *   w: 3 x uint64_t, in, 8-byte aligned
- *   wp: 3 x uint64_t, in, 8-byte aligned
+ *   a: 7200 x uint64_t, inout, 8-byte aligned
+ *   w: 7 x uint64_t, in, 8-byte aligned
+ *   wp: 7 x uint64_t, in, 8-byte aligned
  */
 void kg_he1125899902124033_ntt_inverse_rows1_avx512(uint64_t *a, const uint64_t *w, const uint64_t *wp);
 
 
-/* inverse layers 0..3 of 16 rows 4096 elements apart, 32 elements each, twiddles from w
+/* inverse layers 0..2 of 8 rows 8192 elements apart, 32 elements each, twiddles from w
  *   requires: every a[i] of the rows in [0, 4503599608496130]
- *   ensures:  every a[i] of the rows in [0, 18446743996400148480]
+ *   ensures:  every a[i] of the rows in [0, 2251799799529474]
  *   cpu: AVX512F, AVX512IFMA (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
- *   a: 61472 x uint64_t, inout, 8-byte aligned
- *   w: 15 x uint64_t, in, 8-byte aligned
- *   wp: 15 x uint64_t, in, 8-byte aligned
+ *   a: 57376 x uint64_t, inout, 8-byte aligned
+ *   w: 7 x uint64_t, in, 8-byte aligned
+ *   wp: 7 x uint64_t, in, 8-byte aligned
  */
 void kg_he1125899902124033_ntt_inverse_rows0_avx512(uint64_t *a, const uint64_t *w, const uint64_t *wp);
 
 
-/* forward negacyclic NTT of a[65536] in place: 2 stages of verified codelets (C driver, he-1125899902124033_plan.c)
+/* forward negacyclic NTT of a[65536] in place, fastest order: 2 stages of verified codelets (C driver)
  *   requires: every a[i] in [0, 1125899902124032]
  *   ensures:  every a[i] in [0, 37154696770093088] (proven), block j at kg_he1125899902124033_ntt_positions[j] (manifest: layout),
  *             a[pos_j[k]] = (a mod (x^1 - zeta_j))_k mod 1125899902124033 (scale 1)
@@ -156,9 +156,9 @@ void kg_he1125899902124033_ntt_inverse_rows0_avx512(uint64_t *a, const uint64_t 
 void kg_he1125899902124033_ntt_forward_avx2(uint64_t *a);
 
 
-/* inverse negacyclic NTT of a[65536] in place: 2 stages of verified codelets (C driver, he-1125899902124033_plan.c)
+/* inverse negacyclic NTT of a[65536] in place, fastest order: 2 stages of verified codelets (C driver)
  *   requires: every a[i] in [0, 2251799804248065] (base multiplication's output is), in the forward NTT's layout
- *   ensures:  every a[i] in [0, 18446743996400148480] (proven), natural order,
+ *   ensures:  every a[i] in [0, 2251799799529474] (proven), natural order,
  *             a = 2^64 * INTT(a) mod 1125899902124033: forward, basemul, inverse give a*b mod (x^65536+1, 1125899902124033)
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
@@ -229,7 +229,7 @@ void kg_he1125899902124033_ntt_inverse_rows1_avx2(uint64_t *a, const uint64_t *w
 
 /* inverse layers 0..2 of 8 rows 8192 elements apart, 32 elements each, twiddles from w
  *   requires: every a[i] of the rows in [0, 18446743996400148480]
- *   ensures:  every a[i] of the rows in [0, 18446743996400148480]
+ *   ensures:  every a[i] of the rows in [0, 2251799799529474]
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 57376 x uint64_t, inout, 8-byte aligned

@@ -14,7 +14,7 @@
 // length), the CPU must have the features stated (check them with is_x86_feature_detected!),
 // and the inputs must meet the contract (as in the C header); element alignment suffices.
 
-/// degree: the arrays hold N coefficients
+/// degree: the arrays hold N coefficients (of each column)
 pub const KG_HE1125899902124033_N: usize = 65536;
 
 /// the modulus
@@ -27,7 +27,7 @@ pub const KG_HE1125899902124033_BASEMUL_SCALE: i64 = 343114986950086;
 pub const KG_HE1125899902124033_INVERSE_SCALE: i64 = 77309394944;
 
 unsafe extern "C" {
-    /// forward negacyclic NTT of a\[65536\] in place: 2 stages of verified codelets (C driver, he-1125899902124033_plan.c)
+    /// forward negacyclic NTT of a\[65536\] in place, fastest order: 2 stages of verified codelets (C driver)
     ///
     /// ```text
     /// requires: every a[i] in [0, 1125899902124032]
@@ -38,38 +38,38 @@ unsafe extern "C" {
     /// ```
     pub fn kg_he1125899902124033_ntt_forward_avx512(a: *mut u64);
 
-    /// inverse negacyclic NTT of a\[65536\] in place: 2 stages of verified codelets (C driver, he-1125899902124033_plan.c)
+    /// inverse negacyclic NTT of a\[65536\] in place, fastest order: 2 stages of verified codelets (C driver)
     ///
     /// ```text
     /// requires: every a[i] in [0, 2251799804248065] (base multiplication's output is), in the forward NTT's layout
-    /// ensures:  every a[i] in [0, 18446743996400148480] (proven), natural order,
+    /// ensures:  every a[i] in [0, 2251799799529474] (proven), natural order,
     ///           a = 2^64 * INTT(a) mod 1125899902124033: forward, basemul, inverse give a*b mod (x^65536+1, 1125899902124033)
     /// cpu: AVX512F, AVX512IFMA (is_x86_feature_detected!: "avx512f", "avx512ifma")
     /// a: 65536 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
     /// ```
     pub fn kg_he1125899902124033_ntt_inverse_avx512(a: *mut u64);
 
-    /// forward layers 0..3 of 16 rows 4096 elements apart, 32 elements each, twiddles from w
+    /// forward layers 0..2 of 8 rows 8192 elements apart, 32 elements each, twiddles from w
     ///
     /// ```text
     /// requires: every a[i] of the rows in [0, 1125899902124032]
     /// ensures:  every a[i] of the rows in [0, 7881299314868230]
     /// cpu: AVX512F, AVX512IFMA (is_x86_feature_detected!: "avx512f", "avx512ifma")
-    /// a: 61472 x u64, inout, 8-byte aligned
-    /// w: 15 x u64, in, 8-byte aligned
-    /// wp: 15 x u64, in, 8-byte aligned
+    /// a: 57376 x u64, inout, 8-byte aligned
+    /// w: 7 x u64, in, 8-byte aligned
+    /// wp: 7 x u64, in, 8-byte aligned
     /// ```
     pub fn kg_he1125899902124033_ntt_forward_rows0_avx512(a: *mut u64, w: *const u64, wp: *const u64);
 
-    /// forward layers 4..5 of 4 rows 1024 elements apart, 32 elements each, twiddles from w
+    /// forward layers 3..5 of 8 rows 1024 elements apart, 32 elements each, twiddles from w
     ///
     /// ```text
     /// requires: every a[i] of the rows in [0, 4503599608496131]
     /// ensures:  every a[i] of the rows in [0, 14636698727612428]
     /// cpu: AVX512F, AVX512IFMA (is_x86_feature_detected!: "avx512f", "avx512ifma")
-    /// a: 3104 x u64, inout, 8-byte aligned
-    /// w: 3 x u64, in, 8-byte aligned
-    /// wp: 3 x u64, in, 8-byte aligned
+    /// a: 7200 x u64, inout, 8-byte aligned
+    /// w: 7 x u64, in, 8-byte aligned
+    /// wp: 7 x u64, in, 8-byte aligned
     /// ```
     pub fn kg_he1125899902124033_ntt_forward_rows1_avx512(a: *mut u64, w: *const u64, wp: *const u64);
 
@@ -97,31 +97,31 @@ unsafe extern "C" {
     /// ```
     pub fn kg_he1125899902124033_ntt_inverse_leaf_avx512(a: *mut u64, w: *const u64, wp: *const u64);
 
-    /// inverse layers 4..5 of 4 rows 1024 elements apart, 32 elements each, twiddles from w
+    /// inverse layers 3..5 of 8 rows 1024 elements apart, 32 elements each, twiddles from w
     ///
     /// ```text
     /// requires: every a[i] of the rows in [0, 4503599608496130]
     /// ensures:  every a[i] of the rows in [0, 18446743996400148480]
     /// cpu: AVX512F, AVX512IFMA (is_x86_feature_detected!: "avx512f", "avx512ifma")
-    /// a: 3104 x u64, inout, 8-byte aligned
-    /// w: 3 x u64, in, 8-byte aligned
-    /// wp: 3 x u64, in, 8-byte aligned
+    /// a: 7200 x u64, inout, 8-byte aligned
+    /// w: 7 x u64, in, 8-byte aligned
+    /// wp: 7 x u64, in, 8-byte aligned
     /// ```
     pub fn kg_he1125899902124033_ntt_inverse_rows1_avx512(a: *mut u64, w: *const u64, wp: *const u64);
 
-    /// inverse layers 0..3 of 16 rows 4096 elements apart, 32 elements each, twiddles from w
+    /// inverse layers 0..2 of 8 rows 8192 elements apart, 32 elements each, twiddles from w
     ///
     /// ```text
     /// requires: every a[i] of the rows in [0, 4503599608496130]
-    /// ensures:  every a[i] of the rows in [0, 18446743996400148480]
+    /// ensures:  every a[i] of the rows in [0, 2251799799529474]
     /// cpu: AVX512F, AVX512IFMA (is_x86_feature_detected!: "avx512f", "avx512ifma")
-    /// a: 61472 x u64, inout, 8-byte aligned
-    /// w: 15 x u64, in, 8-byte aligned
-    /// wp: 15 x u64, in, 8-byte aligned
+    /// a: 57376 x u64, inout, 8-byte aligned
+    /// w: 7 x u64, in, 8-byte aligned
+    /// wp: 7 x u64, in, 8-byte aligned
     /// ```
     pub fn kg_he1125899902124033_ntt_inverse_rows0_avx512(a: *mut u64, w: *const u64, wp: *const u64);
 
-    /// forward negacyclic NTT of a\[65536\] in place: 2 stages of verified codelets (C driver, he-1125899902124033_plan.c)
+    /// forward negacyclic NTT of a\[65536\] in place, fastest order: 2 stages of verified codelets (C driver)
     ///
     /// ```text
     /// requires: every a[i] in [0, 1125899902124032]
@@ -132,11 +132,11 @@ unsafe extern "C" {
     /// ```
     pub fn kg_he1125899902124033_ntt_forward_avx2(a: *mut u64);
 
-    /// inverse negacyclic NTT of a\[65536\] in place: 2 stages of verified codelets (C driver, he-1125899902124033_plan.c)
+    /// inverse negacyclic NTT of a\[65536\] in place, fastest order: 2 stages of verified codelets (C driver)
     ///
     /// ```text
     /// requires: every a[i] in [0, 2251799804248065] (base multiplication's output is), in the forward NTT's layout
-    /// ensures:  every a[i] in [0, 18446743996400148480] (proven), natural order,
+    /// ensures:  every a[i] in [0, 2251799799529474] (proven), natural order,
     ///           a = 2^64 * INTT(a) mod 1125899902124033: forward, basemul, inverse give a*b mod (x^65536+1, 1125899902124033)
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// a: 65536 x u64, inout, 8-byte aligned (32-byte alignment is fastest)
@@ -207,7 +207,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i] of the rows in [0, 18446743996400148480]
-    /// ensures:  every a[i] of the rows in [0, 18446743996400148480]
+    /// ensures:  every a[i] of the rows in [0, 2251799799529474]
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// a: 57376 x u64, inout, 8-byte aligned
     /// w: 7 x u64, in, 8-byte aligned

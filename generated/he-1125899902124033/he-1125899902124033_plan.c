@@ -16,11 +16,12 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <xmmintrin.h>
 
 #include "he-1125899902124033.h"
 
 #define KG_HE1125899902124033_Q_ 1125899902124033ull
-#define KG_HE1125899902124033_ROOT_BITS 17
 
 void kg_he1125899902124033_ntt_forward_rows0_avx512(uint64_t *a, const uint64_t *w, const uint64_t *wp);
 void kg_he1125899902124033_ntt_forward_rows1_avx512(uint64_t *a, const uint64_t *w, const uint64_t *wp);
@@ -78,25 +79,38 @@ static uint64_t kg_he1125899902124033_powmod(uint64_t x, uint64_t e)
     return r;
 }
 
-/* psi^x for x < 2^ROOT_BITS as low[x mod 2^h] * high[x >> h]; the coset's g^(n / 2^(l+1)) and its inverse per layer */
+/* a transform's maths: psi^x for x < 2^k as low[x mod 2^h] * high[x >> h]; the coset's g^(n / 2^(l+1)) and its inverse per layer */
 struct kg_he1125899902124033_powers {
     uint64_t *low, *high;
-    unsigned h;
+    unsigned h, k;
+    int negacyclic;
     uint64_t g[16], g_inv[16];
 };
 
-static int kg_he1125899902124033_powers_make(struct kg_he1125899902124033_powers *pw)
+static const struct { uint64_t psi, coset, n; unsigned k, layers; int negacyclic; } kg_he1125899902124033_maths[1] = {
+    {15995550378u, 1u, 65536u, 17, 16, 1},
+};
+
+static void kg_he1125899902124033_powers_free(struct kg_he1125899902124033_powers *pw)
 {
-    const unsigned k = KG_HE1125899902124033_ROOT_BITS, h = (k + 1) / 2;
-    const uint64_t psi = 15995550378u, g = 1u;
+    free(pw->low);
+    free(pw->high);
+    pw->low = pw->high = NULL;
+}
+
+static int kg_he1125899902124033_powers_make(struct kg_he1125899902124033_powers *pw, unsigned which)
+{
+    const unsigned k = kg_he1125899902124033_maths[which].k, h = (k + 1) / 2;
+    const uint64_t psi = kg_he1125899902124033_maths[which].psi, g = kg_he1125899902124033_maths[which].coset;
     uint64_t x, step;
     unsigned l;
     pw->h = h;
+    pw->k = k;
+    pw->negacyclic = kg_he1125899902124033_maths[which].negacyclic;
     pw->low = (uint64_t *)malloc(sizeof(uint64_t) << h);
     pw->high = (uint64_t *)malloc(sizeof(uint64_t) << (k - h));
     if (pw->low == NULL || pw->high == NULL) {
-        free(pw->low);
-        free(pw->high);
+        kg_he1125899902124033_powers_free(pw);
         return -1;
     }
     for (x = 0, pw->low[0] = 1; ++x < (1ull << h);)
@@ -104,8 +118,8 @@ static int kg_he1125899902124033_powers_make(struct kg_he1125899902124033_powers
     step = kg_he1125899902124033_powmod(psi, 1ull << h);
     for (x = 0, pw->high[0] = 1; ++x < (1ull << (k - h));)
         pw->high[x] = kg_he1125899902124033_mulmod(pw->high[x - 1], step);
-    for (l = 0; l < 16; l++) {
-        pw->g[l] = kg_he1125899902124033_powmod(g, 65536ull >> (l + 1));
+    for (l = 0; l < kg_he1125899902124033_maths[which].layers; l++) {
+        pw->g[l] = kg_he1125899902124033_powmod(g, kg_he1125899902124033_maths[which].n >> (l + 1));
         pw->g_inv[l] = kg_he1125899902124033_powmod(pw->g[l], KG_HE1125899902124033_Q_ - 2);
     }
     return 0;
@@ -114,22 +128,41 @@ static int kg_he1125899902124033_powers_make(struct kg_he1125899902124033_powers
 /* the twiddle of `layer`'s butterflies in `block`: g^m psi^(e/2) for the block's root psi^e (or its inverse) */
 static uint64_t kg_he1125899902124033_twiddle(const struct kg_he1125899902124033_powers *pw, unsigned layer, uint64_t block, int inverse)
 {
-    const unsigned k = KG_HE1125899902124033_ROOT_BITS;
+    const unsigned k = pw->k;
     uint64_t rev = 0, x;
     unsigned i;
     for (i = 0; i < layer; i++)
         rev |= (block >> i & 1) << (layer - 1 - i);
-    x = ((1ull << (k - 1 - layer)) * (2 * rev + 1)) / 2;
+    if (pw->negacyclic)
+        x = ((1ull << (k - 1 - layer)) * (2 * rev + 1)) / 2;
+    else
+        x = ((1ull << (k - layer)) * rev) / 2;
     if (inverse)
         x = ((1ull << k) - x) & ((1ull << k) - 1);
     return kg_he1125899902124033_mulmod(kg_he1125899902124033_mulmod(pw->low[x & ((1ull << pw->h) - 1)], pw->high[x >> pw->h]),
                           inverse ? pw->g_inv[layer] : pw->g[layer]);
 }
 
+/* the maths' base to the power x, for x < 2^k */
+static uint64_t kg_he1125899902124033_power(const struct kg_he1125899902124033_powers *pw, uint64_t x)
+{
+    return kg_he1125899902124033_mulmod(pw->low[x & ((1ull << pw->h) - 1)], pw->high[x >> pw->h]);
+}
+
+/* x's low `bits` bits in reverse order */
+static size_t kg_he1125899902124033_reverse(size_t x, unsigned bits)
+{
+    size_t r = 0;
+    unsigned i;
+    for (i = 0; i < bits; i++)
+        r |= (x >> i & 1) << (bits - 1 - i);
+    return r;
+}
+
 /* ---- avx512 ---------------------------------------------------------------- */
 
-/* the forward leaf's table row: (layer, block) inside the leaf of each entry, in the order it reads them */
-static const struct { unsigned char layer; uint32_t block; } kg_he1125899902124033_forward_leaf_avx512[1663] = {
+/* the leaf codelet's table row: (layer, block) inside the leaf of each entry, in the order it reads them */
+static const struct { unsigned char layer; uint32_t block; } kg_he1125899902124033_ntt_forward_leaf_avx512_entries[1663] = {
 {0, 0}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0},
 {3, 1}, {3, 2}, {3, 3}, {3, 4}, {3, 5}, {3, 6}, {3, 7}, {4, 0},
 {5, 0}, {5, 1}, {6, 0}, {6, 1}, {6, 2}, {6, 3}, {7, 0}, {7, 0},
@@ -339,8 +372,8 @@ static const struct { unsigned char layer; uint32_t block; } kg_he11258999021240
 {9, 497}, {9, 498}, {9, 499}, {9, 500}, {9, 501}, {9, 502}, {9, 503}, {9, 504},
 {9, 505}, {9, 506}, {9, 507}, {9, 508}, {9, 509}, {9, 510}, {9, 511},
 };
-/* the inverse leaf's table row: (layer, block) inside the leaf of each entry, in the order it reads them */
-static const struct { unsigned char layer; uint32_t block; } kg_he1125899902124033_inverse_leaf_avx512[1663] = {
+/* the leaf codelet's table row: (layer, block) inside the leaf of each entry, in the order it reads them */
+static const struct { unsigned char layer; uint32_t block; } kg_he1125899902124033_ntt_inverse_leaf_avx512_entries[1663] = {
 {9, 0}, {9, 1}, {9, 2}, {9, 3}, {9, 4}, {9, 5}, {9, 6}, {9, 7},
 {9, 8}, {9, 9}, {9, 10}, {9, 11}, {9, 12}, {9, 13}, {9, 14}, {9, 15},
 {9, 16}, {9, 17}, {9, 18}, {9, 19}, {9, 20}, {9, 21}, {9, 22}, {9, 23},
@@ -559,11 +592,15 @@ static struct {
 
 static int kg_he1125899902124033_fill_avx512(unsigned which)
 {
-    struct kg_he1125899902124033_powers pw;
+    struct kg_he1125899902124033_powers pw[1];
     uint64_t *w;
     size_t entries, at = 0, row, k;
-    if (kg_he1125899902124033_powers_make(&pw) != 0)
-        return -1;
+    unsigned m;
+    for (m = 0; m < 1; m++)
+        pw[m].low = pw[m].high = NULL;
+    for (m = 0; m < 1; m++)
+        if (kg_he1125899902124033_powers_make(&pw[m], m) != 0)
+            goto fail;
     switch (which) {
     case 0:
         entries = 106495;
@@ -575,37 +612,36 @@ static int kg_he1125899902124033_fill_avx512(unsigned which)
         entries = 0;
     }
     w = (uint64_t *)malloc(sizeof *w * entries * 2);
-    if (w == NULL) {
-        free(pw.low);
-        free(pw.high);
-        return -1;
-    }
+    if (w == NULL)
+        goto fail;
     switch (which) {
     case 0: /* kg_he1125899902124033_ntt_forward_avx512 */
         for (row = 0; row < 1; row++)
-            for (k = 0; k < 15; k++, at++) {
+            for (k = 0; k < 7; k++, at++) {
                 unsigned t = 0;
                 uint64_t v;
                 while ((2u << t) <= k + 1)
                     t++;
-                v = kg_he1125899902124033_twiddle(&pw, 0 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 0);
+                v = kg_he1125899902124033_twiddle(&pw[0], 0 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 0);
                 w[at] = (uint64_t)v;
                 w[entries + at] = (uint64_t)kg_he1125899902124033_companion(v, 52);
             }
-        for (row = 0; row < 16; row++)
-            for (k = 0; k < 3; k++, at++) {
+        for (row = 0; row < 8; row++)
+            for (k = 0; k < 7; k++, at++) {
                 unsigned t = 0;
                 uint64_t v;
                 while ((2u << t) <= k + 1)
                     t++;
-                v = kg_he1125899902124033_twiddle(&pw, 4 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 0);
+                v = kg_he1125899902124033_twiddle(&pw[0], 3 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 0);
                 w[at] = (uint64_t)v;
                 w[entries + at] = (uint64_t)kg_he1125899902124033_companion(v, 52);
             }
         for (row = 0; row < 64; row++)
             for (k = 0; k < 1663; k++, at++) {
-                const unsigned layer = kg_he1125899902124033_forward_leaf_avx512[k].layer;
-                const uint64_t v = kg_he1125899902124033_twiddle(&pw, 6 + layer, kg_he1125899902124033_forward_leaf_avx512[k].block + ((uint64_t)row << layer), 0);
+                unsigned t = 0;
+                uint64_t v;
+                t = kg_he1125899902124033_ntt_forward_leaf_avx512_entries[k].layer;
+                v = kg_he1125899902124033_twiddle(&pw[0], 6 + t, kg_he1125899902124033_ntt_forward_leaf_avx512_entries[k].block + ((uint64_t)row << t), 0);
                 w[at] = (uint64_t)v;
                 w[entries + at] = (uint64_t)kg_he1125899902124033_companion(v, 52);
             }
@@ -613,28 +649,30 @@ static int kg_he1125899902124033_fill_avx512(unsigned which)
     case 1: /* kg_he1125899902124033_ntt_inverse_avx512 */
         for (row = 0; row < 64; row++)
             for (k = 0; k < 1663; k++, at++) {
-                const unsigned layer = kg_he1125899902124033_inverse_leaf_avx512[k].layer;
-                const uint64_t v = kg_he1125899902124033_twiddle(&pw, 6 + layer, kg_he1125899902124033_inverse_leaf_avx512[k].block + ((uint64_t)row << layer), 1);
+                unsigned t = 0;
+                uint64_t v;
+                t = kg_he1125899902124033_ntt_inverse_leaf_avx512_entries[k].layer;
+                v = kg_he1125899902124033_twiddle(&pw[0], 6 + t, kg_he1125899902124033_ntt_inverse_leaf_avx512_entries[k].block + ((uint64_t)row << t), 1);
                 w[at] = (uint64_t)v;
                 w[entries + at] = (uint64_t)kg_he1125899902124033_companion(v, 52);
             }
-        for (row = 0; row < 16; row++)
-            for (k = 0; k < 3; k++, at++) {
+        for (row = 0; row < 8; row++)
+            for (k = 0; k < 7; k++, at++) {
                 unsigned t = 0;
                 uint64_t v;
                 while ((2u << t) <= k + 1)
                     t++;
-                v = kg_he1125899902124033_twiddle(&pw, 4 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 1);
+                v = kg_he1125899902124033_twiddle(&pw[0], 3 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 1);
                 w[at] = (uint64_t)v;
                 w[entries + at] = (uint64_t)kg_he1125899902124033_companion(v, 52);
             }
         for (row = 0; row < 1; row++)
-            for (k = 0; k < 15; k++, at++) {
+            for (k = 0; k < 7; k++, at++) {
                 unsigned t = 0;
                 uint64_t v;
                 while ((2u << t) <= k + 1)
                     t++;
-                v = kg_he1125899902124033_twiddle(&pw, 0 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 1);
+                v = kg_he1125899902124033_twiddle(&pw[0], 0 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 1);
                 if (0 + t == 0) /* the inverse's scale rides on this layer */
                     v = kg_he1125899902124033_mulmod(v, 281474976710656u);
                 w[at] = (uint64_t)v;
@@ -642,10 +680,14 @@ static int kg_he1125899902124033_fill_avx512(unsigned which)
             }
         break;
     }
-    free(pw.low);
-    free(pw.high);
+    for (m = 0; m < 1; m++)
+        kg_he1125899902124033_powers_free(&pw[m]);
     kg_he1125899902124033_tables_avx512[which].w = w;
     return 0;
+fail:
+    for (m = 0; m < 1; m++)
+        kg_he1125899902124033_powers_free(&pw[m]);
+    return -1;
 }
 
 /* the tables of direction `which`, built once (NULL where they cannot be) */
@@ -713,26 +755,26 @@ void kg_he1125899902124033_ntt_forward_avx512_stage(uint64_t *a, unsigned stage,
     switch (stage) {
     case 0:
         for (tile = first; tile < first + count; tile++) {
-            const size_t block = tile / 32, base = block * 65536u + (tile % 32) * 32u;
-            for (k = 0; k < 4; k++) {
-                const size_t row = block * 1u + k / 4;
-                const size_t at = base + (k / 4) * 65536u + (k % 4) * 1024u;
+            const size_t block = (tile + 0u) / 32, base = 0u + block * 65536u + ((tile + 0u) % 32) * 32u;
+            for (k = 0; k < 8; k++) {
+                const size_t row = block * 1u + k / 8 * 1u;
+                const size_t at = base + (k / 8) * 65536u + (k % 8) * 1024u;
                 (void)row;
-                kg_he1125899902124033_ntt_forward_rows0_avx512(a + at, w + 0u + row * 15u, w + 106495u + 0u + row * 15u);
+                kg_he1125899902124033_ntt_forward_rows0_avx512(a + at, w + 0u + row * 7u, w + 106495u + 0u + row * 7u);
             }
-            for (k = 0; k < 16; k++) {
-                const size_t row = block * 16u + k / 1;
-                const size_t at = base + (k / 1) * 4096u + (k % 1) * 1024u;
+            for (k = 0; k < 8; k++) {
+                const size_t row = block * 8u + k / 1 * 1u;
+                const size_t at = base + (k / 1) * 8192u + (k % 1) * 1024u;
                 (void)row;
-                kg_he1125899902124033_ntt_forward_rows1_avx512(a + at, w + 15u + row * 3u, w + 106495u + 15u + row * 3u);
+                kg_he1125899902124033_ntt_forward_rows1_avx512(a + at, w + 7u + row * 7u, w + 106495u + 7u + row * 7u);
             }
         }
         break;
     case 1:
         for (tile = first; tile < first + count; tile++) {
-            const size_t block = tile / 1, base = block * 1024u + (tile % 1) * 0u;
+            const size_t block = (tile + 0u) / 1, base = 0u + block * 1024u + ((tile + 0u) % 1) * 0u;
             for (k = 0; k < 1; k++) {
-                const size_t row = block * 1u + k / 1;
+                const size_t row = block * 1u + k / 1 * 1u;
                 const size_t at = base + (k / 1) * 1024u + (k % 1) * 0u;
                 (void)row;
                 kg_he1125899902124033_ntt_forward_leaf_avx512(a + at, w + 63u + row * 1663u, w + 106495u + 63u + row * 1663u);
@@ -769,9 +811,9 @@ void kg_he1125899902124033_ntt_inverse_avx512_stage(uint64_t *a, unsigned stage,
     switch (stage) {
     case 0:
         for (tile = first; tile < first + count; tile++) {
-            const size_t block = tile / 1, base = block * 1024u + (tile % 1) * 0u;
+            const size_t block = (tile + 0u) / 1, base = 0u + block * 1024u + ((tile + 0u) % 1) * 0u;
             for (k = 0; k < 1; k++) {
-                const size_t row = block * 1u + k / 1;
+                const size_t row = block * 1u + k / 1 * 1u;
                 const size_t at = base + (k / 1) * 1024u + (k % 1) * 0u;
                 (void)row;
                 kg_he1125899902124033_ntt_inverse_leaf_avx512(a + at, w + 0u + row * 1663u, w + 106495u + 0u + row * 1663u);
@@ -780,18 +822,18 @@ void kg_he1125899902124033_ntt_inverse_avx512_stage(uint64_t *a, unsigned stage,
         break;
     case 1:
         for (tile = first; tile < first + count; tile++) {
-            const size_t block = tile / 32, base = block * 65536u + (tile % 32) * 32u;
-            for (k = 0; k < 16; k++) {
-                const size_t row = block * 16u + k / 1;
-                const size_t at = base + (k / 1) * 4096u + (k % 1) * 1024u;
+            const size_t block = (tile + 0u) / 32, base = 0u + block * 65536u + ((tile + 0u) % 32) * 32u;
+            for (k = 0; k < 8; k++) {
+                const size_t row = block * 8u + k / 1 * 1u;
+                const size_t at = base + (k / 1) * 8192u + (k % 1) * 1024u;
                 (void)row;
-                kg_he1125899902124033_ntt_inverse_rows1_avx512(a + at, w + 106432u + row * 3u, w + 106495u + 106432u + row * 3u);
+                kg_he1125899902124033_ntt_inverse_rows1_avx512(a + at, w + 106432u + row * 7u, w + 106495u + 106432u + row * 7u);
             }
-            for (k = 0; k < 4; k++) {
-                const size_t row = block * 1u + k / 4;
-                const size_t at = base + (k / 4) * 65536u + (k % 4) * 1024u;
+            for (k = 0; k < 8; k++) {
+                const size_t row = block * 1u + k / 8 * 1u;
+                const size_t at = base + (k / 8) * 65536u + (k % 8) * 1024u;
                 (void)row;
-                kg_he1125899902124033_ntt_inverse_rows0_avx512(a + at, w + 106480u + row * 15u, w + 106495u + 106480u + row * 15u);
+                kg_he1125899902124033_ntt_inverse_rows0_avx512(a + at, w + 106488u + row * 7u, w + 106495u + 106488u + row * 7u);
             }
         }
         break;
@@ -820,9 +862,9 @@ void kg_he1125899902124033_basemul_avx512_stage(uint64_t *r, const uint64_t *a, 
     switch (stage) {
     case 0:
         for (tile = first; tile < first + count; tile++) {
-            const size_t block = tile / 1, base = block * 1024u + (tile % 1) * 0u;
+            const size_t block = (tile + 0u) / 1, base = 0u + block * 1024u + ((tile + 0u) % 1) * 0u;
             for (k = 0; k < 1; k++) {
-                const size_t row = block * 1u + k / 1;
+                const size_t row = block * 1u + k / 1 * 1u;
                 const size_t at = base + (k / 1) * 1024u + (k % 1) * 0u;
                 (void)row;
                 kg_he1125899902124033_block_basemul_avx512(r + at, a + at, b + at);
@@ -843,8 +885,8 @@ void kg_he1125899902124033_basemul_avx512(uint64_t *r, const uint64_t *a, const 
 
 /* ---- avx2 ---------------------------------------------------------------- */
 
-/* the forward leaf's table row: (layer, block) inside the leaf of each entry, in the order it reads them */
-static const struct { unsigned char layer; uint32_t block; } kg_he1125899902124033_forward_leaf_avx2[1279] = {
+/* the leaf codelet's table row: (layer, block) inside the leaf of each entry, in the order it reads them */
+static const struct { unsigned char layer; uint32_t block; } kg_he1125899902124033_ntt_forward_leaf_avx2_entries[1279] = {
 {0, 0}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0},
 {4, 0}, {4, 1}, {3, 1}, {4, 2}, {4, 3}, {3, 2}, {4, 4}, {4, 5},
 {3, 3}, {4, 6}, {4, 7}, {3, 4}, {4, 8}, {4, 9}, {3, 5}, {4, 10},
@@ -1006,8 +1048,8 @@ static const struct { unsigned char layer; uint32_t block; } kg_he11258999021240
 {9, 497}, {9, 498}, {9, 499}, {9, 500}, {9, 501}, {9, 502}, {9, 503}, {9, 504},
 {9, 505}, {9, 506}, {9, 507}, {9, 508}, {9, 509}, {9, 510}, {9, 511},
 };
-/* the inverse leaf's table row: (layer, block) inside the leaf of each entry, in the order it reads them */
-static const struct { unsigned char layer; uint32_t block; } kg_he1125899902124033_inverse_leaf_avx2[1279] = {
+/* the leaf codelet's table row: (layer, block) inside the leaf of each entry, in the order it reads them */
+static const struct { unsigned char layer; uint32_t block; } kg_he1125899902124033_ntt_inverse_leaf_avx2_entries[1279] = {
 {9, 0}, {9, 1}, {9, 2}, {9, 3}, {9, 4}, {9, 5}, {9, 6}, {9, 7},
 {9, 8}, {9, 9}, {9, 10}, {9, 11}, {9, 12}, {9, 13}, {9, 14}, {9, 15},
 {8, 0}, {8, 0}, {8, 1}, {8, 1}, {8, 2}, {8, 2}, {8, 3}, {8, 3},
@@ -1178,11 +1220,15 @@ static struct {
 
 static int kg_he1125899902124033_fill_avx2(unsigned which)
 {
-    struct kg_he1125899902124033_powers pw;
+    struct kg_he1125899902124033_powers pw[1];
     uint64_t *w;
     size_t entries, at = 0, row, k;
-    if (kg_he1125899902124033_powers_make(&pw) != 0)
-        return -1;
+    unsigned m;
+    for (m = 0; m < 1; m++)
+        pw[m].low = pw[m].high = NULL;
+    for (m = 0; m < 1; m++)
+        if (kg_he1125899902124033_powers_make(&pw[m], m) != 0)
+            goto fail;
     switch (which) {
     case 0:
         entries = 81919;
@@ -1194,11 +1240,8 @@ static int kg_he1125899902124033_fill_avx2(unsigned which)
         entries = 0;
     }
     w = (uint64_t *)malloc(sizeof *w * entries * 2);
-    if (w == NULL) {
-        free(pw.low);
-        free(pw.high);
-        return -1;
-    }
+    if (w == NULL)
+        goto fail;
     switch (which) {
     case 0: /* kg_he1125899902124033_ntt_forward_avx2 */
         for (row = 0; row < 1; row++)
@@ -1207,7 +1250,7 @@ static int kg_he1125899902124033_fill_avx2(unsigned which)
                 uint64_t v;
                 while ((2u << t) <= k + 1)
                     t++;
-                v = kg_he1125899902124033_twiddle(&pw, 0 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 0);
+                v = kg_he1125899902124033_twiddle(&pw[0], 0 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 0);
                 w[at] = (uint64_t)v;
                 w[entries + at] = (uint64_t)kg_he1125899902124033_companion(v, 64);
             }
@@ -1217,14 +1260,16 @@ static int kg_he1125899902124033_fill_avx2(unsigned which)
                 uint64_t v;
                 while ((2u << t) <= k + 1)
                     t++;
-                v = kg_he1125899902124033_twiddle(&pw, 3 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 0);
+                v = kg_he1125899902124033_twiddle(&pw[0], 3 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 0);
                 w[at] = (uint64_t)v;
                 w[entries + at] = (uint64_t)kg_he1125899902124033_companion(v, 64);
             }
         for (row = 0; row < 64; row++)
             for (k = 0; k < 1279; k++, at++) {
-                const unsigned layer = kg_he1125899902124033_forward_leaf_avx2[k].layer;
-                const uint64_t v = kg_he1125899902124033_twiddle(&pw, 6 + layer, kg_he1125899902124033_forward_leaf_avx2[k].block + ((uint64_t)row << layer), 0);
+                unsigned t = 0;
+                uint64_t v;
+                t = kg_he1125899902124033_ntt_forward_leaf_avx2_entries[k].layer;
+                v = kg_he1125899902124033_twiddle(&pw[0], 6 + t, kg_he1125899902124033_ntt_forward_leaf_avx2_entries[k].block + ((uint64_t)row << t), 0);
                 w[at] = (uint64_t)v;
                 w[entries + at] = (uint64_t)kg_he1125899902124033_companion(v, 64);
             }
@@ -1232,8 +1277,10 @@ static int kg_he1125899902124033_fill_avx2(unsigned which)
     case 1: /* kg_he1125899902124033_ntt_inverse_avx2 */
         for (row = 0; row < 64; row++)
             for (k = 0; k < 1279; k++, at++) {
-                const unsigned layer = kg_he1125899902124033_inverse_leaf_avx2[k].layer;
-                const uint64_t v = kg_he1125899902124033_twiddle(&pw, 6 + layer, kg_he1125899902124033_inverse_leaf_avx2[k].block + ((uint64_t)row << layer), 1);
+                unsigned t = 0;
+                uint64_t v;
+                t = kg_he1125899902124033_ntt_inverse_leaf_avx2_entries[k].layer;
+                v = kg_he1125899902124033_twiddle(&pw[0], 6 + t, kg_he1125899902124033_ntt_inverse_leaf_avx2_entries[k].block + ((uint64_t)row << t), 1);
                 w[at] = (uint64_t)v;
                 w[entries + at] = (uint64_t)kg_he1125899902124033_companion(v, 64);
             }
@@ -1243,7 +1290,7 @@ static int kg_he1125899902124033_fill_avx2(unsigned which)
                 uint64_t v;
                 while ((2u << t) <= k + 1)
                     t++;
-                v = kg_he1125899902124033_twiddle(&pw, 3 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 1);
+                v = kg_he1125899902124033_twiddle(&pw[0], 3 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 1);
                 w[at] = (uint64_t)v;
                 w[entries + at] = (uint64_t)kg_he1125899902124033_companion(v, 64);
             }
@@ -1253,7 +1300,7 @@ static int kg_he1125899902124033_fill_avx2(unsigned which)
                 uint64_t v;
                 while ((2u << t) <= k + 1)
                     t++;
-                v = kg_he1125899902124033_twiddle(&pw, 0 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 1);
+                v = kg_he1125899902124033_twiddle(&pw[0], 0 + t, ((uint64_t)row << t) + (k + 1 - (1u << t)), 1);
                 if (0 + t == 0) /* the inverse's scale rides on this layer */
                     v = kg_he1125899902124033_mulmod(v, 281474976710656u);
                 w[at] = (uint64_t)v;
@@ -1261,10 +1308,14 @@ static int kg_he1125899902124033_fill_avx2(unsigned which)
             }
         break;
     }
-    free(pw.low);
-    free(pw.high);
+    for (m = 0; m < 1; m++)
+        kg_he1125899902124033_powers_free(&pw[m]);
     kg_he1125899902124033_tables_avx2[which].w = w;
     return 0;
+fail:
+    for (m = 0; m < 1; m++)
+        kg_he1125899902124033_powers_free(&pw[m]);
+    return -1;
 }
 
 /* the tables of direction `which`, built once (NULL where they cannot be) */
@@ -1332,15 +1383,15 @@ void kg_he1125899902124033_ntt_forward_avx2_stage(uint64_t *a, unsigned stage, s
     switch (stage) {
     case 0:
         for (tile = first; tile < first + count; tile++) {
-            const size_t block = tile / 32, base = block * 65536u + (tile % 32) * 32u;
+            const size_t block = (tile + 0u) / 32, base = 0u + block * 65536u + ((tile + 0u) % 32) * 32u;
             for (k = 0; k < 8; k++) {
-                const size_t row = block * 1u + k / 8;
+                const size_t row = block * 1u + k / 8 * 1u;
                 const size_t at = base + (k / 8) * 65536u + (k % 8) * 1024u;
                 (void)row;
                 kg_he1125899902124033_ntt_forward_rows0_avx2(a + at, w + 0u + row * 7u, w + 81919u + 0u + row * 7u);
             }
             for (k = 0; k < 8; k++) {
-                const size_t row = block * 8u + k / 1;
+                const size_t row = block * 8u + k / 1 * 1u;
                 const size_t at = base + (k / 1) * 8192u + (k % 1) * 1024u;
                 (void)row;
                 kg_he1125899902124033_ntt_forward_rows1_avx2(a + at, w + 7u + row * 7u, w + 81919u + 7u + row * 7u);
@@ -1349,9 +1400,9 @@ void kg_he1125899902124033_ntt_forward_avx2_stage(uint64_t *a, unsigned stage, s
         break;
     case 1:
         for (tile = first; tile < first + count; tile++) {
-            const size_t block = tile / 1, base = block * 1024u + (tile % 1) * 0u;
+            const size_t block = (tile + 0u) / 1, base = 0u + block * 1024u + ((tile + 0u) % 1) * 0u;
             for (k = 0; k < 1; k++) {
-                const size_t row = block * 1u + k / 1;
+                const size_t row = block * 1u + k / 1 * 1u;
                 const size_t at = base + (k / 1) * 1024u + (k % 1) * 0u;
                 (void)row;
                 kg_he1125899902124033_ntt_forward_leaf_avx2(a + at, w + 63u + row * 1279u, w + 81919u + 63u + row * 1279u);
@@ -1388,9 +1439,9 @@ void kg_he1125899902124033_ntt_inverse_avx2_stage(uint64_t *a, unsigned stage, s
     switch (stage) {
     case 0:
         for (tile = first; tile < first + count; tile++) {
-            const size_t block = tile / 1, base = block * 1024u + (tile % 1) * 0u;
+            const size_t block = (tile + 0u) / 1, base = 0u + block * 1024u + ((tile + 0u) % 1) * 0u;
             for (k = 0; k < 1; k++) {
-                const size_t row = block * 1u + k / 1;
+                const size_t row = block * 1u + k / 1 * 1u;
                 const size_t at = base + (k / 1) * 1024u + (k % 1) * 0u;
                 (void)row;
                 kg_he1125899902124033_ntt_inverse_leaf_avx2(a + at, w + 0u + row * 1279u, w + 81919u + 0u + row * 1279u);
@@ -1399,15 +1450,15 @@ void kg_he1125899902124033_ntt_inverse_avx2_stage(uint64_t *a, unsigned stage, s
         break;
     case 1:
         for (tile = first; tile < first + count; tile++) {
-            const size_t block = tile / 32, base = block * 65536u + (tile % 32) * 32u;
+            const size_t block = (tile + 0u) / 32, base = 0u + block * 65536u + ((tile + 0u) % 32) * 32u;
             for (k = 0; k < 8; k++) {
-                const size_t row = block * 8u + k / 1;
+                const size_t row = block * 8u + k / 1 * 1u;
                 const size_t at = base + (k / 1) * 8192u + (k % 1) * 1024u;
                 (void)row;
                 kg_he1125899902124033_ntt_inverse_rows1_avx2(a + at, w + 81856u + row * 7u, w + 81919u + 81856u + row * 7u);
             }
             for (k = 0; k < 8; k++) {
-                const size_t row = block * 1u + k / 8;
+                const size_t row = block * 1u + k / 8 * 1u;
                 const size_t at = base + (k / 8) * 65536u + (k % 8) * 1024u;
                 (void)row;
                 kg_he1125899902124033_ntt_inverse_rows0_avx2(a + at, w + 81912u + row * 7u, w + 81919u + 81912u + row * 7u);
@@ -1439,9 +1490,9 @@ void kg_he1125899902124033_basemul_avx2_stage(uint64_t *r, const uint64_t *a, co
     switch (stage) {
     case 0:
         for (tile = first; tile < first + count; tile++) {
-            const size_t block = tile / 1, base = block * 1024u + (tile % 1) * 0u;
+            const size_t block = (tile + 0u) / 1, base = 0u + block * 1024u + ((tile + 0u) % 1) * 0u;
             for (k = 0; k < 1; k++) {
-                const size_t row = block * 1u + k / 1;
+                const size_t row = block * 1u + k / 1 * 1u;
                 const size_t at = base + (k / 1) * 1024u + (k % 1) * 0u;
                 (void)row;
                 kg_he1125899902124033_block_basemul_avx2(r + at, a + at, b + at);

@@ -2700,12 +2700,12 @@ kg_mldsa8380417_basemul_avx512:
 ; kg_mldsa8380417_basemul_acc4_avx512: base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
 ;
 ;   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 4 polynomials
-;   ensures:  every r[i] in [-4201474, 4202497] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+;   ensures:  every r[i] in [-5835821, 5835821] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-14}, k2, flags
+;   clobbers: zmm{0-13}, k2, flags
 ; ---------------------------------------------------------------------------
 section .text.kg_mldsa8380417_basemul_acc4_avx512 progbits alloc exec nowrite align=32
 
@@ -2713,939 +2713,552 @@ global kg_mldsa8380417_basemul_acc4_avx512:function KERNGEN_VISIBILITY (kg_mldsa
 align 32
 kg_mldsa8380417_basemul_acc4_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm11, [rel pd_58728449]            ; held in a register: read 128 times
-    vmovdqu64    zmm12, [rel pd_8380417]             ; held in a register: read 16 times
-    vmovdqu64    zmm13, [rel pd_513]                 ; held in a register: read 16 times
-    vmovdqu64    zmm14, [rel pd_2097152]             ; held in a register: read 16 times
+    vmovdqu64    zmm13, [rel pd_58728449]            ; held in a register: read 32 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
-    vmovshdup    zmm3, [rsi]
-    vmovshdup    zmm4, [rsi + 64]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi]
-    vpmuldq      zmm2, zmm2, [rsi + 64]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1024]
+    vmovdqu64    zmm4, [rdx + 1088]
+    vmovdqu64    zmm5, [rdx + 2048]
+    vmovdqu64    zmm6, [rdx + 2112]
+    vmovdqu64    zmm7, [rdx + 3072]
+    vmovdqu64    zmm8, [rdx + 3136]
+    vpmuldq      zmm9, zmm1, [rsi]
+    vpmuldq      zmm10, zmm2, [rsi + 64]
+    vpmuldq      zmm11, zmm3, [rsi + 1024]
+    vpmuldq      zmm12, zmm4, [rsi + 1088]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm5, [rsi + 2048]
+    vpmuldq      zmm12, zmm6, [rsi + 2112]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm7, [rsi + 3072]
+    vpmuldq      zmm12, zmm8, [rsi + 3136]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm9, zmm13
+    vpmuldq      zmm12, zmm10, zmm13
+    vpmuldq      zmm11, zmm11, zmm0
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm11, [rsi]
+    vmovshdup    zmm12, [rsi + 64]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm11, zmm1
+    vpmuldq      zmm2, zmm12, zmm2
+    vmovshdup    zmm11, [rsi + 1024]
+    vmovshdup    zmm12, [rsi + 1088]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm11, zmm3
+    vpmuldq      zmm4, zmm12, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2048]
+    vmovshdup    zmm4, [rsi + 2112]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1024]
-    vmovdqu64    zmm2, [rdx + 1088]
-    vmovshdup    zmm5, [rsi + 1024]
-    vmovshdup    zmm6, [rsi + 1088]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1024]
-    vpmuldq      zmm2, zmm2, [rsi + 1088]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2048]
-    vmovdqu64    zmm4, [rdx + 2112]
-    vmovshdup    zmm5, [rsi + 2048]
-    vmovshdup    zmm6, [rsi + 2112]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2048]
-    vpmuldq      zmm4, zmm4, [rsi + 2112]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3072]
-    vmovdqu64    zmm4, [rdx + 3136]
-    vmovshdup    zmm5, [rsi + 3072]
-    vmovshdup    zmm6, [rsi + 3136]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3072]
-    vpmuldq      zmm4, zmm4, [rsi + 3136]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3072]
+    vmovshdup    zmm4, [rsi + 3136]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm13
+    vpmuldq      zmm4, zmm2, zmm13
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm9
+    vmovshdup    zmm2{k2}, zmm10
     vmovdqu64    [rdi], zmm1
     vmovdqu64    [rdi + 64], zmm2
     vmovdqu64    zmm1, [rdx + 128]
     vmovdqu64    zmm2, [rdx + 192]
-    vmovshdup    zmm3, [rsi + 128]
-    vmovshdup    zmm4, [rsi + 192]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 128]
-    vpmuldq      zmm2, zmm2, [rsi + 192]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1152]
+    vmovdqu64    zmm4, [rdx + 1216]
+    vmovdqu64    zmm5, [rdx + 2176]
+    vmovdqu64    zmm6, [rdx + 2240]
+    vmovdqu64    zmm7, [rdx + 3200]
+    vmovdqu64    zmm8, [rdx + 3264]
+    vpmuldq      zmm9, zmm1, [rsi + 128]
+    vpmuldq      zmm10, zmm2, [rsi + 192]
+    vpmuldq      zmm11, zmm3, [rsi + 1152]
+    vpmuldq      zmm12, zmm4, [rsi + 1216]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm5, [rsi + 2176]
+    vpmuldq      zmm12, zmm6, [rsi + 2240]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm7, [rsi + 3200]
+    vpmuldq      zmm12, zmm8, [rsi + 3264]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm9, zmm13
+    vpmuldq      zmm12, zmm10, zmm13
+    vpmuldq      zmm11, zmm11, zmm0
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm11, [rsi + 128]
+    vmovshdup    zmm12, [rsi + 192]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm11, zmm1
+    vpmuldq      zmm2, zmm12, zmm2
+    vmovshdup    zmm11, [rsi + 1152]
+    vmovshdup    zmm12, [rsi + 1216]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm11, zmm3
+    vpmuldq      zmm4, zmm12, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2176]
+    vmovshdup    zmm4, [rsi + 2240]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1152]
-    vmovdqu64    zmm2, [rdx + 1216]
-    vmovshdup    zmm5, [rsi + 1152]
-    vmovshdup    zmm6, [rsi + 1216]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1152]
-    vpmuldq      zmm2, zmm2, [rsi + 1216]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2176]
-    vmovdqu64    zmm4, [rdx + 2240]
-    vmovshdup    zmm5, [rsi + 2176]
-    vmovshdup    zmm6, [rsi + 2240]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2176]
-    vpmuldq      zmm4, zmm4, [rsi + 2240]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3200]
-    vmovdqu64    zmm4, [rdx + 3264]
-    vmovshdup    zmm5, [rsi + 3200]
-    vmovshdup    zmm6, [rsi + 3264]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3200]
-    vpmuldq      zmm4, zmm4, [rsi + 3264]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3200]
+    vmovshdup    zmm4, [rsi + 3264]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm13
+    vpmuldq      zmm4, zmm2, zmm13
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm9
+    vmovshdup    zmm2{k2}, zmm10
     vmovdqu64    [rdi + 128], zmm1
     vmovdqu64    [rdi + 192], zmm2
     vmovdqu64    zmm1, [rdx + 256]
     vmovdqu64    zmm2, [rdx + 320]
-    vmovshdup    zmm3, [rsi + 256]
-    vmovshdup    zmm4, [rsi + 320]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 256]
-    vpmuldq      zmm2, zmm2, [rsi + 320]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1280]
+    vmovdqu64    zmm4, [rdx + 1344]
+    vmovdqu64    zmm5, [rdx + 2304]
+    vmovdqu64    zmm6, [rdx + 2368]
+    vmovdqu64    zmm7, [rdx + 3328]
+    vmovdqu64    zmm8, [rdx + 3392]
+    vpmuldq      zmm9, zmm1, [rsi + 256]
+    vpmuldq      zmm10, zmm2, [rsi + 320]
+    vpmuldq      zmm11, zmm3, [rsi + 1280]
+    vpmuldq      zmm12, zmm4, [rsi + 1344]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm5, [rsi + 2304]
+    vpmuldq      zmm12, zmm6, [rsi + 2368]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm7, [rsi + 3328]
+    vpmuldq      zmm12, zmm8, [rsi + 3392]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm9, zmm13
+    vpmuldq      zmm12, zmm10, zmm13
+    vpmuldq      zmm11, zmm11, zmm0
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm11, [rsi + 256]
+    vmovshdup    zmm12, [rsi + 320]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm11, zmm1
+    vpmuldq      zmm2, zmm12, zmm2
+    vmovshdup    zmm11, [rsi + 1280]
+    vmovshdup    zmm12, [rsi + 1344]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm11, zmm3
+    vpmuldq      zmm4, zmm12, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2304]
+    vmovshdup    zmm4, [rsi + 2368]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1280]
-    vmovdqu64    zmm2, [rdx + 1344]
-    vmovshdup    zmm5, [rsi + 1280]
-    vmovshdup    zmm6, [rsi + 1344]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1280]
-    vpmuldq      zmm2, zmm2, [rsi + 1344]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2304]
-    vmovdqu64    zmm4, [rdx + 2368]
-    vmovshdup    zmm5, [rsi + 2304]
-    vmovshdup    zmm6, [rsi + 2368]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2304]
-    vpmuldq      zmm4, zmm4, [rsi + 2368]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3328]
-    vmovdqu64    zmm4, [rdx + 3392]
-    vmovshdup    zmm5, [rsi + 3328]
-    vmovshdup    zmm6, [rsi + 3392]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3328]
-    vpmuldq      zmm4, zmm4, [rsi + 3392]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3328]
+    vmovshdup    zmm4, [rsi + 3392]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm13
+    vpmuldq      zmm4, zmm2, zmm13
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm9
+    vmovshdup    zmm2{k2}, zmm10
     vmovdqu64    [rdi + 256], zmm1
     vmovdqu64    [rdi + 320], zmm2
     vmovdqu64    zmm1, [rdx + 384]
     vmovdqu64    zmm2, [rdx + 448]
-    vmovshdup    zmm3, [rsi + 384]
-    vmovshdup    zmm4, [rsi + 448]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 384]
-    vpmuldq      zmm2, zmm2, [rsi + 448]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1408]
+    vmovdqu64    zmm4, [rdx + 1472]
+    vmovdqu64    zmm5, [rdx + 2432]
+    vmovdqu64    zmm6, [rdx + 2496]
+    vmovdqu64    zmm7, [rdx + 3456]
+    vmovdqu64    zmm8, [rdx + 3520]
+    vpmuldq      zmm9, zmm1, [rsi + 384]
+    vpmuldq      zmm10, zmm2, [rsi + 448]
+    vpmuldq      zmm11, zmm3, [rsi + 1408]
+    vpmuldq      zmm12, zmm4, [rsi + 1472]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm5, [rsi + 2432]
+    vpmuldq      zmm12, zmm6, [rsi + 2496]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm7, [rsi + 3456]
+    vpmuldq      zmm12, zmm8, [rsi + 3520]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm9, zmm13
+    vpmuldq      zmm12, zmm10, zmm13
+    vpmuldq      zmm11, zmm11, zmm0
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm11, [rsi + 384]
+    vmovshdup    zmm12, [rsi + 448]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm11, zmm1
+    vpmuldq      zmm2, zmm12, zmm2
+    vmovshdup    zmm11, [rsi + 1408]
+    vmovshdup    zmm12, [rsi + 1472]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm11, zmm3
+    vpmuldq      zmm4, zmm12, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2432]
+    vmovshdup    zmm4, [rsi + 2496]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1408]
-    vmovdqu64    zmm2, [rdx + 1472]
-    vmovshdup    zmm5, [rsi + 1408]
-    vmovshdup    zmm6, [rsi + 1472]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1408]
-    vpmuldq      zmm2, zmm2, [rsi + 1472]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2432]
-    vmovdqu64    zmm4, [rdx + 2496]
-    vmovshdup    zmm5, [rsi + 2432]
-    vmovshdup    zmm6, [rsi + 2496]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2432]
-    vpmuldq      zmm4, zmm4, [rsi + 2496]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3456]
-    vmovdqu64    zmm4, [rdx + 3520]
-    vmovshdup    zmm5, [rsi + 3456]
-    vmovshdup    zmm6, [rsi + 3520]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3456]
-    vpmuldq      zmm4, zmm4, [rsi + 3520]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3456]
+    vmovshdup    zmm4, [rsi + 3520]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm13
+    vpmuldq      zmm4, zmm2, zmm13
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm9
+    vmovshdup    zmm2{k2}, zmm10
     vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    [rdi + 448], zmm2
     vmovdqu64    zmm1, [rdx + 512]
     vmovdqu64    zmm2, [rdx + 576]
-    vmovshdup    zmm3, [rsi + 512]
-    vmovshdup    zmm4, [rsi + 576]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 512]
-    vpmuldq      zmm2, zmm2, [rsi + 576]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1536]
+    vmovdqu64    zmm4, [rdx + 1600]
+    vmovdqu64    zmm5, [rdx + 2560]
+    vmovdqu64    zmm6, [rdx + 2624]
+    vmovdqu64    zmm7, [rdx + 3584]
+    vmovdqu64    zmm8, [rdx + 3648]
+    vpmuldq      zmm9, zmm1, [rsi + 512]
+    vpmuldq      zmm10, zmm2, [rsi + 576]
+    vpmuldq      zmm11, zmm3, [rsi + 1536]
+    vpmuldq      zmm12, zmm4, [rsi + 1600]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm5, [rsi + 2560]
+    vpmuldq      zmm12, zmm6, [rsi + 2624]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm7, [rsi + 3584]
+    vpmuldq      zmm12, zmm8, [rsi + 3648]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm9, zmm13
+    vpmuldq      zmm12, zmm10, zmm13
+    vpmuldq      zmm11, zmm11, zmm0
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm11, [rsi + 512]
+    vmovshdup    zmm12, [rsi + 576]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm11, zmm1
+    vpmuldq      zmm2, zmm12, zmm2
+    vmovshdup    zmm11, [rsi + 1536]
+    vmovshdup    zmm12, [rsi + 1600]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm11, zmm3
+    vpmuldq      zmm4, zmm12, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2560]
+    vmovshdup    zmm4, [rsi + 2624]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1536]
-    vmovdqu64    zmm2, [rdx + 1600]
-    vmovshdup    zmm5, [rsi + 1536]
-    vmovshdup    zmm6, [rsi + 1600]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1536]
-    vpmuldq      zmm2, zmm2, [rsi + 1600]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2560]
-    vmovdqu64    zmm4, [rdx + 2624]
-    vmovshdup    zmm5, [rsi + 2560]
-    vmovshdup    zmm6, [rsi + 2624]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2560]
-    vpmuldq      zmm4, zmm4, [rsi + 2624]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3584]
-    vmovdqu64    zmm4, [rdx + 3648]
-    vmovshdup    zmm5, [rsi + 3584]
-    vmovshdup    zmm6, [rsi + 3648]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3584]
-    vpmuldq      zmm4, zmm4, [rsi + 3648]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3584]
+    vmovshdup    zmm4, [rsi + 3648]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm13
+    vpmuldq      zmm4, zmm2, zmm13
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm9
+    vmovshdup    zmm2{k2}, zmm10
     vmovdqu64    [rdi + 512], zmm1
     vmovdqu64    [rdi + 576], zmm2
     vmovdqu64    zmm1, [rdx + 640]
     vmovdqu64    zmm2, [rdx + 704]
-    vmovshdup    zmm3, [rsi + 640]
-    vmovshdup    zmm4, [rsi + 704]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 640]
-    vpmuldq      zmm2, zmm2, [rsi + 704]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1664]
+    vmovdqu64    zmm4, [rdx + 1728]
+    vmovdqu64    zmm5, [rdx + 2688]
+    vmovdqu64    zmm6, [rdx + 2752]
+    vmovdqu64    zmm7, [rdx + 3712]
+    vmovdqu64    zmm8, [rdx + 3776]
+    vpmuldq      zmm9, zmm1, [rsi + 640]
+    vpmuldq      zmm10, zmm2, [rsi + 704]
+    vpmuldq      zmm11, zmm3, [rsi + 1664]
+    vpmuldq      zmm12, zmm4, [rsi + 1728]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm5, [rsi + 2688]
+    vpmuldq      zmm12, zmm6, [rsi + 2752]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm7, [rsi + 3712]
+    vpmuldq      zmm12, zmm8, [rsi + 3776]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm9, zmm13
+    vpmuldq      zmm12, zmm10, zmm13
+    vpmuldq      zmm11, zmm11, zmm0
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm11, [rsi + 640]
+    vmovshdup    zmm12, [rsi + 704]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm11, zmm1
+    vpmuldq      zmm2, zmm12, zmm2
+    vmovshdup    zmm11, [rsi + 1664]
+    vmovshdup    zmm12, [rsi + 1728]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm11, zmm3
+    vpmuldq      zmm4, zmm12, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2688]
+    vmovshdup    zmm4, [rsi + 2752]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1664]
-    vmovdqu64    zmm2, [rdx + 1728]
-    vmovshdup    zmm5, [rsi + 1664]
-    vmovshdup    zmm6, [rsi + 1728]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1664]
-    vpmuldq      zmm2, zmm2, [rsi + 1728]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2688]
-    vmovdqu64    zmm4, [rdx + 2752]
-    vmovshdup    zmm5, [rsi + 2688]
-    vmovshdup    zmm6, [rsi + 2752]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2688]
-    vpmuldq      zmm4, zmm4, [rsi + 2752]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3712]
-    vmovdqu64    zmm4, [rdx + 3776]
-    vmovshdup    zmm5, [rsi + 3712]
-    vmovshdup    zmm6, [rsi + 3776]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3712]
-    vpmuldq      zmm4, zmm4, [rsi + 3776]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3712]
+    vmovshdup    zmm4, [rsi + 3776]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm13
+    vpmuldq      zmm4, zmm2, zmm13
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm9
+    vmovshdup    zmm2{k2}, zmm10
     vmovdqu64    [rdi + 640], zmm1
     vmovdqu64    [rdi + 704], zmm2
     vmovdqu64    zmm1, [rdx + 768]
     vmovdqu64    zmm2, [rdx + 832]
-    vmovshdup    zmm3, [rsi + 768]
-    vmovshdup    zmm4, [rsi + 832]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 768]
-    vpmuldq      zmm2, zmm2, [rsi + 832]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1792]
+    vmovdqu64    zmm4, [rdx + 1856]
+    vmovdqu64    zmm5, [rdx + 2816]
+    vmovdqu64    zmm6, [rdx + 2880]
+    vmovdqu64    zmm7, [rdx + 3840]
+    vmovdqu64    zmm8, [rdx + 3904]
+    vpmuldq      zmm9, zmm1, [rsi + 768]
+    vpmuldq      zmm10, zmm2, [rsi + 832]
+    vpmuldq      zmm11, zmm3, [rsi + 1792]
+    vpmuldq      zmm12, zmm4, [rsi + 1856]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm5, [rsi + 2816]
+    vpmuldq      zmm12, zmm6, [rsi + 2880]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm7, [rsi + 3840]
+    vpmuldq      zmm12, zmm8, [rsi + 3904]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm9, zmm13
+    vpmuldq      zmm12, zmm10, zmm13
+    vpmuldq      zmm11, zmm11, zmm0
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm11, [rsi + 768]
+    vmovshdup    zmm12, [rsi + 832]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm11, zmm1
+    vpmuldq      zmm2, zmm12, zmm2
+    vmovshdup    zmm11, [rsi + 1792]
+    vmovshdup    zmm12, [rsi + 1856]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm11, zmm3
+    vpmuldq      zmm4, zmm12, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2816]
+    vmovshdup    zmm4, [rsi + 2880]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1792]
-    vmovdqu64    zmm2, [rdx + 1856]
-    vmovshdup    zmm5, [rsi + 1792]
-    vmovshdup    zmm6, [rsi + 1856]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1792]
-    vpmuldq      zmm2, zmm2, [rsi + 1856]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2816]
-    vmovdqu64    zmm4, [rdx + 2880]
-    vmovshdup    zmm5, [rsi + 2816]
-    vmovshdup    zmm6, [rsi + 2880]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2816]
-    vpmuldq      zmm4, zmm4, [rsi + 2880]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3840]
-    vmovdqu64    zmm4, [rdx + 3904]
-    vmovshdup    zmm5, [rsi + 3840]
-    vmovshdup    zmm6, [rsi + 3904]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3840]
-    vpmuldq      zmm4, zmm4, [rsi + 3904]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3840]
+    vmovshdup    zmm4, [rsi + 3904]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm13
+    vpmuldq      zmm4, zmm2, zmm13
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm9
+    vmovshdup    zmm2{k2}, zmm10
     vmovdqu64    [rdi + 768], zmm1
     vmovdqu64    [rdi + 832], zmm2
     vmovdqu64    zmm1, [rdx + 896]
     vmovdqu64    zmm2, [rdx + 960]
-    vmovshdup    zmm3, [rsi + 896]
-    vmovshdup    zmm4, [rsi + 960]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 896]
-    vpmuldq      zmm2, zmm2, [rsi + 960]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1920]
+    vmovdqu64    zmm4, [rdx + 1984]
+    vmovdqu64    zmm5, [rdx + 2944]
+    vmovdqu64    zmm6, [rdx + 3008]
+    vmovdqu64    zmm7, [rdx + 3968]
+    vmovdqu64    zmm8, [rdx + 4032]
+    vpmuldq      zmm9, zmm1, [rsi + 896]
+    vpmuldq      zmm10, zmm2, [rsi + 960]
+    vpmuldq      zmm11, zmm3, [rsi + 1920]
+    vpmuldq      zmm12, zmm4, [rsi + 1984]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm5, [rsi + 2944]
+    vpmuldq      zmm12, zmm6, [rsi + 3008]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm7, [rsi + 3968]
+    vpmuldq      zmm12, zmm8, [rsi + 4032]
+    vpaddq       zmm9, zmm9, zmm11
+    vpaddq       zmm10, zmm10, zmm12
+    vpmuldq      zmm11, zmm9, zmm13
+    vpmuldq      zmm12, zmm10, zmm13
+    vpmuldq      zmm11, zmm11, zmm0
+    vpmuldq      zmm12, zmm12, zmm0
+    vpsubd       zmm9, zmm9, zmm11
+    vpsubd       zmm10, zmm10, zmm12
+    vmovshdup    zmm11, [rsi + 896]
+    vmovshdup    zmm12, [rsi + 960]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm11, zmm1
+    vpmuldq      zmm2, zmm12, zmm2
+    vmovshdup    zmm11, [rsi + 1920]
+    vmovshdup    zmm12, [rsi + 1984]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm11, zmm3
+    vpmuldq      zmm4, zmm12, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2944]
+    vmovshdup    zmm4, [rsi + 3008]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1920]
-    vmovdqu64    zmm2, [rdx + 1984]
-    vmovshdup    zmm5, [rsi + 1920]
-    vmovshdup    zmm6, [rsi + 1984]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1920]
-    vpmuldq      zmm2, zmm2, [rsi + 1984]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2944]
-    vmovdqu64    zmm4, [rdx + 3008]
-    vmovshdup    zmm5, [rsi + 2944]
-    vmovshdup    zmm6, [rsi + 3008]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2944]
-    vpmuldq      zmm4, zmm4, [rsi + 3008]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3968]
-    vmovdqu64    zmm4, [rdx + 4032]
-    vmovshdup    zmm5, [rsi + 3968]
-    vmovshdup    zmm6, [rsi + 4032]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3968]
-    vpmuldq      zmm4, zmm4, [rsi + 4032]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm0, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm0, zmm6, zmm0
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm0{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm0, zmm2, zmm0
-    vpsrad       zmm2, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm3, zmm0, 10                      ; barrett: the output range asked for
-    vpmulld      zmm2, zmm2, zmm13
-    vpmulld      zmm3, zmm3, zmm13
-    vpaddd       zmm2, zmm2, zmm14
-    vpaddd       zmm3, zmm3, zmm14
-    vpsrad       zmm2, zmm2, 22
-    vpsrad       zmm3, zmm3, 22
-    vpmulld      zmm2, zmm2, zmm12
-    vpmulld      zmm3, zmm3, zmm12
-    vpsubd       zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm3
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3968]
+    vmovshdup    zmm4, [rsi + 4032]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm13
+    vpmuldq      zmm4, zmm2, zmm13
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm0, zmm4, zmm0
+    vpsubd       zmm1, zmm1, zmm3
+    vpsubd       zmm0, zmm2, zmm0
+    vmovshdup    zmm1{k2}, zmm9
+    vmovshdup    zmm0{k2}, zmm10
     vmovdqu64    [rdi + 896], zmm1
     vmovdqu64    [rdi + 960], zmm0
     vzeroupper
@@ -3657,12 +3270,12 @@ kg_mldsa8380417_basemul_acc4_avx512:
 ; kg_mldsa8380417_basemul_acc5_avx512: base multiply-accumulate r = a_0*b_0 + ... + a_4*b_4 blockwise, NTT domain
 ;
 ;   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 5 polynomials
-;   ensures:  every r[i] in [-4209667, 4210690] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+;   ensures:  every r[i] in [-6247224, 6247224] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-14}, k2, flags
+;   clobbers: zmm{0-15}, k2, flags
 ; ---------------------------------------------------------------------------
 section .text.kg_mldsa8380417_basemul_acc5_avx512 progbits alloc exec nowrite align=32
 
@@ -3670,1147 +3283,664 @@ global kg_mldsa8380417_basemul_acc5_avx512:function KERNGEN_VISIBILITY (kg_mldsa
 align 32
 kg_mldsa8380417_basemul_acc5_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm11, [rel pd_58728449]            ; held in a register: read 160 times
-    vmovdqu64    zmm12, [rel pd_8380417]             ; held in a register: read 16 times
-    vmovdqu64    zmm13, [rel pd_513]                 ; held in a register: read 16 times
-    vmovdqu64    zmm14, [rel pd_2097152]             ; held in a register: read 16 times
+    vmovdqu64    zmm15, [rel pd_58728449]            ; held in a register: read 32 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
-    vmovshdup    zmm3, [rsi]
-    vmovshdup    zmm4, [rsi + 64]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi]
-    vpmuldq      zmm2, zmm2, [rsi + 64]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1024]
+    vmovdqu64    zmm4, [rdx + 1088]
+    vmovdqu64    zmm5, [rdx + 2048]
+    vmovdqu64    zmm6, [rdx + 2112]
+    vmovdqu64    zmm7, [rdx + 3072]
+    vmovdqu64    zmm8, [rdx + 3136]
+    vmovdqu64    zmm9, [rdx + 4096]
+    vmovdqu64    zmm10, [rdx + 4160]
+    vpmuldq      zmm11, zmm1, [rsi]
+    vpmuldq      zmm12, zmm2, [rsi + 64]
+    vpmuldq      zmm13, zmm3, [rsi + 1024]
+    vpmuldq      zmm14, zmm4, [rsi + 1088]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm5, [rsi + 2048]
+    vpmuldq      zmm14, zmm6, [rsi + 2112]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm7, [rsi + 3072]
+    vpmuldq      zmm14, zmm8, [rsi + 3136]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm9, [rsi + 4096]
+    vpmuldq      zmm14, zmm10, [rsi + 4160]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm11, zmm15
+    vpmuldq      zmm14, zmm12, zmm15
+    vpmuldq      zmm13, zmm13, zmm0
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, [rsi]
+    vmovshdup    zmm14, [rsi + 64]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm13, zmm1
+    vpmuldq      zmm2, zmm14, zmm2
+    vmovshdup    zmm13, [rsi + 1024]
+    vmovshdup    zmm14, [rsi + 1088]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm13, zmm3
+    vpmuldq      zmm4, zmm14, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2048]
+    vmovshdup    zmm4, [rsi + 2112]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1024]
-    vmovdqu64    zmm2, [rdx + 1088]
-    vmovshdup    zmm5, [rsi + 1024]
-    vmovshdup    zmm6, [rsi + 1088]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1024]
-    vpmuldq      zmm2, zmm2, [rsi + 1088]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2048]
-    vmovdqu64    zmm4, [rdx + 2112]
-    vmovshdup    zmm5, [rsi + 2048]
-    vmovshdup    zmm6, [rsi + 2112]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2048]
-    vpmuldq      zmm4, zmm4, [rsi + 2112]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3072]
-    vmovdqu64    zmm4, [rdx + 3136]
-    vmovshdup    zmm5, [rsi + 3072]
-    vmovshdup    zmm6, [rsi + 3136]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3072]
-    vpmuldq      zmm4, zmm4, [rsi + 3136]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4096]
-    vmovdqu64    zmm4, [rdx + 4160]
-    vmovshdup    zmm5, [rsi + 4096]
-    vmovshdup    zmm6, [rsi + 4160]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4096]
-    vpmuldq      zmm4, zmm4, [rsi + 4160]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3072]
+    vmovshdup    zmm4, [rsi + 3136]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4096]
+    vmovshdup    zmm4, [rsi + 4160]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm15
+    vpmuldq      zmm4, zmm2, zmm15
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm11
+    vmovshdup    zmm2{k2}, zmm12
     vmovdqu64    [rdi], zmm1
     vmovdqu64    [rdi + 64], zmm2
     vmovdqu64    zmm1, [rdx + 128]
     vmovdqu64    zmm2, [rdx + 192]
-    vmovshdup    zmm3, [rsi + 128]
-    vmovshdup    zmm4, [rsi + 192]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 128]
-    vpmuldq      zmm2, zmm2, [rsi + 192]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1152]
+    vmovdqu64    zmm4, [rdx + 1216]
+    vmovdqu64    zmm5, [rdx + 2176]
+    vmovdqu64    zmm6, [rdx + 2240]
+    vmovdqu64    zmm7, [rdx + 3200]
+    vmovdqu64    zmm8, [rdx + 3264]
+    vmovdqu64    zmm9, [rdx + 4224]
+    vmovdqu64    zmm10, [rdx + 4288]
+    vpmuldq      zmm11, zmm1, [rsi + 128]
+    vpmuldq      zmm12, zmm2, [rsi + 192]
+    vpmuldq      zmm13, zmm3, [rsi + 1152]
+    vpmuldq      zmm14, zmm4, [rsi + 1216]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm5, [rsi + 2176]
+    vpmuldq      zmm14, zmm6, [rsi + 2240]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm7, [rsi + 3200]
+    vpmuldq      zmm14, zmm8, [rsi + 3264]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm9, [rsi + 4224]
+    vpmuldq      zmm14, zmm10, [rsi + 4288]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm11, zmm15
+    vpmuldq      zmm14, zmm12, zmm15
+    vpmuldq      zmm13, zmm13, zmm0
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, [rsi + 128]
+    vmovshdup    zmm14, [rsi + 192]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm13, zmm1
+    vpmuldq      zmm2, zmm14, zmm2
+    vmovshdup    zmm13, [rsi + 1152]
+    vmovshdup    zmm14, [rsi + 1216]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm13, zmm3
+    vpmuldq      zmm4, zmm14, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2176]
+    vmovshdup    zmm4, [rsi + 2240]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1152]
-    vmovdqu64    zmm2, [rdx + 1216]
-    vmovshdup    zmm5, [rsi + 1152]
-    vmovshdup    zmm6, [rsi + 1216]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1152]
-    vpmuldq      zmm2, zmm2, [rsi + 1216]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2176]
-    vmovdqu64    zmm4, [rdx + 2240]
-    vmovshdup    zmm5, [rsi + 2176]
-    vmovshdup    zmm6, [rsi + 2240]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2176]
-    vpmuldq      zmm4, zmm4, [rsi + 2240]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3200]
-    vmovdqu64    zmm4, [rdx + 3264]
-    vmovshdup    zmm5, [rsi + 3200]
-    vmovshdup    zmm6, [rsi + 3264]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3200]
-    vpmuldq      zmm4, zmm4, [rsi + 3264]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4224]
-    vmovdqu64    zmm4, [rdx + 4288]
-    vmovshdup    zmm5, [rsi + 4224]
-    vmovshdup    zmm6, [rsi + 4288]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4224]
-    vpmuldq      zmm4, zmm4, [rsi + 4288]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3200]
+    vmovshdup    zmm4, [rsi + 3264]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4224]
+    vmovshdup    zmm4, [rsi + 4288]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm15
+    vpmuldq      zmm4, zmm2, zmm15
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm11
+    vmovshdup    zmm2{k2}, zmm12
     vmovdqu64    [rdi + 128], zmm1
     vmovdqu64    [rdi + 192], zmm2
     vmovdqu64    zmm1, [rdx + 256]
     vmovdqu64    zmm2, [rdx + 320]
-    vmovshdup    zmm3, [rsi + 256]
-    vmovshdup    zmm4, [rsi + 320]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 256]
-    vpmuldq      zmm2, zmm2, [rsi + 320]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1280]
+    vmovdqu64    zmm4, [rdx + 1344]
+    vmovdqu64    zmm5, [rdx + 2304]
+    vmovdqu64    zmm6, [rdx + 2368]
+    vmovdqu64    zmm7, [rdx + 3328]
+    vmovdqu64    zmm8, [rdx + 3392]
+    vmovdqu64    zmm9, [rdx + 4352]
+    vmovdqu64    zmm10, [rdx + 4416]
+    vpmuldq      zmm11, zmm1, [rsi + 256]
+    vpmuldq      zmm12, zmm2, [rsi + 320]
+    vpmuldq      zmm13, zmm3, [rsi + 1280]
+    vpmuldq      zmm14, zmm4, [rsi + 1344]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm5, [rsi + 2304]
+    vpmuldq      zmm14, zmm6, [rsi + 2368]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm7, [rsi + 3328]
+    vpmuldq      zmm14, zmm8, [rsi + 3392]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm9, [rsi + 4352]
+    vpmuldq      zmm14, zmm10, [rsi + 4416]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm11, zmm15
+    vpmuldq      zmm14, zmm12, zmm15
+    vpmuldq      zmm13, zmm13, zmm0
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, [rsi + 256]
+    vmovshdup    zmm14, [rsi + 320]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm13, zmm1
+    vpmuldq      zmm2, zmm14, zmm2
+    vmovshdup    zmm13, [rsi + 1280]
+    vmovshdup    zmm14, [rsi + 1344]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm13, zmm3
+    vpmuldq      zmm4, zmm14, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2304]
+    vmovshdup    zmm4, [rsi + 2368]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1280]
-    vmovdqu64    zmm2, [rdx + 1344]
-    vmovshdup    zmm5, [rsi + 1280]
-    vmovshdup    zmm6, [rsi + 1344]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1280]
-    vpmuldq      zmm2, zmm2, [rsi + 1344]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2304]
-    vmovdqu64    zmm4, [rdx + 2368]
-    vmovshdup    zmm5, [rsi + 2304]
-    vmovshdup    zmm6, [rsi + 2368]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2304]
-    vpmuldq      zmm4, zmm4, [rsi + 2368]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3328]
-    vmovdqu64    zmm4, [rdx + 3392]
-    vmovshdup    zmm5, [rsi + 3328]
-    vmovshdup    zmm6, [rsi + 3392]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3328]
-    vpmuldq      zmm4, zmm4, [rsi + 3392]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4352]
-    vmovdqu64    zmm4, [rdx + 4416]
-    vmovshdup    zmm5, [rsi + 4352]
-    vmovshdup    zmm6, [rsi + 4416]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4352]
-    vpmuldq      zmm4, zmm4, [rsi + 4416]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3328]
+    vmovshdup    zmm4, [rsi + 3392]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4352]
+    vmovshdup    zmm4, [rsi + 4416]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm15
+    vpmuldq      zmm4, zmm2, zmm15
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm11
+    vmovshdup    zmm2{k2}, zmm12
     vmovdqu64    [rdi + 256], zmm1
     vmovdqu64    [rdi + 320], zmm2
     vmovdqu64    zmm1, [rdx + 384]
     vmovdqu64    zmm2, [rdx + 448]
-    vmovshdup    zmm3, [rsi + 384]
-    vmovshdup    zmm4, [rsi + 448]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 384]
-    vpmuldq      zmm2, zmm2, [rsi + 448]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1408]
+    vmovdqu64    zmm4, [rdx + 1472]
+    vmovdqu64    zmm5, [rdx + 2432]
+    vmovdqu64    zmm6, [rdx + 2496]
+    vmovdqu64    zmm7, [rdx + 3456]
+    vmovdqu64    zmm8, [rdx + 3520]
+    vmovdqu64    zmm9, [rdx + 4480]
+    vmovdqu64    zmm10, [rdx + 4544]
+    vpmuldq      zmm11, zmm1, [rsi + 384]
+    vpmuldq      zmm12, zmm2, [rsi + 448]
+    vpmuldq      zmm13, zmm3, [rsi + 1408]
+    vpmuldq      zmm14, zmm4, [rsi + 1472]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm5, [rsi + 2432]
+    vpmuldq      zmm14, zmm6, [rsi + 2496]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm7, [rsi + 3456]
+    vpmuldq      zmm14, zmm8, [rsi + 3520]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm9, [rsi + 4480]
+    vpmuldq      zmm14, zmm10, [rsi + 4544]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm11, zmm15
+    vpmuldq      zmm14, zmm12, zmm15
+    vpmuldq      zmm13, zmm13, zmm0
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, [rsi + 384]
+    vmovshdup    zmm14, [rsi + 448]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm13, zmm1
+    vpmuldq      zmm2, zmm14, zmm2
+    vmovshdup    zmm13, [rsi + 1408]
+    vmovshdup    zmm14, [rsi + 1472]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm13, zmm3
+    vpmuldq      zmm4, zmm14, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2432]
+    vmovshdup    zmm4, [rsi + 2496]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1408]
-    vmovdqu64    zmm2, [rdx + 1472]
-    vmovshdup    zmm5, [rsi + 1408]
-    vmovshdup    zmm6, [rsi + 1472]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1408]
-    vpmuldq      zmm2, zmm2, [rsi + 1472]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2432]
-    vmovdqu64    zmm4, [rdx + 2496]
-    vmovshdup    zmm5, [rsi + 2432]
-    vmovshdup    zmm6, [rsi + 2496]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2432]
-    vpmuldq      zmm4, zmm4, [rsi + 2496]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3456]
-    vmovdqu64    zmm4, [rdx + 3520]
-    vmovshdup    zmm5, [rsi + 3456]
-    vmovshdup    zmm6, [rsi + 3520]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3456]
-    vpmuldq      zmm4, zmm4, [rsi + 3520]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4480]
-    vmovdqu64    zmm4, [rdx + 4544]
-    vmovshdup    zmm5, [rsi + 4480]
-    vmovshdup    zmm6, [rsi + 4544]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4480]
-    vpmuldq      zmm4, zmm4, [rsi + 4544]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3456]
+    vmovshdup    zmm4, [rsi + 3520]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4480]
+    vmovshdup    zmm4, [rsi + 4544]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm15
+    vpmuldq      zmm4, zmm2, zmm15
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm11
+    vmovshdup    zmm2{k2}, zmm12
     vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    [rdi + 448], zmm2
     vmovdqu64    zmm1, [rdx + 512]
     vmovdqu64    zmm2, [rdx + 576]
-    vmovshdup    zmm3, [rsi + 512]
-    vmovshdup    zmm4, [rsi + 576]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 512]
-    vpmuldq      zmm2, zmm2, [rsi + 576]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1536]
+    vmovdqu64    zmm4, [rdx + 1600]
+    vmovdqu64    zmm5, [rdx + 2560]
+    vmovdqu64    zmm6, [rdx + 2624]
+    vmovdqu64    zmm7, [rdx + 3584]
+    vmovdqu64    zmm8, [rdx + 3648]
+    vmovdqu64    zmm9, [rdx + 4608]
+    vmovdqu64    zmm10, [rdx + 4672]
+    vpmuldq      zmm11, zmm1, [rsi + 512]
+    vpmuldq      zmm12, zmm2, [rsi + 576]
+    vpmuldq      zmm13, zmm3, [rsi + 1536]
+    vpmuldq      zmm14, zmm4, [rsi + 1600]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm5, [rsi + 2560]
+    vpmuldq      zmm14, zmm6, [rsi + 2624]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm7, [rsi + 3584]
+    vpmuldq      zmm14, zmm8, [rsi + 3648]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm9, [rsi + 4608]
+    vpmuldq      zmm14, zmm10, [rsi + 4672]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm11, zmm15
+    vpmuldq      zmm14, zmm12, zmm15
+    vpmuldq      zmm13, zmm13, zmm0
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, [rsi + 512]
+    vmovshdup    zmm14, [rsi + 576]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm13, zmm1
+    vpmuldq      zmm2, zmm14, zmm2
+    vmovshdup    zmm13, [rsi + 1536]
+    vmovshdup    zmm14, [rsi + 1600]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm13, zmm3
+    vpmuldq      zmm4, zmm14, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2560]
+    vmovshdup    zmm4, [rsi + 2624]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1536]
-    vmovdqu64    zmm2, [rdx + 1600]
-    vmovshdup    zmm5, [rsi + 1536]
-    vmovshdup    zmm6, [rsi + 1600]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1536]
-    vpmuldq      zmm2, zmm2, [rsi + 1600]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2560]
-    vmovdqu64    zmm4, [rdx + 2624]
-    vmovshdup    zmm5, [rsi + 2560]
-    vmovshdup    zmm6, [rsi + 2624]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2560]
-    vpmuldq      zmm4, zmm4, [rsi + 2624]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3584]
-    vmovdqu64    zmm4, [rdx + 3648]
-    vmovshdup    zmm5, [rsi + 3584]
-    vmovshdup    zmm6, [rsi + 3648]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3584]
-    vpmuldq      zmm4, zmm4, [rsi + 3648]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4608]
-    vmovdqu64    zmm4, [rdx + 4672]
-    vmovshdup    zmm5, [rsi + 4608]
-    vmovshdup    zmm6, [rsi + 4672]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4608]
-    vpmuldq      zmm4, zmm4, [rsi + 4672]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3584]
+    vmovshdup    zmm4, [rsi + 3648]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4608]
+    vmovshdup    zmm4, [rsi + 4672]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm15
+    vpmuldq      zmm4, zmm2, zmm15
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm11
+    vmovshdup    zmm2{k2}, zmm12
     vmovdqu64    [rdi + 512], zmm1
     vmovdqu64    [rdi + 576], zmm2
     vmovdqu64    zmm1, [rdx + 640]
     vmovdqu64    zmm2, [rdx + 704]
-    vmovshdup    zmm3, [rsi + 640]
-    vmovshdup    zmm4, [rsi + 704]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 640]
-    vpmuldq      zmm2, zmm2, [rsi + 704]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1664]
+    vmovdqu64    zmm4, [rdx + 1728]
+    vmovdqu64    zmm5, [rdx + 2688]
+    vmovdqu64    zmm6, [rdx + 2752]
+    vmovdqu64    zmm7, [rdx + 3712]
+    vmovdqu64    zmm8, [rdx + 3776]
+    vmovdqu64    zmm9, [rdx + 4736]
+    vmovdqu64    zmm10, [rdx + 4800]
+    vpmuldq      zmm11, zmm1, [rsi + 640]
+    vpmuldq      zmm12, zmm2, [rsi + 704]
+    vpmuldq      zmm13, zmm3, [rsi + 1664]
+    vpmuldq      zmm14, zmm4, [rsi + 1728]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm5, [rsi + 2688]
+    vpmuldq      zmm14, zmm6, [rsi + 2752]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm7, [rsi + 3712]
+    vpmuldq      zmm14, zmm8, [rsi + 3776]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm9, [rsi + 4736]
+    vpmuldq      zmm14, zmm10, [rsi + 4800]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm11, zmm15
+    vpmuldq      zmm14, zmm12, zmm15
+    vpmuldq      zmm13, zmm13, zmm0
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, [rsi + 640]
+    vmovshdup    zmm14, [rsi + 704]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm13, zmm1
+    vpmuldq      zmm2, zmm14, zmm2
+    vmovshdup    zmm13, [rsi + 1664]
+    vmovshdup    zmm14, [rsi + 1728]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm13, zmm3
+    vpmuldq      zmm4, zmm14, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2688]
+    vmovshdup    zmm4, [rsi + 2752]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1664]
-    vmovdqu64    zmm2, [rdx + 1728]
-    vmovshdup    zmm5, [rsi + 1664]
-    vmovshdup    zmm6, [rsi + 1728]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1664]
-    vpmuldq      zmm2, zmm2, [rsi + 1728]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2688]
-    vmovdqu64    zmm4, [rdx + 2752]
-    vmovshdup    zmm5, [rsi + 2688]
-    vmovshdup    zmm6, [rsi + 2752]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2688]
-    vpmuldq      zmm4, zmm4, [rsi + 2752]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3712]
-    vmovdqu64    zmm4, [rdx + 3776]
-    vmovshdup    zmm5, [rsi + 3712]
-    vmovshdup    zmm6, [rsi + 3776]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3712]
-    vpmuldq      zmm4, zmm4, [rsi + 3776]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4736]
-    vmovdqu64    zmm4, [rdx + 4800]
-    vmovshdup    zmm5, [rsi + 4736]
-    vmovshdup    zmm6, [rsi + 4800]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4736]
-    vpmuldq      zmm4, zmm4, [rsi + 4800]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3712]
+    vmovshdup    zmm4, [rsi + 3776]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4736]
+    vmovshdup    zmm4, [rsi + 4800]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm15
+    vpmuldq      zmm4, zmm2, zmm15
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm11
+    vmovshdup    zmm2{k2}, zmm12
     vmovdqu64    [rdi + 640], zmm1
     vmovdqu64    [rdi + 704], zmm2
     vmovdqu64    zmm1, [rdx + 768]
     vmovdqu64    zmm2, [rdx + 832]
-    vmovshdup    zmm3, [rsi + 768]
-    vmovshdup    zmm4, [rsi + 832]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 768]
-    vpmuldq      zmm2, zmm2, [rsi + 832]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1792]
+    vmovdqu64    zmm4, [rdx + 1856]
+    vmovdqu64    zmm5, [rdx + 2816]
+    vmovdqu64    zmm6, [rdx + 2880]
+    vmovdqu64    zmm7, [rdx + 3840]
+    vmovdqu64    zmm8, [rdx + 3904]
+    vmovdqu64    zmm9, [rdx + 4864]
+    vmovdqu64    zmm10, [rdx + 4928]
+    vpmuldq      zmm11, zmm1, [rsi + 768]
+    vpmuldq      zmm12, zmm2, [rsi + 832]
+    vpmuldq      zmm13, zmm3, [rsi + 1792]
+    vpmuldq      zmm14, zmm4, [rsi + 1856]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm5, [rsi + 2816]
+    vpmuldq      zmm14, zmm6, [rsi + 2880]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm7, [rsi + 3840]
+    vpmuldq      zmm14, zmm8, [rsi + 3904]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm9, [rsi + 4864]
+    vpmuldq      zmm14, zmm10, [rsi + 4928]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm11, zmm15
+    vpmuldq      zmm14, zmm12, zmm15
+    vpmuldq      zmm13, zmm13, zmm0
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, [rsi + 768]
+    vmovshdup    zmm14, [rsi + 832]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm13, zmm1
+    vpmuldq      zmm2, zmm14, zmm2
+    vmovshdup    zmm13, [rsi + 1792]
+    vmovshdup    zmm14, [rsi + 1856]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm13, zmm3
+    vpmuldq      zmm4, zmm14, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2816]
+    vmovshdup    zmm4, [rsi + 2880]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1792]
-    vmovdqu64    zmm2, [rdx + 1856]
-    vmovshdup    zmm5, [rsi + 1792]
-    vmovshdup    zmm6, [rsi + 1856]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1792]
-    vpmuldq      zmm2, zmm2, [rsi + 1856]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2816]
-    vmovdqu64    zmm4, [rdx + 2880]
-    vmovshdup    zmm5, [rsi + 2816]
-    vmovshdup    zmm6, [rsi + 2880]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2816]
-    vpmuldq      zmm4, zmm4, [rsi + 2880]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3840]
-    vmovdqu64    zmm4, [rdx + 3904]
-    vmovshdup    zmm5, [rsi + 3840]
-    vmovshdup    zmm6, [rsi + 3904]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3840]
-    vpmuldq      zmm4, zmm4, [rsi + 3904]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4864]
-    vmovdqu64    zmm4, [rdx + 4928]
-    vmovshdup    zmm5, [rsi + 4864]
-    vmovshdup    zmm6, [rsi + 4928]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4864]
-    vpmuldq      zmm4, zmm4, [rsi + 4928]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3840]
+    vmovshdup    zmm4, [rsi + 3904]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4864]
+    vmovshdup    zmm4, [rsi + 4928]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm15
+    vpmuldq      zmm4, zmm2, zmm15
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm11
+    vmovshdup    zmm2{k2}, zmm12
     vmovdqu64    [rdi + 768], zmm1
     vmovdqu64    [rdi + 832], zmm2
     vmovdqu64    zmm1, [rdx + 896]
     vmovdqu64    zmm2, [rdx + 960]
-    vmovshdup    zmm3, [rsi + 896]
-    vmovshdup    zmm4, [rsi + 960]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 896]
-    vpmuldq      zmm2, zmm2, [rsi + 960]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1920]
+    vmovdqu64    zmm4, [rdx + 1984]
+    vmovdqu64    zmm5, [rdx + 2944]
+    vmovdqu64    zmm6, [rdx + 3008]
+    vmovdqu64    zmm7, [rdx + 3968]
+    vmovdqu64    zmm8, [rdx + 4032]
+    vmovdqu64    zmm9, [rdx + 4992]
+    vmovdqu64    zmm10, [rdx + 5056]
+    vpmuldq      zmm11, zmm1, [rsi + 896]
+    vpmuldq      zmm12, zmm2, [rsi + 960]
+    vpmuldq      zmm13, zmm3, [rsi + 1920]
+    vpmuldq      zmm14, zmm4, [rsi + 1984]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm5, [rsi + 2944]
+    vpmuldq      zmm14, zmm6, [rsi + 3008]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm7, [rsi + 3968]
+    vpmuldq      zmm14, zmm8, [rsi + 4032]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm9, [rsi + 4992]
+    vpmuldq      zmm14, zmm10, [rsi + 5056]
+    vpaddq       zmm11, zmm11, zmm13
+    vpaddq       zmm12, zmm12, zmm14
+    vpmuldq      zmm13, zmm11, zmm15
+    vpmuldq      zmm14, zmm12, zmm15
+    vpmuldq      zmm13, zmm13, zmm0
+    vpmuldq      zmm14, zmm14, zmm0
+    vpsubd       zmm11, zmm11, zmm13
+    vpsubd       zmm12, zmm12, zmm14
+    vmovshdup    zmm13, [rsi + 896]
+    vmovshdup    zmm14, [rsi + 960]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm13, zmm1
+    vpmuldq      zmm2, zmm14, zmm2
+    vmovshdup    zmm13, [rsi + 1920]
+    vmovshdup    zmm14, [rsi + 1984]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm13, zmm3
+    vpmuldq      zmm4, zmm14, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2944]
+    vmovshdup    zmm4, [rsi + 3008]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1920]
-    vmovdqu64    zmm2, [rdx + 1984]
-    vmovshdup    zmm5, [rsi + 1920]
-    vmovshdup    zmm6, [rsi + 1984]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1920]
-    vpmuldq      zmm2, zmm2, [rsi + 1984]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2944]
-    vmovdqu64    zmm4, [rdx + 3008]
-    vmovshdup    zmm5, [rsi + 2944]
-    vmovshdup    zmm6, [rsi + 3008]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2944]
-    vpmuldq      zmm4, zmm4, [rsi + 3008]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3968]
-    vmovdqu64    zmm4, [rdx + 4032]
-    vmovshdup    zmm5, [rsi + 3968]
-    vmovshdup    zmm6, [rsi + 4032]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3968]
-    vpmuldq      zmm4, zmm4, [rsi + 4032]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4992]
-    vmovdqu64    zmm4, [rdx + 5056]
-    vmovshdup    zmm5, [rsi + 4992]
-    vmovshdup    zmm6, [rsi + 5056]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4992]
-    vpmuldq      zmm4, zmm4, [rsi + 5056]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm0, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm0, zmm6, zmm0
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm0{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm0, zmm2, zmm0
-    vpsrad       zmm2, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm3, zmm0, 10                      ; barrett: the output range asked for
-    vpmulld      zmm2, zmm2, zmm13
-    vpmulld      zmm3, zmm3, zmm13
-    vpaddd       zmm2, zmm2, zmm14
-    vpaddd       zmm3, zmm3, zmm14
-    vpsrad       zmm2, zmm2, 22
-    vpsrad       zmm3, zmm3, 22
-    vpmulld      zmm2, zmm2, zmm12
-    vpmulld      zmm3, zmm3, zmm12
-    vpsubd       zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm3
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3968]
+    vmovshdup    zmm4, [rsi + 4032]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4992]
+    vmovshdup    zmm4, [rsi + 5056]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm15
+    vpmuldq      zmm4, zmm2, zmm15
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm0, zmm4, zmm0
+    vpsubd       zmm1, zmm1, zmm3
+    vpsubd       zmm0, zmm2, zmm0
+    vmovshdup    zmm1{k2}, zmm11
+    vmovshdup    zmm0{k2}, zmm12
     vmovdqu64    [rdi + 896], zmm1
     vmovdqu64    [rdi + 960], zmm0
     vzeroupper
@@ -4822,12 +3952,12 @@ kg_mldsa8380417_basemul_acc5_avx512:
 ; kg_mldsa8380417_basemul_acc7_avx512: base multiply-accumulate r = a_0*b_0 + ... + a_6*b_6 blockwise, NTT domain
 ;
 ;   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 7 polynomials
-;   ensures:  every r[i] in [-4217860, 4218883] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+;   ensures:  every r[i] in [-7070030, 7070030] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: zmm{0-14}, k2, flags
+;   clobbers: zmm{0-19}, k2, flags
 ; ---------------------------------------------------------------------------
 section .text.kg_mldsa8380417_basemul_acc7_avx512 progbits alloc exec nowrite align=32
 
@@ -4835,1563 +3965,888 @@ global kg_mldsa8380417_basemul_acc7_avx512:function KERNGEN_VISIBILITY (kg_mldsa
 align 32
 kg_mldsa8380417_basemul_acc7_avx512:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu64    zmm11, [rel pd_58728449]            ; held in a register: read 224 times
-    vmovdqu64    zmm12, [rel pd_8380417]             ; held in a register: read 16 times
-    vmovdqu64    zmm13, [rel pd_513]                 ; held in a register: read 16 times
-    vmovdqu64    zmm14, [rel pd_2097152]             ; held in a register: read 16 times
+    vmovdqu64    zmm19, [rel pd_58728449]            ; held in a register: read 32 times
     vmovdqu64    zmm0, [rel pd_even_lanes]
     vptestmd     k2, zmm0, zmm0                      ; the even lanes
     vmovdqu64    zmm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu64    zmm1, [rdx]
     vmovdqu64    zmm2, [rdx + 64]
-    vmovshdup    zmm3, [rsi]
-    vmovshdup    zmm4, [rsi + 64]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi]
-    vpmuldq      zmm2, zmm2, [rsi + 64]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1024]
+    vmovdqu64    zmm4, [rdx + 1088]
+    vmovdqu64    zmm5, [rdx + 2048]
+    vmovdqu64    zmm6, [rdx + 2112]
+    vmovdqu64    zmm7, [rdx + 3072]
+    vmovdqu64    zmm8, [rdx + 3136]
+    vmovdqu64    zmm9, [rdx + 4096]
+    vmovdqu64    zmm10, [rdx + 4160]
+    vmovdqu64    zmm11, [rdx + 5120]
+    vmovdqu64    zmm12, [rdx + 5184]
+    vmovdqu64    zmm13, [rdx + 6144]
+    vmovdqu64    zmm14, [rdx + 6208]
+    vpmuldq      zmm15, zmm1, [rsi]
+    vpmuldq      zmm16, zmm2, [rsi + 64]
+    vpmuldq      zmm17, zmm3, [rsi + 1024]
+    vpmuldq      zmm18, zmm4, [rsi + 1088]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm5, [rsi + 2048]
+    vpmuldq      zmm18, zmm6, [rsi + 2112]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm7, [rsi + 3072]
+    vpmuldq      zmm18, zmm8, [rsi + 3136]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm9, [rsi + 4096]
+    vpmuldq      zmm18, zmm10, [rsi + 4160]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm11, [rsi + 5120]
+    vpmuldq      zmm18, zmm12, [rsi + 5184]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm13, [rsi + 6144]
+    vpmuldq      zmm18, zmm14, [rsi + 6208]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm15, zmm19
+    vpmuldq      zmm18, zmm16, zmm19
+    vpmuldq      zmm17, zmm17, zmm0
+    vpmuldq      zmm18, zmm18, zmm0
+    vpsubd       zmm15, zmm15, zmm17
+    vpsubd       zmm16, zmm16, zmm18
+    vmovshdup    zmm17, [rsi]
+    vmovshdup    zmm18, [rsi + 64]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm17, zmm1
+    vpmuldq      zmm2, zmm18, zmm2
+    vmovshdup    zmm17, [rsi + 1024]
+    vmovshdup    zmm18, [rsi + 1088]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm17, zmm3
+    vpmuldq      zmm4, zmm18, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2048]
+    vmovshdup    zmm4, [rsi + 2112]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1024]
-    vmovdqu64    zmm2, [rdx + 1088]
-    vmovshdup    zmm5, [rsi + 1024]
-    vmovshdup    zmm6, [rsi + 1088]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1024]
-    vpmuldq      zmm2, zmm2, [rsi + 1088]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2048]
-    vmovdqu64    zmm4, [rdx + 2112]
-    vmovshdup    zmm5, [rsi + 2048]
-    vmovshdup    zmm6, [rsi + 2112]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2048]
-    vpmuldq      zmm4, zmm4, [rsi + 2112]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3072]
-    vmovdqu64    zmm4, [rdx + 3136]
-    vmovshdup    zmm5, [rsi + 3072]
-    vmovshdup    zmm6, [rsi + 3136]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3072]
-    vpmuldq      zmm4, zmm4, [rsi + 3136]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4096]
-    vmovdqu64    zmm4, [rdx + 4160]
-    vmovshdup    zmm5, [rsi + 4096]
-    vmovshdup    zmm6, [rsi + 4160]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4096]
-    vpmuldq      zmm4, zmm4, [rsi + 4160]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 5120]
-    vmovdqu64    zmm4, [rdx + 5184]
-    vmovshdup    zmm5, [rsi + 5120]
-    vmovshdup    zmm6, [rsi + 5184]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 5120]
-    vpmuldq      zmm4, zmm4, [rsi + 5184]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 6144]
-    vmovdqu64    zmm4, [rdx + 6208]
-    vmovshdup    zmm5, [rsi + 6144]
-    vmovshdup    zmm6, [rsi + 6208]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 6144]
-    vpmuldq      zmm4, zmm4, [rsi + 6208]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3072]
+    vmovshdup    zmm4, [rsi + 3136]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4096]
+    vmovshdup    zmm4, [rsi + 4160]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 5120]
+    vmovshdup    zmm4, [rsi + 5184]
+    vmovshdup    zmm5, zmm11
+    vmovshdup    zmm6, zmm12
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 6144]
+    vmovshdup    zmm4, [rsi + 6208]
+    vmovshdup    zmm5, zmm13
+    vmovshdup    zmm6, zmm14
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm19
+    vpmuldq      zmm4, zmm2, zmm19
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm15
+    vmovshdup    zmm2{k2}, zmm16
     vmovdqu64    [rdi], zmm1
     vmovdqu64    [rdi + 64], zmm2
     vmovdqu64    zmm1, [rdx + 128]
     vmovdqu64    zmm2, [rdx + 192]
-    vmovshdup    zmm3, [rsi + 128]
-    vmovshdup    zmm4, [rsi + 192]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 128]
-    vpmuldq      zmm2, zmm2, [rsi + 192]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1152]
+    vmovdqu64    zmm4, [rdx + 1216]
+    vmovdqu64    zmm5, [rdx + 2176]
+    vmovdqu64    zmm6, [rdx + 2240]
+    vmovdqu64    zmm7, [rdx + 3200]
+    vmovdqu64    zmm8, [rdx + 3264]
+    vmovdqu64    zmm9, [rdx + 4224]
+    vmovdqu64    zmm10, [rdx + 4288]
+    vmovdqu64    zmm11, [rdx + 5248]
+    vmovdqu64    zmm12, [rdx + 5312]
+    vmovdqu64    zmm13, [rdx + 6272]
+    vmovdqu64    zmm14, [rdx + 6336]
+    vpmuldq      zmm15, zmm1, [rsi + 128]
+    vpmuldq      zmm16, zmm2, [rsi + 192]
+    vpmuldq      zmm17, zmm3, [rsi + 1152]
+    vpmuldq      zmm18, zmm4, [rsi + 1216]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm5, [rsi + 2176]
+    vpmuldq      zmm18, zmm6, [rsi + 2240]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm7, [rsi + 3200]
+    vpmuldq      zmm18, zmm8, [rsi + 3264]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm9, [rsi + 4224]
+    vpmuldq      zmm18, zmm10, [rsi + 4288]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm11, [rsi + 5248]
+    vpmuldq      zmm18, zmm12, [rsi + 5312]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm13, [rsi + 6272]
+    vpmuldq      zmm18, zmm14, [rsi + 6336]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm15, zmm19
+    vpmuldq      zmm18, zmm16, zmm19
+    vpmuldq      zmm17, zmm17, zmm0
+    vpmuldq      zmm18, zmm18, zmm0
+    vpsubd       zmm15, zmm15, zmm17
+    vpsubd       zmm16, zmm16, zmm18
+    vmovshdup    zmm17, [rsi + 128]
+    vmovshdup    zmm18, [rsi + 192]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm17, zmm1
+    vpmuldq      zmm2, zmm18, zmm2
+    vmovshdup    zmm17, [rsi + 1152]
+    vmovshdup    zmm18, [rsi + 1216]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm17, zmm3
+    vpmuldq      zmm4, zmm18, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2176]
+    vmovshdup    zmm4, [rsi + 2240]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1152]
-    vmovdqu64    zmm2, [rdx + 1216]
-    vmovshdup    zmm5, [rsi + 1152]
-    vmovshdup    zmm6, [rsi + 1216]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1152]
-    vpmuldq      zmm2, zmm2, [rsi + 1216]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2176]
-    vmovdqu64    zmm4, [rdx + 2240]
-    vmovshdup    zmm5, [rsi + 2176]
-    vmovshdup    zmm6, [rsi + 2240]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2176]
-    vpmuldq      zmm4, zmm4, [rsi + 2240]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3200]
-    vmovdqu64    zmm4, [rdx + 3264]
-    vmovshdup    zmm5, [rsi + 3200]
-    vmovshdup    zmm6, [rsi + 3264]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3200]
-    vpmuldq      zmm4, zmm4, [rsi + 3264]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4224]
-    vmovdqu64    zmm4, [rdx + 4288]
-    vmovshdup    zmm5, [rsi + 4224]
-    vmovshdup    zmm6, [rsi + 4288]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4224]
-    vpmuldq      zmm4, zmm4, [rsi + 4288]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 5248]
-    vmovdqu64    zmm4, [rdx + 5312]
-    vmovshdup    zmm5, [rsi + 5248]
-    vmovshdup    zmm6, [rsi + 5312]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 5248]
-    vpmuldq      zmm4, zmm4, [rsi + 5312]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 6272]
-    vmovdqu64    zmm4, [rdx + 6336]
-    vmovshdup    zmm5, [rsi + 6272]
-    vmovshdup    zmm6, [rsi + 6336]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 6272]
-    vpmuldq      zmm4, zmm4, [rsi + 6336]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3200]
+    vmovshdup    zmm4, [rsi + 3264]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4224]
+    vmovshdup    zmm4, [rsi + 4288]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 5248]
+    vmovshdup    zmm4, [rsi + 5312]
+    vmovshdup    zmm5, zmm11
+    vmovshdup    zmm6, zmm12
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 6272]
+    vmovshdup    zmm4, [rsi + 6336]
+    vmovshdup    zmm5, zmm13
+    vmovshdup    zmm6, zmm14
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm19
+    vpmuldq      zmm4, zmm2, zmm19
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm15
+    vmovshdup    zmm2{k2}, zmm16
     vmovdqu64    [rdi + 128], zmm1
     vmovdqu64    [rdi + 192], zmm2
     vmovdqu64    zmm1, [rdx + 256]
     vmovdqu64    zmm2, [rdx + 320]
-    vmovshdup    zmm3, [rsi + 256]
-    vmovshdup    zmm4, [rsi + 320]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 256]
-    vpmuldq      zmm2, zmm2, [rsi + 320]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1280]
+    vmovdqu64    zmm4, [rdx + 1344]
+    vmovdqu64    zmm5, [rdx + 2304]
+    vmovdqu64    zmm6, [rdx + 2368]
+    vmovdqu64    zmm7, [rdx + 3328]
+    vmovdqu64    zmm8, [rdx + 3392]
+    vmovdqu64    zmm9, [rdx + 4352]
+    vmovdqu64    zmm10, [rdx + 4416]
+    vmovdqu64    zmm11, [rdx + 5376]
+    vmovdqu64    zmm12, [rdx + 5440]
+    vmovdqu64    zmm13, [rdx + 6400]
+    vmovdqu64    zmm14, [rdx + 6464]
+    vpmuldq      zmm15, zmm1, [rsi + 256]
+    vpmuldq      zmm16, zmm2, [rsi + 320]
+    vpmuldq      zmm17, zmm3, [rsi + 1280]
+    vpmuldq      zmm18, zmm4, [rsi + 1344]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm5, [rsi + 2304]
+    vpmuldq      zmm18, zmm6, [rsi + 2368]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm7, [rsi + 3328]
+    vpmuldq      zmm18, zmm8, [rsi + 3392]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm9, [rsi + 4352]
+    vpmuldq      zmm18, zmm10, [rsi + 4416]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm11, [rsi + 5376]
+    vpmuldq      zmm18, zmm12, [rsi + 5440]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm13, [rsi + 6400]
+    vpmuldq      zmm18, zmm14, [rsi + 6464]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm15, zmm19
+    vpmuldq      zmm18, zmm16, zmm19
+    vpmuldq      zmm17, zmm17, zmm0
+    vpmuldq      zmm18, zmm18, zmm0
+    vpsubd       zmm15, zmm15, zmm17
+    vpsubd       zmm16, zmm16, zmm18
+    vmovshdup    zmm17, [rsi + 256]
+    vmovshdup    zmm18, [rsi + 320]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm17, zmm1
+    vpmuldq      zmm2, zmm18, zmm2
+    vmovshdup    zmm17, [rsi + 1280]
+    vmovshdup    zmm18, [rsi + 1344]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm17, zmm3
+    vpmuldq      zmm4, zmm18, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2304]
+    vmovshdup    zmm4, [rsi + 2368]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1280]
-    vmovdqu64    zmm2, [rdx + 1344]
-    vmovshdup    zmm5, [rsi + 1280]
-    vmovshdup    zmm6, [rsi + 1344]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1280]
-    vpmuldq      zmm2, zmm2, [rsi + 1344]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2304]
-    vmovdqu64    zmm4, [rdx + 2368]
-    vmovshdup    zmm5, [rsi + 2304]
-    vmovshdup    zmm6, [rsi + 2368]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2304]
-    vpmuldq      zmm4, zmm4, [rsi + 2368]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3328]
-    vmovdqu64    zmm4, [rdx + 3392]
-    vmovshdup    zmm5, [rsi + 3328]
-    vmovshdup    zmm6, [rsi + 3392]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3328]
-    vpmuldq      zmm4, zmm4, [rsi + 3392]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4352]
-    vmovdqu64    zmm4, [rdx + 4416]
-    vmovshdup    zmm5, [rsi + 4352]
-    vmovshdup    zmm6, [rsi + 4416]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4352]
-    vpmuldq      zmm4, zmm4, [rsi + 4416]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 5376]
-    vmovdqu64    zmm4, [rdx + 5440]
-    vmovshdup    zmm5, [rsi + 5376]
-    vmovshdup    zmm6, [rsi + 5440]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 5376]
-    vpmuldq      zmm4, zmm4, [rsi + 5440]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 6400]
-    vmovdqu64    zmm4, [rdx + 6464]
-    vmovshdup    zmm5, [rsi + 6400]
-    vmovshdup    zmm6, [rsi + 6464]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 6400]
-    vpmuldq      zmm4, zmm4, [rsi + 6464]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3328]
+    vmovshdup    zmm4, [rsi + 3392]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4352]
+    vmovshdup    zmm4, [rsi + 4416]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 5376]
+    vmovshdup    zmm4, [rsi + 5440]
+    vmovshdup    zmm5, zmm11
+    vmovshdup    zmm6, zmm12
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 6400]
+    vmovshdup    zmm4, [rsi + 6464]
+    vmovshdup    zmm5, zmm13
+    vmovshdup    zmm6, zmm14
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm19
+    vpmuldq      zmm4, zmm2, zmm19
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm15
+    vmovshdup    zmm2{k2}, zmm16
     vmovdqu64    [rdi + 256], zmm1
     vmovdqu64    [rdi + 320], zmm2
     vmovdqu64    zmm1, [rdx + 384]
     vmovdqu64    zmm2, [rdx + 448]
-    vmovshdup    zmm3, [rsi + 384]
-    vmovshdup    zmm4, [rsi + 448]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 384]
-    vpmuldq      zmm2, zmm2, [rsi + 448]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1408]
+    vmovdqu64    zmm4, [rdx + 1472]
+    vmovdqu64    zmm5, [rdx + 2432]
+    vmovdqu64    zmm6, [rdx + 2496]
+    vmovdqu64    zmm7, [rdx + 3456]
+    vmovdqu64    zmm8, [rdx + 3520]
+    vmovdqu64    zmm9, [rdx + 4480]
+    vmovdqu64    zmm10, [rdx + 4544]
+    vmovdqu64    zmm11, [rdx + 5504]
+    vmovdqu64    zmm12, [rdx + 5568]
+    vmovdqu64    zmm13, [rdx + 6528]
+    vmovdqu64    zmm14, [rdx + 6592]
+    vpmuldq      zmm15, zmm1, [rsi + 384]
+    vpmuldq      zmm16, zmm2, [rsi + 448]
+    vpmuldq      zmm17, zmm3, [rsi + 1408]
+    vpmuldq      zmm18, zmm4, [rsi + 1472]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm5, [rsi + 2432]
+    vpmuldq      zmm18, zmm6, [rsi + 2496]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm7, [rsi + 3456]
+    vpmuldq      zmm18, zmm8, [rsi + 3520]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm9, [rsi + 4480]
+    vpmuldq      zmm18, zmm10, [rsi + 4544]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm11, [rsi + 5504]
+    vpmuldq      zmm18, zmm12, [rsi + 5568]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm13, [rsi + 6528]
+    vpmuldq      zmm18, zmm14, [rsi + 6592]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm15, zmm19
+    vpmuldq      zmm18, zmm16, zmm19
+    vpmuldq      zmm17, zmm17, zmm0
+    vpmuldq      zmm18, zmm18, zmm0
+    vpsubd       zmm15, zmm15, zmm17
+    vpsubd       zmm16, zmm16, zmm18
+    vmovshdup    zmm17, [rsi + 384]
+    vmovshdup    zmm18, [rsi + 448]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm17, zmm1
+    vpmuldq      zmm2, zmm18, zmm2
+    vmovshdup    zmm17, [rsi + 1408]
+    vmovshdup    zmm18, [rsi + 1472]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm17, zmm3
+    vpmuldq      zmm4, zmm18, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2432]
+    vmovshdup    zmm4, [rsi + 2496]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1408]
-    vmovdqu64    zmm2, [rdx + 1472]
-    vmovshdup    zmm5, [rsi + 1408]
-    vmovshdup    zmm6, [rsi + 1472]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1408]
-    vpmuldq      zmm2, zmm2, [rsi + 1472]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2432]
-    vmovdqu64    zmm4, [rdx + 2496]
-    vmovshdup    zmm5, [rsi + 2432]
-    vmovshdup    zmm6, [rsi + 2496]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2432]
-    vpmuldq      zmm4, zmm4, [rsi + 2496]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3456]
-    vmovdqu64    zmm4, [rdx + 3520]
-    vmovshdup    zmm5, [rsi + 3456]
-    vmovshdup    zmm6, [rsi + 3520]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3456]
-    vpmuldq      zmm4, zmm4, [rsi + 3520]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4480]
-    vmovdqu64    zmm4, [rdx + 4544]
-    vmovshdup    zmm5, [rsi + 4480]
-    vmovshdup    zmm6, [rsi + 4544]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4480]
-    vpmuldq      zmm4, zmm4, [rsi + 4544]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 5504]
-    vmovdqu64    zmm4, [rdx + 5568]
-    vmovshdup    zmm5, [rsi + 5504]
-    vmovshdup    zmm6, [rsi + 5568]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 5504]
-    vpmuldq      zmm4, zmm4, [rsi + 5568]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 6528]
-    vmovdqu64    zmm4, [rdx + 6592]
-    vmovshdup    zmm5, [rsi + 6528]
-    vmovshdup    zmm6, [rsi + 6592]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 6528]
-    vpmuldq      zmm4, zmm4, [rsi + 6592]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3456]
+    vmovshdup    zmm4, [rsi + 3520]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4480]
+    vmovshdup    zmm4, [rsi + 4544]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 5504]
+    vmovshdup    zmm4, [rsi + 5568]
+    vmovshdup    zmm5, zmm11
+    vmovshdup    zmm6, zmm12
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 6528]
+    vmovshdup    zmm4, [rsi + 6592]
+    vmovshdup    zmm5, zmm13
+    vmovshdup    zmm6, zmm14
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm19
+    vpmuldq      zmm4, zmm2, zmm19
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm15
+    vmovshdup    zmm2{k2}, zmm16
     vmovdqu64    [rdi + 384], zmm1
     vmovdqu64    [rdi + 448], zmm2
     vmovdqu64    zmm1, [rdx + 512]
     vmovdqu64    zmm2, [rdx + 576]
-    vmovshdup    zmm3, [rsi + 512]
-    vmovshdup    zmm4, [rsi + 576]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 512]
-    vpmuldq      zmm2, zmm2, [rsi + 576]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1536]
+    vmovdqu64    zmm4, [rdx + 1600]
+    vmovdqu64    zmm5, [rdx + 2560]
+    vmovdqu64    zmm6, [rdx + 2624]
+    vmovdqu64    zmm7, [rdx + 3584]
+    vmovdqu64    zmm8, [rdx + 3648]
+    vmovdqu64    zmm9, [rdx + 4608]
+    vmovdqu64    zmm10, [rdx + 4672]
+    vmovdqu64    zmm11, [rdx + 5632]
+    vmovdqu64    zmm12, [rdx + 5696]
+    vmovdqu64    zmm13, [rdx + 6656]
+    vmovdqu64    zmm14, [rdx + 6720]
+    vpmuldq      zmm15, zmm1, [rsi + 512]
+    vpmuldq      zmm16, zmm2, [rsi + 576]
+    vpmuldq      zmm17, zmm3, [rsi + 1536]
+    vpmuldq      zmm18, zmm4, [rsi + 1600]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm5, [rsi + 2560]
+    vpmuldq      zmm18, zmm6, [rsi + 2624]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm7, [rsi + 3584]
+    vpmuldq      zmm18, zmm8, [rsi + 3648]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm9, [rsi + 4608]
+    vpmuldq      zmm18, zmm10, [rsi + 4672]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm11, [rsi + 5632]
+    vpmuldq      zmm18, zmm12, [rsi + 5696]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm13, [rsi + 6656]
+    vpmuldq      zmm18, zmm14, [rsi + 6720]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm15, zmm19
+    vpmuldq      zmm18, zmm16, zmm19
+    vpmuldq      zmm17, zmm17, zmm0
+    vpmuldq      zmm18, zmm18, zmm0
+    vpsubd       zmm15, zmm15, zmm17
+    vpsubd       zmm16, zmm16, zmm18
+    vmovshdup    zmm17, [rsi + 512]
+    vmovshdup    zmm18, [rsi + 576]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm17, zmm1
+    vpmuldq      zmm2, zmm18, zmm2
+    vmovshdup    zmm17, [rsi + 1536]
+    vmovshdup    zmm18, [rsi + 1600]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm17, zmm3
+    vpmuldq      zmm4, zmm18, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2560]
+    vmovshdup    zmm4, [rsi + 2624]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1536]
-    vmovdqu64    zmm2, [rdx + 1600]
-    vmovshdup    zmm5, [rsi + 1536]
-    vmovshdup    zmm6, [rsi + 1600]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1536]
-    vpmuldq      zmm2, zmm2, [rsi + 1600]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2560]
-    vmovdqu64    zmm4, [rdx + 2624]
-    vmovshdup    zmm5, [rsi + 2560]
-    vmovshdup    zmm6, [rsi + 2624]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2560]
-    vpmuldq      zmm4, zmm4, [rsi + 2624]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3584]
-    vmovdqu64    zmm4, [rdx + 3648]
-    vmovshdup    zmm5, [rsi + 3584]
-    vmovshdup    zmm6, [rsi + 3648]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3584]
-    vpmuldq      zmm4, zmm4, [rsi + 3648]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4608]
-    vmovdqu64    zmm4, [rdx + 4672]
-    vmovshdup    zmm5, [rsi + 4608]
-    vmovshdup    zmm6, [rsi + 4672]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4608]
-    vpmuldq      zmm4, zmm4, [rsi + 4672]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 5632]
-    vmovdqu64    zmm4, [rdx + 5696]
-    vmovshdup    zmm5, [rsi + 5632]
-    vmovshdup    zmm6, [rsi + 5696]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 5632]
-    vpmuldq      zmm4, zmm4, [rsi + 5696]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 6656]
-    vmovdqu64    zmm4, [rdx + 6720]
-    vmovshdup    zmm5, [rsi + 6656]
-    vmovshdup    zmm6, [rsi + 6720]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 6656]
-    vpmuldq      zmm4, zmm4, [rsi + 6720]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3584]
+    vmovshdup    zmm4, [rsi + 3648]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4608]
+    vmovshdup    zmm4, [rsi + 4672]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 5632]
+    vmovshdup    zmm4, [rsi + 5696]
+    vmovshdup    zmm5, zmm11
+    vmovshdup    zmm6, zmm12
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 6656]
+    vmovshdup    zmm4, [rsi + 6720]
+    vmovshdup    zmm5, zmm13
+    vmovshdup    zmm6, zmm14
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm19
+    vpmuldq      zmm4, zmm2, zmm19
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm15
+    vmovshdup    zmm2{k2}, zmm16
     vmovdqu64    [rdi + 512], zmm1
     vmovdqu64    [rdi + 576], zmm2
     vmovdqu64    zmm1, [rdx + 640]
     vmovdqu64    zmm2, [rdx + 704]
-    vmovshdup    zmm3, [rsi + 640]
-    vmovshdup    zmm4, [rsi + 704]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 640]
-    vpmuldq      zmm2, zmm2, [rsi + 704]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1664]
+    vmovdqu64    zmm4, [rdx + 1728]
+    vmovdqu64    zmm5, [rdx + 2688]
+    vmovdqu64    zmm6, [rdx + 2752]
+    vmovdqu64    zmm7, [rdx + 3712]
+    vmovdqu64    zmm8, [rdx + 3776]
+    vmovdqu64    zmm9, [rdx + 4736]
+    vmovdqu64    zmm10, [rdx + 4800]
+    vmovdqu64    zmm11, [rdx + 5760]
+    vmovdqu64    zmm12, [rdx + 5824]
+    vmovdqu64    zmm13, [rdx + 6784]
+    vmovdqu64    zmm14, [rdx + 6848]
+    vpmuldq      zmm15, zmm1, [rsi + 640]
+    vpmuldq      zmm16, zmm2, [rsi + 704]
+    vpmuldq      zmm17, zmm3, [rsi + 1664]
+    vpmuldq      zmm18, zmm4, [rsi + 1728]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm5, [rsi + 2688]
+    vpmuldq      zmm18, zmm6, [rsi + 2752]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm7, [rsi + 3712]
+    vpmuldq      zmm18, zmm8, [rsi + 3776]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm9, [rsi + 4736]
+    vpmuldq      zmm18, zmm10, [rsi + 4800]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm11, [rsi + 5760]
+    vpmuldq      zmm18, zmm12, [rsi + 5824]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm13, [rsi + 6784]
+    vpmuldq      zmm18, zmm14, [rsi + 6848]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm15, zmm19
+    vpmuldq      zmm18, zmm16, zmm19
+    vpmuldq      zmm17, zmm17, zmm0
+    vpmuldq      zmm18, zmm18, zmm0
+    vpsubd       zmm15, zmm15, zmm17
+    vpsubd       zmm16, zmm16, zmm18
+    vmovshdup    zmm17, [rsi + 640]
+    vmovshdup    zmm18, [rsi + 704]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm17, zmm1
+    vpmuldq      zmm2, zmm18, zmm2
+    vmovshdup    zmm17, [rsi + 1664]
+    vmovshdup    zmm18, [rsi + 1728]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm17, zmm3
+    vpmuldq      zmm4, zmm18, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2688]
+    vmovshdup    zmm4, [rsi + 2752]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1664]
-    vmovdqu64    zmm2, [rdx + 1728]
-    vmovshdup    zmm5, [rsi + 1664]
-    vmovshdup    zmm6, [rsi + 1728]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1664]
-    vpmuldq      zmm2, zmm2, [rsi + 1728]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2688]
-    vmovdqu64    zmm4, [rdx + 2752]
-    vmovshdup    zmm5, [rsi + 2688]
-    vmovshdup    zmm6, [rsi + 2752]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2688]
-    vpmuldq      zmm4, zmm4, [rsi + 2752]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3712]
-    vmovdqu64    zmm4, [rdx + 3776]
-    vmovshdup    zmm5, [rsi + 3712]
-    vmovshdup    zmm6, [rsi + 3776]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3712]
-    vpmuldq      zmm4, zmm4, [rsi + 3776]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4736]
-    vmovdqu64    zmm4, [rdx + 4800]
-    vmovshdup    zmm5, [rsi + 4736]
-    vmovshdup    zmm6, [rsi + 4800]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4736]
-    vpmuldq      zmm4, zmm4, [rsi + 4800]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 5760]
-    vmovdqu64    zmm4, [rdx + 5824]
-    vmovshdup    zmm5, [rsi + 5760]
-    vmovshdup    zmm6, [rsi + 5824]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 5760]
-    vpmuldq      zmm4, zmm4, [rsi + 5824]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 6784]
-    vmovdqu64    zmm4, [rdx + 6848]
-    vmovshdup    zmm5, [rsi + 6784]
-    vmovshdup    zmm6, [rsi + 6848]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 6784]
-    vpmuldq      zmm4, zmm4, [rsi + 6848]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3712]
+    vmovshdup    zmm4, [rsi + 3776]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4736]
+    vmovshdup    zmm4, [rsi + 4800]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 5760]
+    vmovshdup    zmm4, [rsi + 5824]
+    vmovshdup    zmm5, zmm11
+    vmovshdup    zmm6, zmm12
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 6784]
+    vmovshdup    zmm4, [rsi + 6848]
+    vmovshdup    zmm5, zmm13
+    vmovshdup    zmm6, zmm14
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm19
+    vpmuldq      zmm4, zmm2, zmm19
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm15
+    vmovshdup    zmm2{k2}, zmm16
     vmovdqu64    [rdi + 640], zmm1
     vmovdqu64    [rdi + 704], zmm2
     vmovdqu64    zmm1, [rdx + 768]
     vmovdqu64    zmm2, [rdx + 832]
-    vmovshdup    zmm3, [rsi + 768]
-    vmovshdup    zmm4, [rsi + 832]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 768]
-    vpmuldq      zmm2, zmm2, [rsi + 832]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1792]
+    vmovdqu64    zmm4, [rdx + 1856]
+    vmovdqu64    zmm5, [rdx + 2816]
+    vmovdqu64    zmm6, [rdx + 2880]
+    vmovdqu64    zmm7, [rdx + 3840]
+    vmovdqu64    zmm8, [rdx + 3904]
+    vmovdqu64    zmm9, [rdx + 4864]
+    vmovdqu64    zmm10, [rdx + 4928]
+    vmovdqu64    zmm11, [rdx + 5888]
+    vmovdqu64    zmm12, [rdx + 5952]
+    vmovdqu64    zmm13, [rdx + 6912]
+    vmovdqu64    zmm14, [rdx + 6976]
+    vpmuldq      zmm15, zmm1, [rsi + 768]
+    vpmuldq      zmm16, zmm2, [rsi + 832]
+    vpmuldq      zmm17, zmm3, [rsi + 1792]
+    vpmuldq      zmm18, zmm4, [rsi + 1856]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm5, [rsi + 2816]
+    vpmuldq      zmm18, zmm6, [rsi + 2880]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm7, [rsi + 3840]
+    vpmuldq      zmm18, zmm8, [rsi + 3904]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm9, [rsi + 4864]
+    vpmuldq      zmm18, zmm10, [rsi + 4928]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm11, [rsi + 5888]
+    vpmuldq      zmm18, zmm12, [rsi + 5952]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm13, [rsi + 6912]
+    vpmuldq      zmm18, zmm14, [rsi + 6976]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm15, zmm19
+    vpmuldq      zmm18, zmm16, zmm19
+    vpmuldq      zmm17, zmm17, zmm0
+    vpmuldq      zmm18, zmm18, zmm0
+    vpsubd       zmm15, zmm15, zmm17
+    vpsubd       zmm16, zmm16, zmm18
+    vmovshdup    zmm17, [rsi + 768]
+    vmovshdup    zmm18, [rsi + 832]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm17, zmm1
+    vpmuldq      zmm2, zmm18, zmm2
+    vmovshdup    zmm17, [rsi + 1792]
+    vmovshdup    zmm18, [rsi + 1856]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm17, zmm3
+    vpmuldq      zmm4, zmm18, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2816]
+    vmovshdup    zmm4, [rsi + 2880]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1792]
-    vmovdqu64    zmm2, [rdx + 1856]
-    vmovshdup    zmm5, [rsi + 1792]
-    vmovshdup    zmm6, [rsi + 1856]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1792]
-    vpmuldq      zmm2, zmm2, [rsi + 1856]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2816]
-    vmovdqu64    zmm4, [rdx + 2880]
-    vmovshdup    zmm5, [rsi + 2816]
-    vmovshdup    zmm6, [rsi + 2880]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2816]
-    vpmuldq      zmm4, zmm4, [rsi + 2880]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3840]
-    vmovdqu64    zmm4, [rdx + 3904]
-    vmovshdup    zmm5, [rsi + 3840]
-    vmovshdup    zmm6, [rsi + 3904]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3840]
-    vpmuldq      zmm4, zmm4, [rsi + 3904]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4864]
-    vmovdqu64    zmm4, [rdx + 4928]
-    vmovshdup    zmm5, [rsi + 4864]
-    vmovshdup    zmm6, [rsi + 4928]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4864]
-    vpmuldq      zmm4, zmm4, [rsi + 4928]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 5888]
-    vmovdqu64    zmm4, [rdx + 5952]
-    vmovshdup    zmm5, [rsi + 5888]
-    vmovshdup    zmm6, [rsi + 5952]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 5888]
-    vpmuldq      zmm4, zmm4, [rsi + 5952]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 6912]
-    vmovdqu64    zmm4, [rdx + 6976]
-    vmovshdup    zmm5, [rsi + 6912]
-    vmovshdup    zmm6, [rsi + 6976]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 6912]
-    vpmuldq      zmm4, zmm4, [rsi + 6976]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vpsrad       zmm3, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm4, zmm2, 10                      ; barrett: the output range asked for
-    vpmulld      zmm3, zmm3, zmm13
-    vpmulld      zmm4, zmm4, zmm13
-    vpaddd       zmm3, zmm3, zmm14
-    vpaddd       zmm4, zmm4, zmm14
-    vpsrad       zmm3, zmm3, 22
-    vpsrad       zmm4, zmm4, 22
-    vpmulld      zmm3, zmm3, zmm12
-    vpmulld      zmm4, zmm4, zmm12
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3840]
+    vmovshdup    zmm4, [rsi + 3904]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4864]
+    vmovshdup    zmm4, [rsi + 4928]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 5888]
+    vmovshdup    zmm4, [rsi + 5952]
+    vmovshdup    zmm5, zmm11
+    vmovshdup    zmm6, zmm12
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 6912]
+    vmovshdup    zmm4, [rsi + 6976]
+    vmovshdup    zmm5, zmm13
+    vmovshdup    zmm6, zmm14
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm19
+    vpmuldq      zmm4, zmm2, zmm19
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm4, zmm4, zmm0
     vpsubd       zmm1, zmm1, zmm3
     vpsubd       zmm2, zmm2, zmm4
+    vmovshdup    zmm1{k2}, zmm15
+    vmovshdup    zmm2{k2}, zmm16
     vmovdqu64    [rdi + 768], zmm1
     vmovdqu64    [rdi + 832], zmm2
     vmovdqu64    zmm1, [rdx + 896]
     vmovdqu64    zmm2, [rdx + 960]
-    vmovshdup    zmm3, [rsi + 896]
-    vmovshdup    zmm4, [rsi + 960]
-    vmovshdup    zmm5, zmm1
-    vmovshdup    zmm6, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 896]
-    vpmuldq      zmm2, zmm2, [rsi + 960]
-    vpmuldq      zmm7, zmm1, zmm11
-    vpmuldq      zmm8, zmm2, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm1, zmm1, zmm7
-    vpsubd       zmm2, zmm2, zmm8
+    vmovdqu64    zmm3, [rdx + 1920]
+    vmovdqu64    zmm4, [rdx + 1984]
+    vmovdqu64    zmm5, [rdx + 2944]
+    vmovdqu64    zmm6, [rdx + 3008]
+    vmovdqu64    zmm7, [rdx + 3968]
+    vmovdqu64    zmm8, [rdx + 4032]
+    vmovdqu64    zmm9, [rdx + 4992]
+    vmovdqu64    zmm10, [rdx + 5056]
+    vmovdqu64    zmm11, [rdx + 6016]
+    vmovdqu64    zmm12, [rdx + 6080]
+    vmovdqu64    zmm13, [rdx + 7040]
+    vmovdqu64    zmm14, [rdx + 7104]
+    vpmuldq      zmm15, zmm1, [rsi + 896]
+    vpmuldq      zmm16, zmm2, [rsi + 960]
+    vpmuldq      zmm17, zmm3, [rsi + 1920]
+    vpmuldq      zmm18, zmm4, [rsi + 1984]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm5, [rsi + 2944]
+    vpmuldq      zmm18, zmm6, [rsi + 3008]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm7, [rsi + 3968]
+    vpmuldq      zmm18, zmm8, [rsi + 4032]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm9, [rsi + 4992]
+    vpmuldq      zmm18, zmm10, [rsi + 5056]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm11, [rsi + 6016]
+    vpmuldq      zmm18, zmm12, [rsi + 6080]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm13, [rsi + 7040]
+    vpmuldq      zmm18, zmm14, [rsi + 7104]
+    vpaddq       zmm15, zmm15, zmm17
+    vpaddq       zmm16, zmm16, zmm18
+    vpmuldq      zmm17, zmm15, zmm19
+    vpmuldq      zmm18, zmm16, zmm19
+    vpmuldq      zmm17, zmm17, zmm0
+    vpmuldq      zmm18, zmm18, zmm0
+    vpsubd       zmm15, zmm15, zmm17
+    vpsubd       zmm16, zmm16, zmm18
+    vmovshdup    zmm17, [rsi + 896]
+    vmovshdup    zmm18, [rsi + 960]
+    vmovshdup    zmm1, zmm1
+    vmovshdup    zmm2, zmm2
+    vpmuldq      zmm1, zmm17, zmm1
+    vpmuldq      zmm2, zmm18, zmm2
+    vmovshdup    zmm17, [rsi + 1920]
+    vmovshdup    zmm18, [rsi + 1984]
+    vmovshdup    zmm3, zmm3
+    vmovshdup    zmm4, zmm4
+    vpmuldq      zmm3, zmm17, zmm3
+    vpmuldq      zmm4, zmm18, zmm4
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 2944]
+    vmovshdup    zmm4, [rsi + 3008]
+    vmovshdup    zmm5, zmm5
+    vmovshdup    zmm6, zmm6
     vpmuldq      zmm3, zmm3, zmm5
     vpmuldq      zmm4, zmm4, zmm6
-    vpmuldq      zmm5, zmm3, zmm11
-    vpmuldq      zmm6, zmm4, zmm11
-    vpmuldq      zmm5, zmm5, zmm0
-    vpmuldq      zmm6, zmm6, zmm0
-    vpsubd       zmm3, zmm3, zmm5
-    vpsubd       zmm4, zmm4, zmm6
-    vmovshdup    zmm3{k2}, zmm1
-    vmovshdup    zmm4{k2}, zmm2
-    vmovdqu64    zmm1, [rdx + 1920]
-    vmovdqu64    zmm2, [rdx + 1984]
-    vmovshdup    zmm5, [rsi + 1920]
-    vmovshdup    zmm6, [rsi + 1984]
-    vmovshdup    zmm7, zmm1
-    vmovshdup    zmm8, zmm2
-    vpmuldq      zmm1, zmm1, [rsi + 1920]
-    vpmuldq      zmm2, zmm2, [rsi + 1984]
-    vpmuldq      zmm9, zmm1, zmm11
-    vpmuldq      zmm10, zmm2, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm1, zmm1, zmm9
-    vpsubd       zmm2, zmm2, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm1
-    vmovshdup    zmm6{k2}, zmm2
-    vpaddd       zmm1, zmm3, zmm5
-    vpaddd       zmm2, zmm4, zmm6
-    vmovdqu64    zmm3, [rdx + 2944]
-    vmovdqu64    zmm4, [rdx + 3008]
-    vmovshdup    zmm5, [rsi + 2944]
-    vmovshdup    zmm6, [rsi + 3008]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 2944]
-    vpmuldq      zmm4, zmm4, [rsi + 3008]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 3968]
-    vmovdqu64    zmm4, [rdx + 4032]
-    vmovshdup    zmm5, [rsi + 3968]
-    vmovshdup    zmm6, [rsi + 4032]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 3968]
-    vpmuldq      zmm4, zmm4, [rsi + 4032]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 4992]
-    vmovdqu64    zmm4, [rdx + 5056]
-    vmovshdup    zmm5, [rsi + 4992]
-    vmovshdup    zmm6, [rsi + 5056]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 4992]
-    vpmuldq      zmm4, zmm4, [rsi + 5056]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 6016]
-    vmovdqu64    zmm4, [rdx + 6080]
-    vmovshdup    zmm5, [rsi + 6016]
-    vmovshdup    zmm6, [rsi + 6080]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 6016]
-    vpmuldq      zmm4, zmm4, [rsi + 6080]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm8, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm6, zmm6, zmm8
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm6{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm2, zmm2, zmm6
-    vmovdqu64    zmm3, [rdx + 7040]
-    vmovdqu64    zmm4, [rdx + 7104]
-    vmovshdup    zmm5, [rsi + 7040]
-    vmovshdup    zmm6, [rsi + 7104]
-    vmovshdup    zmm7, zmm3
-    vmovshdup    zmm8, zmm4
-    vpmuldq      zmm3, zmm3, [rsi + 7040]
-    vpmuldq      zmm4, zmm4, [rsi + 7104]
-    vpmuldq      zmm9, zmm3, zmm11
-    vpmuldq      zmm10, zmm4, zmm11
-    vpmuldq      zmm9, zmm9, zmm0
-    vpmuldq      zmm10, zmm10, zmm0
-    vpsubd       zmm3, zmm3, zmm9
-    vpsubd       zmm4, zmm4, zmm10
-    vpmuldq      zmm5, zmm5, zmm7
-    vpmuldq      zmm6, zmm6, zmm8
-    vpmuldq      zmm7, zmm5, zmm11
-    vpmuldq      zmm8, zmm6, zmm11
-    vpmuldq      zmm7, zmm7, zmm0
-    vpmuldq      zmm0, zmm8, zmm0
-    vpsubd       zmm5, zmm5, zmm7
-    vpsubd       zmm0, zmm6, zmm0
-    vmovshdup    zmm5{k2}, zmm3
-    vmovshdup    zmm0{k2}, zmm4
-    vpaddd       zmm1, zmm1, zmm5
-    vpaddd       zmm0, zmm2, zmm0
-    vpsrad       zmm2, zmm1, 10                      ; barrett: the output range asked for
-    vpsrad       zmm3, zmm0, 10                      ; barrett: the output range asked for
-    vpmulld      zmm2, zmm2, zmm13
-    vpmulld      zmm3, zmm3, zmm13
-    vpaddd       zmm2, zmm2, zmm14
-    vpaddd       zmm3, zmm3, zmm14
-    vpsrad       zmm2, zmm2, 22
-    vpsrad       zmm3, zmm3, 22
-    vpmulld      zmm2, zmm2, zmm12
-    vpmulld      zmm3, zmm3, zmm12
-    vpsubd       zmm1, zmm1, zmm2
-    vpsubd       zmm0, zmm0, zmm3
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 3968]
+    vmovshdup    zmm4, [rsi + 4032]
+    vmovshdup    zmm5, zmm7
+    vmovshdup    zmm6, zmm8
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 4992]
+    vmovshdup    zmm4, [rsi + 5056]
+    vmovshdup    zmm5, zmm9
+    vmovshdup    zmm6, zmm10
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 6016]
+    vmovshdup    zmm4, [rsi + 6080]
+    vmovshdup    zmm5, zmm11
+    vmovshdup    zmm6, zmm12
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vmovshdup    zmm3, [rsi + 7040]
+    vmovshdup    zmm4, [rsi + 7104]
+    vmovshdup    zmm5, zmm13
+    vmovshdup    zmm6, zmm14
+    vpmuldq      zmm3, zmm3, zmm5
+    vpmuldq      zmm4, zmm4, zmm6
+    vpaddq       zmm1, zmm1, zmm3
+    vpaddq       zmm2, zmm2, zmm4
+    vpmuldq      zmm3, zmm1, zmm19
+    vpmuldq      zmm4, zmm2, zmm19
+    vpmuldq      zmm3, zmm3, zmm0
+    vpmuldq      zmm0, zmm4, zmm0
+    vpsubd       zmm1, zmm1, zmm3
+    vpsubd       zmm0, zmm2, zmm0
+    vmovshdup    zmm1{k2}, zmm15
+    vmovshdup    zmm0{k2}, zmm16
     vmovdqu64    [rdi + 896], zmm1
     vmovdqu64    [rdi + 960], zmm0
     vzeroupper
@@ -11002,12 +9457,12 @@ kg_mldsa8380417_basemul_avx2:
 ; kg_mldsa8380417_basemul_acc4_avx2: base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
 ;
 ;   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 4 polynomials
-;   ensures:  every r[i] in [-4201474, 4202497] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+;   ensures:  every r[i] in [-5835821, 5835821] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: ymm{0-14}, flags
+;   clobbers: ymm{0-13}, flags
 ; ---------------------------------------------------------------------------
 section .text.kg_mldsa8380417_basemul_acc4_avx2 progbits alloc exec nowrite align=32
 
@@ -11015,1993 +9470,1126 @@ global kg_mldsa8380417_basemul_acc4_avx2:function KERNGEN_VISIBILITY (kg_mldsa83
 align 32
 kg_mldsa8380417_basemul_acc4_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm11, [rel pd_58728449]            ; held in a register: read 256 times
-    vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 32 times
-    vmovdqu      ymm13, [rel pd_513]                 ; held in a register: read 32 times
-    vmovdqu      ymm14, [rel pd_2097152]             ; held in a register: read 32 times
+    vmovdqu      ymm13, [rel pd_58728449]            ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rdx + 32]
-    vmovshdup    ymm3, [rsi]
-    vmovshdup    ymm4, [rsi + 32]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi]
-    vpmuldq      ymm2, ymm2, [rsi + 32]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1024]
     vmovdqu      ymm4, [rdx + 1056]
-    vmovshdup    ymm5, [rsi + 1024]
-    vmovshdup    ymm6, [rsi + 1056]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1024]
-    vpmuldq      ymm4, ymm4, [rsi + 1056]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2048]
+    vmovdqu      ymm6, [rdx + 2080]
+    vmovdqu      ymm7, [rdx + 3072]
+    vmovdqu      ymm8, [rdx + 3104]
+    vpmuldq      ymm9, ymm1, [rsi]
+    vpmuldq      ymm10, ymm2, [rsi + 32]
+    vpmuldq      ymm11, ymm3, [rsi + 1024]
+    vpmuldq      ymm12, ymm4, [rsi + 1056]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2048]
+    vpmuldq      ymm12, ymm6, [rsi + 2080]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3072]
+    vpmuldq      ymm12, ymm8, [rsi + 3104]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi]
+    vmovshdup    ymm12, [rsi + 32]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1024]
+    vmovshdup    ymm12, [rsi + 1056]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2048]
-    vmovdqu      ymm4, [rdx + 2080]
-    vmovshdup    ymm5, [rsi + 2048]
-    vmovshdup    ymm6, [rsi + 2080]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2048]
-    vpmuldq      ymm4, ymm4, [rsi + 2080]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3072]
-    vmovdqu      ymm4, [rdx + 3104]
-    vmovshdup    ymm5, [rsi + 3072]
-    vmovshdup    ymm6, [rsi + 3104]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3072]
-    vpmuldq      ymm4, ymm4, [rsi + 3104]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2048]
+    vmovshdup    ymm4, [rsi + 2080]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3072]
+    vmovshdup    ymm4, [rsi + 3104]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi], ymm1
     vmovdqu      [rdi + 32], ymm2
     vmovdqu      ymm1, [rdx + 64]
     vmovdqu      ymm2, [rdx + 96]
-    vmovshdup    ymm3, [rsi + 64]
-    vmovshdup    ymm4, [rsi + 96]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 64]
-    vpmuldq      ymm2, ymm2, [rsi + 96]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1088]
     vmovdqu      ymm4, [rdx + 1120]
-    vmovshdup    ymm5, [rsi + 1088]
-    vmovshdup    ymm6, [rsi + 1120]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1088]
-    vpmuldq      ymm4, ymm4, [rsi + 1120]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2112]
+    vmovdqu      ymm6, [rdx + 2144]
+    vmovdqu      ymm7, [rdx + 3136]
+    vmovdqu      ymm8, [rdx + 3168]
+    vpmuldq      ymm9, ymm1, [rsi + 64]
+    vpmuldq      ymm10, ymm2, [rsi + 96]
+    vpmuldq      ymm11, ymm3, [rsi + 1088]
+    vpmuldq      ymm12, ymm4, [rsi + 1120]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2112]
+    vpmuldq      ymm12, ymm6, [rsi + 2144]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3136]
+    vpmuldq      ymm12, ymm8, [rsi + 3168]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 64]
+    vmovshdup    ymm12, [rsi + 96]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1088]
+    vmovshdup    ymm12, [rsi + 1120]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2112]
-    vmovdqu      ymm4, [rdx + 2144]
-    vmovshdup    ymm5, [rsi + 2112]
-    vmovshdup    ymm6, [rsi + 2144]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2112]
-    vpmuldq      ymm4, ymm4, [rsi + 2144]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3136]
-    vmovdqu      ymm4, [rdx + 3168]
-    vmovshdup    ymm5, [rsi + 3136]
-    vmovshdup    ymm6, [rsi + 3168]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3136]
-    vpmuldq      ymm4, ymm4, [rsi + 3168]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2112]
+    vmovshdup    ymm4, [rsi + 2144]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3136]
+    vmovshdup    ymm4, [rsi + 3168]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      [rdi + 96], ymm2
     vmovdqu      ymm1, [rdx + 128]
     vmovdqu      ymm2, [rdx + 160]
-    vmovshdup    ymm3, [rsi + 128]
-    vmovshdup    ymm4, [rsi + 160]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 128]
-    vpmuldq      ymm2, ymm2, [rsi + 160]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1152]
     vmovdqu      ymm4, [rdx + 1184]
-    vmovshdup    ymm5, [rsi + 1152]
-    vmovshdup    ymm6, [rsi + 1184]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1152]
-    vpmuldq      ymm4, ymm4, [rsi + 1184]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2176]
+    vmovdqu      ymm6, [rdx + 2208]
+    vmovdqu      ymm7, [rdx + 3200]
+    vmovdqu      ymm8, [rdx + 3232]
+    vpmuldq      ymm9, ymm1, [rsi + 128]
+    vpmuldq      ymm10, ymm2, [rsi + 160]
+    vpmuldq      ymm11, ymm3, [rsi + 1152]
+    vpmuldq      ymm12, ymm4, [rsi + 1184]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2176]
+    vpmuldq      ymm12, ymm6, [rsi + 2208]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3200]
+    vpmuldq      ymm12, ymm8, [rsi + 3232]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 128]
+    vmovshdup    ymm12, [rsi + 160]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1152]
+    vmovshdup    ymm12, [rsi + 1184]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2176]
-    vmovdqu      ymm4, [rdx + 2208]
-    vmovshdup    ymm5, [rsi + 2176]
-    vmovshdup    ymm6, [rsi + 2208]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2176]
-    vpmuldq      ymm4, ymm4, [rsi + 2208]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3200]
-    vmovdqu      ymm4, [rdx + 3232]
-    vmovshdup    ymm5, [rsi + 3200]
-    vmovshdup    ymm6, [rsi + 3232]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3200]
-    vpmuldq      ymm4, ymm4, [rsi + 3232]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2176]
+    vmovshdup    ymm4, [rsi + 2208]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3200]
+    vmovshdup    ymm4, [rsi + 3232]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      [rdi + 160], ymm2
     vmovdqu      ymm1, [rdx + 192]
     vmovdqu      ymm2, [rdx + 224]
-    vmovshdup    ymm3, [rsi + 192]
-    vmovshdup    ymm4, [rsi + 224]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 192]
-    vpmuldq      ymm2, ymm2, [rsi + 224]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1216]
     vmovdqu      ymm4, [rdx + 1248]
-    vmovshdup    ymm5, [rsi + 1216]
-    vmovshdup    ymm6, [rsi + 1248]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1216]
-    vpmuldq      ymm4, ymm4, [rsi + 1248]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2240]
+    vmovdqu      ymm6, [rdx + 2272]
+    vmovdqu      ymm7, [rdx + 3264]
+    vmovdqu      ymm8, [rdx + 3296]
+    vpmuldq      ymm9, ymm1, [rsi + 192]
+    vpmuldq      ymm10, ymm2, [rsi + 224]
+    vpmuldq      ymm11, ymm3, [rsi + 1216]
+    vpmuldq      ymm12, ymm4, [rsi + 1248]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2240]
+    vpmuldq      ymm12, ymm6, [rsi + 2272]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3264]
+    vpmuldq      ymm12, ymm8, [rsi + 3296]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 192]
+    vmovshdup    ymm12, [rsi + 224]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1216]
+    vmovshdup    ymm12, [rsi + 1248]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2240]
-    vmovdqu      ymm4, [rdx + 2272]
-    vmovshdup    ymm5, [rsi + 2240]
-    vmovshdup    ymm6, [rsi + 2272]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2240]
-    vpmuldq      ymm4, ymm4, [rsi + 2272]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3264]
-    vmovdqu      ymm4, [rdx + 3296]
-    vmovshdup    ymm5, [rsi + 3264]
-    vmovshdup    ymm6, [rsi + 3296]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3264]
-    vpmuldq      ymm4, ymm4, [rsi + 3296]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2240]
+    vmovshdup    ymm4, [rsi + 2272]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3264]
+    vmovshdup    ymm4, [rsi + 3296]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      [rdi + 224], ymm2
     vmovdqu      ymm1, [rdx + 256]
     vmovdqu      ymm2, [rdx + 288]
-    vmovshdup    ymm3, [rsi + 256]
-    vmovshdup    ymm4, [rsi + 288]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 256]
-    vpmuldq      ymm2, ymm2, [rsi + 288]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1280]
     vmovdqu      ymm4, [rdx + 1312]
-    vmovshdup    ymm5, [rsi + 1280]
-    vmovshdup    ymm6, [rsi + 1312]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1280]
-    vpmuldq      ymm4, ymm4, [rsi + 1312]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2304]
+    vmovdqu      ymm6, [rdx + 2336]
+    vmovdqu      ymm7, [rdx + 3328]
+    vmovdqu      ymm8, [rdx + 3360]
+    vpmuldq      ymm9, ymm1, [rsi + 256]
+    vpmuldq      ymm10, ymm2, [rsi + 288]
+    vpmuldq      ymm11, ymm3, [rsi + 1280]
+    vpmuldq      ymm12, ymm4, [rsi + 1312]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2304]
+    vpmuldq      ymm12, ymm6, [rsi + 2336]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3328]
+    vpmuldq      ymm12, ymm8, [rsi + 3360]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 256]
+    vmovshdup    ymm12, [rsi + 288]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1280]
+    vmovshdup    ymm12, [rsi + 1312]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2304]
-    vmovdqu      ymm4, [rdx + 2336]
-    vmovshdup    ymm5, [rsi + 2304]
-    vmovshdup    ymm6, [rsi + 2336]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2304]
-    vpmuldq      ymm4, ymm4, [rsi + 2336]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3328]
-    vmovdqu      ymm4, [rdx + 3360]
-    vmovshdup    ymm5, [rsi + 3328]
-    vmovshdup    ymm6, [rsi + 3360]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3328]
-    vpmuldq      ymm4, ymm4, [rsi + 3360]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2304]
+    vmovshdup    ymm4, [rsi + 2336]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3328]
+    vmovshdup    ymm4, [rsi + 3360]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      [rdi + 288], ymm2
     vmovdqu      ymm1, [rdx + 320]
     vmovdqu      ymm2, [rdx + 352]
-    vmovshdup    ymm3, [rsi + 320]
-    vmovshdup    ymm4, [rsi + 352]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 320]
-    vpmuldq      ymm2, ymm2, [rsi + 352]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1344]
     vmovdqu      ymm4, [rdx + 1376]
-    vmovshdup    ymm5, [rsi + 1344]
-    vmovshdup    ymm6, [rsi + 1376]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1344]
-    vpmuldq      ymm4, ymm4, [rsi + 1376]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2368]
+    vmovdqu      ymm6, [rdx + 2400]
+    vmovdqu      ymm7, [rdx + 3392]
+    vmovdqu      ymm8, [rdx + 3424]
+    vpmuldq      ymm9, ymm1, [rsi + 320]
+    vpmuldq      ymm10, ymm2, [rsi + 352]
+    vpmuldq      ymm11, ymm3, [rsi + 1344]
+    vpmuldq      ymm12, ymm4, [rsi + 1376]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2368]
+    vpmuldq      ymm12, ymm6, [rsi + 2400]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3392]
+    vpmuldq      ymm12, ymm8, [rsi + 3424]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 320]
+    vmovshdup    ymm12, [rsi + 352]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1344]
+    vmovshdup    ymm12, [rsi + 1376]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2368]
-    vmovdqu      ymm4, [rdx + 2400]
-    vmovshdup    ymm5, [rsi + 2368]
-    vmovshdup    ymm6, [rsi + 2400]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2368]
-    vpmuldq      ymm4, ymm4, [rsi + 2400]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3392]
-    vmovdqu      ymm4, [rdx + 3424]
-    vmovshdup    ymm5, [rsi + 3392]
-    vmovshdup    ymm6, [rsi + 3424]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3392]
-    vpmuldq      ymm4, ymm4, [rsi + 3424]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2368]
+    vmovshdup    ymm4, [rsi + 2400]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3392]
+    vmovshdup    ymm4, [rsi + 3424]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      [rdi + 352], ymm2
     vmovdqu      ymm1, [rdx + 384]
     vmovdqu      ymm2, [rdx + 416]
-    vmovshdup    ymm3, [rsi + 384]
-    vmovshdup    ymm4, [rsi + 416]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 384]
-    vpmuldq      ymm2, ymm2, [rsi + 416]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1408]
     vmovdqu      ymm4, [rdx + 1440]
-    vmovshdup    ymm5, [rsi + 1408]
-    vmovshdup    ymm6, [rsi + 1440]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1408]
-    vpmuldq      ymm4, ymm4, [rsi + 1440]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2432]
+    vmovdqu      ymm6, [rdx + 2464]
+    vmovdqu      ymm7, [rdx + 3456]
+    vmovdqu      ymm8, [rdx + 3488]
+    vpmuldq      ymm9, ymm1, [rsi + 384]
+    vpmuldq      ymm10, ymm2, [rsi + 416]
+    vpmuldq      ymm11, ymm3, [rsi + 1408]
+    vpmuldq      ymm12, ymm4, [rsi + 1440]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2432]
+    vpmuldq      ymm12, ymm6, [rsi + 2464]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3456]
+    vpmuldq      ymm12, ymm8, [rsi + 3488]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 384]
+    vmovshdup    ymm12, [rsi + 416]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1408]
+    vmovshdup    ymm12, [rsi + 1440]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2432]
-    vmovdqu      ymm4, [rdx + 2464]
-    vmovshdup    ymm5, [rsi + 2432]
-    vmovshdup    ymm6, [rsi + 2464]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2432]
-    vpmuldq      ymm4, ymm4, [rsi + 2464]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3456]
-    vmovdqu      ymm4, [rdx + 3488]
-    vmovshdup    ymm5, [rsi + 3456]
-    vmovshdup    ymm6, [rsi + 3488]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3456]
-    vpmuldq      ymm4, ymm4, [rsi + 3488]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2432]
+    vmovshdup    ymm4, [rsi + 2464]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3456]
+    vmovshdup    ymm4, [rsi + 3488]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      [rdi + 416], ymm2
     vmovdqu      ymm1, [rdx + 448]
     vmovdqu      ymm2, [rdx + 480]
-    vmovshdup    ymm3, [rsi + 448]
-    vmovshdup    ymm4, [rsi + 480]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 448]
-    vpmuldq      ymm2, ymm2, [rsi + 480]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1472]
     vmovdqu      ymm4, [rdx + 1504]
-    vmovshdup    ymm5, [rsi + 1472]
-    vmovshdup    ymm6, [rsi + 1504]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1472]
-    vpmuldq      ymm4, ymm4, [rsi + 1504]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2496]
+    vmovdqu      ymm6, [rdx + 2528]
+    vmovdqu      ymm7, [rdx + 3520]
+    vmovdqu      ymm8, [rdx + 3552]
+    vpmuldq      ymm9, ymm1, [rsi + 448]
+    vpmuldq      ymm10, ymm2, [rsi + 480]
+    vpmuldq      ymm11, ymm3, [rsi + 1472]
+    vpmuldq      ymm12, ymm4, [rsi + 1504]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2496]
+    vpmuldq      ymm12, ymm6, [rsi + 2528]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3520]
+    vpmuldq      ymm12, ymm8, [rsi + 3552]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 448]
+    vmovshdup    ymm12, [rsi + 480]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1472]
+    vmovshdup    ymm12, [rsi + 1504]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2496]
-    vmovdqu      ymm4, [rdx + 2528]
-    vmovshdup    ymm5, [rsi + 2496]
-    vmovshdup    ymm6, [rsi + 2528]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2496]
-    vpmuldq      ymm4, ymm4, [rsi + 2528]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3520]
-    vmovdqu      ymm4, [rdx + 3552]
-    vmovshdup    ymm5, [rsi + 3520]
-    vmovshdup    ymm6, [rsi + 3552]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3520]
-    vpmuldq      ymm4, ymm4, [rsi + 3552]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2496]
+    vmovshdup    ymm4, [rsi + 2528]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3520]
+    vmovshdup    ymm4, [rsi + 3552]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      [rdi + 480], ymm2
     vmovdqu      ymm1, [rdx + 512]
     vmovdqu      ymm2, [rdx + 544]
-    vmovshdup    ymm3, [rsi + 512]
-    vmovshdup    ymm4, [rsi + 544]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 512]
-    vpmuldq      ymm2, ymm2, [rsi + 544]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1536]
     vmovdqu      ymm4, [rdx + 1568]
-    vmovshdup    ymm5, [rsi + 1536]
-    vmovshdup    ymm6, [rsi + 1568]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1536]
-    vpmuldq      ymm4, ymm4, [rsi + 1568]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2560]
+    vmovdqu      ymm6, [rdx + 2592]
+    vmovdqu      ymm7, [rdx + 3584]
+    vmovdqu      ymm8, [rdx + 3616]
+    vpmuldq      ymm9, ymm1, [rsi + 512]
+    vpmuldq      ymm10, ymm2, [rsi + 544]
+    vpmuldq      ymm11, ymm3, [rsi + 1536]
+    vpmuldq      ymm12, ymm4, [rsi + 1568]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2560]
+    vpmuldq      ymm12, ymm6, [rsi + 2592]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3584]
+    vpmuldq      ymm12, ymm8, [rsi + 3616]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 512]
+    vmovshdup    ymm12, [rsi + 544]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1536]
+    vmovshdup    ymm12, [rsi + 1568]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2560]
-    vmovdqu      ymm4, [rdx + 2592]
-    vmovshdup    ymm5, [rsi + 2560]
-    vmovshdup    ymm6, [rsi + 2592]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2560]
-    vpmuldq      ymm4, ymm4, [rsi + 2592]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3584]
-    vmovdqu      ymm4, [rdx + 3616]
-    vmovshdup    ymm5, [rsi + 3584]
-    vmovshdup    ymm6, [rsi + 3616]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3584]
-    vpmuldq      ymm4, ymm4, [rsi + 3616]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2560]
+    vmovshdup    ymm4, [rsi + 2592]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3584]
+    vmovshdup    ymm4, [rsi + 3616]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      [rdi + 544], ymm2
     vmovdqu      ymm1, [rdx + 576]
     vmovdqu      ymm2, [rdx + 608]
-    vmovshdup    ymm3, [rsi + 576]
-    vmovshdup    ymm4, [rsi + 608]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 576]
-    vpmuldq      ymm2, ymm2, [rsi + 608]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1600]
     vmovdqu      ymm4, [rdx + 1632]
-    vmovshdup    ymm5, [rsi + 1600]
-    vmovshdup    ymm6, [rsi + 1632]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1600]
-    vpmuldq      ymm4, ymm4, [rsi + 1632]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2624]
+    vmovdqu      ymm6, [rdx + 2656]
+    vmovdqu      ymm7, [rdx + 3648]
+    vmovdqu      ymm8, [rdx + 3680]
+    vpmuldq      ymm9, ymm1, [rsi + 576]
+    vpmuldq      ymm10, ymm2, [rsi + 608]
+    vpmuldq      ymm11, ymm3, [rsi + 1600]
+    vpmuldq      ymm12, ymm4, [rsi + 1632]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2624]
+    vpmuldq      ymm12, ymm6, [rsi + 2656]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3648]
+    vpmuldq      ymm12, ymm8, [rsi + 3680]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 576]
+    vmovshdup    ymm12, [rsi + 608]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1600]
+    vmovshdup    ymm12, [rsi + 1632]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2624]
-    vmovdqu      ymm4, [rdx + 2656]
-    vmovshdup    ymm5, [rsi + 2624]
-    vmovshdup    ymm6, [rsi + 2656]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2624]
-    vpmuldq      ymm4, ymm4, [rsi + 2656]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3648]
-    vmovdqu      ymm4, [rdx + 3680]
-    vmovshdup    ymm5, [rsi + 3648]
-    vmovshdup    ymm6, [rsi + 3680]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3648]
-    vpmuldq      ymm4, ymm4, [rsi + 3680]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2624]
+    vmovshdup    ymm4, [rsi + 2656]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3648]
+    vmovshdup    ymm4, [rsi + 3680]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      [rdi + 608], ymm2
     vmovdqu      ymm1, [rdx + 640]
     vmovdqu      ymm2, [rdx + 672]
-    vmovshdup    ymm3, [rsi + 640]
-    vmovshdup    ymm4, [rsi + 672]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 640]
-    vpmuldq      ymm2, ymm2, [rsi + 672]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1664]
     vmovdqu      ymm4, [rdx + 1696]
-    vmovshdup    ymm5, [rsi + 1664]
-    vmovshdup    ymm6, [rsi + 1696]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1664]
-    vpmuldq      ymm4, ymm4, [rsi + 1696]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2688]
+    vmovdqu      ymm6, [rdx + 2720]
+    vmovdqu      ymm7, [rdx + 3712]
+    vmovdqu      ymm8, [rdx + 3744]
+    vpmuldq      ymm9, ymm1, [rsi + 640]
+    vpmuldq      ymm10, ymm2, [rsi + 672]
+    vpmuldq      ymm11, ymm3, [rsi + 1664]
+    vpmuldq      ymm12, ymm4, [rsi + 1696]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2688]
+    vpmuldq      ymm12, ymm6, [rsi + 2720]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3712]
+    vpmuldq      ymm12, ymm8, [rsi + 3744]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 640]
+    vmovshdup    ymm12, [rsi + 672]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1664]
+    vmovshdup    ymm12, [rsi + 1696]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2688]
-    vmovdqu      ymm4, [rdx + 2720]
-    vmovshdup    ymm5, [rsi + 2688]
-    vmovshdup    ymm6, [rsi + 2720]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2688]
-    vpmuldq      ymm4, ymm4, [rsi + 2720]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3712]
-    vmovdqu      ymm4, [rdx + 3744]
-    vmovshdup    ymm5, [rsi + 3712]
-    vmovshdup    ymm6, [rsi + 3744]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3712]
-    vpmuldq      ymm4, ymm4, [rsi + 3744]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2688]
+    vmovshdup    ymm4, [rsi + 2720]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3712]
+    vmovshdup    ymm4, [rsi + 3744]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      [rdi + 672], ymm2
     vmovdqu      ymm1, [rdx + 704]
     vmovdqu      ymm2, [rdx + 736]
-    vmovshdup    ymm3, [rsi + 704]
-    vmovshdup    ymm4, [rsi + 736]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 704]
-    vpmuldq      ymm2, ymm2, [rsi + 736]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1728]
     vmovdqu      ymm4, [rdx + 1760]
-    vmovshdup    ymm5, [rsi + 1728]
-    vmovshdup    ymm6, [rsi + 1760]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1728]
-    vpmuldq      ymm4, ymm4, [rsi + 1760]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2752]
+    vmovdqu      ymm6, [rdx + 2784]
+    vmovdqu      ymm7, [rdx + 3776]
+    vmovdqu      ymm8, [rdx + 3808]
+    vpmuldq      ymm9, ymm1, [rsi + 704]
+    vpmuldq      ymm10, ymm2, [rsi + 736]
+    vpmuldq      ymm11, ymm3, [rsi + 1728]
+    vpmuldq      ymm12, ymm4, [rsi + 1760]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2752]
+    vpmuldq      ymm12, ymm6, [rsi + 2784]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3776]
+    vpmuldq      ymm12, ymm8, [rsi + 3808]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 704]
+    vmovshdup    ymm12, [rsi + 736]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1728]
+    vmovshdup    ymm12, [rsi + 1760]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2752]
-    vmovdqu      ymm4, [rdx + 2784]
-    vmovshdup    ymm5, [rsi + 2752]
-    vmovshdup    ymm6, [rsi + 2784]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2752]
-    vpmuldq      ymm4, ymm4, [rsi + 2784]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3776]
-    vmovdqu      ymm4, [rdx + 3808]
-    vmovshdup    ymm5, [rsi + 3776]
-    vmovshdup    ymm6, [rsi + 3808]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3776]
-    vpmuldq      ymm4, ymm4, [rsi + 3808]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2752]
+    vmovshdup    ymm4, [rsi + 2784]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3776]
+    vmovshdup    ymm4, [rsi + 3808]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      [rdi + 736], ymm2
     vmovdqu      ymm1, [rdx + 768]
     vmovdqu      ymm2, [rdx + 800]
-    vmovshdup    ymm3, [rsi + 768]
-    vmovshdup    ymm4, [rsi + 800]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 768]
-    vpmuldq      ymm2, ymm2, [rsi + 800]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1792]
     vmovdqu      ymm4, [rdx + 1824]
-    vmovshdup    ymm5, [rsi + 1792]
-    vmovshdup    ymm6, [rsi + 1824]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1792]
-    vpmuldq      ymm4, ymm4, [rsi + 1824]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2816]
+    vmovdqu      ymm6, [rdx + 2848]
+    vmovdqu      ymm7, [rdx + 3840]
+    vmovdqu      ymm8, [rdx + 3872]
+    vpmuldq      ymm9, ymm1, [rsi + 768]
+    vpmuldq      ymm10, ymm2, [rsi + 800]
+    vpmuldq      ymm11, ymm3, [rsi + 1792]
+    vpmuldq      ymm12, ymm4, [rsi + 1824]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2816]
+    vpmuldq      ymm12, ymm6, [rsi + 2848]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3840]
+    vpmuldq      ymm12, ymm8, [rsi + 3872]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 768]
+    vmovshdup    ymm12, [rsi + 800]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1792]
+    vmovshdup    ymm12, [rsi + 1824]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2816]
-    vmovdqu      ymm4, [rdx + 2848]
-    vmovshdup    ymm5, [rsi + 2816]
-    vmovshdup    ymm6, [rsi + 2848]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2816]
-    vpmuldq      ymm4, ymm4, [rsi + 2848]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3840]
-    vmovdqu      ymm4, [rdx + 3872]
-    vmovshdup    ymm5, [rsi + 3840]
-    vmovshdup    ymm6, [rsi + 3872]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3840]
-    vpmuldq      ymm4, ymm4, [rsi + 3872]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2816]
+    vmovshdup    ymm4, [rsi + 2848]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3840]
+    vmovshdup    ymm4, [rsi + 3872]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      [rdi + 800], ymm2
     vmovdqu      ymm1, [rdx + 832]
     vmovdqu      ymm2, [rdx + 864]
-    vmovshdup    ymm3, [rsi + 832]
-    vmovshdup    ymm4, [rsi + 864]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 832]
-    vpmuldq      ymm2, ymm2, [rsi + 864]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1856]
     vmovdqu      ymm4, [rdx + 1888]
-    vmovshdup    ymm5, [rsi + 1856]
-    vmovshdup    ymm6, [rsi + 1888]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1856]
-    vpmuldq      ymm4, ymm4, [rsi + 1888]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2880]
+    vmovdqu      ymm6, [rdx + 2912]
+    vmovdqu      ymm7, [rdx + 3904]
+    vmovdqu      ymm8, [rdx + 3936]
+    vpmuldq      ymm9, ymm1, [rsi + 832]
+    vpmuldq      ymm10, ymm2, [rsi + 864]
+    vpmuldq      ymm11, ymm3, [rsi + 1856]
+    vpmuldq      ymm12, ymm4, [rsi + 1888]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2880]
+    vpmuldq      ymm12, ymm6, [rsi + 2912]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3904]
+    vpmuldq      ymm12, ymm8, [rsi + 3936]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 832]
+    vmovshdup    ymm12, [rsi + 864]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1856]
+    vmovshdup    ymm12, [rsi + 1888]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2880]
-    vmovdqu      ymm4, [rdx + 2912]
-    vmovshdup    ymm5, [rsi + 2880]
-    vmovshdup    ymm6, [rsi + 2912]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2880]
-    vpmuldq      ymm4, ymm4, [rsi + 2912]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3904]
-    vmovdqu      ymm4, [rdx + 3936]
-    vmovshdup    ymm5, [rsi + 3904]
-    vmovshdup    ymm6, [rsi + 3936]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3904]
-    vpmuldq      ymm4, ymm4, [rsi + 3936]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2880]
+    vmovshdup    ymm4, [rsi + 2912]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3904]
+    vmovshdup    ymm4, [rsi + 3936]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      [rdi + 864], ymm2
     vmovdqu      ymm1, [rdx + 896]
     vmovdqu      ymm2, [rdx + 928]
-    vmovshdup    ymm3, [rsi + 896]
-    vmovshdup    ymm4, [rsi + 928]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 896]
-    vpmuldq      ymm2, ymm2, [rsi + 928]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1920]
     vmovdqu      ymm4, [rdx + 1952]
-    vmovshdup    ymm5, [rsi + 1920]
-    vmovshdup    ymm6, [rsi + 1952]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1920]
-    vpmuldq      ymm4, ymm4, [rsi + 1952]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2944]
+    vmovdqu      ymm6, [rdx + 2976]
+    vmovdqu      ymm7, [rdx + 3968]
+    vmovdqu      ymm8, [rdx + 4000]
+    vpmuldq      ymm9, ymm1, [rsi + 896]
+    vpmuldq      ymm10, ymm2, [rsi + 928]
+    vpmuldq      ymm11, ymm3, [rsi + 1920]
+    vpmuldq      ymm12, ymm4, [rsi + 1952]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 2944]
+    vpmuldq      ymm12, ymm6, [rsi + 2976]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 3968]
+    vpmuldq      ymm12, ymm8, [rsi + 4000]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 896]
+    vmovshdup    ymm12, [rsi + 928]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1920]
+    vmovshdup    ymm12, [rsi + 1952]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2944]
-    vmovdqu      ymm4, [rdx + 2976]
-    vmovshdup    ymm5, [rsi + 2944]
-    vmovshdup    ymm6, [rsi + 2976]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2944]
-    vpmuldq      ymm4, ymm4, [rsi + 2976]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3968]
-    vmovdqu      ymm4, [rdx + 4000]
-    vmovshdup    ymm5, [rsi + 3968]
-    vmovshdup    ymm6, [rsi + 4000]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3968]
-    vpmuldq      ymm4, ymm4, [rsi + 4000]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2944]
+    vmovshdup    ymm4, [rsi + 2976]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3968]
+    vmovshdup    ymm4, [rsi + 4000]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm9
+    vmovshdup    ymm4, ymm10
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      [rdi + 928], ymm2
     vmovdqu      ymm1, [rdx + 960]
     vmovdqu      ymm2, [rdx + 992]
-    vmovshdup    ymm3, [rsi + 960]
-    vmovshdup    ymm4, [rsi + 992]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 960]
-    vpmuldq      ymm2, ymm2, [rsi + 992]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1984]
     vmovdqu      ymm4, [rdx + 2016]
-    vmovshdup    ymm5, [rsi + 1984]
-    vmovshdup    ymm6, [rsi + 2016]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1984]
-    vpmuldq      ymm4, ymm4, [rsi + 2016]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 3008]
+    vmovdqu      ymm6, [rdx + 3040]
+    vmovdqu      ymm7, [rdx + 4032]
+    vmovdqu      ymm8, [rdx + 4064]
+    vpmuldq      ymm9, ymm1, [rsi + 960]
+    vpmuldq      ymm10, ymm2, [rsi + 992]
+    vpmuldq      ymm11, ymm3, [rsi + 1984]
+    vpmuldq      ymm12, ymm4, [rsi + 2016]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm5, [rsi + 3008]
+    vpmuldq      ymm12, ymm6, [rsi + 3040]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm7, [rsi + 4032]
+    vpmuldq      ymm12, ymm8, [rsi + 4064]
+    vpaddq       ymm9, ymm9, ymm11
+    vpaddq       ymm10, ymm10, ymm12
+    vpmuldq      ymm11, ymm9, ymm13
+    vpmuldq      ymm12, ymm10, ymm13
+    vpmuldq      ymm11, ymm11, ymm0
+    vpmuldq      ymm12, ymm12, ymm0
+    vpsubd       ymm9, ymm9, ymm11
+    vpsubd       ymm10, ymm10, ymm12
+    vmovshdup    ymm11, [rsi + 960]
+    vmovshdup    ymm12, [rsi + 992]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm11, ymm1
+    vpmuldq      ymm2, ymm12, ymm2
+    vmovshdup    ymm11, [rsi + 1984]
+    vmovshdup    ymm12, [rsi + 2016]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3008]
-    vmovdqu      ymm4, [rdx + 3040]
-    vmovshdup    ymm5, [rsi + 3008]
-    vmovshdup    ymm6, [rsi + 3040]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3008]
-    vpmuldq      ymm4, ymm4, [rsi + 3040]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4032]
-    vmovdqu      ymm4, [rdx + 4064]
-    vmovshdup    ymm5, [rsi + 4032]
-    vmovshdup    ymm6, [rsi + 4064]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4032]
-    vpmuldq      ymm4, ymm4, [rsi + 4064]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm0, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm0, ymm6, ymm0
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm0, ymm4, ymm0, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm0, ymm2, ymm0
-    vpsrad       ymm2, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm3, ymm0, 10                      ; barrett: the output range asked for
-    vpmulld      ymm2, ymm13, ymm2
-    vpmulld      ymm3, ymm13, ymm3
-    vpaddd       ymm2, ymm14, ymm2
-    vpaddd       ymm3, ymm14, ymm3
-    vpsrad       ymm2, ymm2, 22
-    vpsrad       ymm3, ymm3, 22
-    vpmulld      ymm2, ymm12, ymm2
-    vpmulld      ymm3, ymm12, ymm3
-    vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm0, ymm0, ymm3
+    vpmuldq      ymm3, ymm11, ymm3
+    vpmuldq      ymm4, ymm12, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3008]
+    vmovshdup    ymm4, [rsi + 3040]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4032]
+    vmovshdup    ymm4, [rsi + 4064]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm13, ymm1
+    vpmuldq      ymm4, ymm13, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm0, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm0, ymm2, ymm0
+    vmovshdup    ymm2, ymm9
+    vmovshdup    ymm3, ymm10
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vpblendd     ymm0, ymm3, ymm0, 170
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -13013,12 +10601,12 @@ kg_mldsa8380417_basemul_acc4_avx2:
 ; kg_mldsa8380417_basemul_acc5_avx2: base multiply-accumulate r = a_0*b_0 + ... + a_4*b_4 blockwise, NTT domain
 ;
 ;   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 5 polynomials
-;   ensures:  every r[i] in [-4209667, 4210690] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+;   ensures:  every r[i] in [-6247224, 6247224] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: ymm{0-14}, flags
+;   clobbers: ymm{0-15}, flags
 ; ---------------------------------------------------------------------------
 section .text.kg_mldsa8380417_basemul_acc5_avx2 progbits alloc exec nowrite align=32
 
@@ -13026,2441 +10614,1350 @@ global kg_mldsa8380417_basemul_acc5_avx2:function KERNGEN_VISIBILITY (kg_mldsa83
 align 32
 kg_mldsa8380417_basemul_acc5_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm11, [rel pd_58728449]            ; held in a register: read 320 times
-    vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 32 times
-    vmovdqu      ymm13, [rel pd_513]                 ; held in a register: read 32 times
-    vmovdqu      ymm14, [rel pd_2097152]             ; held in a register: read 32 times
+    vmovdqu      ymm15, [rel pd_58728449]            ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
     vmovdqu      ymm1, [rdx]
     vmovdqu      ymm2, [rdx + 32]
-    vmovshdup    ymm3, [rsi]
-    vmovshdup    ymm4, [rsi + 32]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi]
-    vpmuldq      ymm2, ymm2, [rsi + 32]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1024]
     vmovdqu      ymm4, [rdx + 1056]
-    vmovshdup    ymm5, [rsi + 1024]
-    vmovshdup    ymm6, [rsi + 1056]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1024]
-    vpmuldq      ymm4, ymm4, [rsi + 1056]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2048]
+    vmovdqu      ymm6, [rdx + 2080]
+    vmovdqu      ymm7, [rdx + 3072]
+    vmovdqu      ymm8, [rdx + 3104]
+    vmovdqu      ymm9, [rdx + 4096]
+    vmovdqu      ymm10, [rdx + 4128]
+    vpmuldq      ymm11, ymm1, [rsi]
+    vpmuldq      ymm12, ymm2, [rsi + 32]
+    vpmuldq      ymm13, ymm3, [rsi + 1024]
+    vpmuldq      ymm14, ymm4, [rsi + 1056]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2048]
+    vpmuldq      ymm14, ymm6, [rsi + 2080]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3072]
+    vpmuldq      ymm14, ymm8, [rsi + 3104]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4096]
+    vpmuldq      ymm14, ymm10, [rsi + 4128]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi]
+    vmovshdup    ymm14, [rsi + 32]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1024]
+    vmovshdup    ymm14, [rsi + 1056]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2048]
-    vmovdqu      ymm4, [rdx + 2080]
-    vmovshdup    ymm5, [rsi + 2048]
-    vmovshdup    ymm6, [rsi + 2080]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2048]
-    vpmuldq      ymm4, ymm4, [rsi + 2080]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3072]
-    vmovdqu      ymm4, [rdx + 3104]
-    vmovshdup    ymm5, [rsi + 3072]
-    vmovshdup    ymm6, [rsi + 3104]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3072]
-    vpmuldq      ymm4, ymm4, [rsi + 3104]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4096]
-    vmovdqu      ymm4, [rdx + 4128]
-    vmovshdup    ymm5, [rsi + 4096]
-    vmovshdup    ymm6, [rsi + 4128]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4096]
-    vpmuldq      ymm4, ymm4, [rsi + 4128]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2048]
+    vmovshdup    ymm4, [rsi + 2080]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3072]
+    vmovshdup    ymm4, [rsi + 3104]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4096]
+    vmovshdup    ymm4, [rsi + 4128]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi], ymm1
     vmovdqu      [rdi + 32], ymm2
     vmovdqu      ymm1, [rdx + 64]
     vmovdqu      ymm2, [rdx + 96]
-    vmovshdup    ymm3, [rsi + 64]
-    vmovshdup    ymm4, [rsi + 96]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 64]
-    vpmuldq      ymm2, ymm2, [rsi + 96]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1088]
     vmovdqu      ymm4, [rdx + 1120]
-    vmovshdup    ymm5, [rsi + 1088]
-    vmovshdup    ymm6, [rsi + 1120]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1088]
-    vpmuldq      ymm4, ymm4, [rsi + 1120]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2112]
+    vmovdqu      ymm6, [rdx + 2144]
+    vmovdqu      ymm7, [rdx + 3136]
+    vmovdqu      ymm8, [rdx + 3168]
+    vmovdqu      ymm9, [rdx + 4160]
+    vmovdqu      ymm10, [rdx + 4192]
+    vpmuldq      ymm11, ymm1, [rsi + 64]
+    vpmuldq      ymm12, ymm2, [rsi + 96]
+    vpmuldq      ymm13, ymm3, [rsi + 1088]
+    vpmuldq      ymm14, ymm4, [rsi + 1120]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2112]
+    vpmuldq      ymm14, ymm6, [rsi + 2144]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3136]
+    vpmuldq      ymm14, ymm8, [rsi + 3168]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4160]
+    vpmuldq      ymm14, ymm10, [rsi + 4192]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 64]
+    vmovshdup    ymm14, [rsi + 96]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1088]
+    vmovshdup    ymm14, [rsi + 1120]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2112]
-    vmovdqu      ymm4, [rdx + 2144]
-    vmovshdup    ymm5, [rsi + 2112]
-    vmovshdup    ymm6, [rsi + 2144]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2112]
-    vpmuldq      ymm4, ymm4, [rsi + 2144]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3136]
-    vmovdqu      ymm4, [rdx + 3168]
-    vmovshdup    ymm5, [rsi + 3136]
-    vmovshdup    ymm6, [rsi + 3168]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3136]
-    vpmuldq      ymm4, ymm4, [rsi + 3168]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4160]
-    vmovdqu      ymm4, [rdx + 4192]
-    vmovshdup    ymm5, [rsi + 4160]
-    vmovshdup    ymm6, [rsi + 4192]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4160]
-    vpmuldq      ymm4, ymm4, [rsi + 4192]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2112]
+    vmovshdup    ymm4, [rsi + 2144]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3136]
+    vmovshdup    ymm4, [rsi + 3168]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4160]
+    vmovshdup    ymm4, [rsi + 4192]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 64], ymm1
     vmovdqu      [rdi + 96], ymm2
     vmovdqu      ymm1, [rdx + 128]
     vmovdqu      ymm2, [rdx + 160]
-    vmovshdup    ymm3, [rsi + 128]
-    vmovshdup    ymm4, [rsi + 160]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 128]
-    vpmuldq      ymm2, ymm2, [rsi + 160]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1152]
     vmovdqu      ymm4, [rdx + 1184]
-    vmovshdup    ymm5, [rsi + 1152]
-    vmovshdup    ymm6, [rsi + 1184]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1152]
-    vpmuldq      ymm4, ymm4, [rsi + 1184]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2176]
+    vmovdqu      ymm6, [rdx + 2208]
+    vmovdqu      ymm7, [rdx + 3200]
+    vmovdqu      ymm8, [rdx + 3232]
+    vmovdqu      ymm9, [rdx + 4224]
+    vmovdqu      ymm10, [rdx + 4256]
+    vpmuldq      ymm11, ymm1, [rsi + 128]
+    vpmuldq      ymm12, ymm2, [rsi + 160]
+    vpmuldq      ymm13, ymm3, [rsi + 1152]
+    vpmuldq      ymm14, ymm4, [rsi + 1184]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2176]
+    vpmuldq      ymm14, ymm6, [rsi + 2208]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3200]
+    vpmuldq      ymm14, ymm8, [rsi + 3232]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4224]
+    vpmuldq      ymm14, ymm10, [rsi + 4256]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 128]
+    vmovshdup    ymm14, [rsi + 160]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1152]
+    vmovshdup    ymm14, [rsi + 1184]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2176]
-    vmovdqu      ymm4, [rdx + 2208]
-    vmovshdup    ymm5, [rsi + 2176]
-    vmovshdup    ymm6, [rsi + 2208]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2176]
-    vpmuldq      ymm4, ymm4, [rsi + 2208]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3200]
-    vmovdqu      ymm4, [rdx + 3232]
-    vmovshdup    ymm5, [rsi + 3200]
-    vmovshdup    ymm6, [rsi + 3232]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3200]
-    vpmuldq      ymm4, ymm4, [rsi + 3232]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4224]
-    vmovdqu      ymm4, [rdx + 4256]
-    vmovshdup    ymm5, [rsi + 4224]
-    vmovshdup    ymm6, [rsi + 4256]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4224]
-    vpmuldq      ymm4, ymm4, [rsi + 4256]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2176]
+    vmovshdup    ymm4, [rsi + 2208]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3200]
+    vmovshdup    ymm4, [rsi + 3232]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4224]
+    vmovshdup    ymm4, [rsi + 4256]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 128], ymm1
     vmovdqu      [rdi + 160], ymm2
     vmovdqu      ymm1, [rdx + 192]
     vmovdqu      ymm2, [rdx + 224]
-    vmovshdup    ymm3, [rsi + 192]
-    vmovshdup    ymm4, [rsi + 224]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 192]
-    vpmuldq      ymm2, ymm2, [rsi + 224]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1216]
     vmovdqu      ymm4, [rdx + 1248]
-    vmovshdup    ymm5, [rsi + 1216]
-    vmovshdup    ymm6, [rsi + 1248]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1216]
-    vpmuldq      ymm4, ymm4, [rsi + 1248]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2240]
+    vmovdqu      ymm6, [rdx + 2272]
+    vmovdqu      ymm7, [rdx + 3264]
+    vmovdqu      ymm8, [rdx + 3296]
+    vmovdqu      ymm9, [rdx + 4288]
+    vmovdqu      ymm10, [rdx + 4320]
+    vpmuldq      ymm11, ymm1, [rsi + 192]
+    vpmuldq      ymm12, ymm2, [rsi + 224]
+    vpmuldq      ymm13, ymm3, [rsi + 1216]
+    vpmuldq      ymm14, ymm4, [rsi + 1248]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2240]
+    vpmuldq      ymm14, ymm6, [rsi + 2272]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3264]
+    vpmuldq      ymm14, ymm8, [rsi + 3296]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4288]
+    vpmuldq      ymm14, ymm10, [rsi + 4320]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 192]
+    vmovshdup    ymm14, [rsi + 224]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1216]
+    vmovshdup    ymm14, [rsi + 1248]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2240]
-    vmovdqu      ymm4, [rdx + 2272]
-    vmovshdup    ymm5, [rsi + 2240]
-    vmovshdup    ymm6, [rsi + 2272]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2240]
-    vpmuldq      ymm4, ymm4, [rsi + 2272]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3264]
-    vmovdqu      ymm4, [rdx + 3296]
-    vmovshdup    ymm5, [rsi + 3264]
-    vmovshdup    ymm6, [rsi + 3296]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3264]
-    vpmuldq      ymm4, ymm4, [rsi + 3296]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4288]
-    vmovdqu      ymm4, [rdx + 4320]
-    vmovshdup    ymm5, [rsi + 4288]
-    vmovshdup    ymm6, [rsi + 4320]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4288]
-    vpmuldq      ymm4, ymm4, [rsi + 4320]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2240]
+    vmovshdup    ymm4, [rsi + 2272]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3264]
+    vmovshdup    ymm4, [rsi + 3296]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4288]
+    vmovshdup    ymm4, [rsi + 4320]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 192], ymm1
     vmovdqu      [rdi + 224], ymm2
     vmovdqu      ymm1, [rdx + 256]
     vmovdqu      ymm2, [rdx + 288]
-    vmovshdup    ymm3, [rsi + 256]
-    vmovshdup    ymm4, [rsi + 288]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 256]
-    vpmuldq      ymm2, ymm2, [rsi + 288]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1280]
     vmovdqu      ymm4, [rdx + 1312]
-    vmovshdup    ymm5, [rsi + 1280]
-    vmovshdup    ymm6, [rsi + 1312]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1280]
-    vpmuldq      ymm4, ymm4, [rsi + 1312]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2304]
+    vmovdqu      ymm6, [rdx + 2336]
+    vmovdqu      ymm7, [rdx + 3328]
+    vmovdqu      ymm8, [rdx + 3360]
+    vmovdqu      ymm9, [rdx + 4352]
+    vmovdqu      ymm10, [rdx + 4384]
+    vpmuldq      ymm11, ymm1, [rsi + 256]
+    vpmuldq      ymm12, ymm2, [rsi + 288]
+    vpmuldq      ymm13, ymm3, [rsi + 1280]
+    vpmuldq      ymm14, ymm4, [rsi + 1312]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2304]
+    vpmuldq      ymm14, ymm6, [rsi + 2336]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3328]
+    vpmuldq      ymm14, ymm8, [rsi + 3360]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4352]
+    vpmuldq      ymm14, ymm10, [rsi + 4384]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 256]
+    vmovshdup    ymm14, [rsi + 288]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1280]
+    vmovshdup    ymm14, [rsi + 1312]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2304]
-    vmovdqu      ymm4, [rdx + 2336]
-    vmovshdup    ymm5, [rsi + 2304]
-    vmovshdup    ymm6, [rsi + 2336]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2304]
-    vpmuldq      ymm4, ymm4, [rsi + 2336]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3328]
-    vmovdqu      ymm4, [rdx + 3360]
-    vmovshdup    ymm5, [rsi + 3328]
-    vmovshdup    ymm6, [rsi + 3360]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3328]
-    vpmuldq      ymm4, ymm4, [rsi + 3360]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4352]
-    vmovdqu      ymm4, [rdx + 4384]
-    vmovshdup    ymm5, [rsi + 4352]
-    vmovshdup    ymm6, [rsi + 4384]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4352]
-    vpmuldq      ymm4, ymm4, [rsi + 4384]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2304]
+    vmovshdup    ymm4, [rsi + 2336]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3328]
+    vmovshdup    ymm4, [rsi + 3360]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4352]
+    vmovshdup    ymm4, [rsi + 4384]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 256], ymm1
     vmovdqu      [rdi + 288], ymm2
     vmovdqu      ymm1, [rdx + 320]
     vmovdqu      ymm2, [rdx + 352]
-    vmovshdup    ymm3, [rsi + 320]
-    vmovshdup    ymm4, [rsi + 352]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 320]
-    vpmuldq      ymm2, ymm2, [rsi + 352]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1344]
     vmovdqu      ymm4, [rdx + 1376]
-    vmovshdup    ymm5, [rsi + 1344]
-    vmovshdup    ymm6, [rsi + 1376]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1344]
-    vpmuldq      ymm4, ymm4, [rsi + 1376]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2368]
+    vmovdqu      ymm6, [rdx + 2400]
+    vmovdqu      ymm7, [rdx + 3392]
+    vmovdqu      ymm8, [rdx + 3424]
+    vmovdqu      ymm9, [rdx + 4416]
+    vmovdqu      ymm10, [rdx + 4448]
+    vpmuldq      ymm11, ymm1, [rsi + 320]
+    vpmuldq      ymm12, ymm2, [rsi + 352]
+    vpmuldq      ymm13, ymm3, [rsi + 1344]
+    vpmuldq      ymm14, ymm4, [rsi + 1376]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2368]
+    vpmuldq      ymm14, ymm6, [rsi + 2400]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3392]
+    vpmuldq      ymm14, ymm8, [rsi + 3424]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4416]
+    vpmuldq      ymm14, ymm10, [rsi + 4448]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 320]
+    vmovshdup    ymm14, [rsi + 352]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1344]
+    vmovshdup    ymm14, [rsi + 1376]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2368]
-    vmovdqu      ymm4, [rdx + 2400]
-    vmovshdup    ymm5, [rsi + 2368]
-    vmovshdup    ymm6, [rsi + 2400]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2368]
-    vpmuldq      ymm4, ymm4, [rsi + 2400]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3392]
-    vmovdqu      ymm4, [rdx + 3424]
-    vmovshdup    ymm5, [rsi + 3392]
-    vmovshdup    ymm6, [rsi + 3424]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3392]
-    vpmuldq      ymm4, ymm4, [rsi + 3424]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4416]
-    vmovdqu      ymm4, [rdx + 4448]
-    vmovshdup    ymm5, [rsi + 4416]
-    vmovshdup    ymm6, [rsi + 4448]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4416]
-    vpmuldq      ymm4, ymm4, [rsi + 4448]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2368]
+    vmovshdup    ymm4, [rsi + 2400]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3392]
+    vmovshdup    ymm4, [rsi + 3424]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4416]
+    vmovshdup    ymm4, [rsi + 4448]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 320], ymm1
     vmovdqu      [rdi + 352], ymm2
     vmovdqu      ymm1, [rdx + 384]
     vmovdqu      ymm2, [rdx + 416]
-    vmovshdup    ymm3, [rsi + 384]
-    vmovshdup    ymm4, [rsi + 416]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 384]
-    vpmuldq      ymm2, ymm2, [rsi + 416]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1408]
     vmovdqu      ymm4, [rdx + 1440]
-    vmovshdup    ymm5, [rsi + 1408]
-    vmovshdup    ymm6, [rsi + 1440]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1408]
-    vpmuldq      ymm4, ymm4, [rsi + 1440]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2432]
+    vmovdqu      ymm6, [rdx + 2464]
+    vmovdqu      ymm7, [rdx + 3456]
+    vmovdqu      ymm8, [rdx + 3488]
+    vmovdqu      ymm9, [rdx + 4480]
+    vmovdqu      ymm10, [rdx + 4512]
+    vpmuldq      ymm11, ymm1, [rsi + 384]
+    vpmuldq      ymm12, ymm2, [rsi + 416]
+    vpmuldq      ymm13, ymm3, [rsi + 1408]
+    vpmuldq      ymm14, ymm4, [rsi + 1440]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2432]
+    vpmuldq      ymm14, ymm6, [rsi + 2464]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3456]
+    vpmuldq      ymm14, ymm8, [rsi + 3488]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4480]
+    vpmuldq      ymm14, ymm10, [rsi + 4512]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 384]
+    vmovshdup    ymm14, [rsi + 416]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1408]
+    vmovshdup    ymm14, [rsi + 1440]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2432]
-    vmovdqu      ymm4, [rdx + 2464]
-    vmovshdup    ymm5, [rsi + 2432]
-    vmovshdup    ymm6, [rsi + 2464]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2432]
-    vpmuldq      ymm4, ymm4, [rsi + 2464]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3456]
-    vmovdqu      ymm4, [rdx + 3488]
-    vmovshdup    ymm5, [rsi + 3456]
-    vmovshdup    ymm6, [rsi + 3488]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3456]
-    vpmuldq      ymm4, ymm4, [rsi + 3488]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4480]
-    vmovdqu      ymm4, [rdx + 4512]
-    vmovshdup    ymm5, [rsi + 4480]
-    vmovshdup    ymm6, [rsi + 4512]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4480]
-    vpmuldq      ymm4, ymm4, [rsi + 4512]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2432]
+    vmovshdup    ymm4, [rsi + 2464]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3456]
+    vmovshdup    ymm4, [rsi + 3488]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4480]
+    vmovshdup    ymm4, [rsi + 4512]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 384], ymm1
     vmovdqu      [rdi + 416], ymm2
     vmovdqu      ymm1, [rdx + 448]
     vmovdqu      ymm2, [rdx + 480]
-    vmovshdup    ymm3, [rsi + 448]
-    vmovshdup    ymm4, [rsi + 480]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 448]
-    vpmuldq      ymm2, ymm2, [rsi + 480]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1472]
     vmovdqu      ymm4, [rdx + 1504]
-    vmovshdup    ymm5, [rsi + 1472]
-    vmovshdup    ymm6, [rsi + 1504]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1472]
-    vpmuldq      ymm4, ymm4, [rsi + 1504]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2496]
+    vmovdqu      ymm6, [rdx + 2528]
+    vmovdqu      ymm7, [rdx + 3520]
+    vmovdqu      ymm8, [rdx + 3552]
+    vmovdqu      ymm9, [rdx + 4544]
+    vmovdqu      ymm10, [rdx + 4576]
+    vpmuldq      ymm11, ymm1, [rsi + 448]
+    vpmuldq      ymm12, ymm2, [rsi + 480]
+    vpmuldq      ymm13, ymm3, [rsi + 1472]
+    vpmuldq      ymm14, ymm4, [rsi + 1504]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2496]
+    vpmuldq      ymm14, ymm6, [rsi + 2528]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3520]
+    vpmuldq      ymm14, ymm8, [rsi + 3552]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4544]
+    vpmuldq      ymm14, ymm10, [rsi + 4576]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 448]
+    vmovshdup    ymm14, [rsi + 480]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1472]
+    vmovshdup    ymm14, [rsi + 1504]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2496]
-    vmovdqu      ymm4, [rdx + 2528]
-    vmovshdup    ymm5, [rsi + 2496]
-    vmovshdup    ymm6, [rsi + 2528]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2496]
-    vpmuldq      ymm4, ymm4, [rsi + 2528]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3520]
-    vmovdqu      ymm4, [rdx + 3552]
-    vmovshdup    ymm5, [rsi + 3520]
-    vmovshdup    ymm6, [rsi + 3552]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3520]
-    vpmuldq      ymm4, ymm4, [rsi + 3552]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4544]
-    vmovdqu      ymm4, [rdx + 4576]
-    vmovshdup    ymm5, [rsi + 4544]
-    vmovshdup    ymm6, [rsi + 4576]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4544]
-    vpmuldq      ymm4, ymm4, [rsi + 4576]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2496]
+    vmovshdup    ymm4, [rsi + 2528]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3520]
+    vmovshdup    ymm4, [rsi + 3552]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4544]
+    vmovshdup    ymm4, [rsi + 4576]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 448], ymm1
     vmovdqu      [rdi + 480], ymm2
     vmovdqu      ymm1, [rdx + 512]
     vmovdqu      ymm2, [rdx + 544]
-    vmovshdup    ymm3, [rsi + 512]
-    vmovshdup    ymm4, [rsi + 544]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 512]
-    vpmuldq      ymm2, ymm2, [rsi + 544]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1536]
     vmovdqu      ymm4, [rdx + 1568]
-    vmovshdup    ymm5, [rsi + 1536]
-    vmovshdup    ymm6, [rsi + 1568]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1536]
-    vpmuldq      ymm4, ymm4, [rsi + 1568]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2560]
+    vmovdqu      ymm6, [rdx + 2592]
+    vmovdqu      ymm7, [rdx + 3584]
+    vmovdqu      ymm8, [rdx + 3616]
+    vmovdqu      ymm9, [rdx + 4608]
+    vmovdqu      ymm10, [rdx + 4640]
+    vpmuldq      ymm11, ymm1, [rsi + 512]
+    vpmuldq      ymm12, ymm2, [rsi + 544]
+    vpmuldq      ymm13, ymm3, [rsi + 1536]
+    vpmuldq      ymm14, ymm4, [rsi + 1568]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2560]
+    vpmuldq      ymm14, ymm6, [rsi + 2592]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3584]
+    vpmuldq      ymm14, ymm8, [rsi + 3616]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4608]
+    vpmuldq      ymm14, ymm10, [rsi + 4640]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 512]
+    vmovshdup    ymm14, [rsi + 544]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1536]
+    vmovshdup    ymm14, [rsi + 1568]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2560]
-    vmovdqu      ymm4, [rdx + 2592]
-    vmovshdup    ymm5, [rsi + 2560]
-    vmovshdup    ymm6, [rsi + 2592]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2560]
-    vpmuldq      ymm4, ymm4, [rsi + 2592]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3584]
-    vmovdqu      ymm4, [rdx + 3616]
-    vmovshdup    ymm5, [rsi + 3584]
-    vmovshdup    ymm6, [rsi + 3616]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3584]
-    vpmuldq      ymm4, ymm4, [rsi + 3616]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4608]
-    vmovdqu      ymm4, [rdx + 4640]
-    vmovshdup    ymm5, [rsi + 4608]
-    vmovshdup    ymm6, [rsi + 4640]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4608]
-    vpmuldq      ymm4, ymm4, [rsi + 4640]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2560]
+    vmovshdup    ymm4, [rsi + 2592]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3584]
+    vmovshdup    ymm4, [rsi + 3616]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4608]
+    vmovshdup    ymm4, [rsi + 4640]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 512], ymm1
     vmovdqu      [rdi + 544], ymm2
     vmovdqu      ymm1, [rdx + 576]
     vmovdqu      ymm2, [rdx + 608]
-    vmovshdup    ymm3, [rsi + 576]
-    vmovshdup    ymm4, [rsi + 608]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 576]
-    vpmuldq      ymm2, ymm2, [rsi + 608]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1600]
     vmovdqu      ymm4, [rdx + 1632]
-    vmovshdup    ymm5, [rsi + 1600]
-    vmovshdup    ymm6, [rsi + 1632]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1600]
-    vpmuldq      ymm4, ymm4, [rsi + 1632]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2624]
+    vmovdqu      ymm6, [rdx + 2656]
+    vmovdqu      ymm7, [rdx + 3648]
+    vmovdqu      ymm8, [rdx + 3680]
+    vmovdqu      ymm9, [rdx + 4672]
+    vmovdqu      ymm10, [rdx + 4704]
+    vpmuldq      ymm11, ymm1, [rsi + 576]
+    vpmuldq      ymm12, ymm2, [rsi + 608]
+    vpmuldq      ymm13, ymm3, [rsi + 1600]
+    vpmuldq      ymm14, ymm4, [rsi + 1632]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2624]
+    vpmuldq      ymm14, ymm6, [rsi + 2656]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3648]
+    vpmuldq      ymm14, ymm8, [rsi + 3680]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4672]
+    vpmuldq      ymm14, ymm10, [rsi + 4704]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 576]
+    vmovshdup    ymm14, [rsi + 608]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1600]
+    vmovshdup    ymm14, [rsi + 1632]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2624]
-    vmovdqu      ymm4, [rdx + 2656]
-    vmovshdup    ymm5, [rsi + 2624]
-    vmovshdup    ymm6, [rsi + 2656]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2624]
-    vpmuldq      ymm4, ymm4, [rsi + 2656]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3648]
-    vmovdqu      ymm4, [rdx + 3680]
-    vmovshdup    ymm5, [rsi + 3648]
-    vmovshdup    ymm6, [rsi + 3680]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3648]
-    vpmuldq      ymm4, ymm4, [rsi + 3680]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4672]
-    vmovdqu      ymm4, [rdx + 4704]
-    vmovshdup    ymm5, [rsi + 4672]
-    vmovshdup    ymm6, [rsi + 4704]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4672]
-    vpmuldq      ymm4, ymm4, [rsi + 4704]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2624]
+    vmovshdup    ymm4, [rsi + 2656]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3648]
+    vmovshdup    ymm4, [rsi + 3680]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4672]
+    vmovshdup    ymm4, [rsi + 4704]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 576], ymm1
     vmovdqu      [rdi + 608], ymm2
     vmovdqu      ymm1, [rdx + 640]
     vmovdqu      ymm2, [rdx + 672]
-    vmovshdup    ymm3, [rsi + 640]
-    vmovshdup    ymm4, [rsi + 672]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 640]
-    vpmuldq      ymm2, ymm2, [rsi + 672]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1664]
     vmovdqu      ymm4, [rdx + 1696]
-    vmovshdup    ymm5, [rsi + 1664]
-    vmovshdup    ymm6, [rsi + 1696]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1664]
-    vpmuldq      ymm4, ymm4, [rsi + 1696]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2688]
+    vmovdqu      ymm6, [rdx + 2720]
+    vmovdqu      ymm7, [rdx + 3712]
+    vmovdqu      ymm8, [rdx + 3744]
+    vmovdqu      ymm9, [rdx + 4736]
+    vmovdqu      ymm10, [rdx + 4768]
+    vpmuldq      ymm11, ymm1, [rsi + 640]
+    vpmuldq      ymm12, ymm2, [rsi + 672]
+    vpmuldq      ymm13, ymm3, [rsi + 1664]
+    vpmuldq      ymm14, ymm4, [rsi + 1696]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2688]
+    vpmuldq      ymm14, ymm6, [rsi + 2720]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3712]
+    vpmuldq      ymm14, ymm8, [rsi + 3744]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4736]
+    vpmuldq      ymm14, ymm10, [rsi + 4768]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 640]
+    vmovshdup    ymm14, [rsi + 672]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1664]
+    vmovshdup    ymm14, [rsi + 1696]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2688]
-    vmovdqu      ymm4, [rdx + 2720]
-    vmovshdup    ymm5, [rsi + 2688]
-    vmovshdup    ymm6, [rsi + 2720]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2688]
-    vpmuldq      ymm4, ymm4, [rsi + 2720]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3712]
-    vmovdqu      ymm4, [rdx + 3744]
-    vmovshdup    ymm5, [rsi + 3712]
-    vmovshdup    ymm6, [rsi + 3744]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3712]
-    vpmuldq      ymm4, ymm4, [rsi + 3744]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4736]
-    vmovdqu      ymm4, [rdx + 4768]
-    vmovshdup    ymm5, [rsi + 4736]
-    vmovshdup    ymm6, [rsi + 4768]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4736]
-    vpmuldq      ymm4, ymm4, [rsi + 4768]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2688]
+    vmovshdup    ymm4, [rsi + 2720]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3712]
+    vmovshdup    ymm4, [rsi + 3744]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4736]
+    vmovshdup    ymm4, [rsi + 4768]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 640], ymm1
     vmovdqu      [rdi + 672], ymm2
     vmovdqu      ymm1, [rdx + 704]
     vmovdqu      ymm2, [rdx + 736]
-    vmovshdup    ymm3, [rsi + 704]
-    vmovshdup    ymm4, [rsi + 736]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 704]
-    vpmuldq      ymm2, ymm2, [rsi + 736]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1728]
     vmovdqu      ymm4, [rdx + 1760]
-    vmovshdup    ymm5, [rsi + 1728]
-    vmovshdup    ymm6, [rsi + 1760]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1728]
-    vpmuldq      ymm4, ymm4, [rsi + 1760]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2752]
+    vmovdqu      ymm6, [rdx + 2784]
+    vmovdqu      ymm7, [rdx + 3776]
+    vmovdqu      ymm8, [rdx + 3808]
+    vmovdqu      ymm9, [rdx + 4800]
+    vmovdqu      ymm10, [rdx + 4832]
+    vpmuldq      ymm11, ymm1, [rsi + 704]
+    vpmuldq      ymm12, ymm2, [rsi + 736]
+    vpmuldq      ymm13, ymm3, [rsi + 1728]
+    vpmuldq      ymm14, ymm4, [rsi + 1760]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2752]
+    vpmuldq      ymm14, ymm6, [rsi + 2784]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3776]
+    vpmuldq      ymm14, ymm8, [rsi + 3808]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4800]
+    vpmuldq      ymm14, ymm10, [rsi + 4832]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 704]
+    vmovshdup    ymm14, [rsi + 736]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1728]
+    vmovshdup    ymm14, [rsi + 1760]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2752]
-    vmovdqu      ymm4, [rdx + 2784]
-    vmovshdup    ymm5, [rsi + 2752]
-    vmovshdup    ymm6, [rsi + 2784]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2752]
-    vpmuldq      ymm4, ymm4, [rsi + 2784]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3776]
-    vmovdqu      ymm4, [rdx + 3808]
-    vmovshdup    ymm5, [rsi + 3776]
-    vmovshdup    ymm6, [rsi + 3808]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3776]
-    vpmuldq      ymm4, ymm4, [rsi + 3808]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4800]
-    vmovdqu      ymm4, [rdx + 4832]
-    vmovshdup    ymm5, [rsi + 4800]
-    vmovshdup    ymm6, [rsi + 4832]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4800]
-    vpmuldq      ymm4, ymm4, [rsi + 4832]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2752]
+    vmovshdup    ymm4, [rsi + 2784]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3776]
+    vmovshdup    ymm4, [rsi + 3808]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4800]
+    vmovshdup    ymm4, [rsi + 4832]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 704], ymm1
     vmovdqu      [rdi + 736], ymm2
     vmovdqu      ymm1, [rdx + 768]
     vmovdqu      ymm2, [rdx + 800]
-    vmovshdup    ymm3, [rsi + 768]
-    vmovshdup    ymm4, [rsi + 800]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 768]
-    vpmuldq      ymm2, ymm2, [rsi + 800]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1792]
     vmovdqu      ymm4, [rdx + 1824]
-    vmovshdup    ymm5, [rsi + 1792]
-    vmovshdup    ymm6, [rsi + 1824]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1792]
-    vpmuldq      ymm4, ymm4, [rsi + 1824]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2816]
+    vmovdqu      ymm6, [rdx + 2848]
+    vmovdqu      ymm7, [rdx + 3840]
+    vmovdqu      ymm8, [rdx + 3872]
+    vmovdqu      ymm9, [rdx + 4864]
+    vmovdqu      ymm10, [rdx + 4896]
+    vpmuldq      ymm11, ymm1, [rsi + 768]
+    vpmuldq      ymm12, ymm2, [rsi + 800]
+    vpmuldq      ymm13, ymm3, [rsi + 1792]
+    vpmuldq      ymm14, ymm4, [rsi + 1824]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2816]
+    vpmuldq      ymm14, ymm6, [rsi + 2848]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3840]
+    vpmuldq      ymm14, ymm8, [rsi + 3872]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4864]
+    vpmuldq      ymm14, ymm10, [rsi + 4896]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 768]
+    vmovshdup    ymm14, [rsi + 800]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1792]
+    vmovshdup    ymm14, [rsi + 1824]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2816]
-    vmovdqu      ymm4, [rdx + 2848]
-    vmovshdup    ymm5, [rsi + 2816]
-    vmovshdup    ymm6, [rsi + 2848]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2816]
-    vpmuldq      ymm4, ymm4, [rsi + 2848]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3840]
-    vmovdqu      ymm4, [rdx + 3872]
-    vmovshdup    ymm5, [rsi + 3840]
-    vmovshdup    ymm6, [rsi + 3872]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3840]
-    vpmuldq      ymm4, ymm4, [rsi + 3872]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4864]
-    vmovdqu      ymm4, [rdx + 4896]
-    vmovshdup    ymm5, [rsi + 4864]
-    vmovshdup    ymm6, [rsi + 4896]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4864]
-    vpmuldq      ymm4, ymm4, [rsi + 4896]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2816]
+    vmovshdup    ymm4, [rsi + 2848]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3840]
+    vmovshdup    ymm4, [rsi + 3872]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4864]
+    vmovshdup    ymm4, [rsi + 4896]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 768], ymm1
     vmovdqu      [rdi + 800], ymm2
     vmovdqu      ymm1, [rdx + 832]
     vmovdqu      ymm2, [rdx + 864]
-    vmovshdup    ymm3, [rsi + 832]
-    vmovshdup    ymm4, [rsi + 864]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 832]
-    vpmuldq      ymm2, ymm2, [rsi + 864]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1856]
     vmovdqu      ymm4, [rdx + 1888]
-    vmovshdup    ymm5, [rsi + 1856]
-    vmovshdup    ymm6, [rsi + 1888]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1856]
-    vpmuldq      ymm4, ymm4, [rsi + 1888]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2880]
+    vmovdqu      ymm6, [rdx + 2912]
+    vmovdqu      ymm7, [rdx + 3904]
+    vmovdqu      ymm8, [rdx + 3936]
+    vmovdqu      ymm9, [rdx + 4928]
+    vmovdqu      ymm10, [rdx + 4960]
+    vpmuldq      ymm11, ymm1, [rsi + 832]
+    vpmuldq      ymm12, ymm2, [rsi + 864]
+    vpmuldq      ymm13, ymm3, [rsi + 1856]
+    vpmuldq      ymm14, ymm4, [rsi + 1888]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2880]
+    vpmuldq      ymm14, ymm6, [rsi + 2912]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3904]
+    vpmuldq      ymm14, ymm8, [rsi + 3936]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4928]
+    vpmuldq      ymm14, ymm10, [rsi + 4960]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 832]
+    vmovshdup    ymm14, [rsi + 864]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1856]
+    vmovshdup    ymm14, [rsi + 1888]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2880]
-    vmovdqu      ymm4, [rdx + 2912]
-    vmovshdup    ymm5, [rsi + 2880]
-    vmovshdup    ymm6, [rsi + 2912]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2880]
-    vpmuldq      ymm4, ymm4, [rsi + 2912]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3904]
-    vmovdqu      ymm4, [rdx + 3936]
-    vmovshdup    ymm5, [rsi + 3904]
-    vmovshdup    ymm6, [rsi + 3936]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3904]
-    vpmuldq      ymm4, ymm4, [rsi + 3936]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4928]
-    vmovdqu      ymm4, [rdx + 4960]
-    vmovshdup    ymm5, [rsi + 4928]
-    vmovshdup    ymm6, [rsi + 4960]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4928]
-    vpmuldq      ymm4, ymm4, [rsi + 4960]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2880]
+    vmovshdup    ymm4, [rsi + 2912]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3904]
+    vmovshdup    ymm4, [rsi + 3936]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4928]
+    vmovshdup    ymm4, [rsi + 4960]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 832], ymm1
     vmovdqu      [rdi + 864], ymm2
     vmovdqu      ymm1, [rdx + 896]
     vmovdqu      ymm2, [rdx + 928]
-    vmovshdup    ymm3, [rsi + 896]
-    vmovshdup    ymm4, [rsi + 928]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 896]
-    vpmuldq      ymm2, ymm2, [rsi + 928]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1920]
     vmovdqu      ymm4, [rdx + 1952]
-    vmovshdup    ymm5, [rsi + 1920]
-    vmovshdup    ymm6, [rsi + 1952]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1920]
-    vpmuldq      ymm4, ymm4, [rsi + 1952]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 2944]
+    vmovdqu      ymm6, [rdx + 2976]
+    vmovdqu      ymm7, [rdx + 3968]
+    vmovdqu      ymm8, [rdx + 4000]
+    vmovdqu      ymm9, [rdx + 4992]
+    vmovdqu      ymm10, [rdx + 5024]
+    vpmuldq      ymm11, ymm1, [rsi + 896]
+    vpmuldq      ymm12, ymm2, [rsi + 928]
+    vpmuldq      ymm13, ymm3, [rsi + 1920]
+    vpmuldq      ymm14, ymm4, [rsi + 1952]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 2944]
+    vpmuldq      ymm14, ymm6, [rsi + 2976]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 3968]
+    vpmuldq      ymm14, ymm8, [rsi + 4000]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 4992]
+    vpmuldq      ymm14, ymm10, [rsi + 5024]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 896]
+    vmovshdup    ymm14, [rsi + 928]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1920]
+    vmovshdup    ymm14, [rsi + 1952]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 2944]
-    vmovdqu      ymm4, [rdx + 2976]
-    vmovshdup    ymm5, [rsi + 2944]
-    vmovshdup    ymm6, [rsi + 2976]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 2944]
-    vpmuldq      ymm4, ymm4, [rsi + 2976]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3968]
-    vmovdqu      ymm4, [rdx + 4000]
-    vmovshdup    ymm5, [rsi + 3968]
-    vmovshdup    ymm6, [rsi + 4000]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3968]
-    vpmuldq      ymm4, ymm4, [rsi + 4000]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4992]
-    vmovdqu      ymm4, [rdx + 5024]
-    vmovshdup    ymm5, [rsi + 4992]
-    vmovshdup    ymm6, [rsi + 5024]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4992]
-    vpmuldq      ymm4, ymm4, [rsi + 5024]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 2944]
+    vmovshdup    ymm4, [rsi + 2976]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3968]
+    vmovshdup    ymm4, [rsi + 4000]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4992]
+    vmovshdup    ymm4, [rsi + 5024]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm4, ymm4, ymm0
     vpsubd       ymm1, ymm1, ymm3
     vpsubd       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, ymm11
+    vmovshdup    ymm4, ymm12
+    vpblendd     ymm1, ymm3, ymm1, 170
+    vpblendd     ymm2, ymm4, ymm2, 170
     vmovdqu      [rdi + 896], ymm1
     vmovdqu      [rdi + 928], ymm2
     vmovdqu      ymm1, [rdx + 960]
     vmovdqu      ymm2, [rdx + 992]
-    vmovshdup    ymm3, [rsi + 960]
-    vmovshdup    ymm4, [rsi + 992]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 960]
-    vpmuldq      ymm2, ymm2, [rsi + 992]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
     vmovdqu      ymm3, [rdx + 1984]
     vmovdqu      ymm4, [rdx + 2016]
-    vmovshdup    ymm5, [rsi + 1984]
-    vmovshdup    ymm6, [rsi + 2016]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1984]
-    vpmuldq      ymm4, ymm4, [rsi + 2016]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vmovdqu      ymm5, [rdx + 3008]
+    vmovdqu      ymm6, [rdx + 3040]
+    vmovdqu      ymm7, [rdx + 4032]
+    vmovdqu      ymm8, [rdx + 4064]
+    vmovdqu      ymm9, [rdx + 5056]
+    vmovdqu      ymm10, [rdx + 5088]
+    vpmuldq      ymm11, ymm1, [rsi + 960]
+    vpmuldq      ymm12, ymm2, [rsi + 992]
+    vpmuldq      ymm13, ymm3, [rsi + 1984]
+    vpmuldq      ymm14, ymm4, [rsi + 2016]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm5, [rsi + 3008]
+    vpmuldq      ymm14, ymm6, [rsi + 3040]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm7, [rsi + 4032]
+    vpmuldq      ymm14, ymm8, [rsi + 4064]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm9, [rsi + 5056]
+    vpmuldq      ymm14, ymm10, [rsi + 5088]
+    vpaddq       ymm11, ymm11, ymm13
+    vpaddq       ymm12, ymm12, ymm14
+    vpmuldq      ymm13, ymm11, ymm15
+    vpmuldq      ymm14, ymm12, ymm15
+    vpmuldq      ymm13, ymm13, ymm0
+    vpmuldq      ymm14, ymm14, ymm0
+    vpsubd       ymm11, ymm11, ymm13
+    vpsubd       ymm12, ymm12, ymm14
+    vmovshdup    ymm13, [rsi + 960]
+    vmovshdup    ymm14, [rsi + 992]
+    vmovshdup    ymm1, ymm1
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm1, ymm13, ymm1
+    vpmuldq      ymm2, ymm14, ymm2
+    vmovshdup    ymm13, [rsi + 1984]
+    vmovshdup    ymm14, [rsi + 2016]
     vmovshdup    ymm3, ymm3
     vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 3008]
-    vmovdqu      ymm4, [rdx + 3040]
-    vmovshdup    ymm5, [rsi + 3008]
-    vmovshdup    ymm6, [rsi + 3040]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 3008]
-    vpmuldq      ymm4, ymm4, [rsi + 3040]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 4032]
-    vmovdqu      ymm4, [rdx + 4064]
-    vmovshdup    ymm5, [rsi + 4032]
-    vmovshdup    ymm6, [rsi + 4064]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 4032]
-    vpmuldq      ymm4, ymm4, [rsi + 4064]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    vmovdqu      ymm3, [rdx + 5056]
-    vmovdqu      ymm4, [rdx + 5088]
-    vmovshdup    ymm5, [rsi + 5056]
-    vmovshdup    ymm6, [rsi + 5088]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 5056]
-    vpmuldq      ymm4, ymm4, [rsi + 5088]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm0, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm0, ymm6, ymm0
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm0, ymm4, ymm0, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm0, ymm2, ymm0
-    vpsrad       ymm2, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm3, ymm0, 10                      ; barrett: the output range asked for
-    vpmulld      ymm2, ymm13, ymm2
-    vpmulld      ymm3, ymm13, ymm3
-    vpaddd       ymm2, ymm14, ymm2
-    vpaddd       ymm3, ymm14, ymm3
-    vpsrad       ymm2, ymm2, 22
-    vpsrad       ymm3, ymm3, 22
-    vpmulld      ymm2, ymm12, ymm2
-    vpmulld      ymm3, ymm12, ymm3
-    vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm0, ymm0, ymm3
+    vpmuldq      ymm3, ymm13, ymm3
+    vpmuldq      ymm4, ymm14, ymm4
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 3008]
+    vmovshdup    ymm4, [rsi + 3040]
+    vmovshdup    ymm5, ymm5
+    vmovshdup    ymm6, ymm6
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 4032]
+    vmovshdup    ymm4, [rsi + 4064]
+    vmovshdup    ymm5, ymm7
+    vmovshdup    ymm6, ymm8
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vmovshdup    ymm3, [rsi + 5056]
+    vmovshdup    ymm4, [rsi + 5088]
+    vmovshdup    ymm5, ymm9
+    vmovshdup    ymm6, ymm10
+    vpmuldq      ymm3, ymm3, ymm5
+    vpmuldq      ymm4, ymm4, ymm6
+    vpaddq       ymm1, ymm1, ymm3
+    vpaddq       ymm2, ymm2, ymm4
+    vpmuldq      ymm3, ymm15, ymm1
+    vpmuldq      ymm4, ymm15, ymm2
+    vpmuldq      ymm3, ymm3, ymm0
+    vpmuldq      ymm0, ymm4, ymm0
+    vpsubd       ymm1, ymm1, ymm3
+    vpsubd       ymm0, ymm2, ymm0
+    vmovshdup    ymm2, ymm11
+    vmovshdup    ymm3, ymm12
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vpblendd     ymm0, ymm3, ymm0, 170
     vmovdqu      [rdi + 960], ymm1
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
@@ -15472,13 +11969,12 @@ kg_mldsa8380417_basemul_acc5_avx2:
 ; kg_mldsa8380417_basemul_acc7_avx2: base multiply-accumulate r = a_0*b_0 + ... + a_6*b_6 blockwise, NTT domain
 ;
 ;   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 7 polynomials
-;   ensures:  every r[i] in [-4217860, 4218883] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+;   ensures:  every r[i] in [-7070030, 7070030] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
-;   clobbers: ymm{0-14}, rax, rcx, rdx, rsi, rdi, flags
-;   loops: 15 x 77 (each holding 6 x 30) and 5 x 30 instructions (repeated groups rolled: 3333 instructions run, 189 written)
+;   clobbers: ymm{0-10}, flags
 ; ---------------------------------------------------------------------------
 section .text.kg_mldsa8380417_basemul_acc7_avx2 progbits alloc exec nowrite align=32
 
@@ -15486,200 +11982,1799 @@ global kg_mldsa8380417_basemul_acc7_avx2:function KERNGEN_VISIBILITY (kg_mldsa83
 align 32
 kg_mldsa8380417_basemul_acc7_avx2:
     endbr64                                          ; an indirect-branch target under CET
-    vmovdqu      ymm11, [rel pd_58728449]            ; held in a register: read 448 times
-    vmovdqu      ymm12, [rel pd_8380417]             ; held in a register: read 32 times
-    vmovdqu      ymm13, [rel pd_513]                 ; held in a register: read 32 times
-    vmovdqu      ymm14, [rel pd_2097152]             ; held in a register: read 32 times
+    vmovdqu      ymm10, [rel pd_58728449]            ; held in a register: read 64 times
     vmovdqu      ymm0, [rel pd_8380417]              ; q = 8380417
-    mov          rax, 15
-    .repeat1:
     vmovdqu      ymm1, [rdx]
-    vmovdqu      ymm2, [rdx + 32]
-    vmovshdup    ymm3, [rsi]
-    vmovshdup    ymm4, [rsi + 32]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi]
-    vpmuldq      ymm2, ymm2, [rsi + 32]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
+    vmovdqu      ymm2, [rdx + 1024]
+    vmovdqu      ymm3, [rdx + 2048]
+    vmovdqu      ymm4, [rdx + 3072]
+    vmovdqu      ymm5, [rdx + 4096]
+    vmovdqu      ymm6, [rdx + 5120]
+    vmovdqu      ymm7, [rdx + 6144]
+    vpmuldq      ymm8, ymm1, [rsi]
+    vpmuldq      ymm9, ymm2, [rsi + 1024]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2048]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3072]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4096]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5120]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6144]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi]
     vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1024]
     vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
-    mov          rcx, 6
-    .repeat2:
-    vmovdqu      ymm3, [rdx + 1024]
-    vmovdqu      ymm4, [rdx + 1056]
-    vmovshdup    ymm5, [rsi + 1024]
-    vmovshdup    ymm6, [rsi + 1056]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1024]
-    vpmuldq      ymm4, ymm4, [rsi + 1056]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2048]
     vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    add          rsi, 0x400
-    add          rdx, 0x400
-    dec          rcx
-    jnz          .repeat2
-    add          rsi, -6144                          ; back to the argument
-    add          rdx, -6144                          ; back to the argument
-    vpsrad       ymm3, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm4, ymm2, 10                      ; barrett: the output range asked for
-    vpmulld      ymm3, ymm13, ymm3
-    vpmulld      ymm4, ymm13, ymm4
-    vpaddd       ymm3, ymm14, ymm3
-    vpaddd       ymm4, ymm14, ymm4
-    vpsrad       ymm3, ymm3, 22
-    vpsrad       ymm4, ymm4, 22
-    vpmulld      ymm3, ymm12, ymm3
-    vpmulld      ymm4, ymm12, ymm4
-    vpsubd       ymm1, ymm1, ymm3
-    vpsubd       ymm2, ymm2, ymm4
-    vmovdqu      [rdi], ymm1
-    vmovdqu      [rdi + 32], ymm2
-    add          rdi, 64
-    add          rsi, 64
-    add          rdx, 64
-    dec          rax
-    jnz          .repeat1
-    add          rdi, -960                           ; back to the argument
-    add          rsi, -960                           ; back to the argument
-    add          rdx, -960                           ; back to the argument
-    vmovdqu      ymm1, [rdx + 960]
-    vmovdqu      ymm2, [rdx + 992]
-    vmovshdup    ymm3, [rsi + 960]
-    vmovshdup    ymm4, [rsi + 992]
-    vmovshdup    ymm5, ymm1
-    vmovshdup    ymm6, ymm2
-    vpmuldq      ymm1, ymm1, [rsi + 960]
-    vpmuldq      ymm2, ymm2, [rsi + 992]
-    vpmuldq      ymm7, ymm11, ymm1
-    vpmuldq      ymm8, ymm11, ymm2
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm1, ymm1, ymm7
-    vpsubd       ymm2, ymm2, ymm8
-    vpmuldq      ymm3, ymm3, ymm5
-    vpmuldq      ymm4, ymm4, ymm6
-    vpmuldq      ymm5, ymm11, ymm3
-    vpmuldq      ymm6, ymm11, ymm4
-    vpmuldq      ymm5, ymm5, ymm0
-    vpmuldq      ymm6, ymm6, ymm0
-    vpsubd       ymm3, ymm3, ymm5
-    vpsubd       ymm4, ymm4, ymm6
-    vmovshdup    ymm1, ymm1
-    vmovshdup    ymm2, ymm2
-    vpblendd     ymm1, ymm1, ymm3, 170
-    vpblendd     ymm2, ymm2, ymm4, 170
-    mov          rax, 5
-    .repeat3:
-    vmovdqu      ymm3, [rdx + 1984]
-    vmovdqu      ymm4, [rdx + 2016]
-    vmovshdup    ymm5, [rsi + 1984]
-    vmovshdup    ymm6, [rsi + 2016]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 1984]
-    vpmuldq      ymm4, ymm4, [rsi + 2016]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm8, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm6, ymm6, ymm8
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm4, ymm4, ymm6, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm2, ymm2, ymm4
-    add          rsi, 0x400
-    add          rdx, 0x400
-    dec          rax
-    jnz          .repeat3
-    add          rsi, -5120                          ; back to the argument
-    add          rdx, -5120                          ; back to the argument
-    vmovdqu      ymm3, [rdx + 7104]
-    vmovdqu      ymm4, [rdx + 7136]
-    vmovshdup    ymm5, [rsi + 7104]
-    vmovshdup    ymm6, [rsi + 7136]
-    vmovshdup    ymm7, ymm3
-    vmovshdup    ymm8, ymm4
-    vpmuldq      ymm3, ymm3, [rsi + 7104]
-    vpmuldq      ymm4, ymm4, [rsi + 7136]
-    vpmuldq      ymm9, ymm11, ymm3
-    vpmuldq      ymm10, ymm11, ymm4
-    vpmuldq      ymm9, ymm9, ymm0
-    vpmuldq      ymm10, ymm10, ymm0
-    vpsubd       ymm3, ymm3, ymm9
-    vpsubd       ymm4, ymm4, ymm10
-    vpmuldq      ymm5, ymm5, ymm7
-    vpmuldq      ymm6, ymm8, ymm6
-    vpmuldq      ymm7, ymm11, ymm5
-    vpmuldq      ymm8, ymm11, ymm6
-    vpmuldq      ymm7, ymm7, ymm0
-    vpmuldq      ymm0, ymm8, ymm0
-    vpsubd       ymm5, ymm5, ymm7
-    vpsubd       ymm0, ymm6, ymm0
-    vmovshdup    ymm3, ymm3
-    vmovshdup    ymm4, ymm4
-    vpblendd     ymm3, ymm3, ymm5, 170
-    vpblendd     ymm0, ymm4, ymm0, 170
-    vpaddd       ymm1, ymm1, ymm3
-    vpaddd       ymm0, ymm2, ymm0
-    vpsrad       ymm2, ymm1, 10                      ; barrett: the output range asked for
-    vpsrad       ymm3, ymm0, 10                      ; barrett: the output range asked for
-    vpmulld      ymm2, ymm13, ymm2
-    vpmulld      ymm3, ymm13, ymm3
-    vpaddd       ymm2, ymm14, ymm2
-    vpaddd       ymm3, ymm14, ymm3
-    vpsrad       ymm2, ymm2, 22
-    vpsrad       ymm3, ymm3, 22
-    vpmulld      ymm2, ymm12, ymm2
-    vpmulld      ymm3, ymm12, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3072]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4096]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5120]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6144]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
     vpsubd       ymm1, ymm1, ymm2
-    vpsubd       ymm0, ymm0, ymm3
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi], ymm1
+    vmovdqu      ymm1, [rdx + 32]
+    vmovdqu      ymm2, [rdx + 1056]
+    vmovdqu      ymm3, [rdx + 2080]
+    vmovdqu      ymm4, [rdx + 3104]
+    vmovdqu      ymm5, [rdx + 4128]
+    vmovdqu      ymm6, [rdx + 5152]
+    vmovdqu      ymm7, [rdx + 6176]
+    vpmuldq      ymm8, ymm1, [rsi + 32]
+    vpmuldq      ymm9, ymm2, [rsi + 1056]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2080]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3104]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4128]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5152]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6176]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 32]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1056]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2080]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3104]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4128]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5152]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6176]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 32], ymm1
+    vmovdqu      ymm1, [rdx + 64]
+    vmovdqu      ymm2, [rdx + 1088]
+    vmovdqu      ymm3, [rdx + 2112]
+    vmovdqu      ymm4, [rdx + 3136]
+    vmovdqu      ymm5, [rdx + 4160]
+    vmovdqu      ymm6, [rdx + 5184]
+    vmovdqu      ymm7, [rdx + 6208]
+    vpmuldq      ymm8, ymm1, [rsi + 64]
+    vpmuldq      ymm9, ymm2, [rsi + 1088]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2112]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3136]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4160]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5184]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6208]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 64]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1088]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2112]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3136]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4160]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5184]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6208]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 64], ymm1
+    vmovdqu      ymm1, [rdx + 96]
+    vmovdqu      ymm2, [rdx + 1120]
+    vmovdqu      ymm3, [rdx + 2144]
+    vmovdqu      ymm4, [rdx + 3168]
+    vmovdqu      ymm5, [rdx + 4192]
+    vmovdqu      ymm6, [rdx + 5216]
+    vmovdqu      ymm7, [rdx + 6240]
+    vpmuldq      ymm8, ymm1, [rsi + 96]
+    vpmuldq      ymm9, ymm2, [rsi + 1120]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2144]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3168]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4192]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5216]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6240]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 96]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1120]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2144]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3168]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4192]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5216]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6240]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 96], ymm1
+    vmovdqu      ymm1, [rdx + 128]
+    vmovdqu      ymm2, [rdx + 1152]
+    vmovdqu      ymm3, [rdx + 2176]
+    vmovdqu      ymm4, [rdx + 3200]
+    vmovdqu      ymm5, [rdx + 4224]
+    vmovdqu      ymm6, [rdx + 5248]
+    vmovdqu      ymm7, [rdx + 6272]
+    vpmuldq      ymm8, ymm1, [rsi + 128]
+    vpmuldq      ymm9, ymm2, [rsi + 1152]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2176]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3200]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4224]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5248]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6272]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 128]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1152]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2176]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3200]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4224]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5248]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6272]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 128], ymm1
+    vmovdqu      ymm1, [rdx + 160]
+    vmovdqu      ymm2, [rdx + 1184]
+    vmovdqu      ymm3, [rdx + 2208]
+    vmovdqu      ymm4, [rdx + 3232]
+    vmovdqu      ymm5, [rdx + 4256]
+    vmovdqu      ymm6, [rdx + 5280]
+    vmovdqu      ymm7, [rdx + 6304]
+    vpmuldq      ymm8, ymm1, [rsi + 160]
+    vpmuldq      ymm9, ymm2, [rsi + 1184]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2208]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3232]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4256]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5280]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6304]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 160]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1184]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2208]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3232]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4256]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5280]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6304]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 160], ymm1
+    vmovdqu      ymm1, [rdx + 192]
+    vmovdqu      ymm2, [rdx + 1216]
+    vmovdqu      ymm3, [rdx + 2240]
+    vmovdqu      ymm4, [rdx + 3264]
+    vmovdqu      ymm5, [rdx + 4288]
+    vmovdqu      ymm6, [rdx + 5312]
+    vmovdqu      ymm7, [rdx + 6336]
+    vpmuldq      ymm8, ymm1, [rsi + 192]
+    vpmuldq      ymm9, ymm2, [rsi + 1216]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2240]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3264]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4288]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5312]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6336]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 192]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1216]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2240]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3264]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4288]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5312]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6336]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 192], ymm1
+    vmovdqu      ymm1, [rdx + 224]
+    vmovdqu      ymm2, [rdx + 1248]
+    vmovdqu      ymm3, [rdx + 2272]
+    vmovdqu      ymm4, [rdx + 3296]
+    vmovdqu      ymm5, [rdx + 4320]
+    vmovdqu      ymm6, [rdx + 5344]
+    vmovdqu      ymm7, [rdx + 6368]
+    vpmuldq      ymm8, ymm1, [rsi + 224]
+    vpmuldq      ymm9, ymm2, [rsi + 1248]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2272]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3296]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4320]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5344]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6368]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 224]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1248]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2272]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3296]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4320]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5344]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6368]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 224], ymm1
+    vmovdqu      ymm1, [rdx + 256]
+    vmovdqu      ymm2, [rdx + 1280]
+    vmovdqu      ymm3, [rdx + 2304]
+    vmovdqu      ymm4, [rdx + 3328]
+    vmovdqu      ymm5, [rdx + 4352]
+    vmovdqu      ymm6, [rdx + 5376]
+    vmovdqu      ymm7, [rdx + 6400]
+    vpmuldq      ymm8, ymm1, [rsi + 256]
+    vpmuldq      ymm9, ymm2, [rsi + 1280]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2304]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3328]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4352]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5376]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6400]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 256]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1280]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2304]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3328]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4352]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5376]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6400]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 256], ymm1
+    vmovdqu      ymm1, [rdx + 288]
+    vmovdqu      ymm2, [rdx + 1312]
+    vmovdqu      ymm3, [rdx + 2336]
+    vmovdqu      ymm4, [rdx + 3360]
+    vmovdqu      ymm5, [rdx + 4384]
+    vmovdqu      ymm6, [rdx + 5408]
+    vmovdqu      ymm7, [rdx + 6432]
+    vpmuldq      ymm8, ymm1, [rsi + 288]
+    vpmuldq      ymm9, ymm2, [rsi + 1312]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2336]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3360]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4384]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5408]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6432]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 288]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1312]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2336]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3360]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4384]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5408]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6432]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 288], ymm1
+    vmovdqu      ymm1, [rdx + 320]
+    vmovdqu      ymm2, [rdx + 1344]
+    vmovdqu      ymm3, [rdx + 2368]
+    vmovdqu      ymm4, [rdx + 3392]
+    vmovdqu      ymm5, [rdx + 4416]
+    vmovdqu      ymm6, [rdx + 5440]
+    vmovdqu      ymm7, [rdx + 6464]
+    vpmuldq      ymm8, ymm1, [rsi + 320]
+    vpmuldq      ymm9, ymm2, [rsi + 1344]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2368]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3392]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4416]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5440]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6464]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 320]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1344]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2368]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3392]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4416]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5440]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6464]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 320], ymm1
+    vmovdqu      ymm1, [rdx + 352]
+    vmovdqu      ymm2, [rdx + 1376]
+    vmovdqu      ymm3, [rdx + 2400]
+    vmovdqu      ymm4, [rdx + 3424]
+    vmovdqu      ymm5, [rdx + 4448]
+    vmovdqu      ymm6, [rdx + 5472]
+    vmovdqu      ymm7, [rdx + 6496]
+    vpmuldq      ymm8, ymm1, [rsi + 352]
+    vpmuldq      ymm9, ymm2, [rsi + 1376]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2400]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3424]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4448]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5472]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6496]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 352]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1376]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2400]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3424]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4448]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5472]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6496]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 352], ymm1
+    vmovdqu      ymm1, [rdx + 384]
+    vmovdqu      ymm2, [rdx + 1408]
+    vmovdqu      ymm3, [rdx + 2432]
+    vmovdqu      ymm4, [rdx + 3456]
+    vmovdqu      ymm5, [rdx + 4480]
+    vmovdqu      ymm6, [rdx + 5504]
+    vmovdqu      ymm7, [rdx + 6528]
+    vpmuldq      ymm8, ymm1, [rsi + 384]
+    vpmuldq      ymm9, ymm2, [rsi + 1408]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2432]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3456]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4480]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5504]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6528]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 384]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1408]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2432]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3456]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4480]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5504]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6528]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 384], ymm1
+    vmovdqu      ymm1, [rdx + 416]
+    vmovdqu      ymm2, [rdx + 1440]
+    vmovdqu      ymm3, [rdx + 2464]
+    vmovdqu      ymm4, [rdx + 3488]
+    vmovdqu      ymm5, [rdx + 4512]
+    vmovdqu      ymm6, [rdx + 5536]
+    vmovdqu      ymm7, [rdx + 6560]
+    vpmuldq      ymm8, ymm1, [rsi + 416]
+    vpmuldq      ymm9, ymm2, [rsi + 1440]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2464]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3488]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4512]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5536]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6560]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 416]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1440]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2464]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3488]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4512]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5536]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6560]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 416], ymm1
+    vmovdqu      ymm1, [rdx + 448]
+    vmovdqu      ymm2, [rdx + 1472]
+    vmovdqu      ymm3, [rdx + 2496]
+    vmovdqu      ymm4, [rdx + 3520]
+    vmovdqu      ymm5, [rdx + 4544]
+    vmovdqu      ymm6, [rdx + 5568]
+    vmovdqu      ymm7, [rdx + 6592]
+    vpmuldq      ymm8, ymm1, [rsi + 448]
+    vpmuldq      ymm9, ymm2, [rsi + 1472]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2496]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3520]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4544]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5568]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6592]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 448]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1472]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2496]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3520]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4544]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5568]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6592]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 448], ymm1
+    vmovdqu      ymm1, [rdx + 480]
+    vmovdqu      ymm2, [rdx + 1504]
+    vmovdqu      ymm3, [rdx + 2528]
+    vmovdqu      ymm4, [rdx + 3552]
+    vmovdqu      ymm5, [rdx + 4576]
+    vmovdqu      ymm6, [rdx + 5600]
+    vmovdqu      ymm7, [rdx + 6624]
+    vpmuldq      ymm8, ymm1, [rsi + 480]
+    vpmuldq      ymm9, ymm2, [rsi + 1504]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2528]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3552]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4576]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5600]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6624]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 480]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1504]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2528]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3552]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4576]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5600]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6624]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 480], ymm1
+    vmovdqu      ymm1, [rdx + 512]
+    vmovdqu      ymm2, [rdx + 1536]
+    vmovdqu      ymm3, [rdx + 2560]
+    vmovdqu      ymm4, [rdx + 3584]
+    vmovdqu      ymm5, [rdx + 4608]
+    vmovdqu      ymm6, [rdx + 5632]
+    vmovdqu      ymm7, [rdx + 6656]
+    vpmuldq      ymm8, ymm1, [rsi + 512]
+    vpmuldq      ymm9, ymm2, [rsi + 1536]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2560]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3584]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4608]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5632]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6656]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 512]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1536]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2560]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3584]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4608]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5632]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6656]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 512], ymm1
+    vmovdqu      ymm1, [rdx + 544]
+    vmovdqu      ymm2, [rdx + 1568]
+    vmovdqu      ymm3, [rdx + 2592]
+    vmovdqu      ymm4, [rdx + 3616]
+    vmovdqu      ymm5, [rdx + 4640]
+    vmovdqu      ymm6, [rdx + 5664]
+    vmovdqu      ymm7, [rdx + 6688]
+    vpmuldq      ymm8, ymm1, [rsi + 544]
+    vpmuldq      ymm9, ymm2, [rsi + 1568]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2592]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3616]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4640]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5664]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6688]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 544]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1568]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2592]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3616]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4640]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5664]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6688]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 544], ymm1
+    vmovdqu      ymm1, [rdx + 576]
+    vmovdqu      ymm2, [rdx + 1600]
+    vmovdqu      ymm3, [rdx + 2624]
+    vmovdqu      ymm4, [rdx + 3648]
+    vmovdqu      ymm5, [rdx + 4672]
+    vmovdqu      ymm6, [rdx + 5696]
+    vmovdqu      ymm7, [rdx + 6720]
+    vpmuldq      ymm8, ymm1, [rsi + 576]
+    vpmuldq      ymm9, ymm2, [rsi + 1600]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2624]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3648]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4672]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5696]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6720]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 576]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1600]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2624]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3648]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4672]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5696]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6720]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 576], ymm1
+    vmovdqu      ymm1, [rdx + 608]
+    vmovdqu      ymm2, [rdx + 1632]
+    vmovdqu      ymm3, [rdx + 2656]
+    vmovdqu      ymm4, [rdx + 3680]
+    vmovdqu      ymm5, [rdx + 4704]
+    vmovdqu      ymm6, [rdx + 5728]
+    vmovdqu      ymm7, [rdx + 6752]
+    vpmuldq      ymm8, ymm1, [rsi + 608]
+    vpmuldq      ymm9, ymm2, [rsi + 1632]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2656]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3680]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4704]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5728]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6752]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 608]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1632]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2656]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3680]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4704]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5728]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6752]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 608], ymm1
+    vmovdqu      ymm1, [rdx + 640]
+    vmovdqu      ymm2, [rdx + 1664]
+    vmovdqu      ymm3, [rdx + 2688]
+    vmovdqu      ymm4, [rdx + 3712]
+    vmovdqu      ymm5, [rdx + 4736]
+    vmovdqu      ymm6, [rdx + 5760]
+    vmovdqu      ymm7, [rdx + 6784]
+    vpmuldq      ymm8, ymm1, [rsi + 640]
+    vpmuldq      ymm9, ymm2, [rsi + 1664]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2688]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3712]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4736]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5760]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6784]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 640]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1664]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2688]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3712]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4736]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5760]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6784]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 640], ymm1
+    vmovdqu      ymm1, [rdx + 672]
+    vmovdqu      ymm2, [rdx + 1696]
+    vmovdqu      ymm3, [rdx + 2720]
+    vmovdqu      ymm4, [rdx + 3744]
+    vmovdqu      ymm5, [rdx + 4768]
+    vmovdqu      ymm6, [rdx + 5792]
+    vmovdqu      ymm7, [rdx + 6816]
+    vpmuldq      ymm8, ymm1, [rsi + 672]
+    vpmuldq      ymm9, ymm2, [rsi + 1696]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2720]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3744]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4768]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5792]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6816]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 672]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1696]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2720]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3744]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4768]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5792]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6816]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 672], ymm1
+    vmovdqu      ymm1, [rdx + 704]
+    vmovdqu      ymm2, [rdx + 1728]
+    vmovdqu      ymm3, [rdx + 2752]
+    vmovdqu      ymm4, [rdx + 3776]
+    vmovdqu      ymm5, [rdx + 4800]
+    vmovdqu      ymm6, [rdx + 5824]
+    vmovdqu      ymm7, [rdx + 6848]
+    vpmuldq      ymm8, ymm1, [rsi + 704]
+    vpmuldq      ymm9, ymm2, [rsi + 1728]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2752]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3776]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4800]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5824]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6848]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 704]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1728]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2752]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3776]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4800]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5824]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6848]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 704], ymm1
+    vmovdqu      ymm1, [rdx + 736]
+    vmovdqu      ymm2, [rdx + 1760]
+    vmovdqu      ymm3, [rdx + 2784]
+    vmovdqu      ymm4, [rdx + 3808]
+    vmovdqu      ymm5, [rdx + 4832]
+    vmovdqu      ymm6, [rdx + 5856]
+    vmovdqu      ymm7, [rdx + 6880]
+    vpmuldq      ymm8, ymm1, [rsi + 736]
+    vpmuldq      ymm9, ymm2, [rsi + 1760]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2784]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3808]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4832]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5856]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6880]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 736]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1760]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2784]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3808]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4832]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5856]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6880]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 736], ymm1
+    vmovdqu      ymm1, [rdx + 768]
+    vmovdqu      ymm2, [rdx + 1792]
+    vmovdqu      ymm3, [rdx + 2816]
+    vmovdqu      ymm4, [rdx + 3840]
+    vmovdqu      ymm5, [rdx + 4864]
+    vmovdqu      ymm6, [rdx + 5888]
+    vmovdqu      ymm7, [rdx + 6912]
+    vpmuldq      ymm8, ymm1, [rsi + 768]
+    vpmuldq      ymm9, ymm2, [rsi + 1792]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2816]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3840]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4864]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5888]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6912]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 768]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1792]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2816]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3840]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4864]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5888]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6912]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 768], ymm1
+    vmovdqu      ymm1, [rdx + 800]
+    vmovdqu      ymm2, [rdx + 1824]
+    vmovdqu      ymm3, [rdx + 2848]
+    vmovdqu      ymm4, [rdx + 3872]
+    vmovdqu      ymm5, [rdx + 4896]
+    vmovdqu      ymm6, [rdx + 5920]
+    vmovdqu      ymm7, [rdx + 6944]
+    vpmuldq      ymm8, ymm1, [rsi + 800]
+    vpmuldq      ymm9, ymm2, [rsi + 1824]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2848]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3872]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4896]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5920]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6944]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 800]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1824]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2848]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3872]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4896]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5920]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6944]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 800], ymm1
+    vmovdqu      ymm1, [rdx + 832]
+    vmovdqu      ymm2, [rdx + 1856]
+    vmovdqu      ymm3, [rdx + 2880]
+    vmovdqu      ymm4, [rdx + 3904]
+    vmovdqu      ymm5, [rdx + 4928]
+    vmovdqu      ymm6, [rdx + 5952]
+    vmovdqu      ymm7, [rdx + 6976]
+    vpmuldq      ymm8, ymm1, [rsi + 832]
+    vpmuldq      ymm9, ymm2, [rsi + 1856]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2880]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3904]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4928]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5952]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 6976]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 832]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1856]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2880]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3904]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4928]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5952]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6976]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 832], ymm1
+    vmovdqu      ymm1, [rdx + 864]
+    vmovdqu      ymm2, [rdx + 1888]
+    vmovdqu      ymm3, [rdx + 2912]
+    vmovdqu      ymm4, [rdx + 3936]
+    vmovdqu      ymm5, [rdx + 4960]
+    vmovdqu      ymm6, [rdx + 5984]
+    vmovdqu      ymm7, [rdx + 7008]
+    vpmuldq      ymm8, ymm1, [rsi + 864]
+    vpmuldq      ymm9, ymm2, [rsi + 1888]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2912]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3936]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4960]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 5984]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 7008]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 864]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1888]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2912]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3936]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4960]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5984]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 7008]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 864], ymm1
+    vmovdqu      ymm1, [rdx + 896]
+    vmovdqu      ymm2, [rdx + 1920]
+    vmovdqu      ymm3, [rdx + 2944]
+    vmovdqu      ymm4, [rdx + 3968]
+    vmovdqu      ymm5, [rdx + 4992]
+    vmovdqu      ymm6, [rdx + 6016]
+    vmovdqu      ymm7, [rdx + 7040]
+    vpmuldq      ymm8, ymm1, [rsi + 896]
+    vpmuldq      ymm9, ymm2, [rsi + 1920]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2944]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 3968]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 4992]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 6016]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 7040]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 896]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1920]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2944]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3968]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4992]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6016]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 7040]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 896], ymm1
+    vmovdqu      ymm1, [rdx + 928]
+    vmovdqu      ymm2, [rdx + 1952]
+    vmovdqu      ymm3, [rdx + 2976]
+    vmovdqu      ymm4, [rdx + 4000]
+    vmovdqu      ymm5, [rdx + 5024]
+    vmovdqu      ymm6, [rdx + 6048]
+    vmovdqu      ymm7, [rdx + 7072]
+    vpmuldq      ymm8, ymm1, [rsi + 928]
+    vpmuldq      ymm9, ymm2, [rsi + 1952]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 2976]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 4000]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 5024]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 6048]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 7072]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 928]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1952]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 2976]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4000]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5024]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6048]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 7072]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
+    vmovdqu      [rdi + 928], ymm1
+    vmovdqu      ymm1, [rdx + 960]
+    vmovdqu      ymm2, [rdx + 1984]
+    vmovdqu      ymm3, [rdx + 3008]
+    vmovdqu      ymm4, [rdx + 4032]
+    vmovdqu      ymm5, [rdx + 5056]
+    vmovdqu      ymm6, [rdx + 6080]
+    vmovdqu      ymm7, [rdx + 7104]
+    vpmuldq      ymm8, ymm1, [rsi + 960]
+    vpmuldq      ymm9, ymm2, [rsi + 1984]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 3008]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 4032]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 5056]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 6080]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 7104]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 960]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 1984]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3008]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4032]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5056]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6080]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 7104]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm2, ymm2, ymm0
+    vpsubd       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, ymm8
+    vpblendd     ymm1, ymm2, ymm1, 170
     vmovdqu      [rdi + 960], ymm1
+    vmovdqu      ymm1, [rdx + 992]
+    vmovdqu      ymm2, [rdx + 2016]
+    vmovdqu      ymm3, [rdx + 3040]
+    vmovdqu      ymm4, [rdx + 4064]
+    vmovdqu      ymm5, [rdx + 5088]
+    vmovdqu      ymm6, [rdx + 6112]
+    vmovdqu      ymm7, [rdx + 7136]
+    vpmuldq      ymm8, ymm1, [rsi + 992]
+    vpmuldq      ymm9, ymm2, [rsi + 2016]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm3, [rsi + 3040]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm4, [rsi + 4064]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm5, [rsi + 5088]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm6, [rsi + 6112]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm7, [rsi + 7136]
+    vpaddq       ymm8, ymm8, ymm9
+    vpmuldq      ymm9, ymm8, ymm10
+    vpmuldq      ymm9, ymm9, ymm0
+    vpsubd       ymm8, ymm8, ymm9
+    vmovshdup    ymm9, [rsi + 992]
+    vmovshdup    ymm1, ymm1
+    vpmuldq      ymm1, ymm9, ymm1
+    vmovshdup    ymm9, [rsi + 2016]
+    vmovshdup    ymm2, ymm2
+    vpmuldq      ymm2, ymm9, ymm2
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 3040]
+    vmovshdup    ymm3, ymm3
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 4064]
+    vmovshdup    ymm3, ymm4
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 5088]
+    vmovshdup    ymm3, ymm5
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 6112]
+    vmovshdup    ymm3, ymm6
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vmovshdup    ymm2, [rsi + 7136]
+    vmovshdup    ymm3, ymm7
+    vpmuldq      ymm2, ymm2, ymm3
+    vpaddq       ymm1, ymm1, ymm2
+    vpmuldq      ymm2, ymm10, ymm1
+    vpmuldq      ymm0, ymm2, ymm0
+    vpsubd       ymm0, ymm1, ymm0
+    vmovshdup    ymm1, ymm8
+    vpblendd     ymm0, ymm1, ymm0, 170
     vmovdqu      [rdi + 992], ymm0
     vzeroupper
     ret
@@ -24957,13 +23052,13 @@ kg_mldsa8380417_basemul_sse:
 ; kg_mldsa8380417_basemul_acc4_sse: base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
 ;
 ;   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 4 polynomials
-;   ensures:  every r[i] in [-4201474, 4202497] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+;   ensures:  every r[i] in [-5835821, 5835821] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdx, rsi, rdi, flags
-;   loops: 31 x 91 (each holding 3 x 36) instructions (repeated groups rolled: 4805 instructions run, 251 written)
+;   loops: 15 x 196 instructions (repeated groups rolled: 3073 instructions run, 394 written)
 ; ---------------------------------------------------------------------------
 section .text.kg_mldsa8380417_basemul_acc4_sse progbits alloc exec nowrite align=32
 
@@ -24971,261 +23066,408 @@ global kg_mldsa8380417_basemul_acc4_sse:function KERNGEN_VISIBILITY (kg_mldsa838
 align 32
 kg_mldsa8380417_basemul_acc4_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm11, [rel pd_58728449]            ; held in a register: read 256 times
-    movdqu       xmm12, [rel pd_58728449 + 16]       ; held in a register: read 256 times
-    movdqu       xmm13, [rel pd_8380417]             ; held in a register: read 544 times
-    movdqu       xmm14, [rel pd_513]                 ; held in a register: read 32 times
-    movdqu       xmm15, [rel pd_513 + 16]            ; held in a register: read 32 times
-    mov          rax, 31
-    .repeat1:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 160
+    movdqu       xmm0, [rel pd_8380417]              ; q = 8380417
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
     movdqu       xmm4, [rdx + 16]
-    movshdup     xmm5, xmm1
-    movshdup     xmm6, xmm2
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    pmuldq       xmm1, xmm3
-    pmuldq       xmm2, xmm4
-    movdqa       xmm3, xmm1
-    pmuldq       xmm3, xmm11
-    movdqa       xmm4, xmm2
-    pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm13
-    pmuldq       xmm4, xmm13
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    pmuldq       xmm5, xmm7
-    pmuldq       xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmuldq       xmm3, xmm11
-    movdqa       xmm4, xmm6
-    pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm13
-    pmuldq       xmm4, xmm13
-    psubd        xmm5, xmm3
-    psubd        xmm6, xmm4
+    movdqu       xmm5, [rsi + 1024]
+    movdqu       xmm6, [rsi + 1040]
+    movdqu       xmm7, [rdx + 1024]
+    movdqu       xmm8, [rdx + 1040]
+    movdqu       xmm9, [rsi + 2048]
+    movdqu       xmm10, [rsi + 2064]
+    movdqu       xmm11, [rdx + 2048]
+    movdqu       xmm12, [rdx + 2064]
+    movdqu       xmm13, [rsi + 3072]
+    movdqu       xmm14, [rsi + 3088]
+    movdqu       xmm15, [rdx + 3072]
+    movdqu       xmm0, [rdx + 3088]
+    movdqa       [rsp], xmm0                         ; spill
+    movdqa       xmm0, xmm1
+    pmuldq       xmm0, xmm3
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqa       xmm3, xmm2
+    pmuldq       xmm3, xmm4
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqa       xmm4, xmm5
+    pmuldq       xmm4, xmm7
+    movdqa       [rsp + 96], xmm7                    ; spill
+    movdqa       xmm7, xmm6
+    pmuldq       xmm7, xmm8
+    paddq        xmm0, xmm4
+    paddq        xmm3, xmm7
+    movdqa       xmm4, xmm9
+    pmuldq       xmm4, xmm11
+    movdqa       xmm7, xmm10
+    pmuldq       xmm7, xmm12
+    paddq        xmm0, xmm4
+    paddq        xmm3, xmm7
+    movdqa       xmm4, xmm13
+    pmuldq       xmm4, xmm15
+    movdqa       xmm7, xmm14
+    pmuldq       xmm7, [rsp]
+    paddq        xmm0, xmm4
+    paddq        xmm3, xmm7
+    movdqa       xmm4, xmm0
+    pmuldq       xmm4, [rel pd_58728449]
+    movdqa       xmm7, xmm3
+    pmuldq       xmm7, [rel pd_58728449 + 16]
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqu       xmm15, [rel pd_8380417]             ; reload
+    pmuldq       xmm4, xmm15
+    pmuldq       xmm7, xmm15
+    psubd        xmm0, xmm4
+    psubd        xmm3, xmm7
     movshdup     xmm1, xmm1
     movshdup     xmm2, xmm2
-    pblendw      xmm1, xmm5, 204
-    pblendw      xmm2, xmm6, 204
-    mov          rcx, 3
-    .repeat2:
-    movdqu       xmm3, [rsi + 1024]
-    movdqu       xmm4, [rsi + 1040]
-    movdqu       xmm5, [rdx + 1024]
-    movdqu       xmm6, [rdx + 1040]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
+    movshdup     xmm4, [rsp + 32]
+    movshdup     xmm7, [rsp + 64]
+    pmuldq       xmm1, xmm4
+    pmuldq       xmm2, xmm7
+    movshdup     xmm4, xmm5
+    movshdup     xmm5, xmm6
+    movshdup     xmm6, [rsp + 96]
+    movshdup     xmm7, xmm8
+    pmuldq       xmm4, xmm6
+    pmuldq       xmm5, xmm7
+    paddq        xmm1, xmm4
+    paddq        xmm2, xmm5
+    movshdup     xmm4, xmm9
+    movshdup     xmm5, xmm10
+    movshdup     xmm6, xmm11
+    movshdup     xmm7, xmm12
+    pmuldq       xmm4, xmm6
+    pmuldq       xmm5, xmm7
+    paddq        xmm1, xmm4
+    paddq        xmm2, xmm5
+    movshdup     xmm4, xmm13
+    movshdup     xmm5, xmm14
+    movshdup     xmm6, [rsp + 128]
+    movshdup     xmm7, [rsp]
+    pmuldq       xmm4, xmm6
+    pmuldq       xmm5, xmm7
+    paddq        xmm1, xmm4
+    paddq        xmm2, xmm5
+    movdqa       xmm4, xmm1
+    pmuldq       xmm4, [rel pd_58728449]
+    movdqa       xmm5, xmm2
+    pmuldq       xmm5, [rel pd_58728449 + 16]
+    pmuldq       xmm4, xmm15
+    pmuldq       xmm5, xmm15
+    psubd        xmm1, xmm4
+    psubd        xmm2, xmm5
+    movshdup     xmm0, xmm0
+    movshdup     xmm3, xmm3
+    pblendw      xmm0, xmm1, 204
+    pblendw      xmm3, xmm2, 204
+    movdqu       [rdi], xmm0
+    movdqu       [rdi + 16], xmm3
+    mov          rax, 15
+    .repeat1:
+    movdqu       xmm0, [rsi + 32]
+    movdqu       xmm1, [rsi + 48]
+    movdqu       xmm2, [rdx + 32]
+    movdqu       xmm3, [rdx + 48]
+    movdqu       xmm4, [rsi + 1056]
+    movdqu       xmm5, [rsi + 1072]
+    movdqu       xmm6, [rdx + 1056]
+    movdqu       xmm7, [rdx + 1072]
+    movdqu       xmm8, [rsi + 2080]
+    movdqu       xmm9, [rsi + 2096]
+    movdqu       xmm10, [rdx + 2080]
+    movdqu       xmm11, [rdx + 2096]
+    movdqu       xmm12, [rsi + 3104]
+    movdqu       xmm13, [rsi + 3120]
+    movdqu       xmm14, [rdx + 3104]
+    movdqu       xmm15, [rdx + 3120]
+    movdqa       [rsp], xmm15                        ; spill
+    movdqa       xmm15, xmm0
+    pmuldq       xmm15, xmm2
+    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmuldq       xmm2, xmm3
+    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqa       xmm3, xmm4
+    pmuldq       xmm3, xmm6
+    movdqa       [rsp + 64], xmm6                    ; spill
+    movdqa       xmm6, xmm5
+    pmuldq       xmm6, xmm7
+    paddq        xmm15, xmm3
+    paddq        xmm2, xmm6
+    movdqa       xmm3, xmm8
+    pmuldq       xmm3, xmm10
+    movdqa       xmm6, xmm9
+    pmuldq       xmm6, xmm11
+    paddq        xmm15, xmm3
+    paddq        xmm2, xmm6
+    movdqa       xmm3, xmm12
+    pmuldq       xmm3, xmm14
+    movdqa       xmm6, xmm13
+    pmuldq       xmm6, [rsp]
+    paddq        xmm15, xmm3
+    paddq        xmm2, xmm6
+    movdqa       xmm3, xmm15
+    pmuldq       xmm3, [rel pd_58728449]
+    movdqa       xmm6, xmm2
+    pmuldq       xmm6, [rel pd_58728449 + 16]
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqu       xmm14, [rel pd_8380417]             ; reload
+    pmuldq       xmm3, xmm14
+    pmuldq       xmm6, xmm14
+    psubd        xmm15, xmm3
+    psubd        xmm2, xmm6
+    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
+    movshdup     xmm3, [rsp + 128]
+    movshdup     xmm6, [rsp + 96]
+    pmuldq       xmm0, xmm3
+    pmuldq       xmm1, xmm6
+    movshdup     xmm3, xmm4
+    movshdup     xmm4, xmm5
+    movshdup     xmm5, [rsp + 64]
+    movshdup     xmm6, xmm7
     pmuldq       xmm3, xmm5
     pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    add          rsi, 0x400
-    add          rdx, 0x400
-    dec          rcx
-    jnz          .repeat2
-    add          rsi, -3072                          ; back to the argument
-    add          rdx, -3072                          ; back to the argument
-    movdqa       xmm3, xmm1                          ; barrett: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, xmm14
-    pmulld       xmm4, xmm15
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, xmm13
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqu       [rdi], xmm1
-    movdqu       [rdi + 16], xmm2
-    add          rdi, 32
-    add          rsi, 32
-    add          rdx, 32
+    paddq        xmm0, xmm3
+    paddq        xmm1, xmm4
+    movshdup     xmm3, xmm8
+    movshdup     xmm4, xmm9
+    movshdup     xmm5, xmm10
+    movshdup     xmm6, xmm11
+    pmuldq       xmm3, xmm5
+    pmuldq       xmm4, xmm6
+    paddq        xmm0, xmm3
+    paddq        xmm1, xmm4
+    movshdup     xmm3, xmm12
+    movshdup     xmm4, xmm13
+    movshdup     xmm5, [rsp + 32]
+    movshdup     xmm6, [rsp]
+    pmuldq       xmm3, xmm5
+    pmuldq       xmm4, xmm6
+    paddq        xmm0, xmm3
+    paddq        xmm1, xmm4
+    movdqa       xmm3, xmm0
+    lea          rcx, [rel pd_58728449 + 128]        ; addresses pd_58728449 near byte 0
+    pmuldq       xmm3, [rcx - 128]
+    movdqa       xmm4, xmm1
+    pmuldq       xmm4, [rcx - 112]
+    pmuldq       xmm3, xmm14
+    pmuldq       xmm4, xmm14
+    psubd        xmm0, xmm3
+    psubd        xmm1, xmm4
+    movshdup     xmm3, xmm15
+    movshdup     xmm2, xmm2
+    pblendw      xmm3, xmm0, 204
+    pblendw      xmm2, xmm1, 204
+    movdqu       [rdi + 32], xmm3
+    movdqu       [rdi + 48], xmm2
+    movdqu       xmm0, [rsi + 64]
+    movdqu       xmm1, [rsi + 80]
+    movdqu       xmm2, [rdx + 64]
+    movdqu       xmm3, [rdx + 80]
+    movdqu       xmm4, [rsi + 1088]
+    movdqu       xmm5, [rsi + 1104]
+    movdqu       xmm6, [rdx + 1088]
+    movdqu       xmm7, [rdx + 1104]
+    movdqu       xmm8, [rsi + 2112]
+    movdqu       xmm9, [rsi + 2128]
+    movdqu       xmm10, [rdx + 2112]
+    movdqu       xmm11, [rdx + 2128]
+    movdqu       xmm12, [rsi + 3136]
+    movdqu       xmm13, [rsi + 3152]
+    movdqu       xmm15, [rdx + 3136]
+    movdqu       xmm14, [rdx + 3152]
+    movdqa       [rsp], xmm14                        ; spill
+    movdqa       xmm14, xmm0
+    pmuldq       xmm14, xmm2
+    movdqa       [rsp + 32], xmm2                    ; spill
+    movdqa       xmm2, xmm1
+    pmuldq       xmm2, xmm3
+    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqa       xmm3, xmm4
+    pmuldq       xmm3, xmm6
+    movdqa       [rsp + 96], xmm6                    ; spill
+    movdqa       xmm6, xmm5
+    pmuldq       xmm6, xmm7
+    paddq        xmm14, xmm3
+    paddq        xmm2, xmm6
+    movdqa       xmm3, xmm8
+    pmuldq       xmm3, xmm10
+    movdqa       xmm6, xmm9
+    pmuldq       xmm6, xmm11
+    paddq        xmm14, xmm3
+    paddq        xmm2, xmm6
+    movdqa       xmm3, xmm12
+    pmuldq       xmm3, xmm15
+    movdqa       xmm6, xmm13
+    pmuldq       xmm6, [rsp]
+    paddq        xmm14, xmm3
+    paddq        xmm2, xmm6
+    movdqa       xmm3, xmm14
+    pmuldq       xmm3, [rcx - 128]
+    movdqa       xmm6, xmm2
+    pmuldq       xmm6, [rcx - 112]
+    movdqa       [rsp + 128], xmm15                  ; spill
+    movdqu       xmm15, [rel pd_8380417]             ; reload
+    pmuldq       xmm3, xmm15
+    pmuldq       xmm6, xmm15
+    psubd        xmm14, xmm3
+    psubd        xmm2, xmm6
+    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
+    movshdup     xmm3, [rsp + 32]
+    movshdup     xmm6, [rsp + 64]
+    pmuldq       xmm0, xmm3
+    pmuldq       xmm1, xmm6
+    movshdup     xmm3, xmm4
+    movshdup     xmm4, xmm5
+    movshdup     xmm5, [rsp + 96]
+    movshdup     xmm6, xmm7
+    pmuldq       xmm3, xmm5
+    pmuldq       xmm4, xmm6
+    paddq        xmm0, xmm3
+    paddq        xmm1, xmm4
+    movshdup     xmm3, xmm8
+    movshdup     xmm4, xmm9
+    movshdup     xmm5, xmm10
+    movshdup     xmm6, xmm11
+    pmuldq       xmm3, xmm5
+    pmuldq       xmm4, xmm6
+    paddq        xmm0, xmm3
+    paddq        xmm1, xmm4
+    movshdup     xmm3, xmm12
+    movshdup     xmm4, xmm13
+    movshdup     xmm5, [rsp + 128]
+    movshdup     xmm6, [rsp]
+    pmuldq       xmm3, xmm5
+    pmuldq       xmm4, xmm6
+    paddq        xmm0, xmm3
+    paddq        xmm1, xmm4
+    movdqa       xmm3, xmm0
+    pmuldq       xmm3, [rcx - 128]
+    movdqa       xmm4, xmm1
+    pmuldq       xmm4, [rcx - 112]
+    pmuldq       xmm3, xmm15
+    pmuldq       xmm4, xmm15
+    psubd        xmm0, xmm3
+    psubd        xmm1, xmm4
+    movshdup     xmm3, xmm14
+    movshdup     xmm2, xmm2
+    pblendw      xmm3, xmm0, 204
+    pblendw      xmm2, xmm1, 204
+    movdqu       [rdi + 64], xmm3
+    movdqu       [rdi + 80], xmm2
+    add          rdi, 64
+    add          rsi, 64
+    add          rdx, 64
     dec          rax
     jnz          .repeat1
-    add          rdi, -992                           ; back to the argument
-    add          rsi, -992                           ; back to the argument
-    add          rdx, -992                           ; back to the argument
-    movdqu       xmm1, [rsi + 992]
-    movdqu       xmm2, [rsi + 1008]
-    movdqu       xmm3, [rdx + 992]
-    movdqu       xmm4, [rdx + 1008]
-    movshdup     xmm5, xmm1
-    movshdup     xmm6, xmm2
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    pmuldq       xmm1, xmm3
-    pmuldq       xmm2, xmm4
-    movdqa       xmm3, xmm1
-    pmuldq       xmm3, xmm11
-    movdqa       xmm4, xmm2
-    pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm13
-    pmuldq       xmm4, xmm13
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    pmuldq       xmm5, xmm7
-    pmuldq       xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmuldq       xmm3, xmm11
-    movdqa       xmm4, xmm6
-    pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm13
-    pmuldq       xmm4, xmm13
-    psubd        xmm5, xmm3
-    psubd        xmm6, xmm4
+    add          rdi, -960                           ; back to the argument
+    add          rsi, -960                           ; back to the argument
+    add          rdx, -960                           ; back to the argument
+    movdqu       xmm0, [rsi + 992]
+    movdqu       xmm1, [rsi + 1008]
+    movdqu       xmm2, [rdx + 992]
+    movdqu       xmm3, [rdx + 1008]
+    movdqu       xmm4, [rsi + 2016]
+    movdqu       xmm5, [rsi + 2032]
+    movdqu       xmm6, [rdx + 2016]
+    movdqu       xmm7, [rdx + 2032]
+    movdqu       xmm8, [rsi + 3040]
+    movdqu       xmm9, [rsi + 3056]
+    movdqu       xmm10, [rdx + 3040]
+    movdqu       xmm11, [rdx + 3056]
+    movdqu       xmm12, [rsi + 4064]
+    movdqu       xmm13, [rsi + 4080]
+    movdqu       xmm14, [rdx + 4064]
+    movdqu       xmm15, [rdx + 4080]
+    movdqa       [rsp], xmm15                        ; spill
+    movdqa       xmm15, xmm0
+    pmuldq       xmm15, xmm2
+    movdqa       [rsp + 128], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmuldq       xmm2, xmm3
+    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqa       xmm3, xmm4
+    pmuldq       xmm3, xmm6
+    movdqa       [rsp + 64], xmm6                    ; spill
+    movdqa       xmm6, xmm5
+    pmuldq       xmm6, xmm7
+    paddq        xmm15, xmm3
+    paddq        xmm2, xmm6
+    movdqa       xmm3, xmm8
+    pmuldq       xmm3, xmm10
+    movdqa       xmm6, xmm9
+    pmuldq       xmm6, xmm11
+    paddq        xmm15, xmm3
+    paddq        xmm2, xmm6
+    movdqa       xmm3, xmm12
+    pmuldq       xmm3, xmm14
+    movdqa       xmm6, xmm13
+    pmuldq       xmm6, [rsp]
+    paddq        xmm15, xmm3
+    paddq        xmm2, xmm6
+    movdqa       xmm3, xmm15
+    pmuldq       xmm3, [rel pd_58728449]
+    movdqa       xmm6, xmm2
+    pmuldq       xmm6, [rel pd_58728449 + 16]
+    movdqa       [rsp + 32], xmm14                   ; spill
+    movdqu       xmm14, [rel pd_8380417]             ; reload
+    pmuldq       xmm3, xmm14
+    pmuldq       xmm6, xmm14
+    psubd        xmm15, xmm3
+    psubd        xmm2, xmm6
+    movshdup     xmm0, xmm0
     movshdup     xmm1, xmm1
-    movshdup     xmm2, xmm2
-    pblendw      xmm1, xmm5, 204
-    pblendw      xmm2, xmm6, 204
-    movdqu       xmm3, [rsi + 2016]
-    movdqu       xmm4, [rsi + 2032]
-    movdqu       xmm5, [rdx + 2016]
-    movdqu       xmm6, [rdx + 2032]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    movdqu       xmm3, [rsi + 3040]
-    movdqu       xmm4, [rsi + 3056]
-    movdqu       xmm5, [rdx + 3040]
-    movdqu       xmm6, [rdx + 3056]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    movdqu       xmm3, [rsi + 4064]
-    movdqu       xmm4, [rsi + 4080]
-    movdqu       xmm5, [rdx + 4064]
-    movdqu       xmm6, [rdx + 4080]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm0, xmm3
+    movshdup     xmm3, [rsp + 128]
+    movshdup     xmm6, [rsp + 96]
+    pmuldq       xmm0, xmm3
+    pmuldq       xmm1, xmm6
     movshdup     xmm3, xmm4
-    pblendw      xmm0, xmm7, 204
-    pblendw      xmm3, xmm8, 204
-    paddd        xmm1, xmm0
-    paddd        xmm2, xmm3
-    movdqa       xmm0, xmm1                          ; barrett: the output range asked for
-    psrad        xmm0, 10
-    movdqa       xmm3, xmm2
-    psrad        xmm3, 10
-    pmulld       xmm0, xmm14
-    pmulld       xmm3, xmm15
-    paddd        xmm0, [rel pd_2097152]
-    paddd        xmm3, [rel pd_2097152 + 16]
-    psrad        xmm0, 22
-    psrad        xmm3, 22
-    pmulld       xmm0, xmm13
-    pmulld       xmm3, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm0
-    psubd        xmm2, xmm3
-    movdqu       [rdi + 992], xmm1
+    movshdup     xmm4, xmm5
+    movshdup     xmm5, [rsp + 64]
+    movshdup     xmm6, xmm7
+    pmuldq       xmm3, xmm5
+    pmuldq       xmm4, xmm6
+    paddq        xmm0, xmm3
+    paddq        xmm1, xmm4
+    movshdup     xmm3, xmm8
+    movshdup     xmm4, xmm9
+    movshdup     xmm5, xmm10
+    movshdup     xmm6, xmm11
+    pmuldq       xmm3, xmm5
+    pmuldq       xmm4, xmm6
+    paddq        xmm0, xmm3
+    paddq        xmm1, xmm4
+    movshdup     xmm3, xmm12
+    movshdup     xmm4, xmm13
+    movshdup     xmm5, [rsp + 32]
+    movshdup     xmm6, [rsp]
+    pmuldq       xmm3, xmm5
+    pmuldq       xmm4, xmm6
+    paddq        xmm0, xmm3
+    paddq        xmm1, xmm4
+    movdqa       xmm3, xmm0
+    pmuldq       xmm3, [rel pd_58728449]
+    movdqa       xmm4, xmm1
+    pmuldq       xmm4, [rel pd_58728449 + 16]
+    pmuldq       xmm3, xmm14
+    pmuldq       xmm4, xmm14
+    psubd        xmm0, xmm3
+    psubd        xmm1, xmm4
+    movshdup     xmm3, xmm15
+    movshdup     xmm2, xmm2
+    pblendw      xmm3, xmm0, 204
+    pblendw      xmm2, xmm1, 204
+    movdqu       [rdi + 992], xmm3
     movdqu       [rdi + 1008], xmm2
+    mov rsp, rbp
+    pop rbp
     ret
 .end:
 
@@ -25234,13 +23476,13 @@ kg_mldsa8380417_basemul_acc4_sse:
 ; kg_mldsa8380417_basemul_acc5_sse: base multiply-accumulate r = a_0*b_0 + ... + a_4*b_4 blockwise, NTT domain
 ;
 ;   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 5 polynomials
-;   ensures:  every r[i] in [-4209667, 4210690] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+;   ensures:  every r[i] in [-6247224, 6247224] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdx, rsi, rdi, flags
-;   loops: 31 x 91 (each holding 4 x 36) and 3 x 36 instructions (repeated groups rolled: 5893 instructions run, 223 written)
+;   loops: 15 x 244 instructions (repeated groups rolled: 3841 instructions run, 490 written)
 ; ---------------------------------------------------------------------------
 section .text.kg_mldsa8380417_basemul_acc5_sse progbits alloc exec nowrite align=32
 
@@ -25248,235 +23490,504 @@ global kg_mldsa8380417_basemul_acc5_sse:function KERNGEN_VISIBILITY (kg_mldsa838
 align 32
 kg_mldsa8380417_basemul_acc5_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm11, [rel pd_58728449]            ; held in a register: read 320 times
-    movdqu       xmm12, [rel pd_58728449 + 16]       ; held in a register: read 320 times
-    movdqu       xmm13, [rel pd_8380417]             ; held in a register: read 672 times
-    movdqu       xmm14, [rel pd_513]                 ; held in a register: read 32 times
-    movdqu       xmm15, [rel pd_513 + 16]            ; held in a register: read 32 times
-    mov          rax, 31
-    .repeat1:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 288
+    movdqu       xmm0, [rel pd_8380417]              ; q = 8380417
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
     movdqu       xmm4, [rdx + 16]
-    movshdup     xmm5, xmm1
-    movshdup     xmm6, xmm2
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    pmuldq       xmm1, xmm3
-    pmuldq       xmm2, xmm4
-    movdqa       xmm3, xmm1
-    pmuldq       xmm3, xmm11
-    movdqa       xmm4, xmm2
-    pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm13
-    pmuldq       xmm4, xmm13
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    pmuldq       xmm5, xmm7
-    pmuldq       xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmuldq       xmm3, xmm11
-    movdqa       xmm4, xmm6
-    pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm13
-    pmuldq       xmm4, xmm13
-    psubd        xmm5, xmm3
-    psubd        xmm6, xmm4
+    movdqu       xmm5, [rsi + 1024]
+    movdqu       xmm6, [rsi + 1040]
+    movdqu       xmm7, [rdx + 1024]
+    movdqu       xmm8, [rdx + 1040]
+    movdqu       xmm9, [rsi + 2048]
+    movdqu       xmm10, [rsi + 2064]
+    movdqu       xmm11, [rdx + 2048]
+    movdqu       xmm12, [rdx + 2064]
+    movdqu       xmm13, [rsi + 3072]
+    movdqu       xmm14, [rsi + 3088]
+    movdqu       xmm15, [rdx + 3072]
+    movdqu       xmm0, [rdx + 3088]
+    movdqa       [rsp], xmm0                         ; spill
+    movdqu       xmm0, [rsi + 4096]
+    movdqa       [rsp + 32], xmm0                    ; spill
+    movdqu       xmm0, [rsi + 4112]
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqu       xmm0, [rdx + 4096]
+    movdqa       [rsp + 96], xmm0                    ; spill
+    movdqu       xmm0, [rdx + 4112]
+    movdqa       [rsp + 128], xmm0                   ; spill
+    movdqa       xmm0, xmm1
+    pmuldq       xmm0, xmm3
+    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqa       xmm3, xmm2
+    pmuldq       xmm3, xmm4
+    movdqa       [rsp + 192], xmm4                   ; spill
+    movdqa       xmm4, xmm5
+    pmuldq       xmm4, xmm7
+    movdqa       [rsp + 224], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmuldq       xmm7, xmm8
+    paddq        xmm0, xmm4
+    paddq        xmm3, xmm7
+    movdqa       xmm4, xmm9
+    pmuldq       xmm4, xmm11
+    movdqa       xmm7, xmm10
+    pmuldq       xmm7, xmm12
+    paddq        xmm0, xmm4
+    paddq        xmm3, xmm7
+    movdqa       xmm4, xmm13
+    pmuldq       xmm4, xmm15
+    movdqa       xmm7, xmm14
+    pmuldq       xmm7, [rsp]
+    paddq        xmm0, xmm4
+    paddq        xmm3, xmm7
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm7, xmm4
+    pmuldq       xmm7, [rsp + 96]
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       [rsp + 256], xmm15                  ; spill
+    movdqa       xmm15, xmm4
+    pmuldq       xmm15, [rsp + 128]
+    paddq        xmm0, xmm7
+    paddq        xmm3, xmm15
+    movdqa       xmm7, xmm0
+    pmuldq       xmm7, [rel pd_58728449]
+    movdqa       xmm15, xmm3
+    pmuldq       xmm15, [rel pd_58728449 + 16]
+    movdqu       xmm4, [rel pd_8380417]              ; reload
+    pmuldq       xmm7, xmm4
+    pmuldq       xmm15, xmm4
+    psubd        xmm0, xmm7
+    psubd        xmm3, xmm15
     movshdup     xmm1, xmm1
     movshdup     xmm2, xmm2
-    pblendw      xmm1, xmm5, 204
-    pblendw      xmm2, xmm6, 204
-    mov          rcx, 4
-    .repeat2:
-    movdqu       xmm3, [rsi + 1024]
-    movdqu       xmm4, [rsi + 1040]
-    movdqu       xmm5, [rdx + 1024]
-    movdqu       xmm6, [rdx + 1040]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
+    movshdup     xmm7, [rsp + 160]
+    movshdup     xmm15, [rsp + 192]
+    pmuldq       xmm1, xmm7
+    pmuldq       xmm2, xmm15
+    movshdup     xmm5, xmm5
+    movshdup     xmm6, xmm6
+    movshdup     xmm7, [rsp + 224]
+    movshdup     xmm8, xmm8
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm1, xmm5
+    paddq        xmm2, xmm6
+    movshdup     xmm5, xmm9
+    movshdup     xmm6, xmm10
+    movshdup     xmm7, xmm11
+    movshdup     xmm8, xmm12
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm1, xmm5
+    paddq        xmm2, xmm6
+    movshdup     xmm5, xmm13
+    movshdup     xmm6, xmm14
+    movshdup     xmm7, [rsp + 256]
+    movshdup     xmm8, [rsp]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm1, xmm5
+    paddq        xmm2, xmm6
+    movshdup     xmm5, [rsp + 32]
+    movshdup     xmm6, [rsp + 64]
+    movshdup     xmm7, [rsp + 96]
+    movshdup     xmm8, [rsp + 128]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm1, xmm5
+    paddq        xmm2, xmm6
+    movdqa       xmm5, xmm1
+    pmuldq       xmm5, [rel pd_58728449]
+    movdqa       xmm6, xmm2
+    pmuldq       xmm6, [rel pd_58728449 + 16]
+    pmuldq       xmm5, xmm4
+    pmuldq       xmm6, xmm4
+    psubd        xmm1, xmm5
+    psubd        xmm2, xmm6
+    movshdup     xmm0, xmm0
     movshdup     xmm3, xmm3
+    pblendw      xmm0, xmm1, 204
+    pblendw      xmm3, xmm2, 204
+    movdqu       [rdi], xmm0
+    movdqu       [rdi + 16], xmm3
+    mov          rax, 15
+    .repeat1:
+    movdqu       xmm0, [rsi + 32]
+    movdqu       xmm1, [rsi + 48]
+    movdqu       xmm2, [rdx + 32]
+    movdqu       xmm3, [rdx + 48]
+    movdqu       xmm5, [rsi + 1056]
+    movdqu       xmm6, [rsi + 1072]
+    movdqu       xmm7, [rdx + 1056]
+    movdqu       xmm8, [rdx + 1072]
+    movdqu       xmm9, [rsi + 2080]
+    movdqu       xmm10, [rsi + 2096]
+    movdqu       xmm11, [rdx + 2080]
+    movdqu       xmm12, [rdx + 2096]
+    movdqu       xmm13, [rsi + 3104]
+    movdqu       xmm14, [rsi + 3120]
+    movdqu       xmm15, [rdx + 3104]
+    movdqu       xmm4, [rdx + 3120]
+    movdqa       [rsp + 128], xmm4                   ; spill
+    movdqu       xmm4, [rsi + 4128]
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqu       xmm4, [rsi + 4144]
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqu       xmm4, [rdx + 4128]
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqu       xmm4, [rdx + 4144]
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm0
+    pmuldq       xmm4, xmm2
+    movdqa       [rsp + 256], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmuldq       xmm2, xmm3
+    movdqa       [rsp + 224], xmm3                   ; spill
+    movdqa       xmm3, xmm5
+    pmuldq       xmm3, xmm7
+    movdqa       [rsp + 192], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmuldq       xmm7, xmm8
+    paddq        xmm4, xmm3
+    paddq        xmm2, xmm7
+    movdqa       xmm3, xmm9
+    pmuldq       xmm3, xmm11
+    movdqa       xmm7, xmm10
+    pmuldq       xmm7, xmm12
+    paddq        xmm4, xmm3
+    paddq        xmm2, xmm7
+    movdqa       xmm3, xmm13
+    pmuldq       xmm3, xmm15
+    movdqa       xmm7, xmm14
+    pmuldq       xmm7, [rsp + 128]
+    paddq        xmm4, xmm3
+    paddq        xmm2, xmm7
+    movdqa       xmm3, [rsp + 96]                    ; reload
+    movdqa       xmm7, xmm3
+    pmuldq       xmm7, [rsp + 32]
+    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       [rsp + 160], xmm15                  ; spill
+    movdqa       xmm15, xmm3
+    pmuldq       xmm15, [rsp]
+    paddq        xmm4, xmm7
+    paddq        xmm2, xmm15
+    movdqa       xmm7, xmm4
+    pmuldq       xmm7, [rel pd_58728449]
+    movdqa       xmm15, xmm2
+    pmuldq       xmm15, [rel pd_58728449 + 16]
+    movdqu       xmm3, [rel pd_8380417]              ; reload
+    pmuldq       xmm7, xmm3
+    pmuldq       xmm15, xmm3
+    psubd        xmm4, xmm7
+    psubd        xmm2, xmm15
+    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
+    movshdup     xmm7, [rsp + 256]
+    movshdup     xmm15, [rsp + 224]
+    pmuldq       xmm0, xmm7
+    pmuldq       xmm1, xmm15
+    movshdup     xmm5, xmm5
+    movshdup     xmm6, xmm6
+    movshdup     xmm7, [rsp + 192]
+    movshdup     xmm8, xmm8
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, xmm9
+    movshdup     xmm6, xmm10
+    movshdup     xmm7, xmm11
+    movshdup     xmm8, xmm12
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, xmm13
+    movshdup     xmm6, xmm14
+    movshdup     xmm7, [rsp + 160]
+    movshdup     xmm8, [rsp + 128]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, [rsp + 96]
+    movshdup     xmm6, [rsp + 64]
+    movshdup     xmm7, [rsp + 32]
+    movshdup     xmm8, [rsp]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movdqa       xmm5, xmm0
+    lea          rcx, [rel pd_58728449 + 128]        ; addresses pd_58728449 near byte 0
+    pmuldq       xmm5, [rcx - 128]
+    movdqa       xmm6, xmm1
+    pmuldq       xmm6, [rcx - 112]
+    pmuldq       xmm5, xmm3
+    pmuldq       xmm6, xmm3
+    psubd        xmm0, xmm5
+    psubd        xmm1, xmm6
     movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    add          rsi, 0x400
-    add          rdx, 0x400
-    dec          rcx
-    jnz          .repeat2
-    add          rsi, -4096                          ; back to the argument
-    add          rdx, -4096                          ; back to the argument
-    movdqa       xmm3, xmm1                          ; barrett: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, xmm14
-    pmulld       xmm4, xmm15
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, xmm13
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqu       [rdi], xmm1
-    movdqu       [rdi + 16], xmm2
-    add          rdi, 32
-    add          rsi, 32
-    add          rdx, 32
+    movshdup     xmm2, xmm2
+    pblendw      xmm4, xmm0, 204
+    pblendw      xmm2, xmm1, 204
+    movdqu       [rdi + 32], xmm4
+    movdqu       [rdi + 48], xmm2
+    movdqu       xmm0, [rsi + 64]
+    movdqu       xmm1, [rsi + 80]
+    movdqu       xmm2, [rdx + 64]
+    movdqu       xmm4, [rdx + 80]
+    movdqu       xmm5, [rsi + 1088]
+    movdqu       xmm6, [rsi + 1104]
+    movdqu       xmm7, [rdx + 1088]
+    movdqu       xmm8, [rdx + 1104]
+    movdqu       xmm9, [rsi + 2112]
+    movdqu       xmm10, [rsi + 2128]
+    movdqu       xmm11, [rdx + 2112]
+    movdqu       xmm12, [rdx + 2128]
+    movdqu       xmm13, [rsi + 3136]
+    movdqu       xmm14, [rsi + 3152]
+    movdqu       xmm15, [rdx + 3136]
+    movdqu       xmm3, [rdx + 3152]
+    movdqa       [rsp], xmm3                         ; spill
+    movdqu       xmm3, [rsi + 4160]
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqu       xmm3, [rsi + 4176]
+    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqu       xmm3, [rdx + 4160]
+    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqu       xmm3, [rdx + 4176]
+    movdqa       [rsp + 128], xmm3                   ; spill
+    movdqa       xmm3, xmm0
+    pmuldq       xmm3, xmm2
+    movdqa       [rsp + 160], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmuldq       xmm2, xmm4
+    movdqa       [rsp + 192], xmm4                   ; spill
+    movdqa       xmm4, xmm5
+    pmuldq       xmm4, xmm7
+    movdqa       [rsp + 224], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmuldq       xmm7, xmm8
+    paddq        xmm3, xmm4
+    paddq        xmm2, xmm7
+    movdqa       xmm4, xmm9
+    pmuldq       xmm4, xmm11
+    movdqa       xmm7, xmm10
+    pmuldq       xmm7, xmm12
+    paddq        xmm3, xmm4
+    paddq        xmm2, xmm7
+    movdqa       xmm4, xmm13
+    pmuldq       xmm4, xmm15
+    movdqa       xmm7, xmm14
+    pmuldq       xmm7, [rsp]
+    paddq        xmm3, xmm4
+    paddq        xmm2, xmm7
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm7, xmm4
+    pmuldq       xmm7, [rsp + 96]
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       [rsp + 256], xmm15                  ; spill
+    movdqa       xmm15, xmm4
+    pmuldq       xmm15, [rsp + 128]
+    paddq        xmm3, xmm7
+    paddq        xmm2, xmm15
+    movdqa       xmm7, xmm3
+    pmuldq       xmm7, [rcx - 128]
+    movdqa       xmm15, xmm2
+    pmuldq       xmm15, [rcx - 112]
+    movdqu       xmm4, [rel pd_8380417]              ; reload
+    pmuldq       xmm7, xmm4
+    pmuldq       xmm15, xmm4
+    psubd        xmm3, xmm7
+    psubd        xmm2, xmm15
+    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
+    movshdup     xmm7, [rsp + 160]
+    movshdup     xmm15, [rsp + 192]
+    pmuldq       xmm0, xmm7
+    pmuldq       xmm1, xmm15
+    movshdup     xmm5, xmm5
+    movshdup     xmm6, xmm6
+    movshdup     xmm7, [rsp + 224]
+    movshdup     xmm8, xmm8
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, xmm9
+    movshdup     xmm6, xmm10
+    movshdup     xmm7, xmm11
+    movshdup     xmm8, xmm12
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, xmm13
+    movshdup     xmm6, xmm14
+    movshdup     xmm7, [rsp + 256]
+    movshdup     xmm8, [rsp]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, [rsp + 32]
+    movshdup     xmm6, [rsp + 64]
+    movshdup     xmm7, [rsp + 96]
+    movshdup     xmm8, [rsp + 128]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movdqa       xmm5, xmm0
+    pmuldq       xmm5, [rcx - 128]
+    movdqa       xmm6, xmm1
+    pmuldq       xmm6, [rcx - 112]
+    pmuldq       xmm5, xmm4
+    pmuldq       xmm6, xmm4
+    psubd        xmm0, xmm5
+    psubd        xmm1, xmm6
+    movshdup     xmm3, xmm3
+    movshdup     xmm2, xmm2
+    pblendw      xmm3, xmm0, 204
+    pblendw      xmm2, xmm1, 204
+    movdqu       [rdi + 64], xmm3
+    movdqu       [rdi + 80], xmm2
+    add          rdi, 64
+    add          rsi, 64
+    add          rdx, 64
     dec          rax
     jnz          .repeat1
-    add          rdi, -992                           ; back to the argument
-    add          rsi, -992                           ; back to the argument
-    add          rdx, -992                           ; back to the argument
-    movdqu       xmm1, [rsi + 992]
-    movdqu       xmm2, [rsi + 1008]
-    movdqu       xmm3, [rdx + 992]
-    movdqu       xmm4, [rdx + 1008]
-    movshdup     xmm5, xmm1
-    movshdup     xmm6, xmm2
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    pmuldq       xmm1, xmm3
-    pmuldq       xmm2, xmm4
-    movdqa       xmm3, xmm1
+    add          rdi, -960                           ; back to the argument
+    add          rsi, -960                           ; back to the argument
+    add          rdx, -960                           ; back to the argument
+    movdqu       xmm0, [rsi + 992]
+    movdqu       xmm1, [rsi + 1008]
+    movdqu       xmm2, [rdx + 992]
+    movdqu       xmm3, [rdx + 1008]
+    movdqu       xmm5, [rsi + 2016]
+    movdqu       xmm6, [rsi + 2032]
+    movdqu       xmm7, [rdx + 2016]
+    movdqu       xmm8, [rdx + 2032]
+    movdqu       xmm9, [rsi + 3040]
+    movdqu       xmm10, [rsi + 3056]
+    movdqu       xmm11, [rdx + 3040]
+    movdqu       xmm12, [rdx + 3056]
+    movdqu       xmm13, [rsi + 4064]
+    movdqu       xmm14, [rsi + 4080]
+    movdqu       xmm15, [rdx + 4064]
+    movdqu       xmm4, [rdx + 4080]
+    movdqa       [rsp + 128], xmm4                   ; spill
+    movdqu       xmm4, [rsi + 5088]
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqu       xmm4, [rsi + 5104]
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqu       xmm4, [rdx + 5088]
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqu       xmm4, [rdx + 5104]
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm0
+    pmuldq       xmm4, xmm2
+    movdqa       [rsp + 256], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmuldq       xmm2, xmm3
+    movdqa       [rsp + 224], xmm3                   ; spill
+    movdqa       xmm3, xmm5
+    pmuldq       xmm3, xmm7
+    movdqa       [rsp + 192], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmuldq       xmm7, xmm8
+    paddq        xmm4, xmm3
+    paddq        xmm2, xmm7
+    movdqa       xmm3, xmm9
     pmuldq       xmm3, xmm11
-    movdqa       xmm4, xmm2
-    pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm13
-    pmuldq       xmm4, xmm13
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
+    movdqa       xmm7, xmm10
+    pmuldq       xmm7, xmm12
+    paddq        xmm4, xmm3
+    paddq        xmm2, xmm7
+    movdqa       xmm3, xmm13
+    pmuldq       xmm3, xmm15
+    movdqa       xmm7, xmm14
+    pmuldq       xmm7, [rsp + 128]
+    paddq        xmm4, xmm3
+    paddq        xmm2, xmm7
+    movdqa       xmm3, [rsp + 96]                    ; reload
+    movdqa       xmm7, xmm3
+    pmuldq       xmm7, [rsp + 32]
+    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       [rsp + 160], xmm15                  ; spill
+    movdqa       xmm15, xmm3
+    pmuldq       xmm15, [rsp]
+    paddq        xmm4, xmm7
+    paddq        xmm2, xmm15
+    movdqa       xmm7, xmm4
+    pmuldq       xmm7, [rel pd_58728449]
+    movdqa       xmm15, xmm2
+    pmuldq       xmm15, [rel pd_58728449 + 16]
+    movdqu       xmm3, [rel pd_8380417]              ; reload
+    pmuldq       xmm7, xmm3
+    pmuldq       xmm15, xmm3
+    psubd        xmm4, xmm7
+    psubd        xmm2, xmm15
+    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
+    movshdup     xmm7, [rsp + 256]
+    movshdup     xmm15, [rsp + 224]
+    pmuldq       xmm0, xmm7
+    pmuldq       xmm1, xmm15
+    movshdup     xmm5, xmm5
+    movshdup     xmm6, xmm6
+    movshdup     xmm7, [rsp + 192]
+    movshdup     xmm8, xmm8
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmuldq       xmm3, xmm11
-    movdqa       xmm4, xmm6
-    pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm13
-    pmuldq       xmm4, xmm13
-    psubd        xmm5, xmm3
-    psubd        xmm6, xmm4
-    movshdup     xmm1, xmm1
-    movshdup     xmm2, xmm2
-    pblendw      xmm1, xmm5, 204
-    pblendw      xmm2, xmm6, 204
-    mov          rax, 3
-    .repeat3:
-    movdqu       xmm3, [rsi + 2016]
-    movdqu       xmm4, [rsi + 2032]
-    movdqu       xmm5, [rdx + 2016]
-    movdqu       xmm6, [rdx + 2032]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    add          rsi, 0x400
-    add          rdx, 0x400
-    dec          rax
-    jnz          .repeat3
-    add          rsi, -3072                          ; back to the argument
-    add          rdx, -3072                          ; back to the argument
-    movdqu       xmm3, [rsi + 5088]
-    movdqu       xmm4, [rsi + 5104]
-    movdqu       xmm5, [rdx + 5088]
-    movdqu       xmm6, [rdx + 5104]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm0, xmm3
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, xmm9
+    movshdup     xmm6, xmm10
+    movshdup     xmm7, xmm11
+    movshdup     xmm8, xmm12
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, xmm13
+    movshdup     xmm6, xmm14
+    movshdup     xmm7, [rsp + 160]
+    movshdup     xmm8, [rsp + 128]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, [rsp + 96]
+    movshdup     xmm6, [rsp + 64]
+    movshdup     xmm7, [rsp + 32]
+    movshdup     xmm8, [rsp]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movdqa       xmm5, xmm0
+    pmuldq       xmm5, [rel pd_58728449]
+    movdqa       xmm6, xmm1
+    pmuldq       xmm6, [rel pd_58728449 + 16]
+    pmuldq       xmm5, xmm3
+    pmuldq       xmm6, xmm3
+    psubd        xmm0, xmm5
+    psubd        xmm1, xmm6
     movshdup     xmm3, xmm4
-    pblendw      xmm0, xmm7, 204
-    pblendw      xmm3, xmm8, 204
-    paddd        xmm1, xmm0
-    paddd        xmm2, xmm3
-    movdqa       xmm0, xmm1                          ; barrett: the output range asked for
-    psrad        xmm0, 10
-    movdqa       xmm3, xmm2
-    psrad        xmm3, 10
-    pmulld       xmm0, xmm14
-    pmulld       xmm3, xmm15
-    paddd        xmm0, [rel pd_2097152]
-    paddd        xmm3, [rel pd_2097152 + 16]
-    psrad        xmm0, 22
-    psrad        xmm3, 22
-    pmulld       xmm0, xmm13
-    pmulld       xmm3, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm0
-    psubd        xmm2, xmm3
-    movdqu       [rdi + 992], xmm1
+    movshdup     xmm2, xmm2
+    pblendw      xmm3, xmm0, 204
+    pblendw      xmm2, xmm1, 204
+    movdqu       [rdi + 992], xmm3
     movdqu       [rdi + 1008], xmm2
+    mov rsp, rbp
+    pop rbp
     ret
 .end:
 
@@ -25485,13 +23996,13 @@ kg_mldsa8380417_basemul_acc5_sse:
 ; kg_mldsa8380417_basemul_acc7_sse: base multiply-accumulate r = a_0*b_0 + ... + a_6*b_6 blockwise, NTT domain
 ;
 ;   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 7 polynomials
-;   ensures:  every r[i] in [-4217860, 4218883] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+;   ensures:  every r[i] in [-7070030, 7070030] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
 ;             a_i = a[256*i .. 256*i+255], b_i likewise
 ;             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
 ;   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-15}, rax, rcx, rdx, rsi, rdi, flags
-;   loops: 31 x 91 (each holding 6 x 36) and 5 x 36 instructions (repeated groups rolled: 8069 instructions run, 223 written)
+;   loops: 15 x 340 instructions (repeated groups rolled: 5377 instructions run, 682 written)
 ; ---------------------------------------------------------------------------
 section .text.kg_mldsa8380417_basemul_acc7_sse progbits alloc exec nowrite align=32
 
@@ -25499,235 +24010,696 @@ global kg_mldsa8380417_basemul_acc7_sse:function KERNGEN_VISIBILITY (kg_mldsa838
 align 32
 kg_mldsa8380417_basemul_acc7_sse:
     endbr64                                          ; an indirect-branch target under CET
-    movdqu       xmm11, [rel pd_58728449]            ; held in a register: read 448 times
-    movdqu       xmm12, [rel pd_58728449 + 16]       ; held in a register: read 448 times
-    movdqu       xmm13, [rel pd_8380417]             ; held in a register: read 928 times
-    movdqu       xmm14, [rel pd_513]                 ; held in a register: read 32 times
-    movdqu       xmm15, [rel pd_513 + 16]            ; held in a register: read 32 times
-    mov          rax, 31
-    .repeat1:
+    push rbp
+    mov rbp, rsp
+    and rsp, -32
+    sub rsp, 544
+    movdqu       xmm0, [rel pd_8380417]              ; q = 8380417
     movdqu       xmm1, [rsi]
     movdqu       xmm2, [rsi + 16]
     movdqu       xmm3, [rdx]
     movdqu       xmm4, [rdx + 16]
-    movshdup     xmm5, xmm1
-    movshdup     xmm6, xmm2
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    pmuldq       xmm1, xmm3
-    pmuldq       xmm2, xmm4
-    movdqa       xmm3, xmm1
-    pmuldq       xmm3, xmm11
-    movdqa       xmm4, xmm2
-    pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm13
-    pmuldq       xmm4, xmm13
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    pmuldq       xmm5, xmm7
-    pmuldq       xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmuldq       xmm3, xmm11
-    movdqa       xmm4, xmm6
-    pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm13
-    pmuldq       xmm4, xmm13
-    psubd        xmm5, xmm3
-    psubd        xmm6, xmm4
+    movdqu       xmm5, [rsi + 1024]
+    movdqu       xmm6, [rsi + 1040]
+    movdqu       xmm7, [rdx + 1024]
+    movdqu       xmm8, [rdx + 1040]
+    movdqu       xmm9, [rsi + 2048]
+    movdqu       xmm10, [rsi + 2064]
+    movdqu       xmm11, [rdx + 2048]
+    movdqu       xmm12, [rdx + 2064]
+    movdqu       xmm13, [rsi + 3072]
+    movdqu       xmm14, [rsi + 3088]
+    movdqu       xmm15, [rdx + 3072]
+    movdqu       xmm0, [rdx + 3088]
+    movdqa       [rsp], xmm0                         ; spill
+    movdqu       xmm0, [rsi + 4096]
+    movdqa       [rsp + 32], xmm0                    ; spill
+    movdqu       xmm0, [rsi + 4112]
+    movdqa       [rsp + 64], xmm0                    ; spill
+    movdqu       xmm0, [rdx + 4096]
+    movdqa       [rsp + 96], xmm0                    ; spill
+    movdqu       xmm0, [rdx + 4112]
+    movdqa       [rsp + 128], xmm0                   ; spill
+    movdqu       xmm0, [rsi + 5120]
+    movdqa       [rsp + 160], xmm0                   ; spill
+    movdqu       xmm0, [rsi + 5136]
+    movdqa       [rsp + 192], xmm0                   ; spill
+    movdqu       xmm0, [rdx + 5120]
+    movdqa       [rsp + 224], xmm0                   ; spill
+    movdqu       xmm0, [rdx + 5136]
+    movdqa       [rsp + 256], xmm0                   ; spill
+    movdqu       xmm0, [rsi + 6144]
+    movdqa       [rsp + 288], xmm0                   ; spill
+    movdqu       xmm0, [rsi + 6160]
+    movdqa       [rsp + 320], xmm0                   ; spill
+    movdqu       xmm0, [rdx + 6144]
+    movdqa       [rsp + 352], xmm0                   ; spill
+    movdqu       xmm0, [rdx + 6160]
+    movdqa       [rsp + 384], xmm0                   ; spill
+    movdqa       xmm0, xmm1
+    pmuldq       xmm0, xmm3
+    movdqa       [rsp + 416], xmm3                   ; spill
+    movdqa       xmm3, xmm2
+    pmuldq       xmm3, xmm4
+    movdqa       [rsp + 448], xmm4                   ; spill
+    movdqa       xmm4, xmm5
+    pmuldq       xmm4, xmm7
+    movdqa       [rsp + 480], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmuldq       xmm7, xmm8
+    paddq        xmm0, xmm4
+    paddq        xmm3, xmm7
+    movdqa       xmm4, xmm9
+    pmuldq       xmm4, xmm11
+    movdqa       xmm7, xmm10
+    pmuldq       xmm7, xmm12
+    paddq        xmm0, xmm4
+    paddq        xmm3, xmm7
+    movdqa       xmm4, xmm13
+    pmuldq       xmm4, xmm15
+    movdqa       xmm7, xmm14
+    pmuldq       xmm7, [rsp]
+    paddq        xmm0, xmm4
+    paddq        xmm3, xmm7
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm7, xmm4
+    pmuldq       xmm7, [rsp + 96]
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       [rsp + 512], xmm15                  ; spill
+    movdqa       xmm15, xmm4
+    pmuldq       xmm15, [rsp + 128]
+    paddq        xmm0, xmm7
+    paddq        xmm3, xmm15
+    movdqa       xmm7, [rsp + 160]                   ; reload
+    movdqa       xmm15, xmm7
+    pmuldq       xmm15, [rsp + 224]
+    movdqa       xmm7, [rsp + 192]                   ; reload
+    movdqa       xmm4, xmm7
+    pmuldq       xmm4, [rsp + 256]
+    paddq        xmm0, xmm15
+    paddq        xmm3, xmm4
+    movdqa       xmm4, [rsp + 288]                   ; reload
+    movdqa       xmm15, xmm4
+    pmuldq       xmm15, [rsp + 352]
+    movdqa       xmm4, [rsp + 320]                   ; reload
+    movdqa       xmm7, xmm4
+    pmuldq       xmm7, [rsp + 384]
+    paddq        xmm0, xmm15
+    paddq        xmm3, xmm7
+    movdqa       xmm7, xmm0
+    pmuldq       xmm7, [rel pd_58728449]
+    movdqa       xmm15, xmm3
+    pmuldq       xmm15, [rel pd_58728449 + 16]
+    movdqu       xmm4, [rel pd_8380417]              ; reload
+    pmuldq       xmm7, xmm4
+    pmuldq       xmm15, xmm4
+    psubd        xmm0, xmm7
+    psubd        xmm3, xmm15
     movshdup     xmm1, xmm1
     movshdup     xmm2, xmm2
-    pblendw      xmm1, xmm5, 204
-    pblendw      xmm2, xmm6, 204
-    mov          rcx, 6
-    .repeat2:
-    movdqu       xmm3, [rsi + 1024]
-    movdqu       xmm4, [rsi + 1040]
-    movdqu       xmm5, [rdx + 1024]
-    movdqu       xmm6, [rdx + 1040]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
+    movshdup     xmm7, [rsp + 416]
+    movshdup     xmm15, [rsp + 448]
+    pmuldq       xmm1, xmm7
+    pmuldq       xmm2, xmm15
+    movshdup     xmm5, xmm5
+    movshdup     xmm6, xmm6
+    movshdup     xmm7, [rsp + 480]
+    movshdup     xmm8, xmm8
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm1, xmm5
+    paddq        xmm2, xmm6
+    movshdup     xmm5, xmm9
+    movshdup     xmm6, xmm10
+    movshdup     xmm7, xmm11
+    movshdup     xmm8, xmm12
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm1, xmm5
+    paddq        xmm2, xmm6
+    movshdup     xmm5, xmm13
+    movshdup     xmm6, xmm14
+    movshdup     xmm7, [rsp + 512]
+    movshdup     xmm8, [rsp]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm1, xmm5
+    paddq        xmm2, xmm6
+    movshdup     xmm5, [rsp + 32]
+    movshdup     xmm6, [rsp + 64]
+    movshdup     xmm7, [rsp + 96]
+    movshdup     xmm8, [rsp + 128]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm1, xmm5
+    paddq        xmm2, xmm6
+    movshdup     xmm5, [rsp + 160]
+    movshdup     xmm6, [rsp + 192]
+    movshdup     xmm7, [rsp + 224]
+    movshdup     xmm8, [rsp + 256]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm1, xmm5
+    paddq        xmm2, xmm6
+    movshdup     xmm5, [rsp + 288]
+    movshdup     xmm6, [rsp + 320]
+    movshdup     xmm7, [rsp + 352]
+    movshdup     xmm8, [rsp + 384]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm1, xmm5
+    paddq        xmm2, xmm6
+    movdqa       xmm5, xmm1
+    pmuldq       xmm5, [rel pd_58728449]
+    movdqa       xmm6, xmm2
+    pmuldq       xmm6, [rel pd_58728449 + 16]
+    pmuldq       xmm5, xmm4
+    pmuldq       xmm6, xmm4
+    psubd        xmm1, xmm5
+    psubd        xmm2, xmm6
+    movshdup     xmm0, xmm0
     movshdup     xmm3, xmm3
+    pblendw      xmm0, xmm1, 204
+    pblendw      xmm3, xmm2, 204
+    movdqu       [rdi], xmm0
+    movdqu       [rdi + 16], xmm3
+    mov          rax, 15
+    .repeat1:
+    movdqu       xmm0, [rsi + 32]
+    movdqu       xmm1, [rsi + 48]
+    movdqu       xmm2, [rdx + 32]
+    movdqu       xmm3, [rdx + 48]
+    movdqu       xmm5, [rsi + 1056]
+    movdqu       xmm6, [rsi + 1072]
+    movdqu       xmm7, [rdx + 1056]
+    movdqu       xmm8, [rdx + 1072]
+    movdqu       xmm9, [rsi + 2080]
+    movdqu       xmm10, [rsi + 2096]
+    movdqu       xmm11, [rdx + 2080]
+    movdqu       xmm12, [rdx + 2096]
+    movdqu       xmm13, [rsi + 3104]
+    movdqu       xmm14, [rsi + 3120]
+    movdqu       xmm15, [rdx + 3104]
+    movdqu       xmm4, [rdx + 3120]
+    movdqa       [rsp + 384], xmm4                   ; spill
+    movdqu       xmm4, [rsi + 4128]
+    movdqa       [rsp + 352], xmm4                   ; spill
+    movdqu       xmm4, [rsi + 4144]
+    movdqa       [rsp + 320], xmm4                   ; spill
+    movdqu       xmm4, [rdx + 4128]
+    movdqa       [rsp + 288], xmm4                   ; spill
+    movdqu       xmm4, [rdx + 4144]
+    movdqa       [rsp + 256], xmm4                   ; spill
+    movdqu       xmm4, [rsi + 5152]
+    movdqa       [rsp + 224], xmm4                   ; spill
+    movdqu       xmm4, [rsi + 5168]
+    movdqa       [rsp + 192], xmm4                   ; spill
+    movdqu       xmm4, [rdx + 5152]
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqu       xmm4, [rdx + 5168]
+    movdqa       [rsp + 128], xmm4                   ; spill
+    movdqu       xmm4, [rsi + 6176]
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqu       xmm4, [rsi + 6192]
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqu       xmm4, [rdx + 6176]
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqu       xmm4, [rdx + 6192]
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm0
+    pmuldq       xmm4, xmm2
+    movdqa       [rsp + 512], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmuldq       xmm2, xmm3
+    movdqa       [rsp + 480], xmm3                   ; spill
+    movdqa       xmm3, xmm5
+    pmuldq       xmm3, xmm7
+    movdqa       [rsp + 448], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmuldq       xmm7, xmm8
+    paddq        xmm4, xmm3
+    paddq        xmm2, xmm7
+    movdqa       xmm3, xmm9
+    pmuldq       xmm3, xmm11
+    movdqa       xmm7, xmm10
+    pmuldq       xmm7, xmm12
+    paddq        xmm4, xmm3
+    paddq        xmm2, xmm7
+    movdqa       xmm3, xmm13
+    pmuldq       xmm3, xmm15
+    movdqa       xmm7, xmm14
+    pmuldq       xmm7, [rsp + 384]
+    paddq        xmm4, xmm3
+    paddq        xmm2, xmm7
+    movdqa       xmm3, [rsp + 352]                   ; reload
+    movdqa       xmm7, xmm3
+    pmuldq       xmm7, [rsp + 288]
+    movdqa       xmm3, [rsp + 320]                   ; reload
+    movdqa       [rsp + 416], xmm15                  ; spill
+    movdqa       xmm15, xmm3
+    pmuldq       xmm15, [rsp + 256]
+    paddq        xmm4, xmm7
+    paddq        xmm2, xmm15
+    movdqa       xmm7, [rsp + 224]                   ; reload
+    movdqa       xmm15, xmm7
+    pmuldq       xmm15, [rsp + 160]
+    movdqa       xmm7, [rsp + 192]                   ; reload
+    movdqa       xmm3, xmm7
+    pmuldq       xmm3, [rsp + 128]
+    paddq        xmm4, xmm15
+    paddq        xmm2, xmm3
+    movdqa       xmm3, [rsp + 96]                    ; reload
+    movdqa       xmm15, xmm3
+    pmuldq       xmm15, [rsp + 32]
+    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       xmm7, xmm3
+    pmuldq       xmm7, [rsp]
+    paddq        xmm4, xmm15
+    paddq        xmm2, xmm7
+    movdqa       xmm7, xmm4
+    pmuldq       xmm7, [rel pd_58728449]
+    movdqa       xmm15, xmm2
+    pmuldq       xmm15, [rel pd_58728449 + 16]
+    movdqu       xmm3, [rel pd_8380417]              ; reload
+    pmuldq       xmm7, xmm3
+    pmuldq       xmm15, xmm3
+    psubd        xmm4, xmm7
+    psubd        xmm2, xmm15
+    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
+    movshdup     xmm7, [rsp + 512]
+    movshdup     xmm15, [rsp + 480]
+    pmuldq       xmm0, xmm7
+    pmuldq       xmm1, xmm15
+    movshdup     xmm5, xmm5
+    movshdup     xmm6, xmm6
+    movshdup     xmm7, [rsp + 448]
+    movshdup     xmm8, xmm8
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, xmm9
+    movshdup     xmm6, xmm10
+    movshdup     xmm7, xmm11
+    movshdup     xmm8, xmm12
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, xmm13
+    movshdup     xmm6, xmm14
+    movshdup     xmm7, [rsp + 416]
+    movshdup     xmm8, [rsp + 384]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, [rsp + 352]
+    movshdup     xmm6, [rsp + 320]
+    movshdup     xmm7, [rsp + 288]
+    movshdup     xmm8, [rsp + 256]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, [rsp + 224]
+    movshdup     xmm6, [rsp + 192]
+    movshdup     xmm7, [rsp + 160]
+    movshdup     xmm8, [rsp + 128]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, [rsp + 96]
+    movshdup     xmm6, [rsp + 64]
+    movshdup     xmm7, [rsp + 32]
+    movshdup     xmm8, [rsp]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movdqa       xmm5, xmm0
+    lea          rcx, [rel pd_58728449 + 128]        ; addresses pd_58728449 near byte 0
+    pmuldq       xmm5, [rcx - 128]
+    movdqa       xmm6, xmm1
+    pmuldq       xmm6, [rcx - 112]
+    pmuldq       xmm5, xmm3
+    pmuldq       xmm6, xmm3
+    psubd        xmm0, xmm5
+    psubd        xmm1, xmm6
     movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    add          rsi, 0x400
-    add          rdx, 0x400
-    dec          rcx
-    jnz          .repeat2
-    add          rsi, -6144                          ; back to the argument
-    add          rdx, -6144                          ; back to the argument
-    movdqa       xmm3, xmm1                          ; barrett: the output range asked for
-    psrad        xmm3, 10
-    movdqa       xmm4, xmm2
-    psrad        xmm4, 10
-    pmulld       xmm3, xmm14
-    pmulld       xmm4, xmm15
-    paddd        xmm3, [rel pd_2097152]
-    paddd        xmm4, [rel pd_2097152 + 16]
-    psrad        xmm3, 22
-    psrad        xmm4, 22
-    pmulld       xmm3, xmm13
-    pmulld       xmm4, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
-    movdqu       [rdi], xmm1
-    movdqu       [rdi + 16], xmm2
-    add          rdi, 32
-    add          rsi, 32
-    add          rdx, 32
+    movshdup     xmm2, xmm2
+    pblendw      xmm4, xmm0, 204
+    pblendw      xmm2, xmm1, 204
+    movdqu       [rdi + 32], xmm4
+    movdqu       [rdi + 48], xmm2
+    movdqu       xmm0, [rsi + 64]
+    movdqu       xmm1, [rsi + 80]
+    movdqu       xmm2, [rdx + 64]
+    movdqu       xmm4, [rdx + 80]
+    movdqu       xmm5, [rsi + 1088]
+    movdqu       xmm6, [rsi + 1104]
+    movdqu       xmm7, [rdx + 1088]
+    movdqu       xmm8, [rdx + 1104]
+    movdqu       xmm9, [rsi + 2112]
+    movdqu       xmm10, [rsi + 2128]
+    movdqu       xmm11, [rdx + 2112]
+    movdqu       xmm12, [rdx + 2128]
+    movdqu       xmm13, [rsi + 3136]
+    movdqu       xmm14, [rsi + 3152]
+    movdqu       xmm15, [rdx + 3136]
+    movdqu       xmm3, [rdx + 3152]
+    movdqa       [rsp], xmm3                         ; spill
+    movdqu       xmm3, [rsi + 4160]
+    movdqa       [rsp + 32], xmm3                    ; spill
+    movdqu       xmm3, [rsi + 4176]
+    movdqa       [rsp + 64], xmm3                    ; spill
+    movdqu       xmm3, [rdx + 4160]
+    movdqa       [rsp + 96], xmm3                    ; spill
+    movdqu       xmm3, [rdx + 4176]
+    movdqa       [rsp + 128], xmm3                   ; spill
+    movdqu       xmm3, [rsi + 5184]
+    movdqa       [rsp + 160], xmm3                   ; spill
+    movdqu       xmm3, [rsi + 5200]
+    movdqa       [rsp + 192], xmm3                   ; spill
+    movdqu       xmm3, [rdx + 5184]
+    movdqa       [rsp + 224], xmm3                   ; spill
+    movdqu       xmm3, [rdx + 5200]
+    movdqa       [rsp + 256], xmm3                   ; spill
+    movdqu       xmm3, [rsi + 6208]
+    movdqa       [rsp + 288], xmm3                   ; spill
+    movdqu       xmm3, [rsi + 6224]
+    movdqa       [rsp + 320], xmm3                   ; spill
+    movdqu       xmm3, [rdx + 6208]
+    movdqa       [rsp + 352], xmm3                   ; spill
+    movdqu       xmm3, [rdx + 6224]
+    movdqa       [rsp + 384], xmm3                   ; spill
+    movdqa       xmm3, xmm0
+    pmuldq       xmm3, xmm2
+    movdqa       [rsp + 416], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmuldq       xmm2, xmm4
+    movdqa       [rsp + 448], xmm4                   ; spill
+    movdqa       xmm4, xmm5
+    pmuldq       xmm4, xmm7
+    movdqa       [rsp + 480], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmuldq       xmm7, xmm8
+    paddq        xmm3, xmm4
+    paddq        xmm2, xmm7
+    movdqa       xmm4, xmm9
+    pmuldq       xmm4, xmm11
+    movdqa       xmm7, xmm10
+    pmuldq       xmm7, xmm12
+    paddq        xmm3, xmm4
+    paddq        xmm2, xmm7
+    movdqa       xmm4, xmm13
+    pmuldq       xmm4, xmm15
+    movdqa       xmm7, xmm14
+    pmuldq       xmm7, [rsp]
+    paddq        xmm3, xmm4
+    paddq        xmm2, xmm7
+    movdqa       xmm4, [rsp + 32]                    ; reload
+    movdqa       xmm7, xmm4
+    pmuldq       xmm7, [rsp + 96]
+    movdqa       xmm4, [rsp + 64]                    ; reload
+    movdqa       [rsp + 512], xmm15                  ; spill
+    movdqa       xmm15, xmm4
+    pmuldq       xmm15, [rsp + 128]
+    paddq        xmm3, xmm7
+    paddq        xmm2, xmm15
+    movdqa       xmm7, [rsp + 160]                   ; reload
+    movdqa       xmm15, xmm7
+    pmuldq       xmm15, [rsp + 224]
+    movdqa       xmm7, [rsp + 192]                   ; reload
+    movdqa       xmm4, xmm7
+    pmuldq       xmm4, [rsp + 256]
+    paddq        xmm3, xmm15
+    paddq        xmm2, xmm4
+    movdqa       xmm4, [rsp + 288]                   ; reload
+    movdqa       xmm15, xmm4
+    pmuldq       xmm15, [rsp + 352]
+    movdqa       xmm4, [rsp + 320]                   ; reload
+    movdqa       xmm7, xmm4
+    pmuldq       xmm7, [rsp + 384]
+    paddq        xmm3, xmm15
+    paddq        xmm2, xmm7
+    movdqa       xmm7, xmm3
+    pmuldq       xmm7, [rcx - 128]
+    movdqa       xmm15, xmm2
+    pmuldq       xmm15, [rcx - 112]
+    movdqu       xmm4, [rel pd_8380417]              ; reload
+    pmuldq       xmm7, xmm4
+    pmuldq       xmm15, xmm4
+    psubd        xmm3, xmm7
+    psubd        xmm2, xmm15
+    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
+    movshdup     xmm7, [rsp + 416]
+    movshdup     xmm15, [rsp + 448]
+    pmuldq       xmm0, xmm7
+    pmuldq       xmm1, xmm15
+    movshdup     xmm5, xmm5
+    movshdup     xmm6, xmm6
+    movshdup     xmm7, [rsp + 480]
+    movshdup     xmm8, xmm8
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, xmm9
+    movshdup     xmm6, xmm10
+    movshdup     xmm7, xmm11
+    movshdup     xmm8, xmm12
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, xmm13
+    movshdup     xmm6, xmm14
+    movshdup     xmm7, [rsp + 512]
+    movshdup     xmm8, [rsp]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, [rsp + 32]
+    movshdup     xmm6, [rsp + 64]
+    movshdup     xmm7, [rsp + 96]
+    movshdup     xmm8, [rsp + 128]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, [rsp + 160]
+    movshdup     xmm6, [rsp + 192]
+    movshdup     xmm7, [rsp + 224]
+    movshdup     xmm8, [rsp + 256]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, [rsp + 288]
+    movshdup     xmm6, [rsp + 320]
+    movshdup     xmm7, [rsp + 352]
+    movshdup     xmm8, [rsp + 384]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movdqa       xmm5, xmm0
+    pmuldq       xmm5, [rcx - 128]
+    movdqa       xmm6, xmm1
+    pmuldq       xmm6, [rcx - 112]
+    pmuldq       xmm5, xmm4
+    pmuldq       xmm6, xmm4
+    psubd        xmm0, xmm5
+    psubd        xmm1, xmm6
+    movshdup     xmm3, xmm3
+    movshdup     xmm2, xmm2
+    pblendw      xmm3, xmm0, 204
+    pblendw      xmm2, xmm1, 204
+    movdqu       [rdi + 64], xmm3
+    movdqu       [rdi + 80], xmm2
+    add          rdi, 64
+    add          rsi, 64
+    add          rdx, 64
     dec          rax
     jnz          .repeat1
-    add          rdi, -992                           ; back to the argument
-    add          rsi, -992                           ; back to the argument
-    add          rdx, -992                           ; back to the argument
-    movdqu       xmm1, [rsi + 992]
-    movdqu       xmm2, [rsi + 1008]
-    movdqu       xmm3, [rdx + 992]
-    movdqu       xmm4, [rdx + 1008]
-    movshdup     xmm5, xmm1
-    movshdup     xmm6, xmm2
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    pmuldq       xmm1, xmm3
-    pmuldq       xmm2, xmm4
-    movdqa       xmm3, xmm1
+    add          rdi, -960                           ; back to the argument
+    add          rsi, -960                           ; back to the argument
+    add          rdx, -960                           ; back to the argument
+    movdqu       xmm0, [rsi + 992]
+    movdqu       xmm1, [rsi + 1008]
+    movdqu       xmm2, [rdx + 992]
+    movdqu       xmm3, [rdx + 1008]
+    movdqu       xmm5, [rsi + 2016]
+    movdqu       xmm6, [rsi + 2032]
+    movdqu       xmm7, [rdx + 2016]
+    movdqu       xmm8, [rdx + 2032]
+    movdqu       xmm9, [rsi + 3040]
+    movdqu       xmm10, [rsi + 3056]
+    movdqu       xmm11, [rdx + 3040]
+    movdqu       xmm12, [rdx + 3056]
+    movdqu       xmm13, [rsi + 4064]
+    movdqu       xmm14, [rsi + 4080]
+    movdqu       xmm15, [rdx + 4064]
+    movdqu       xmm4, [rdx + 4080]
+    movdqa       [rsp + 384], xmm4                   ; spill
+    movdqu       xmm4, [rsi + 5088]
+    movdqa       [rsp + 352], xmm4                   ; spill
+    movdqu       xmm4, [rsi + 5104]
+    movdqa       [rsp + 320], xmm4                   ; spill
+    movdqu       xmm4, [rdx + 5088]
+    movdqa       [rsp + 288], xmm4                   ; spill
+    movdqu       xmm4, [rdx + 5104]
+    movdqa       [rsp + 256], xmm4                   ; spill
+    movdqu       xmm4, [rsi + 6112]
+    movdqa       [rsp + 224], xmm4                   ; spill
+    movdqu       xmm4, [rsi + 6128]
+    movdqa       [rsp + 192], xmm4                   ; spill
+    movdqu       xmm4, [rdx + 6112]
+    movdqa       [rsp + 160], xmm4                   ; spill
+    movdqu       xmm4, [rdx + 6128]
+    movdqa       [rsp + 128], xmm4                   ; spill
+    movdqu       xmm4, [rsi + 7136]
+    movdqa       [rsp + 96], xmm4                    ; spill
+    movdqu       xmm4, [rsi + 7152]
+    movdqa       [rsp + 64], xmm4                    ; spill
+    movdqu       xmm4, [rdx + 7136]
+    movdqa       [rsp + 32], xmm4                    ; spill
+    movdqu       xmm4, [rdx + 7152]
+    movdqa       [rsp], xmm4                         ; spill
+    movdqa       xmm4, xmm0
+    pmuldq       xmm4, xmm2
+    movdqa       [rsp + 512], xmm2                   ; spill
+    movdqa       xmm2, xmm1
+    pmuldq       xmm2, xmm3
+    movdqa       [rsp + 480], xmm3                   ; spill
+    movdqa       xmm3, xmm5
+    pmuldq       xmm3, xmm7
+    movdqa       [rsp + 448], xmm7                   ; spill
+    movdqa       xmm7, xmm6
+    pmuldq       xmm7, xmm8
+    paddq        xmm4, xmm3
+    paddq        xmm2, xmm7
+    movdqa       xmm3, xmm9
     pmuldq       xmm3, xmm11
-    movdqa       xmm4, xmm2
-    pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm13
-    pmuldq       xmm4, xmm13
-    psubd        xmm1, xmm3
-    psubd        xmm2, xmm4
+    movdqa       xmm7, xmm10
+    pmuldq       xmm7, xmm12
+    paddq        xmm4, xmm3
+    paddq        xmm2, xmm7
+    movdqa       xmm3, xmm13
+    pmuldq       xmm3, xmm15
+    movdqa       xmm7, xmm14
+    pmuldq       xmm7, [rsp + 384]
+    paddq        xmm4, xmm3
+    paddq        xmm2, xmm7
+    movdqa       xmm3, [rsp + 352]                   ; reload
+    movdqa       xmm7, xmm3
+    pmuldq       xmm7, [rsp + 288]
+    movdqa       xmm3, [rsp + 320]                   ; reload
+    movdqa       [rsp + 416], xmm15                  ; spill
+    movdqa       xmm15, xmm3
+    pmuldq       xmm15, [rsp + 256]
+    paddq        xmm4, xmm7
+    paddq        xmm2, xmm15
+    movdqa       xmm7, [rsp + 224]                   ; reload
+    movdqa       xmm15, xmm7
+    pmuldq       xmm15, [rsp + 160]
+    movdqa       xmm7, [rsp + 192]                   ; reload
+    movdqa       xmm3, xmm7
+    pmuldq       xmm3, [rsp + 128]
+    paddq        xmm4, xmm15
+    paddq        xmm2, xmm3
+    movdqa       xmm3, [rsp + 96]                    ; reload
+    movdqa       xmm15, xmm3
+    pmuldq       xmm15, [rsp + 32]
+    movdqa       xmm3, [rsp + 64]                    ; reload
+    movdqa       xmm7, xmm3
+    pmuldq       xmm7, [rsp]
+    paddq        xmm4, xmm15
+    paddq        xmm2, xmm7
+    movdqa       xmm7, xmm4
+    pmuldq       xmm7, [rel pd_58728449]
+    movdqa       xmm15, xmm2
+    pmuldq       xmm15, [rel pd_58728449 + 16]
+    movdqu       xmm3, [rel pd_8380417]              ; reload
+    pmuldq       xmm7, xmm3
+    pmuldq       xmm15, xmm3
+    psubd        xmm4, xmm7
+    psubd        xmm2, xmm15
+    movshdup     xmm0, xmm0
+    movshdup     xmm1, xmm1
+    movshdup     xmm7, [rsp + 512]
+    movshdup     xmm15, [rsp + 480]
+    pmuldq       xmm0, xmm7
+    pmuldq       xmm1, xmm15
+    movshdup     xmm5, xmm5
+    movshdup     xmm6, xmm6
+    movshdup     xmm7, [rsp + 448]
+    movshdup     xmm8, xmm8
     pmuldq       xmm5, xmm7
     pmuldq       xmm6, xmm8
-    movdqa       xmm3, xmm5
-    pmuldq       xmm3, xmm11
-    movdqa       xmm4, xmm6
-    pmuldq       xmm4, xmm12
-    pmuldq       xmm3, xmm13
-    pmuldq       xmm4, xmm13
-    psubd        xmm5, xmm3
-    psubd        xmm6, xmm4
-    movshdup     xmm1, xmm1
-    movshdup     xmm2, xmm2
-    pblendw      xmm1, xmm5, 204
-    pblendw      xmm2, xmm6, 204
-    mov          rax, 5
-    .repeat3:
-    movdqu       xmm3, [rsi + 2016]
-    movdqu       xmm4, [rsi + 2032]
-    movdqu       xmm5, [rdx + 2016]
-    movdqu       xmm6, [rdx + 2032]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm3, xmm3
-    movshdup     xmm4, xmm4
-    pblendw      xmm3, xmm7, 204
-    pblendw      xmm4, xmm8, 204
-    paddd        xmm1, xmm3
-    paddd        xmm2, xmm4
-    add          rsi, 0x400
-    add          rdx, 0x400
-    dec          rax
-    jnz          .repeat3
-    add          rsi, -5120                          ; back to the argument
-    add          rdx, -5120                          ; back to the argument
-    movdqu       xmm3, [rsi + 7136]
-    movdqu       xmm4, [rsi + 7152]
-    movdqu       xmm5, [rdx + 7136]
-    movdqu       xmm6, [rdx + 7152]
-    movshdup     xmm7, xmm3
-    movshdup     xmm8, xmm4
-    movshdup     xmm9, xmm5
-    movshdup     xmm10, xmm6
-    pmuldq       xmm3, xmm5
-    pmuldq       xmm4, xmm6
-    movdqa       xmm5, xmm3
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm4
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm3, xmm5
-    psubd        xmm4, xmm6
-    pmuldq       xmm7, xmm9
-    pmuldq       xmm8, xmm10
-    movdqa       xmm5, xmm7
-    pmuldq       xmm5, xmm11
-    movdqa       xmm6, xmm8
-    pmuldq       xmm6, xmm12
-    pmuldq       xmm5, xmm13
-    pmuldq       xmm6, xmm13
-    psubd        xmm7, xmm5
-    psubd        xmm8, xmm6
-    movshdup     xmm0, xmm3
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, xmm9
+    movshdup     xmm6, xmm10
+    movshdup     xmm7, xmm11
+    movshdup     xmm8, xmm12
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, xmm13
+    movshdup     xmm6, xmm14
+    movshdup     xmm7, [rsp + 416]
+    movshdup     xmm8, [rsp + 384]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, [rsp + 352]
+    movshdup     xmm6, [rsp + 320]
+    movshdup     xmm7, [rsp + 288]
+    movshdup     xmm8, [rsp + 256]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, [rsp + 224]
+    movshdup     xmm6, [rsp + 192]
+    movshdup     xmm7, [rsp + 160]
+    movshdup     xmm8, [rsp + 128]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movshdup     xmm5, [rsp + 96]
+    movshdup     xmm6, [rsp + 64]
+    movshdup     xmm7, [rsp + 32]
+    movshdup     xmm8, [rsp]
+    pmuldq       xmm5, xmm7
+    pmuldq       xmm6, xmm8
+    paddq        xmm0, xmm5
+    paddq        xmm1, xmm6
+    movdqa       xmm5, xmm0
+    pmuldq       xmm5, [rel pd_58728449]
+    movdqa       xmm6, xmm1
+    pmuldq       xmm6, [rel pd_58728449 + 16]
+    pmuldq       xmm5, xmm3
+    pmuldq       xmm6, xmm3
+    psubd        xmm0, xmm5
+    psubd        xmm1, xmm6
     movshdup     xmm3, xmm4
-    pblendw      xmm0, xmm7, 204
-    pblendw      xmm3, xmm8, 204
-    paddd        xmm1, xmm0
-    paddd        xmm2, xmm3
-    movdqa       xmm0, xmm1                          ; barrett: the output range asked for
-    psrad        xmm0, 10
-    movdqa       xmm3, xmm2
-    psrad        xmm3, 10
-    pmulld       xmm0, xmm14
-    pmulld       xmm3, xmm15
-    paddd        xmm0, [rel pd_2097152]
-    paddd        xmm3, [rel pd_2097152 + 16]
-    psrad        xmm0, 22
-    psrad        xmm3, 22
-    pmulld       xmm0, xmm13
-    pmulld       xmm3, [rel pd_8380417 + 16]
-    psubd        xmm1, xmm0
-    psubd        xmm2, xmm3
-    movdqu       [rdi + 992], xmm1
+    movshdup     xmm2, xmm2
+    pblendw      xmm3, xmm0, 204
+    pblendw      xmm2, xmm1, 204
+    movdqu       [rdi + 992], xmm3
     movdqu       [rdi + 1008], xmm2
+    mov rsp, rbp
+    pop rbp
     ret
 .end:
 

@@ -143,7 +143,7 @@ void kg_mldsa8380417_basemul_avx512(int32_t *r, const int32_t *a, const int32_t 
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
  *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 4 polynomials
- *   ensures:  every r[i] in [-4201474, 4202497] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+ *   ensures:  every r[i] in [-5835821, 5835821] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX512F (check CPUID before calling)
@@ -157,7 +157,7 @@ void kg_mldsa8380417_basemul_acc4_avx512(int32_t *r, const int32_t *a, const int
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_4*b_4 blockwise, NTT domain
  *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 5 polynomials
- *   ensures:  every r[i] in [-4209667, 4210690] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+ *   ensures:  every r[i] in [-6247224, 6247224] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX512F (check CPUID before calling)
@@ -171,7 +171,7 @@ void kg_mldsa8380417_basemul_acc5_avx512(int32_t *r, const int32_t *a, const int
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_6*b_6 blockwise, NTT domain
  *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 7 polynomials
- *   ensures:  every r[i] in [-4217860, 4218883] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+ *   ensures:  every r[i] in [-7070030, 7070030] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX512F (check CPUID before calling)
@@ -277,7 +277,7 @@ void kg_mldsa8380417_basemul_avx2(int32_t *r, const int32_t *a, const int32_t *b
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
  *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 4 polynomials
- *   ensures:  every r[i] in [-4201474, 4202497] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+ *   ensures:  every r[i] in [-5835821, 5835821] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
@@ -291,7 +291,7 @@ void kg_mldsa8380417_basemul_acc4_avx2(int32_t *r, const int32_t *a, const int32
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_4*b_4 blockwise, NTT domain
  *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 5 polynomials
- *   ensures:  every r[i] in [-4209667, 4210690] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+ *   ensures:  every r[i] in [-6247224, 6247224] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
@@ -305,7 +305,7 @@ void kg_mldsa8380417_basemul_acc5_avx2(int32_t *r, const int32_t *a, const int32
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_6*b_6 blockwise, NTT domain
  *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 7 polynomials
- *   ensures:  every r[i] in [-4217860, 4218883] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+ *   ensures:  every r[i] in [-7070030, 7070030] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
@@ -411,7 +411,7 @@ void kg_mldsa8380417_basemul_sse(int32_t *r, const int32_t *a, const int32_t *b)
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_3*b_3 blockwise, NTT domain
  *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 4 polynomials
- *   ensures:  every r[i] in [-4201474, 4202497] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+ *   ensures:  every r[i] in [-5835821, 5835821] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
@@ -425,7 +425,7 @@ void kg_mldsa8380417_basemul_acc4_sse(int32_t *r, const int32_t *a, const int32_
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_4*b_4 blockwise, NTT domain
  *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 5 polynomials
- *   ensures:  every r[i] in [-4209667, 4210690] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+ *   ensures:  every r[i] in [-6247224, 6247224] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)
@@ -439,7 +439,7 @@ void kg_mldsa8380417_basemul_acc5_sse(int32_t *r, const int32_t *a, const int32_
 
 /* base multiply-accumulate r = a_0*b_0 + ... + a_6*b_6 blockwise, NTT domain
  *   requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 7 polynomials
- *   ensures:  every r[i] in [-4217860, 4218883] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+ *   ensures:  every r[i] in [-7070030, 7070030] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
  *             a_i = a[256*i .. 256*i+255], b_i likewise
  *             (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
  *   cpu: SSE2, SSE3, SSE4_1 (check CPUID before calling)

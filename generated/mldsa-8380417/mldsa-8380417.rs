@@ -101,7 +101,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 4 polynomials
-    /// ensures:  every r[i] in [-4201474, 4202497] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+    /// ensures:  every r[i] in [-5835821, 5835821] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
@@ -115,7 +115,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 5 polynomials
-    /// ensures:  every r[i] in [-4209667, 4210690] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+    /// ensures:  every r[i] in [-6247224, 6247224] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
@@ -129,7 +129,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 7 polynomials
-    /// ensures:  every r[i] in [-4217860, 4218883] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+    /// ensures:  every r[i] in [-7070030, 7070030] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
@@ -235,7 +235,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 4 polynomials
-    /// ensures:  every r[i] in [-4201474, 4202497] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+    /// ensures:  every r[i] in [-5835821, 5835821] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
@@ -249,7 +249,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 5 polynomials
-    /// ensures:  every r[i] in [-4209667, 4210690] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+    /// ensures:  every r[i] in [-6247224, 6247224] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
@@ -263,7 +263,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 7 polynomials
-    /// ensures:  every r[i] in [-4217860, 4218883] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+    /// ensures:  every r[i] in [-7070030, 7070030] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
@@ -369,7 +369,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 4 polynomials
-    /// ensures:  every r[i] in [-4201474, 4202497] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+    /// ensures:  every r[i] in [-5835821, 5835821] (proven); r_j = sum over i < 4 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
@@ -383,7 +383,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 5 polynomials
-    /// ensures:  every r[i] in [-4209667, 4210690] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+    /// ensures:  every r[i] in [-6247224, 6247224] (proven); r_j = sum over i < 5 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
@@ -397,7 +397,7 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-42035255, 42035255] (the forward NTT's output), in its layout, in each of the 7 polynomials
-    /// ensures:  every r[i] in [-4217860, 4218883] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
+    /// ensures:  every r[i] in [-7070030, 7070030] (proven); r_j = sum over i < 7 of a_i_j*b_i_j*2^-32 mod (x^1 - zeta_j, 8380417),
     ///           a_i = a[256*i .. 256*i+255], b_i likewise
     ///           (scale 2^-32 mod q, undone by the inverse NTT); r may alias a or b
     /// cpu: SSE2, SSE3, SSE4_1 (is_x86_feature_detected!: "sse2", "sse3", "sse4.1")
