@@ -974,7 +974,7 @@ _row("load64_gpr", "w:g,r:m", "load", _gpr("mov"), elem=64, move=IDENTITY)
 _row("add64", _GPR3, "alu", _gpr("add"), elem=64, generic="add", arith=ADD, commutative=True)
 _row("sub64", _GPR3, "alu", _gpr("sub"), elem=64, generic="sub", arith=SUB)
 _row("imul64", _GPR3, "mul", _gpr("imul"), elem=64, generic="mullo", arith=MULLO, commutative=True)
-# mulx multiplies by rdx (kept out of every allocation pool on this ISA: `Isa.reserved_gprs`); VEX-encoded,
+# mulx multiplies by rdx (never allocated on this ISA: `general_family(implicit=...)` in machine/isa.py); VEX-encoded,
 # it has three operands, and naming the destination twice keeps the high half alone
 _row("mulx64", _GPR3, "mul", _gpr("mulx", "BMI2", encoding=VEX), elem=64,
      generic="mulhu", arith=MULHU, commutative=True, lines=("mov rdx, {1}", "mulx {0}, {0}, {2}"))
