@@ -754,9 +754,9 @@ def _masked_row(name: str, masking: str, generic: str | None = None) -> None:
     op = next(row for row in _ROWS if row.name == name)
     dst, *rest = op.slots
     access = "rw" if masking == "merge" else dst.access
-    # Its sources are registers: a masked load's time depends on its mask (fault suppression). On Zen 5,
-    # where the table landed at some addresses, a masked xor from it with every lane masked off took some
-    # 400 cycles each time: GF(2^571) inversion ran 5 100 ticks on random input, 529 000 on sparse.
+    # Its sources are registers: a masked load's time depends on its mask (fault suppression), so a masked
+    # operand from memory would make a kernel's time depend on its data (measured on Zen 5:
+    # docs/performance.md, "Measurements behind design choices").
     rest = [Slot(slot.access, "v") if slot.kind == "vm" else slot for slot in rest]
     slots = (Slot(access, dst.kind), Slot("r", "k"), *rest)
     zeroing = masking == "zero"

@@ -46,10 +46,9 @@ def msqr_map(v: Pairs, plan: FieldPlan, pairs: list[VReg], k: int, isa: Isa) -> 
     2 + 4 * (output chunks) instructions per bit.
 
     The mask is a vector, never an opmask over a memory operand: a masked
-    load's time depends on its mask (fault suppression). On Zen 5, where the
-    table landed at some addresses, a merging xor from it with every lane
-    masked off took some 400 cycles each time: GF(2^571) inversion ran
-    5 100 ticks on random input and 529 000 on sparse.
+    load's time depends on its mask (fault suppression), which would make the
+    kernel's time depend on its data (measured on Zen 5: docs/performance.md,
+    "Measurements behind design choices").
     """
     b = v.b
     m, n = plan.m, plan.limbs
