@@ -148,6 +148,15 @@ def test_every_block_runs(page, tmp_path, shim):
     run_page(page, _sandbox(tmp_path), shim)
 
 
+def _hooks():
+    """docs/hooks.py, the MkDocs hook that puts the generated references into the pages."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("kerngen_docs_hooks", DOCS / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_readme_is_short():
     assert len((REPO / "README.md").read_text().splitlines()) <= 250
 
@@ -197,6 +206,8 @@ def test_the_parameter_page_changes_with_the_schema(monkeypatch):
     monkeypatch.setattr(keydoc, "NTT", tuple(changed if k is key else k for k in keydoc.NTT))
     monkeypatch.setitem(keydoc.FAMILIES, "ntt", keydoc.NTT)
     assert "a description changed by a test" in reference.parameter_reference()
+    page = _hooks().on_page_markdown((DOCS / "parameters.md").read_text(), None, None, None)
+    assert "| `coset` | integer | 1 (no coset) |" in page and "a description changed by a test" in page
 
 
 def test_the_cli_page_changes_with_the_parser(monkeypatch):
