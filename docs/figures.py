@@ -5,7 +5,7 @@
 One results file (TOML) is one measurement: the CPU, the commit measured, the anchors and how they were
 built, the procedure, and per kernel either ratios (`metric = "ratio"`: anchor's time / kerngen's, one key
 per series) or ticks (`metric = "ticks"`: the medians of each process per kerngen ISA, `avx512`, `avx2`,
-`sse`, and the anchor's, `anchor_ticks`, or per ISA `anchor_avx512`, ...). Each file becomes one chart,
+`sse`, or the keys `series` lists, and the anchor's, `anchor_ticks`, or per ISA `anchor_avx512`, ...). Each file becomes one chart,
 OUT_DIR/NAME.svg: a horizontal bar per kernel and series of anchor ÷ kerngen (above 1: kerngen faster),
 the spread over processes as an error bar. A new measurement is a new results file.
 """
@@ -40,9 +40,7 @@ def series(data: dict) -> tuple[list[str], dict[str, list[tuple[float, float, fl
         return kernels, out
     if data["metric"] != "ticks":
         raise ValueError(f"metric must be ratio or ticks, got {data['metric']!r}")
-    for isa in ISAS:
-        if not any(isa in r for r in rows):
-            continue
+    for isa in data.get("series", [i for i in ISAS if any(i in r for r in rows)]):
         values = []
         for r in rows:
             anchor = r.get(f"anchor_{isa}", r.get("anchor_ticks"))
@@ -52,7 +50,7 @@ def series(data: dict) -> tuple[list[str], dict[str, list[tuple[float, float, fl
             ratio = statistics.median(anchor) / statistics.median(r[isa])
             ratios = [a / k for a in anchor for k in r[isa]]
             values.append((ratio, min(ratios), max(ratios)))
-        out[f"kerngen {isa}"] = values
+        out[isa if isa.startswith("kerngen") else f"kerngen {isa}"] = values
     return kernels, out
 
 
