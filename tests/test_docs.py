@@ -7,7 +7,8 @@ check`, `c`/`cpp` blocks are written to the file their first comment names (`/* 
 built by a later `sh` block of the page. A `text` block is output or a diagram, never run; after
 `<!-- output -->` it is the output of the `sh` block before it, whose lines must appear in that run's
 output in order. The library session (`<!-- library-session:start -->`, docs/library.md) is run by
-tests/test_library.py. `<!-- example: make -->` marks a block of `make TARGET` lines: each target must be the
+tests/test_library.py. A block after `<!-- excerpt: PATH -->` quotes the sources: it must be in PATH as
+it is (whitespace aside). `<!-- example: make -->` marks a block of `make TARGET` lines: each target must be the
 Makefile's, and `.ci/run` must run the README's `make test` (the suite cannot run itself). A block of
 another language, or an unmarked block without a language, fails the test.
 
@@ -36,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
 PAGES = sorted([REPO / "README.md", *DOCS.glob("*.md")])
 FENCE = re.compile(r"^```([\w+-]*)\n(.*?)^```\n", re.S | re.M)
-DIRECTIVE = re.compile(r"<!-- (output|example: \w+|library-session:start) -->\s*$")
+DIRECTIVE = re.compile(r"<!-- (output|example: \w+|excerpt: [\w./-]+|library-session:start) -->\s*$")
 RUN = ("sh", "python", "toml", "c", "cpp")
 SETUP_TIMEOUT = 600
 
@@ -102,6 +103,11 @@ def run_page(page: Path, sandbox: Path, env: dict) -> None:
         where = f"{page.relative_to(REPO)}:{b.line}"
         if b.directive == "example: make":
             _check_make(b, page)
+            continue
+        if b.directive and b.directive.startswith("excerpt: "):  # code quoted from the sources, as it is there
+            source = REPO / b.directive.split(": ", 1)[1]
+            assert " ".join(b.text.split()) in " ".join(source.read_text().split()), \
+                f"{where}: the excerpt is no longer in {source.relative_to(REPO)}"
             continue
         if b.directive == "library-session:start":  # run by tests/test_library.py, from another directory
             assert page.name == "library.md" and b.lang == "python"
