@@ -1,10 +1,9 @@
 """Repeated groups of a long kernel as loops.
 
 A fully unrolled kernel of a few thousand instructions is larger than the
-decoded-µop cache, and then runs at the rate the legacy decoders deliver
-(about 16 bytes a cycle on Zen 3), far below what its instructions need:
-the forward NTT of n = 512 on 32-bit lanes ran 4338 instructions in about
-1550 cycles where llvm-mca's model of the back end needs 723. Its groups
+decoded-µop cache, and then runs at the rate the legacy decoders deliver,
+far below what its instructions need (measured: docs/performance.md,
+"Measurements behind design choices"). Its groups
 (load registers, butterflies, store) are the same instructions at addresses
 a fixed stride apart, so once verified the stream can be emitted shorter:
 `roll` finds runs of segments that are equal but for their addresses, and

@@ -13,9 +13,9 @@ def map_pays(m: int, k: int, isa: Isa) -> bool:
     """Whether k squarings in a row are cheaper as one application of the
     precomputed linear map (256-bit registers).
 
-    A squaring in a dependent chain costs about its latency, ~17 cycles on
-    the development machine for any limb count up to 9 (one carry-less
-    product, two folds); the map costs about (its instruction count) / 3:
+    A squaring in a dependent chain costs about its latency, about the same
+    for any limb count up to 9 (one carry-less product, two folds; measured:
+    docs/performance.md, "Measurements behind design choices"); the map costs about (its instruction count) / 3:
     per 4-limb input chunk and bit, a shift and a compare, then for each of
     4 lane rotations of each 4-limb output chunk an and and an xor, fused
     into one `vpternlogq` where the ISA has it. Measured: m = 233 inversion
