@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 DEFAULT_PARAMS := params/kyber-3329.toml
 
-.PHONY: setup demo test generated clean
+.PHONY: setup demo test generated docs clean
 
 setup: $(BIN)/kerngen
 	@bash tools/system-packages.sh
@@ -32,6 +32,10 @@ test: setup
 generated: setup
 	@for p in params/*.toml; do n=$$(basename $$p .toml); \
 	  $(BIN)/kerngen emit $$p --out generated/$$n >/dev/null || exit 1; done
+
+# the documentation site (docs/, mkdocs.yml) into build/site; the test suite builds it too
+docs: setup
+	$(BIN)/mkdocs build --strict
 
 clean:
 	rm -rf build $(VENV)

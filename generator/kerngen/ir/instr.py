@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class VReg:
-    """A virtual vector register; `bits` is 256 (ymm) or 128 (xmm)."""
+    """A virtual vector register; `bits` is 512 (zmm), 256 (ymm) or 128 (xmm)."""
 
     index: int
     bits: int
@@ -126,7 +126,7 @@ class IdiomTag:
     """Marks the instructions of one reduction idiom for the verifier.
 
     The verifier evaluates the tagged instructions exactly, lane by lane, for
-    every input value the lane can hold (`verify.lemmas`), instead of through
+    every input value the lane can hold (`passes.lemmas`), instead of through
     interval arithmetic that cannot see through the idiom's intended wrap-around.
     `role` is "start" on the first instruction, "end" on the one producing the
     result and "body" in between; `source` is the slot of the start

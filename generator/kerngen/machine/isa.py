@@ -122,12 +122,12 @@ AVX512 = Isa("avx512", 512, EVEX, X86_64_V4, "x86-64-v4", (vector_family(32, EVE
              legalisation="rewrite", preference=-2, written_bits=512)
 # the same EVEX rows on ymm: AVX-512VL's 32 registers, opmasks and IFMA at AVX2's vector width (the builders
 # write 256-bit vectors, so its NTTs are AVX2's twins), for CPUs where 512-bit work has fewer ports than
-# 256-bit work; after avx512 where both run (README, "256-bit EVEX": zmm measured faster)
+# 256-bit work; after avx512 where both run (docs/performance.md, "256-bit EVEX": zmm measured faster)
 AVX512VL = Isa("avx512vl", 256, EVEX, X86_64_V4, "x86-64-v4",
                (vector_family(32, (128, 256)), _EVEX_GENERAL, _EVEX_MASKS), legalisation="rewrite", preference=-1)
 AVX2 = Isa("avx2", 256, VEX, X86_64_V3, "native")
 # preferred where several run: AVX2, then scalar (64-bit lanes only, where SSE's two lanes are level
-# with plain C and general registers beat them: README, "64-bit lanes"), then SSE
+# with plain C and general registers beat them: docs/performance.md, "64-bit lanes against NFLlib and Intel HEXL"), then SSE
 SSE = Isa("sse", 128, LEGACY, X86_64_V2, "x86-64-v2", (vector_family(16, (128,)), general_family()),
           legalisation="split", preference=2)
 # no vector instruction is encoded (the lanes are lowered onto general registers, whose instructions have one

@@ -754,9 +754,9 @@ def _masked_row(name: str, masking: str, generic: str | None = None) -> None:
     op = next(row for row in _ROWS if row.name == name)
     dst, *rest = op.slots
     access = "rw" if masking == "merge" else dst.access
-    # Its sources are registers: a masked load's time depends on its mask (fault suppression). On Zen 5,
-    # where the table landed at some addresses, a masked xor from it with every lane masked off took some
-    # 400 cycles each time: GF(2^571) inversion ran 5 100 ticks on random input, 529 000 on sparse.
+    # Its sources are registers: a masked load's time depends on its mask (fault suppression), so a masked
+    # operand from memory would make a kernel's time depend on its data (measured on Zen 5:
+    # docs/performance.md, "Measurements behind design choices").
     rest = [Slot(slot.access, "v") if slot.kind == "vm" else slot for slot in rest]
     slots = (Slot(access, dst.kind), Slot("r", "k"), *rest)
     zeroing = masking == "zero"
@@ -974,7 +974,7 @@ _row("load64_gpr", "w:g,r:m", "load", _gpr("mov"), elem=64, move=IDENTITY)
 _row("add64", _GPR3, "alu", _gpr("add"), elem=64, generic="add", arith=ADD, commutative=True)
 _row("sub64", _GPR3, "alu", _gpr("sub"), elem=64, generic="sub", arith=SUB)
 _row("imul64", _GPR3, "mul", _gpr("imul"), elem=64, generic="mullo", arith=MULLO, commutative=True)
-# mulx multiplies by rdx (kept out of every allocation pool on this ISA: `Isa.reserved_gprs`); VEX-encoded,
+# mulx multiplies by rdx (never allocated on this ISA: `general_family(implicit=...)` in machine/isa.py); VEX-encoded,
 # it has three operands, and naming the destination twice keeps the high half alone
 _row("mulx64", _GPR3, "mul", _gpr("mulx", "BMI2", encoding=VEX), elem=64,
      generic="mulhu", arith=MULHU, commutative=True, lines=("mov rdx, {1}", "mulx {0}, {0}, {2}"))

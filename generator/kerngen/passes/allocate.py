@@ -1,10 +1,13 @@
 """Register allocation for straight-line code.
 
-Kernels are fully unrolled, so the whole future is known: when a register is
-needed and none is free, the value whose next use is furthest away is evicted
-(Belady's rule). Values that are copies of constant memory are rematerialised
-by reloading them instead of being spilled; others go to 32-byte stack slots
-(a general register's value to the first 8 bytes of one). Opmasks are never
+Kernels are straight-line code when they are allocated (the roll pass makes
+loops of repeated groups afterwards), so the whole future is known: when a
+register is needed and none is free, the value whose next use is furthest away
+is evicted (Belady's rule). Values that are copies of constant memory are
+rematerialised by reloading them instead of being spilled; others go to stack
+slots as wide as the widest vector register the kernel may spill
+(`Isa.spill_slot_bytes`: 64 bytes on AVX-512, 32 below; a general register's
+value goes to the first 8 bytes of one). Opmasks are never
 spilled: a kernel holds a few constant selectors and comparisons that the next
 masked operation reads; running out of them is an AllocationError.
 Reads from a slot that accepts memory are folded into the instruction, except

@@ -1,10 +1,9 @@
 """Repeated groups of a long kernel as loops.
 
 A fully unrolled kernel of a few thousand instructions is larger than the
-decoded-µop cache, and then runs at the rate the legacy decoders deliver
-(about 16 bytes a cycle on Zen 3), far below what its instructions need:
-the forward NTT of n = 512 on 32-bit lanes ran 4338 instructions in about
-1550 cycles where llvm-mca's model of the back end needs 723. Its groups
+decoded-µop cache, and then runs at the rate the legacy decoders deliver,
+far below what its instructions need (measured: docs/performance.md,
+"Measurements behind design choices"). Its groups
 (load registers, butterflies, store) are the same instructions at addresses
 a fixed stride apart, so once verified the stream can be emitted shorter:
 `roll` finds runs of segments that are equal but for their addresses, and
@@ -15,12 +14,10 @@ runs the result and compares it with the verified stream.
 A loop's segment is rolled the same way, so that a block of groups (the
 layers 3-5 of he's n = 4096 forward: eight blocks of four groups, the
 groups equal but 128 bytes apart, the blocks' twiddles differing) is one
-group written once in two loops. Measured on Zen 5 (same-run medians of
-three processes) that took the forward from 3 070 written instructions to
-2 186 and from 6 034 to 5 878 ticks, 6 101 to 5 864 built for avx512 alone.
-An inner loop must repeat at least three times: the he inverse's inner
-loops of two (one group saved each, and an exit branch to predict each
-pass) made it 1.8% slower.
+group written once in two loops: fewer instructions written, and faster
+as measured. An inner loop must repeat at least three times: inner loops of
+two (one group saved each, and an exit branch to predict each pass)
+measured slower (docs/performance.md, "Measurements behind design choices").
 """
 
 from __future__ import annotations
@@ -34,10 +31,9 @@ from ..ir.instr import Imm, Instr, Mem, PhysReg, Pointer, TableBase, registers_i
 from ..machine.abi import Abi
 from ..machine.registers import GENERAL
 
-# Kernels of more instructions than this are rolled. Measured on Zen 3 (same-run medians): rolled,
-# the NTTs of NewHope (n = 1024, AVX2) and of Dilithium on SSE take 13-18% fewer ticks, n = 512 on
-# 32-bit lanes up to 25% fewer when the host is contended, GF(2^571) inversion 2%; Kyber's and
-# Dilithium's AVX2 NTTs (480-1800 instructions) fit the µop cache and gain nothing from it.
+# Kernels of more instructions than this are rolled: larger ones overflow the decoded-µop cache and, rolled,
+# measured faster; Kyber's and Dilithium's AVX2 NTTs (480-1800 instructions) fit the µop cache and gain
+# nothing from it (docs/performance.md, "Measurements behind design choices").
 ROLL_ABOVE = 3000
 _MIN_SAVED = 64  # a loop must take out at least this many instructions
 _LEAST_INNER = 3  # segments of a loop inside another (see above)

@@ -43,7 +43,7 @@ class Field:
         self.whole = (QUAD_WHOLE if self.one_pass and target.isa.vector_bits >= QUAD_BITS and quad_fits(self.plan)
                       else frozenset())
         # squares by spreading bits (GFNI), not carry-less products: on AMD Zen 5 a vpclmulqdq issues every
-        # other cycle and four of them bounded a squaring (README, "Squares without carry-less products")
+        # other cycle and four of them bounded a squaring (docs/targets.md, "Squares without carry-less products")
         self.spread = target.isa.has("affine_bytes", 8)
 
     def new(self) -> Pairs:

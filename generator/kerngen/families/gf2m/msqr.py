@@ -13,9 +13,9 @@ def map_pays(m: int, k: int, isa: Isa) -> bool:
     """Whether k squarings in a row are cheaper as one application of the
     precomputed linear map (256-bit registers).
 
-    A squaring in a dependent chain costs about its latency, ~17 cycles on
-    the development machine for any limb count up to 9 (one carry-less
-    product, two folds); the map costs about (its instruction count) / 3:
+    A squaring in a dependent chain costs about its latency, about the same
+    for any limb count up to 9 (one carry-less product, two folds; measured:
+    docs/performance.md, "Measurements behind design choices"); the map costs about (its instruction count) / 3:
     per 4-limb input chunk and bit, a shift and a compare, then for each of
     4 lane rotations of each 4-limb output chunk an and and an xor, fused
     into one `vpternlogq` where the ISA has it. Measured: m = 233 inversion
@@ -46,10 +46,9 @@ def msqr_map(v: Pairs, plan: FieldPlan, pairs: list[VReg], k: int, isa: Isa) -> 
     2 + 4 * (output chunks) instructions per bit.
 
     The mask is a vector, never an opmask over a memory operand: a masked
-    load's time depends on its mask (fault suppression). On Zen 5, where the
-    table landed at some addresses, a merging xor from it with every lane
-    masked off took some 400 cycles each time: GF(2^571) inversion ran
-    5 100 ticks on random input and 529 000 on sparse.
+    load's time depends on its mask (fault suppression), which would make the
+    kernel's time depend on its data (measured on Zen 5: docs/performance.md,
+    "Measurements behind design choices").
     """
     b = v.b
     m, n = plan.m, plan.limbs

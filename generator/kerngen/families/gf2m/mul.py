@@ -33,20 +33,14 @@ class MulConfig:
     single_shift: bool = True
 
 
-# Chosen by timing the variants side by side in one kg_bench run on the
-# development machine (Intel, VPCLMULQDQ-capable; ticks per call for
-# mul / 16 squarings): most differences are within a tick or two, except that
-# for m = 409 one carry-less product per word folded x^87 faster than shifts
-# (msqr16 364 vs 434), and for m = 233 shifts beat products (272 vs 304).
-# Re-timed with the one-pass reduction (AMD Zen 3, ticks per multiplication /
-# inversion, variants side by side): m = 233 Karatsuba over the two 128-bit
-# blocks with four products each (12 in all) 21.4, schoolbook 27.1, the
-# three-product forms 23.2 and 23.4; m = 409 three-product blocks split by
-# Karatsuba with shifts 79.1 / 9818, against 107.6 / 10501 for the earlier
-# choice (products per word) and 88.2 / 9598 with four-product blocks;
-# m = 571 the same form 188.1 / 15456 against 225.0 / 16023 unsplit. For 163
-# and 283 the earlier choices stayed within 3% of the best. Other m use the
-# rule in `default_config`.
+# Chosen by timing the variants side by side in one kg_bench run (an Intel
+# machine with VPCLMULQDQ, then AMD Zen 3 with the one-pass reduction): for
+# m = 409 one carry-less product per word folds x^87 faster than shifts, for
+# m = 233 shifts beat products and Karatsuba over the two 128-bit blocks (12
+# products) beats schoolbook and the three-product forms; for 409 and 571
+# three-product blocks split by Karatsuba are the fastest; for 163 and 283 the
+# choices are within 3% of the best (docs/performance.md, "Measurements behind
+# design choices"). Other m use the rule in `default_config`.
 _MEASURED: dict[int, MulConfig] = {
     163: MulConfig("s4", 0, True),
     233: MulConfig("s4", 2, True),

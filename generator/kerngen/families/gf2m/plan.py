@@ -3,8 +3,8 @@
 Everything the kernel builders need to know about the field polynomial lives
 here, as plain numbers: how the high part of a product folds back (which
 64-bit chunks of f - x^m to multiply by, how many folds a degree bound needs,
-the alignment shift) and the Itoh–Tsujii addition chain. `gf2m.py` turns
-these into instructions; nothing there does polynomial arithmetic of its own.
+the alignment shift) and the Itoh–Tsujii addition chain. The builders (mul.py,
+reduce.py, msqr.py, kernels.py) turn these into instructions; nothing there does polynomial arithmetic of its own.
 
 `msqr_columns` (a matrix of m columns per (f, k)) is a registered memo
 (`core.compile_cache.memo`), bounded.

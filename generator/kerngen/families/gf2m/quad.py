@@ -12,13 +12,12 @@ reduction is one pass of independent terms (`plan.shift_terms`): each is a
 window of four limbs of the masked product (one `valignq`) shifted right
 together with the next window by a `vpshrdq`, so no fold waits for another.
 
-Measured on AMD Zen 5 (family 26 model 2) against c-xs233's multiplication
-with `gf_norm` (medians of three processes): each call on the previous
-call's output 27.2 ticks against 33.7, sixteen independent calls 195 against
-260. The former form, a's and b's 128-bit blocks multiplied in the four
-lanes of one zmm register (four products), took 37.8 ticks in the chain: its
-cross-lane moves cost five cycles each there, where `valignq` on ymm costs
-three and 128-bit operations two.
+Measured on AMD Zen 5 it is faster than c-xs233's multiplication with
+`gf_norm`, both in a chain of calls and in independent calls, and than the
+former form (a's and b's 128-bit blocks multiplied in the four lanes of one
+zmm register), whose cross-lane moves cost five cycles each there, where
+`valignq` on ymm costs three and 128-bit operations two (docs/performance.md,
+"Measurements behind design choices").
 """
 
 from __future__ import annotations
@@ -30,10 +29,9 @@ from .reduce import shift_term
 
 BITS = 256
 LIMBS = BITS // 64
-# the kernels done on one element in whole registers, measured faster than on pairs of limbs (Zen 5,
-# `kerngen bench`: the lazy multiplication 12.2 ticks against 16.4). Squaring stays on pairs: two
-# `vpclmulqdq` on ymm and two `vshufi64x2` to regroup their lanes made sixteen independent calls
-# faster (91 ticks against 110) but a chain of calls slower (20.7 a call against 17.1)
+# the kernels done on one element in whole registers, measured faster than on pairs of limbs. Squaring
+# stays on pairs: two `vpclmulqdq` on ymm and two `vshufi64x2` to regroup their lanes made independent
+# calls faster but a chain of calls slower (Zen 5: docs/performance.md, "Measurements behind design choices")
 WHOLE = frozenset({"mul", "mul_lazy"})
 MASK64 = (1 << 64) - 1
 

@@ -259,9 +259,8 @@ def one_pass_pays(plan: FieldPlan, bound: int) -> bool:
     term is far from x^m, which need a second full fold (233, 409: four terms
     either way, the one pass three xors shallower). With the pentanomials of
     small g the second fold touches a word or two, and the one pass's terms
-    multiply (sixteen): measured on Zen 5 (`kerngen bench`, avx512) squaring
-    for m = 163 took 9.8 ticks in one pass against 7.7 folding, the eight
-    squarings of msqr8 146 against 97; for 233 and 409 it is the faster."""
+    multiply (sixteen), and measured slower for m = 163; for 233 and 409 it is
+    the faster (docs/performance.md, "Measurements behind design choices")."""
     return len(shift_terms(plan, bound)) <= len(folds(plan, bound)) * (len(plan.poly) - 1)
 
 

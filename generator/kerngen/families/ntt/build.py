@@ -174,9 +174,9 @@ def _kernels(p: NttParams, t: Target, d: IsaDesign, lay: BlockLayout, forward: t
 
 
 # Groups of a pass interleaved two at a time where the register file holds four groups (two live, their
-# products' temporaries and the constants): on the Xeon of the figures 4-10% fewer ticks for the NTTs of
-# he-1125899906826241, both nfl sets and Goldilocks on zmm, where three or four groups spill and take up to
-# twice the ticks; a build that spills all the same is built again one group at a time
+# products' temporaries and the constants): measured faster for the 64-bit NTTs on zmm, where three or four
+# groups spill and run up to twice as long (docs/performance.md, "Measurements behind design choices"); a
+# build that spills all the same is built again one group at a time
 NTT_INTERLEAVE = 2
 _GROUPS_HELD = 4
 

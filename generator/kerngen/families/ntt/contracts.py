@@ -76,7 +76,10 @@ def basemul_contract(p: NttParams, t: Target, d: int, k: int, inputs: Values, ou
                      signed: bool) -> Contract:
     """Base multiplication of `k` pairs of polynomials summed (1: one product); `r`: the Montgomery factor."""
     per = "" if k == 1 else f", in each of the {k} polynomials"
-    bits, n, q = p.width, p.n, p.q
+    n, q = p.n, p.q
+    power = _power_of_two(r, q)
+    factor = "" if power is None else f"*2^-{power}"
+    scale_words = "scale 1" if power is None else f"scale 2^-{power} mod q, undone by the inverse NTT"
     return Contract(
         (ArgContract(array_arg(p, t, "r", "out", unsigned=not signed), None,
                      Values(None, scale=pow(r, -1, q), layout="ntt_forward output",
@@ -85,11 +88,11 @@ def basemul_contract(p: NttParams, t: Target, d: int, k: int, inputs: Values, ou
          ArgContract(array_arg(p, t, "b", "in", k, not signed), inputs)),
         (("requires: every a[i], b[i] in ", A_REQUIRES, f" (the forward NTT's output), in its layout{per}"),
          ("ensures:  every r[i] in ", BoundOf("r", "ensures"),
-          f"{output_words(output, 'r')}; r_j = a_j*b_j*2^-{bits} mod (x^{d} - zeta_j, {q})" if k == 1 else
-          f"{output_words(output, 'r')}; r_j = sum over i < {k} of a_i_j*b_i_j*2^-{bits} "
+          f"{output_words(output, 'r')}; r_j = a_j*b_j{factor} mod (x^{d} - zeta_j, {q})" if k == 1 else
+          f"{output_words(output, 'r')}; r_j = sum over i < {k} of a_i_j*b_i_j{factor} "
           f"mod (x^{d} - zeta_j, {q}),"),
          *(() if k == 1 else ((f"          a_i = a[{n}*i .. {n}*i+{n - 1}], b_i likewise",),)),
-         (f"          (scale 2^-{bits} mod q, undone by the inverse NTT); r may alias a or b",)))
+         (f"          ({scale_words}); r may alias a or b",)))
 
 
 def basemul_summary(d: int, k: int) -> str:
@@ -105,8 +108,23 @@ def inverse_contract(p: NttParams, t: Target, input_bound: Bound, r: int, signed
                      Values(None, scale=r % q, layout="natural", representation=output_representation(output, q))),),
         (("requires: every a[i] in ", A_REQUIRES, " (base multiplication's output is), in the forward NTT's layout"),
          ("ensures:  every a[i] in ", A_ENSURES, f"{output_words(output, 'a')}, natural order,"),
-         (f"          a = 2^{p.width} * INTT(a) mod {q}: forward, basemul, inverse give a*b mod "
+         (f"          a = {_times(r, q)}INTT(a) mod {q}: forward, basemul, inverse give a*b mod "
           f"({modulus_text(p.n, p.ring, p.coset)}, {q})",)))
+
+
+def _power_of_two(r: int, q: int) -> int | None:
+    """k where the multiplication leaves the factor r = 2^k (Montgomery's R), None where it leaves none
+    (r = 1 mod q: the special 64-bit multiplication)."""
+    if r % q == 1:
+        return None
+    if r & (r - 1):
+        raise ValueError(f"a multiplication's factor is 1 or a power of two (its `r`), got {r}")
+    return r.bit_length() - 1
+
+
+def _times(r: int, q: int) -> str:
+    power = _power_of_two(r, q)
+    return "" if power is None else f"2^{power} * "
 
 
 def reduce_contract(p: NttParams, t: Target, lane: Bound, canonical: bool, signed: bool) -> Contract:
