@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..core.params import ABIS, COMMON_KEYS, MAX_NAME, default_prefix
 from ..machine.target import PLATFORMS, VISIBILITIES
 from .gf2m import params as gf2m
-from .ntt import params as ntt
+from .ntt import batches, params as ntt
 from .ntt.maths import RINGS
 
 
@@ -104,6 +104,20 @@ NTT = (
         "the ring: Z_q[x]/(x^n + 1) (lattice schemes) or Z_q[x]/(x^n - 1) (the DFT of STARK provers)"),
     Key("coset", "integer", "1 (no coset)", "an integer g with 1 < g < q and g^n != 1 mod q",
         "the NTT evaluates on g times the ring's points (a low-degree extension's coset)"),
+    Key("root", "integer", "the smallest primitive root of the order needed",
+        "w with 1 < w < q of order exactly 2^K (K = layers + 1, or layers in the cyclic ring); not with generator",
+        "psi itself: the root of unity every twiddle is a power of, so outputs match another library's order"),
+    Key("generator", "integer", "none", "g with 1 < g < q whose g^((q-1)/2^K) has order 2^K; not with root",
+        "derives psi = g^((q-1)/2^K), the rule of Plonky3's two_adic_generator (its GENERATOR: "
+        + ", ".join(f"{name} {g}" for name, g in batches.PLONKY3_GENERATORS.values()) + ")"),
+    Key("columns", "integer", "1", "a positive multiple of the widest ISA's lanes (or 1)",
+        "every function transforms a row-major n x C matrix whose columns are the polynomials (a STARK trace), "
+        "by vertical butterflies; a planned transform at any n"),
+    Key("lde", "table", "none (no extension)",
+        f"{{ added_bits = k, shift = g }}, k from 1 to {batches.MAX_ADDED_BITS}, g outside the extension's points; "
+        "the cyclic ring without a coset, planned sets only",
+        "adds lde(out, in): n rows of evaluations to n 2^k rows on the coset g <w_(n 2^k)>, Plonky3's "
+        "coset_lde_batch"),
 )
 
 GF2M = (

@@ -31,7 +31,7 @@ ISAS = (AVX2.name, AVX512.name, AVX512VL.name, SSE.name, SCALAR.name, AUTO_ISA) 
 SCALAR_MIN_N = 4  # n = 2 has vectors of one lane, which the scalar legalisation reads past (not built)
 SCALAR_WIDTHS = (64,)  # general registers hold one lane each: only 64-bit lanes fill them
 # what isa = "auto" builds, per lane width, best first (the dispatch unit calls the first the CPU runs), as
-# measured (README, "Measured figures"): AVX2 first everywhere; then SSE for 16- and 32-bit lanes, while
+# measured (docs/performance.md): AVX2 first everywhere; then SSE for 16- and 32-bit lanes, while
 # at 64 bits SSE's two lanes are level with plain C and the scalar code runs 1.2-1.6x NFLlib's and HEXL's
 AUTO_ISAS = {16: (AVX2.name, SSE.name), 32: (AVX2.name, SSE.name), 64: (AVX2.name, SCALAR.name)}
 MAX_BLOCK_BITS = 3  # base blocks of degree at most 8 (base multiplication d = 1, 2, 4, 8)
