@@ -5,7 +5,7 @@
  * babybear-2013265921: cyclic NTT kernels over Z_2013265921[x]/(x^1024-1), 32-bit unsigned lanes, avx512, avx2, sse
  * Link with the object of your platform:
  *   babybear-2013265921.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_BABYBEAR_2013265921_H
 #define KERNGEN_BABYBEAR_2013265921_H

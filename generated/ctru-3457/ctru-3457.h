@@ -5,7 +5,7 @@
  * ctru-3457: negacyclic NTT kernels over Z_3457[x]/(x^256+1), 16-bit lanes, avx2, sse
  * Link with the object of your platform:
  *   ctru-3457.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_CTRU_3457_H
 #define KERNGEN_CTRU_3457_H

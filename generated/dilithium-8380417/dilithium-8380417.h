@@ -5,7 +5,7 @@
  * dilithium-8380417: negacyclic NTT kernels over Z_8380417[x]/(x^256+1), 32-bit unsigned lanes, avx512, avx2, sse
  * Link with the object of your platform:
  *   dilithium-8380417.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_DILITHIUM_8380417_H
 #define KERNGEN_DILITHIUM_8380417_H

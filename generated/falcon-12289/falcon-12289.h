@@ -5,7 +5,7 @@
  * falcon-12289: negacyclic NTT kernels over Z_12289[x]/(x^512+1), 16-bit unsigned lanes, avx2, sse
  * Link with the object of your platform:
  *   falcon-12289.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_FALCON_12289_H
 #define KERNGEN_FALCON_12289_H

@@ -5,7 +5,7 @@
  * gf2m-409: GF(2^409) arithmetic, f = x^409 + x^87 + 1
  * Link with the object of your platform:
  *   gf2m-409.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_GF2M_409_H
 #define KERNGEN_GF2M_409_H

@@ -5537,8 +5537,8 @@ kg_goldilocks18446744069414584321_ntt_forward_avx512:
 ; kg_goldilocks18446744069414584321_basemul_avx512: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 18446744069414584320] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 18446744069414584321)
-;             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+;   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 18446744069414584321)
+;             (scale 1); r may alias a or b
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-15}, k{2-3}, flags
@@ -6683,7 +6683,7 @@ kg_goldilocks18446744069414584321_basemul_avx512:
 ;
 ;   requires: every a[i] in [0, 18446744069414584320] (base multiplication's output is), in the forward NTT's layout
 ;   ensures:  every a[i] in [0, 18446744069414584320] (proven), natural order,
-;             a = 2^64 * INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
+;             a = INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
 ;   cpu: AVX512F (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: zmm{0-31}, k{2-3}, rax, rcx, rdi, flags
@@ -22453,8 +22453,8 @@ kg_goldilocks18446744069414584321_ntt_forward_avx2:
 ; kg_goldilocks18446744069414584321_basemul_avx2: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 18446744069414584320] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 18446744069414584321)
-;             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+;   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 18446744069414584321)
+;             (scale 1); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, flags
@@ -25359,7 +25359,7 @@ kg_goldilocks18446744069414584321_basemul_avx2:
 ;
 ;   requires: every a[i] in [0, 18446744069414584320] (base multiplication's output is), in the forward NTT's layout
 ;   ensures:  every a[i] in [0, 18446744069414584320] (proven), natural order,
-;             a = 2^64 * INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
+;             a = INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-15}, rax, rcx, rdi, flags
@@ -55246,8 +55246,8 @@ kg_goldilocks18446744069414584321_ntt_forward_scalar:
 ; kg_goldilocks18446744069414584321_basemul_scalar: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [0, 18446744069414584320] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 18446744069414584321)
-;             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+;   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 18446744069414584321)
+;             (scale 1); r may alias a or b
 ;   cpu: BMI2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11, flags
@@ -55376,7 +55376,7 @@ kg_goldilocks18446744069414584321_basemul_scalar:
 ;
 ;   requires: every a[i] in [0, 18446744069414584320] (base multiplication's output is), in the forward NTT's layout
 ;   ensures:  every a[i] in [0, 18446744069414584320] (proven), natural order,
-;             a = 2^64 * INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
+;             a = INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
 ;   cpu: BMI2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: rax, rcx, rdx, rsi, rdi, r8, r9, r10, r11, flags

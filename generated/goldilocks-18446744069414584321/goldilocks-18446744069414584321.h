@@ -5,7 +5,7 @@
  * goldilocks-18446744069414584321: cyclic NTT kernels over Z_18446744069414584321[x]/(x^256-1), 64-bit unsigned lanes, avx512, avx2, scalar
  * Link with the object of your platform:
  *   goldilocks-18446744069414584321.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_GOLDILOCKS_18446744069414584321_H
 #define KERNGEN_GOLDILOCKS_18446744069414584321_H
@@ -110,8 +110,8 @@ void kg_goldilocks18446744069414584321_ntt_forward_avx512(uint64_t *a);
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
  *   requires: every a[i], b[i] in [0, 18446744069414584320] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 18446744069414584321)
- *             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+ *   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 18446744069414584321)
+ *             (scale 1); r may alias a or b
  *   cpu: AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_BASEMUL_R_LEN), out, 8-byte aligned (64-byte alignment is fastest)
@@ -124,7 +124,7 @@ void kg_goldilocks18446744069414584321_basemul_avx512(uint64_t *r, const uint64_
 /* inverse cyclic NTT of a[256] in place, natural order out
  *   requires: every a[i] in [0, 18446744069414584320] (base multiplication's output is), in the forward NTT's layout
  *   ensures:  every a[i] in [0, 18446744069414584320] (proven), natural order,
- *             a = 2^64 * INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
+ *             a = INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
  *   cpu: AVX512F (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_NTT_INVERSE_A_LEN), inout, 8-byte aligned (64-byte alignment is fastest)
@@ -155,8 +155,8 @@ void kg_goldilocks18446744069414584321_ntt_forward_avx2(uint64_t *a);
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
  *   requires: every a[i], b[i] in [0, 18446744069414584320] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 18446744069414584321)
- *             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+ *   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 18446744069414584321)
+ *             (scale 1); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_BASEMUL_R_LEN), out, 8-byte aligned (32-byte alignment is fastest)
@@ -169,7 +169,7 @@ void kg_goldilocks18446744069414584321_basemul_avx2(uint64_t *r, const uint64_t 
 /* inverse cyclic NTT of a[256] in place, natural order out
  *   requires: every a[i] in [0, 18446744069414584320] (base multiplication's output is), in the forward NTT's layout
  *   ensures:  every a[i] in [0, 18446744069414584320] (proven), natural order,
- *             a = 2^64 * INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
+ *             a = INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_NTT_INVERSE_A_LEN), inout, 8-byte aligned (32-byte alignment is fastest)
@@ -200,8 +200,8 @@ void kg_goldilocks18446744069414584321_ntt_forward_scalar(uint64_t *a);
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
  *   requires: every a[i], b[i] in [0, 18446744069414584320] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 18446744069414584321)
- *             (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+ *   ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 18446744069414584321)
+ *             (scale 1); r may alias a or b
  *   cpu: BMI2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_BASEMUL_R_LEN), out, 8-byte aligned (32-byte alignment is fastest)
@@ -214,7 +214,7 @@ void kg_goldilocks18446744069414584321_basemul_scalar(uint64_t *r, const uint64_
 /* inverse cyclic NTT of a[256] in place, natural order out
  *   requires: every a[i] in [0, 18446744069414584320] (base multiplication's output is), in the forward NTT's layout
  *   ensures:  every a[i] in [0, 18446744069414584320] (proven), natural order,
- *             a = 2^64 * INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
+ *             a = INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
  *   cpu: BMI2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 256 x uint64_t (KG_GOLDILOCKS18446744069414584321_NTT_INVERSE_A_LEN), inout, 8-byte aligned (32-byte alignment is fastest)

@@ -88,8 +88,8 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [0, 18446744069414584320] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 18446744069414584321)
-    ///           (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+    /// ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 18446744069414584321)
+    ///           (scale 1); r may alias a or b
     /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
     /// r: 256 x u64, out, 8-byte aligned (64-byte alignment is fastest)
     /// a: 256 x u64, in, 8-byte aligned (64-byte alignment is fastest)
@@ -102,7 +102,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: every a[i] in [0, 18446744069414584320] (base multiplication's output is), in the forward NTT's layout
     /// ensures:  every a[i] in [0, 18446744069414584320] (proven), natural order,
-    ///           a = 2^64 * INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
+    ///           a = INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
     /// cpu: AVX512F (is_x86_feature_detected!: "avx512f")
     /// a: 256 x u64, inout, 8-byte aligned (64-byte alignment is fastest)
     /// ```
@@ -133,8 +133,8 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [0, 18446744069414584320] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 18446744069414584321)
-    ///           (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+    /// ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 18446744069414584321)
+    ///           (scale 1); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// r: 256 x u64, out, 8-byte aligned (32-byte alignment is fastest)
     /// a: 256 x u64, in, 8-byte aligned (32-byte alignment is fastest)
@@ -147,7 +147,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: every a[i] in [0, 18446744069414584320] (base multiplication's output is), in the forward NTT's layout
     /// ensures:  every a[i] in [0, 18446744069414584320] (proven), natural order,
-    ///           a = 2^64 * INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
+    ///           a = INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// a: 256 x u64, inout, 8-byte aligned (32-byte alignment is fastest)
     /// ```
@@ -178,8 +178,8 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [0, 18446744069414584320] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j*2^-64 mod (x^1 - zeta_j, 18446744069414584321)
-    ///           (scale 2^-64 mod q, undone by the inverse NTT); r may alias a or b
+    /// ensures:  every r[i] in [0, 18446744069414584320] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 18446744069414584321)
+    ///           (scale 1); r may alias a or b
     /// cpu: BMI2 (is_x86_feature_detected!: "bmi2")
     /// r: 256 x u64, out, 8-byte aligned (32-byte alignment is fastest)
     /// a: 256 x u64, in, 8-byte aligned (32-byte alignment is fastest)
@@ -192,7 +192,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: every a[i] in [0, 18446744069414584320] (base multiplication's output is), in the forward NTT's layout
     /// ensures:  every a[i] in [0, 18446744069414584320] (proven), natural order,
-    ///           a = 2^64 * INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
+    ///           a = INTT(a) mod 18446744069414584321: forward, basemul, inverse give a*b mod (x^256-1, 18446744069414584321)
     /// cpu: BMI2 (is_x86_feature_detected!: "bmi2")
     /// a: 256 x u64, inout, 8-byte aligned (32-byte alignment is fastest)
     /// ```

@@ -5,7 +5,7 @@
  * he-1125899902124033: negacyclic NTT kernels over Z_1125899902124033[x]/(x^65536+1), 64-bit unsigned lanes, avx512, avx2 (planned)
  * Link with the object of your platform:
  *   he-1125899902124033.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_HE_1125899902124033_H
 #define KERNGEN_HE_1125899902124033_H

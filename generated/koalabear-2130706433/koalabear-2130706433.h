@@ -5,7 +5,7 @@
  * koalabear-2130706433: cyclic NTT kernels over Z_2130706433[x]/(x^1024-1), 32-bit unsigned lanes, avx512, avx2, sse
  * Link with the object of your platform:
  *   koalabear-2130706433.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_KOALABEAR_2130706433_H
 #define KERNGEN_KOALABEAR_2130706433_H

@@ -5,7 +5,7 @@
  * kyber-3329-shoup: negacyclic NTT kernels over Z_3329[x]/(x^256+1), 16-bit unsigned lanes, avx2, sse
  * Link with the object of your platform:
  *   kyber-3329-shoup.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_KYBER_3329_SHOUP_H
 #define KERNGEN_KYBER_3329_SHOUP_H

@@ -5,7 +5,7 @@
  * kyber-r1-7681: negacyclic NTT kernels over Z_7681[x]/(x^256+1), 16-bit lanes, avx2, sse
  * Link with the object of your platform:
  *   kyber-r1-7681.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_KYBER_R1_7681_H
 #define KERNGEN_KYBER_R1_7681_H

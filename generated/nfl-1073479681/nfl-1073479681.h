@@ -5,7 +5,7 @@
  * nfl-1073479681: negacyclic NTT kernels over Z_1073479681[x]/(x^512+1), 32-bit unsigned lanes, avx512, avx2, sse
  * Link with the object of your platform:
  *   nfl-1073479681.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_NFL_1073479681_H
 #define KERNGEN_NFL_1073479681_H

@@ -5,7 +5,7 @@
  * nfl-4611686018326724609: negacyclic NTT kernels over Z_4611686018326724609[x]/(x^1024+1), 64-bit unsigned lanes, avx512, avx2
  * Link with the object of your platform:
  *   nfl-4611686018326724609.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_NFL_4611686018326724609_H
 #define KERNGEN_NFL_4611686018326724609_H

@@ -332,8 +332,8 @@ kg_tiny257_ntt_forward_avx2:
 ; kg_tiny257_basemul_avx2: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [-1033, 1033] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
-;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+;   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 257)
+;             (scale 1); r may alias a or b
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, flags
@@ -384,7 +384,7 @@ kg_tiny257_basemul_avx2:
 ;
 ;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
 ;   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
-;             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
+;             a = INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
 ;   cpu: AVX, AVX2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: ymm{0-5}, rax, flags
@@ -1064,8 +1064,8 @@ kg_tiny257_ntt_forward_sse:
 ; kg_tiny257_basemul_sse: base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
 ;
 ;   requires: every a[i], b[i] in [-1033, 1033] (the forward NTT's output), in its layout
-;   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
-;             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+;   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 257)
+;             (scale 1); r may alias a or b
 ;   cpu: SSE2 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-12}, rax, flags
@@ -1159,7 +1159,7 @@ kg_tiny257_basemul_sse:
 ;
 ;   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
 ;   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
-;             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
+;             a = INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
 ;   cpu: SSE2, SSE4_1 (check CPUID before calling)
 ;   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
 ;   clobbers: xmm{0-11}, rax, flags

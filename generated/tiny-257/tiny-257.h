@@ -5,7 +5,7 @@
  * tiny-257: negacyclic NTT kernels over Z_257[x]/(x^64+1), 16-bit lanes, avx2, sse
  * Link with the object of your platform:
  *   tiny-257.asm: nasm -f elf64, System V AMD64 ABI
- * The kernels are constant-time straight-line code: no branch and no address depends on data.
+ * The kernels run in constant time: no branch, memory address or instruction time depends on data.
  */
 #ifndef KERNGEN_TINY_257_H
 #define KERNGEN_TINY_257_H
@@ -113,8 +113,8 @@ void kg_tiny257_ntt_forward_avx2(int16_t *a);
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
  *   requires: every a[i], b[i] in [-1033, 1033] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
- *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+ *   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 257)
+ *             (scale 1); r may alias a or b
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 64 x int16_t (KG_TINY257_BASEMUL_R_LEN), out, 2-byte aligned (32-byte alignment is fastest)
@@ -127,7 +127,7 @@ void kg_tiny257_basemul_avx2(int16_t *r, const int16_t *a, const int16_t *b);
 /* inverse negacyclic NTT of a[64] in place, natural order out
  *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
  *   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
- *             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
+ *             a = INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
  *   cpu: AVX, AVX2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 64 x int16_t (KG_TINY257_NTT_INVERSE_A_LEN), inout, 2-byte aligned (32-byte alignment is fastest)
@@ -205,8 +205,8 @@ void kg_tiny257_ntt_forward_sse(int16_t *a);
 
 /* base multiplication r = a*b blockwise mod (x^1 - zeta_j), NTT domain
  *   requires: every a[i], b[i] in [-1033, 1033] (the forward NTT's output), in its layout
- *   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
- *             (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+ *   ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 257)
+ *             (scale 1); r may alias a or b
  *   cpu: SSE2 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   r: 64 x int16_t (KG_TINY257_BASEMUL_R_LEN), out, 2-byte aligned (16-byte alignment is fastest)
@@ -219,7 +219,7 @@ void kg_tiny257_basemul_sse(int16_t *r, const int16_t *a, const int16_t *b);
 /* inverse negacyclic NTT of a[64] in place, natural order out
  *   requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
  *   ensures:  every a[i] in [-5168, 5168] (proven), natural order,
- *             a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
+ *             a = INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
  *   cpu: SSE2, SSE4_1 (check CPUID before calling)
  *   constant time: proven at emission (no branch, memory address or instruction time depends on the data)
  *   a: 64 x int16_t (KG_TINY257_NTT_INVERSE_A_LEN), inout, 2-byte aligned (16-byte alignment is fastest)

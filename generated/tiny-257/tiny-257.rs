@@ -80,8 +80,8 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-1033, 1033] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
-    ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+    /// ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 257)
+    ///           (scale 1); r may alias a or b
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// r: 64 x i16, out, 2-byte aligned (32-byte alignment is fastest)
     /// a: 64 x i16, in, 2-byte aligned (32-byte alignment is fastest)
@@ -94,7 +94,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
     /// ensures:  every a[i] in [-5168, 5168] (proven), natural order,
-    ///           a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
+    ///           a = INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
     /// cpu: AVX, AVX2 (is_x86_feature_detected!: "avx", "avx2")
     /// a: 64 x i16, inout, 2-byte aligned (32-byte alignment is fastest)
     /// ```
@@ -172,8 +172,8 @@ unsafe extern "C" {
     ///
     /// ```text
     /// requires: every a[i], b[i] in [-1033, 1033] (the forward NTT's output), in its layout
-    /// ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j*2^-16 mod (x^1 - zeta_j, 257)
-    ///           (scale 2^-16 mod q, undone by the inverse NTT); r may alias a or b
+    /// ensures:  every r[i] in [-145, 145] (proven); r_j = a_j*b_j mod (x^1 - zeta_j, 257)
+    ///           (scale 1); r may alias a or b
     /// cpu: SSE2 (is_x86_feature_detected!: "sse2")
     /// r: 64 x i16, out, 2-byte aligned (16-byte alignment is fastest)
     /// a: 64 x i16, in, 2-byte aligned (16-byte alignment is fastest)
@@ -186,7 +186,7 @@ unsafe extern "C" {
     /// ```text
     /// requires: every a[i] in [-16383, 16383] (base multiplication's output is), in the forward NTT's layout
     /// ensures:  every a[i] in [-5168, 5168] (proven), natural order,
-    ///           a = 2^16 * INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
+    ///           a = INTT(a) mod 257: forward, basemul, inverse give a*b mod (x^64+1, 257)
     /// cpu: SSE2, SSE4_1 (is_x86_feature_detected!: "sse2", "sse4.1")
     /// a: 64 x i16, inout, 2-byte aligned (16-byte alignment is fastest)
     /// ```
