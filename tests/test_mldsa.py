@@ -20,7 +20,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest import REPO, error_lines
+from conftest import REPO, STORE, error_lines
 from fips import NEEDS_TOOLS, Kernels, bitrev, load_kernels, of_isa, schoolbook
 
 from kerngen.core.compile_cache import CompileCache
@@ -313,8 +313,9 @@ LANES = {"avx512": 16, "avx2": 8, "sse": 4}
 
 @pytest.fixture(scope="module")
 def fresh(tmp_path_factory):
-    """The bundle as this generator builds it now (generated/ is rewritten by hand), and its kernels."""
-    bundle = build(load(PARAMS), CompileCache())
+    """The bundle as this generator builds it now (generated/ is rewritten by hand; the store's entry is the
+    build of this generator's sources), and its kernels."""
+    [bundle] = STORE.bundles(load(PARAMS))
     out = tmp_path_factory.mktemp("fresh") / "mldsa-8380417"
     write(render(bundle, "mldsa-8380417"), out)
     return bundle, load_kernels(out, tmp_path_factory.mktemp("fresh_kernels"))

@@ -143,21 +143,6 @@ static uint64_t kg_he1125899902124033_twiddle(const struct kg_he1125899902124033
                           inverse ? pw->g_inv[layer] : pw->g[layer]);
 }
 
-/* the maths' base to the power x, for x < 2^k (inline: a plan without a spread stage calls it nowhere) */
-static inline uint64_t kg_he1125899902124033_power(const struct kg_he1125899902124033_powers *pw, uint64_t x)
-{
-    return kg_he1125899902124033_mulmod(pw->low[x & ((1ull << pw->h) - 1)], pw->high[x >> pw->h]);
-}
-
-/* x's low `bits` bits in reverse order (inline: a plan without a permutation or spread calls it nowhere) */
-static inline size_t kg_he1125899902124033_reverse(size_t x, unsigned bits)
-{
-    size_t r = 0;
-    unsigned i;
-    for (i = 0; i < bits; i++)
-        r |= (x >> i & 1) << (bits - 1 - i);
-    return r;
-}
 
 /* ---- avx512 ---------------------------------------------------------------- */
 
