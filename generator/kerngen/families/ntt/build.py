@@ -30,7 +30,7 @@ from .layout import NttLayout
 from .macc import reduce_once_fits
 from .maths import RINGS, ROOT_NAMES, modulus_text, ring_words
 from .params import NttParams, output_range
-from . import plan_unit
+from .plan_unit import context as plan_unit_context, plan_manifest, prototypes as plan_prototypes
 from .planned import leaf_design, transform_math, unit_file
 from .planned_functions import planned_basemul, planned_functions
 from .reducers import Reducer, freezer
@@ -370,11 +370,11 @@ def planned_bundle(p: NttParams, cache: CompileCache) -> Bundle:
     title = (f"{ring_words(p.ring, p.coset)} NTT kernels over Z_{p.q}[x]/({modulus_text(p.n, p.ring, p.coset)}), "
              f"{p.width}-bit {'' if ar.mul.signed else 'unsigned '}lanes, {', '.join(p.isas)} (planned)")
     header = planned_header_constants(p, fns)
-    fns = [dataclasses.replace(f, facts=f.facts + (("plan", plan_unit.plan_manifest(f)),)) if f.driver else f
+    fns = [dataclasses.replace(f, facts=f.facts + (("plan", plan_manifest(f)),)) if f.driver else f
            for f in fns]
     bundle = Bundle(p.name, p, p.target, title, manifest_params(p, ar.reducer.kind, ar.mul.name), tuple(fns),
                     notes, header, design=ar)
-    return dataclasses.replace(bundle, prototypes=plan_unit.prototypes(bundle),
-                               units=(CUnit(unit_file(p), "ntt_plan.j2", plan_unit.context(bundle),
+    return dataclasses.replace(bundle, prototypes=plan_prototypes(bundle),
+                               units=(CUnit(unit_file(p), "ntt_plan.j2", plan_unit_context(bundle),
                                             "C: the planned transforms (stages of the codelets in the .asm, their "
                                             "twiddle tables built at the first call) and their stage API"),))

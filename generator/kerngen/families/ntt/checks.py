@@ -21,7 +21,7 @@ from ...harness import protocol
 from ...harness.protocol import Case
 from .inputs import (edge_inputs, element_bits, function, harness_args, inputs_rng, isas, outside, requires,
                      shoup_quotient)
-from . import planned_checks
+from .planned_checks import checks as planned_set_checks
 from .maths import RINGS
 from .sweeps import sweep
 from .reference import (block_products, blocks_of, lagrange_images, layout_is_crt_basis, mulmod, reduce_blocks,
@@ -33,7 +33,7 @@ def checks(manifest: dict, seed: int, randoms: int = 3) -> list[Check]:
     random ones; each ISA's twin of a function on the same inputs. A planned
     transform's by `planned_checks` (its codelets through it)."""
     if planned(manifest):
-        return planned_checks.checks(manifest, seed)
+        return planned_set_checks(manifest, seed)
     out: list[Check] = []
     for isa in isas(manifest):
         out += _ntt_checks(manifest, function(manifest, "ntt_forward", isa), function(manifest, "ntt_inverse", isa),
