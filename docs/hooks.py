@@ -1,7 +1,7 @@
 """MkDocs hook: puts the generated references into the pages as the site is built.
 
 A line `<!-- generated: parameters -->` becomes the parameter file's key reference and
-`<!-- generated: cli -->` the command line's (both from `kerngen.reference`, which reads the
+`<!-- generated: cli -->` the command line's (both from `references.py` beside this file, which reads the
 validation's schema and the argparse parser); `<!-- bundle-readme: NAME: Heading, Heading -->` becomes
 those sections of the committed bundle `generated/NAME/README.md` (whose examples the suite compiles and
 runs: tests/test_examples.py, tests/test_vendoring.py)."""
@@ -14,14 +14,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "generator"))
+sys.path.insert(0, str(ROOT / "docs"))
+import references  # noqa: E402 (found through the line above, at load: the build resets sys.path later)
 
 GENERATED = re.compile(r"^<!-- generated: (\w+) -->$", re.M)
 BUNDLE = re.compile(r"^<!-- bundle-readme: ([\w-]+): (.+?) -->$", re.M)
 
 
 def generated(name: str) -> str:
-    from kerngen import reference
-    makers = {"parameters": reference.parameter_reference, "cli": reference.cli_reference}
+    makers = {"parameters": references.parameter_reference, "cli": references.cli_reference}
     if name not in makers:
         raise ValueError(f"no generated reference {name!r}: one of {', '.join(makers)}")
     return makers[name]()

@@ -4,7 +4,7 @@ The allowed values and defaults are the validation's own constants (`core.params
 `params.py`), read here, not restated; `tests/test_docs.py` checks that the keys described are exactly the
 keys validation accepts (`KEYS` of each family) and that each stated default is what a minimal file loads
 with. The documentation's parameter reference (`docs/parameters.md`) is rendered from this table by
-`kerngen.reference.parameter_reference`, so the page and the loader cannot disagree.
+`docs/references.py`, so the page and the loader cannot disagree.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """The documentation's generated references, as Markdown: the parameter file's keys (from
-`families.keys`, which reads the validation's constants) and the command line (from the argparse parser
-`kerngen.cli.parser` builds). `docs/hooks.py` puts them into the pages when the site is built."""
+`kerngen.families.keys`, which reads the validation's constants) and the command line (from the argparse
+parser `kerngen.cli.parser` builds). `docs/hooks.py` puts them into the pages when the site is built; the
+package itself never reads them, so they live with the documentation, above every layer of it."""
 
 from __future__ import annotations
 
 import argparse
 
-from .families.keys import COMMON, FAMILIES, Key
+from kerngen import cli
+from kerngen.families.keys import COMMON, FAMILIES, Key
 
 
 def _cell(text: str) -> str:
@@ -51,8 +53,7 @@ def _options(p: argparse.ArgumentParser) -> list[str]:
 
 def cli_reference() -> str:
     """Every command of `kerngen` with its usage, description and arguments, as the parser has them."""
-    from .cli import parser
-    top = parser()
+    top = cli.parser()
     out = ["```text", _usage(top), "```", "", top.description or "", "", *_options(top), ""]
     sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
     helps = {c.dest: c.help for c in sub._choices_actions}
