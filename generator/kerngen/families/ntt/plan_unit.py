@@ -188,10 +188,15 @@ def context(bundle: Bundle) -> dict | None:
         ctype = f"{'' if ar.mul.signed else 'u'}int{p.width}_t"
         isas.append(IsaUnit(isa, ctype, ctype, _form(ar), twiddle_args(ar).companion_bits or 0, tuple(directions),
                             tuple(leaves.items())))
+    subpasses = [s for i in isas for d in i.directions for st in d.stages for s in st.subpasses]
+    spreads = any(s.expansion for s in subpasses)
     return {
         "prefix": p.prefix, "q": p.q, "width": p.width, "maths": maths,
         "max_layers": max([m["layers"] for m in maths] or [1]),
         "r_mod_q": (1 << p.width) % p.q, "isas": isas, "prefetch_rows": PREFETCH_ROWS,
+        # the helpers a unit defines only where it calls them (compilers warn of unused static functions)
+        "needs_power": spreads,
+        "needs_reverse": spreads or any(d.permutes for i in isas for d in i.directions),
     }
 
 
