@@ -316,11 +316,27 @@ def main(argv: list[str] | None = None) -> int:
         return e.exit_code
     except KeyboardInterrupt:
         print("kerngen: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:  # the reader went away (| head): say nothing more
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
 
 
+INTERRUPTED = 130
+
+
+def run() -> None:
+    """The process's entry point (`kerngen`, `python -m kerngen`): `main`'s exit code. After an interrupt the
+    process ends at once, its streams flushed: an interrupt that lands in code a C extension runs through
+    the interpreter's PyRun_* calls during the imports leaves CPython set to raise SIGINT again as it
+    finalises, which would end the process by the signal (status -2) whatever `main` returned."""
+    code = main()
+    if code == INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
